@@ -1,0 +1,50 @@
+#include "common/bytes.h"
+
+namespace vt {
+
+std::string hex_encode(ByteSpan bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out(bytes.size() * 2, '\0');
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    out[2 * i] = kDigits[bytes[i] >> 4];
+    out[2 * i + 1] = kDigits[bytes[i] & 0xf];
+  }
+  return out;
+}
+
+static int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+Result<Bytes> hex_decode(std::string_view hex) {
+  if (hex.size() % 2 != 0) {
+    return invalid_input("hex string has odd length " + std::to_string(hex.size()));
+  }
+  Bytes out(hex.size() / 2);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    int hi = hex_value(hex[2 * i]);
+    int lo = hex_value(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) {
+      return invalid_input("not a hex digit at offset " + std::to_string(hi < 0 ? 2 * i : 2 * i + 1));
+    }
+    out[i] = static_cast<std::uint8_t>(hi << 4 | lo);
+  }
+  return out;
+}
+
+Result<Digest> digest_from_hex(std::string_view hex, std::string_view what) {
+  if (hex.size() != 64) {
+    return invalid_input(std::string(what) + ": expected 64 hex digits (a SHA-256), got " +
+                         std::to_string(hex.size()) + " characters");
+  }
+  auto bytes = hex_decode(hex);
+  if (!bytes) return bytes.error().context(what);
+  Digest d;
+  std::memcpy(d.data(), bytes->data(), d.size());
+  return d;
+}
+
+}  // namespace vt

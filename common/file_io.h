@@ -1,0 +1,38 @@
+#pragma once
+// File access with the durability rules every stored artifact follows: a file is either absent
+// or complete. Writes go to a temp file in the same folder, are fsync'd, renamed over the target
+// and the folder is fsync'd, so a crash never leaves a half-written file under the real name.
+
+#include <filesystem>
+#include <sys/types.h>
+
+#include "common/bytes.h"
+
+namespace vt {
+
+// Reads a whole file; refuses files larger than `max_bytes` before allocating.
+Result<Bytes> read_file(const std::filesystem::path& path,
+                        std::uint64_t max_bytes = std::uint64_t{1} << 40);
+Result<std::string> read_text_file(const std::filesystem::path& path,
+                                   std::uint64_t max_bytes = std::uint64_t{64} << 20);
+
+enum class Overwrite { kAllow, kRefuse };
+
+// Atomically replaces (or, with kRefuse, creates) `path` with `bytes`, created with `mode`.
+Status write_file_atomic(const std::filesystem::path& path, ByteSpan bytes, mode_t mode = 0644,
+                         Overwrite overwrite = Overwrite::kAllow);
+inline Status write_file_atomic(const std::filesystem::path& path, std::string_view text,
+                                mode_t mode = 0644, Overwrite overwrite = Overwrite::kAllow) {
+  return write_file_atomic(path, as_bytes(text), mode, overwrite);
+}
+
+// Appends `bytes` to `path` (created if absent) and fsyncs it before returning.
+Status append_durable(const std::filesystem::path& path, ByteSpan bytes);
+
+// fsyncs a folder so that a rename or create inside it survives a crash.
+Status fsync_dir(const std::filesystem::path& dir);
+
+// "No space left on device (writing X)" style text for an errno value.
+std::string errno_text(int err, std::string_view action, const std::filesystem::path& path);
+
+}  // namespace vt

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs every Debian package veritrain needs to build, test and demo. Idempotent: a no-op
+# when all are present. Nothing is downloaded from anywhere but Debian's archive.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config git
+  libtorch-dev                      # LibTorch 1.13.1, CPU
+  libssl-dev openssl                # EVP hashing/signing, TLS; the CLI for tests
+  libzstd-dev zstd liblzma-dev xz-utils
+  libboost-dev                      # Asio and Beast (header-only)
+  nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libxxhash-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "setup: missing packages: ${missing[*]}" >&2
+  echo "setup: run as root (or: sudo apt-get install --no-install-recommends ${missing[*]})" >&2
+  exit 1
+fi
+
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# A fresh machine has empty package lists; refresh them when they are missing or a day old.
+if [ -z "$(find /var/lib/apt/lists -maxdepth 1 -name '*_Packages' -mtime -1 2>/dev/null | head -1)" ]; then
+  apt-get update -qq
+fi
+if ! apt-get install -y -qq --no-install-recommends "${missing[@]}"; then
+  echo "setup: retrying after refreshing the package lists" >&2
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+echo "setup: done"

@@ -1,0 +1,50 @@
+#pragma once
+// Helpers shared by the test suites: scratch folders and running the veritrain binary.
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+namespace vt::testing {
+
+// A fresh folder under the system temp dir, removed when the test ends.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = std::string("vt-") + (info ? info->test_suite_name() : "t") + "-" +
+                       (info ? info->name() : "x") + "-" + std::to_string(::getpid());
+    path_ = std::filesystem::temp_directory_path() / name;
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::permissions(path_, std::filesystem::perms::owner_all,
+                                 std::filesystem::perm_options::add, ec);
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& leaf) const { return path_ / leaf; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+// Runs a shell command line, capturing stdout and stderr through files in `scratch`.
+CommandResult run_command(const std::string& command_line, const std::filesystem::path& scratch);
+
+inline std::string veritrain_binary() { return VT_BINARY; }
+inline bool have_program(const std::string& name) {
+  return std::system(("command -v " + name + " >/dev/null 2>&1").c_str()) == 0;
+}
+
+}  // namespace vt::testing

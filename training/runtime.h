@@ -1,0 +1,17 @@
+#pragma once
+// What the training backend can do on this machine. Torch-free header: the CLI and the other
+// modules ask through here and never see LibTorch types.
+
+#include <string>
+
+namespace vt::training {
+
+struct RuntimeInfo {
+  std::string torch_version;    // e.g. "1.13.1"
+  bool cuda_available = false;
+  int cuda_device_count = 0;
+};
+
+RuntimeInfo runtime_info();
+
+}  // namespace vt::training
