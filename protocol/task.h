@@ -1,0 +1,93 @@
+#pragma once
+// A task: what to train, how, and for how long (docs/task.md). task_id is the SHA-256 of its
+// canonical JSON, so any change to any field - one hyperparameter - is another task.
+//
+// Model and dataset options are open maps of integers: which names each zoo model or dataset
+// accepts is known to training/ (training::validate_task), not here.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "common/bytes.h"
+
+namespace vt {
+
+using Options = std::map<std::string, std::int64_t>;
+
+struct ModelSpec {
+  std::string name;          // "mlp" | "cnn" | "conv3d" | "gpt" | "torchscript"
+  Options options;           // e.g. {"width": 16} — per model, checked by training/
+  std::string path;          // torchscript only: module file, relative to the task file
+  std::string sha256;        // torchscript only: hex digest of that file
+};
+
+struct DatasetSpec {
+  std::string name;          // "synthetic" | "mnist" | "cifar10"
+  Options options;           // e.g. {"samples": 512}
+  std::string path;          // mnist / cifar10: folder holding the files
+  std::map<std::string, std::string> files;  // file name -> hex SHA-256, pinned
+};
+
+struct OptimizerSpec {
+  std::string name = "sgd";  // "sgd" | "adam" | "adamw"
+  double lr = 0.01;
+  double momentum = 0.0;     // sgd
+  bool nesterov = false;     // sgd
+  double weight_decay = 0.0;
+  double beta1 = 0.9;        // adam, adamw
+  double beta2 = 0.999;
+  double eps = 1e-8;
+};
+
+struct ScheduleSpec {
+  std::string name = "constant";  // "constant" | "step" | "cosine"
+  std::int64_t step_size = 1;     // step: epochs between decays
+  double gamma = 0.1;             // step: decay factor
+  double min_lr = 0.0;            // cosine: final learning rate
+  std::int64_t warmup_steps = 0;  // linear warmup from 0 over this many steps, any schedule
+};
+
+struct FingerprintSpec {
+  std::int64_t k = 1024;             // values sampled per commitment
+  std::int64_t tracking_k = 256;     // values in the tracking fingerprint
+  std::int64_t trail_interval = 0;   // steps between intra-epoch trail fingerprints; 0 = none
+};
+
+struct ToleranceSpec {
+  double atol = 0.0;
+  double rtol = 0.0;
+  double rel_l2 = 0.0;               // aggregate relative L2 bound
+  double max_outlier_fraction = 0.0;
+};
+
+struct Task {
+  std::int64_t version = 1;
+  ModelSpec model;
+  DatasetSpec dataset;
+  std::string loss = "cross_entropy";  // "cross_entropy" | "mse"
+  OptimizerSpec optimizer;
+  ScheduleSpec schedule;
+  std::int64_t epochs = 3;
+  std::int64_t steps_per_epoch = 0;    // 0 = one full pass over the dataset
+  std::int64_t batch_size = 32;
+  std::uint64_t seed = 0;
+  std::int64_t intra_op_threads = 1;
+  std::string device = "cpu";          // "cpu" | "cuda"
+  std::string determinism = "exact";   // "exact" | "tolerance"
+  std::string precision = "fp32";      // "fp32" | "tf32" | "bf16"
+  FingerprintSpec fingerprint;
+  ToleranceSpec tolerance;
+};
+
+// Parses task JSON. Unknown or missing fields and wrong types are rejected with the field's
+// path and what was expected: "task.json: optimizer.lr: expected a number > 0, got -1".
+Result<Task> parse_task(std::string_view json_text, std::string_view where = "task");
+Result<Task> load_task(const std::string& path);
+
+std::string canonical_task_json(const Task& task);  // sorted keys, no whitespace
+std::string pretty_task_json(const Task& task);     // the same fields, indented for people
+Digest task_id(const Task& task);                   // SHA-256 of canonical_task_json
+
+}  // namespace vt
