@@ -83,8 +83,14 @@ struct Task {
 
 // Parses task JSON. Unknown or missing fields and wrong types are rejected with the field's
 // path and what was expected: "task.json: optimizer.lr: expected a number > 0, got -1".
+// Required: model.name, dataset.name, epochs, batch_size; every other field has the default
+// above (docs/task.md). parse_task runs validate_task on what it read.
 Result<Task> parse_task(std::string_view json_text, std::string_view where = "task");
 Result<Task> load_task(const std::string& path);
+
+// Checks ranges, enumerations, digests and fields that only make sense together, for a task
+// parsed from JSON or built in code (`task init`); errors read like parse_task's.
+Status validate_task(const Task& task, std::string_view where = "task");
 
 std::string canonical_task_json(const Task& task);  // sorted keys, no whitespace
 std::string pretty_task_json(const Task& task);     // the same fields, indented for people

@@ -1,0 +1,258 @@
+#include "protocol/task.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "common/file_io.h"
+#include "tests/test_util.h"
+
+namespace vt {
+namespace {
+
+constexpr std::string_view kMinimal =
+    R"({"model": {"name": "mlp"}, "dataset": {"name": "synthetic"}, "epochs": 3, "batch_size": 32})";
+
+// The worked example of docs/task.md: if this id changes, every task file ever written changes
+// id too, so the docs and the golden must change together with a version bump.
+constexpr std::string_view kExample = R"({
+  "model": {"name": "cnn", "options": {"width": 16}},
+  "dataset": {"name": "synthetic", "options": {"samples": 512}},
+  "optimizer": {"name": "sgd", "lr": 0.05, "momentum": 0.9, "weight_decay": 5e-4},
+  "schedule": {"name": "cosine", "min_lr": 0.001, "warmup_steps": 10},
+  "epochs": 4, "steps_per_epoch": 16, "batch_size": 32, "seed": 42
+})";
+constexpr std::string_view kExampleCanonical =
+    R"({"batch_size":32,"dataset":{"files":{},"name":"synthetic","options":{"samples":512},"path":""},)"
+    R"("determinism":"exact","device":"cpu","epochs":4,"fingerprint":{"k":1024,"tracking_k":256,)"
+    R"("trail_interval":0},"intra_op_threads":1,"loss":"cross_entropy","model":{"name":"cnn",)"
+    R"("options":{"width":16},"path":"","sha256":""},"optimizer":{"beta1":0.9,"beta2":0.999,)"
+    R"("eps":1e-08,"lr":0.05,"momentum":0.9,"name":"sgd","nesterov":false,"weight_decay":0.0005},)"
+    R"("precision":"fp32","schedule":{"gamma":0.1,"min_lr":0.001,"name":"cosine","step_size":1,)"
+    R"("warmup_steps":10},"seed":42,"steps_per_epoch":16,"tolerance":{"atol":0.0,)"
+    R"("max_outlier_fraction":0.0,"rel_l2":0.0,"rtol":0.0},"version":1})";
+constexpr std::string_view kExampleId =
+    "88c4caa8e29e58a12d5c1410fbf91bf15ff4b0498582327a3ba8a68ebbd1cec3";
+
+std::string error_of(std::string_view text) {
+  auto task = parse_task(text, "task.json");
+  return task.ok() ? std::string("(accepted)") : task.error().message;
+}
+
+TEST(Task, MinimalTaskGetsDocumentedDefaults) {
+  auto task = parse_task(kMinimal);
+  ASSERT_TRUE(task.ok()) << task.error().message;
+  EXPECT_EQ(task->model.name, "mlp");
+  EXPECT_EQ(task->dataset.name, "synthetic");
+  EXPECT_EQ(task->epochs, 3);
+  EXPECT_EQ(task->batch_size, 32);
+  EXPECT_EQ(task->optimizer.name, "sgd");
+  EXPECT_EQ(task->optimizer.lr, 0.01);
+  EXPECT_EQ(task->schedule.name, "constant");
+  EXPECT_EQ(task->loss, "cross_entropy");
+  EXPECT_EQ(task->device, "cpu");
+  EXPECT_EQ(task->determinism, "exact");
+  EXPECT_EQ(task->precision, "fp32");
+  EXPECT_EQ(task->seed, 0u);
+  EXPECT_EQ(task->intra_op_threads, 1);
+  EXPECT_EQ(task->fingerprint.k, 1024);
+}
+
+TEST(Task, CanonicalFormAndIdAreGolden) {
+  auto task = parse_task(kExample);
+  ASSERT_TRUE(task.ok()) << task.error().message;
+  EXPECT_EQ(canonical_task_json(*task), kExampleCanonical);
+  EXPECT_EQ(hex_encode(task_id(*task)), kExampleId);
+}
+
+TEST(Task, CanonicalAndPrettyFormsRoundTrip) {
+  auto task = parse_task(kExample);
+  ASSERT_TRUE(task.ok());
+  auto again = parse_task(canonical_task_json(*task));
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(canonical_task_json(*again), canonical_task_json(*task));
+  auto pretty = parse_task(pretty_task_json(*task));
+  ASSERT_TRUE(pretty.ok()) << pretty.error().message;
+  EXPECT_EQ(task_id(*pretty), task_id(*task));
+  EXPECT_NE(pretty_task_json(*task).find("\n  \"batch_size\": 32,\n"), std::string::npos);
+}
+
+TEST(Task, IdIgnoresSpellingButNotMeaning) {
+  // Key order, whitespace, 1 vs 1.0 and explicit defaults are spelling, not meaning.
+  auto a = parse_task(R"({"batch_size":32,"epochs":3,"dataset":{"name":"synthetic"},)"
+                      R"("model":{"name":"mlp"},"optimizer":{"lr":1,"beta1":0.9},"seed":0})");
+  auto b = parse_task(R"({ "model":{"name":"mlp"}, "dataset":{"name":"synthetic","options":{}},)"
+                      R"( "epochs":3, "batch_size":32, "optimizer":{"lr":1.0}, "version":1 })");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(task_id(*a), task_id(*b));
+  Task c = *a;
+  c.optimizer.lr = 1.0000000000000002;  // the next double: one ulp is another task
+  EXPECT_NE(task_id(c), task_id(*a));
+  Task d = *a;
+  d.seed = 1;
+  EXPECT_NE(task_id(d), task_id(*a));
+}
+
+TEST(Task, SeedIsAFullU64) {
+  auto task = parse_task(R"({"model":{"name":"mlp"},"dataset":{"name":"synthetic"},"epochs":1,)"
+                         R"("batch_size":1,"seed":18446744073709551615})");
+  ASSERT_TRUE(task.ok()) << task.error().message;
+  EXPECT_EQ(task->seed, 18446744073709551615ull);
+  EXPECT_NE(canonical_task_json(*task).find("\"seed\":18446744073709551615"), std::string::npos);
+  EXPECT_EQ(parse_task(canonical_task_json(*task))->seed, task->seed);
+}
+
+TEST(Task, TorchscriptAndPinnedFilesAreAccepted) {
+  std::string digest(64, 'a');
+  auto task = parse_task(R"({"model":{"name":"torchscript","path":"m.pt","sha256":")" + digest +
+                         R"("},"dataset":{"name":"mnist","path":"data","files":{"train-images-idx3-ubyte":")" +
+                         digest + R"("}},"epochs":1,"batch_size":8,"loss":"mse"})");
+  ASSERT_TRUE(task.ok()) << task.error().message;
+  EXPECT_EQ(task->model.sha256, digest);
+  EXPECT_EQ(task->dataset.files.at("train-images-idx3-ubyte"), digest);
+}
+
+struct BadCase {
+  std::string patch;     // spliced into kMinimal's object
+  std::string expected;  // the whole message after "task.json: "
+};
+
+void PrintTo(const BadCase& c, std::ostream* os) { *os << c.patch; }
+
+class TaskRejects : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(TaskRejects, NamesFieldAndExpectation) {
+  std::string text(kMinimal);
+  text.insert(1, GetParam().patch + ",");
+  EXPECT_EQ(error_of(text), "task.json: " + GetParam().expected);
+}
+
+const std::string kHex(64, 'a');
+
+INSTANTIATE_TEST_SUITE_P(
+    Fields, TaskRejects,
+    ::testing::Values(
+        BadCase{R"("optimizer":{"lr":-1})", "optimizer.lr: expected a number > 0, got -1"},
+        BadCase{R"("optimizer":{"lr":"0.1"})", R"(optimizer.lr: expected a number, got "0.1")"},
+        BadCase{R"("optimizer":{"learning_rate":0.1})",
+                "optimizer.learning_rate: unknown field (optimizer has: beta1, beta2, eps, lr, "
+                "momentum, name, nesterov, weight_decay)"},
+        BadCase{R"("optimiser":{})",
+                "optimiser: unknown field (the task has: batch_size, dataset, determinism, device, "
+                "epochs, fingerprint, intra_op_threads, loss, model, optimizer, precision, "
+                "schedule, seed, steps_per_epoch, tolerance, version)"},
+        BadCase{R"("optimizer":{"name":"lbfgs"})",
+                R"(optimizer.name: expected one of "sgd", "adam", "adamw", got "lbfgs")"},
+        BadCase{R"("optimizer":{"momentum":1})", "optimizer.momentum: expected a number in [0, 1), got 1"},
+        BadCase{R"("optimizer":{"nesterov":1})", "optimizer.nesterov: expected true or false, got 1"},
+        BadCase{R"("optimizer":{"nesterov":true})", "optimizer.nesterov: requires optimizer.momentum > 0"},
+        BadCase{R"("optimizer":{"beta1":0.5})",
+                "optimizer.beta1: only applies to adam and adamw; leave it at 0.9 (got 0.5)"},
+        BadCase{R"("optimizer":{"name":"adam","momentum":0.9})",
+                "optimizer.momentum: only applies to sgd; leave it at 0 (got 0.9)"},
+        BadCase{R"("optimizer":{"name":"adamw","eps":0})", "optimizer.eps: expected a number > 0, got 0"},
+        BadCase{R"("optimizer":{"weight_decay":1e999})",
+                "not valid JSON: [json.exception.out_of_range.406] number overflow parsing '1e999'"},
+        BadCase{R"("optimizer":3)", "optimizer: expected an object, got 3"},
+        BadCase{R"("schedule":{"name":"linear"})",
+                R"(schedule.name: expected one of "constant", "step", "cosine", got "linear")"},
+        BadCase{R"("schedule":{"name":"step","step_size":0})",
+                "schedule.step_size: expected an integer >= 1, got 0"},
+        BadCase{R"("schedule":{"gamma":0.5})",
+                R"(schedule.gamma: only applies to schedule "step"; leave it at 0.1 (got 0.5))"},
+        BadCase{R"("schedule":{"name":"cosine","min_lr":0.5})",
+                "schedule.min_lr: expected a number <= optimizer.lr (0.01), got 0.5"},
+        BadCase{R"("schedule":{"warmup_steps":2.5})",
+                "schedule.warmup_steps: expected a 64-bit integer, got 2.5"},
+        BadCase{R"("loss":"hinge")", R"(loss: expected one of "cross_entropy", "mse", got "hinge")"},
+        BadCase{R"("device":"tpu")", R"(device: expected one of "cpu", "cuda", got "tpu")"},
+        BadCase{R"("determinism":"loose")",
+                R"(determinism: expected one of "exact", "tolerance", got "loose")"},
+        BadCase{R"("precision":"fp16")",
+                R"(precision: expected one of "fp32", "tf32", "bf16", got "fp16")"},
+        BadCase{R"("intra_op_threads":0)", "intra_op_threads: expected an integer >= 1, got 0"},
+        BadCase{R"("steps_per_epoch":-1)", "steps_per_epoch: expected an integer >= 0, got -1"},
+        BadCase{R"("seed":-1)", "seed: expected an integer in [0, 2^64 - 1], got -1"},
+        BadCase{R"("seed":18446744073709551616)",
+                "seed: expected an integer in [0, 2^64 - 1], got 1.8446744073709552e+19"},
+        BadCase{R"("version":2)", "version: expected 1 (the only task format this build reads), got 2"},
+        BadCase{R"("fingerprint":{"k":0})", "fingerprint.k: expected an integer >= 1, got 0"},
+        BadCase{R"("fingerprint":{"trail_interval":-5})",
+                "fingerprint.trail_interval: expected an integer >= 0, got -5"},
+        BadCase{R"("tolerance":{"atol":-0.1})", "tolerance.atol: expected a number >= 0, got -0.1"},
+        BadCase{R"("tolerance":{"max_outlier_fraction":1.5})",
+                "tolerance.max_outlier_fraction: expected a number in [0, 1], got 1.5"},
+        BadCase{R"("tolerance":{"rtol":null})", "tolerance.rtol: expected a number, got null"}));
+
+// kMinimal's own fields are replaced rather than prefixed: these need a different base.
+TEST(Task, RejectsBadRequiredAndNestedFields) {
+  EXPECT_EQ(error_of(R"({"dataset":{"name":"synthetic"},"epochs":1,"batch_size":1})"),
+            "task.json: model: missing; expected an object (this field is required)");
+  EXPECT_EQ(error_of(R"({"model":{},"dataset":{"name":"synthetic"},"epochs":1,"batch_size":1})"),
+            "task.json: model.name: missing; expected a string (this field is required)");
+  EXPECT_EQ(error_of(R"({"model":{"name":"mlp"},"dataset":{"name":"synthetic"},"batch_size":1})"),
+            "task.json: epochs: missing; expected an integer (this field is required)");
+  EXPECT_EQ(error_of(R"({"model":{"name":"mlp"},"dataset":{"name":"synthetic"},"epochs":0,"batch_size":1})"),
+            "task.json: epochs: expected an integer >= 1, got 0");
+  EXPECT_EQ(error_of(R"({"model":{"name":"mlp"},"dataset":{"name":"synthetic"},"epochs":1,"batch_size":0})"),
+            "task.json: batch_size: expected an integer >= 1, got 0");
+  EXPECT_EQ(error_of(R"({"model":{"name":"m l p"},"dataset":{"name":"synthetic"},"epochs":1,"batch_size":1})"),
+            R"(task.json: model.name: expected a name of 1-64 letters, digits, '_', '-' or '.', got "m l p")");
+  EXPECT_EQ(error_of(R"({"model":{"name":"mlp","options":{"width":1.5}},"dataset":{"name":"synthetic"},"epochs":1,"batch_size":1})"),
+            "task.json: model.options.width: expected a 64-bit integer, got 1.5");
+  EXPECT_EQ(error_of(R"({"model":{"name":"torchscript","path":"m.pt"},"dataset":{"name":"synthetic"},"epochs":1,"batch_size":1})"),
+            R"(task.json: model.sha256: expected a SHA-256 as 64 lower-case hex digits, got "")");
+  EXPECT_EQ(error_of(R"({"model":{"name":"torchscript","sha256":")" + kHex + R"("},"dataset":{"name":"synthetic"},"epochs":1,"batch_size":1})"),
+            R"(task.json: model.path: required for model "torchscript")");
+  EXPECT_EQ(error_of(R"({"model":{"name":"mlp","path":"m.pt"},"dataset":{"name":"synthetic"},"epochs":1,"batch_size":1})"),
+            R"(task.json: model.path: only applies to model "torchscript"; leave it at "" (got "m.pt"))");
+  std::string upper(64, 'A');
+  EXPECT_EQ(error_of(R"({"model":{"name":"mlp"},"dataset":{"name":"mnist","path":"d","files":{"a":")" + upper + R"("}},"epochs":1,"batch_size":1})"),
+            R"(task.json: dataset.files.a: expected a SHA-256 as 64 lower-case hex digits, got ")" + upper + "\"");
+  EXPECT_EQ(error_of(R"({"model":{"name":"mlp"},"dataset":{"name":"mnist","path":"d","files":{"../x":")" + kHex + R"("}},"epochs":1,"batch_size":1})"),
+            "task.json: dataset.files.../x: a file name must be a plain name inside dataset.path");
+  EXPECT_EQ(error_of(R"({"model":{"name":"mlp"},"dataset":{"name":"mnist","path":"d"},"epochs":1,"batch_size":1})"),
+            "task.json: dataset.files: must pin at least one file when dataset.path is set");
+  EXPECT_EQ(error_of(R"({"model":{"name":"mlp"},"dataset":{"name":"mnist","files":{"a":")" + kHex + R"("}},"epochs":1,"batch_size":1})"),
+            "task.json: dataset.path: required when dataset.files pins files");
+}
+
+TEST(Task, RejectsMalformedDocuments) {
+  EXPECT_EQ(error_of("[1,2]"), "task.json: expected a JSON object, got an array");
+  EXPECT_NE(error_of("{\"model\":").find("task.json: not valid JSON: "), std::string::npos);
+  EXPECT_NE(error_of(std::string(kMinimal) + " x").find("task.json: not valid JSON: "), std::string::npos);
+  std::string dup(kMinimal);
+  dup.insert(1, R"("optimizer":{"lr":0.1,"lr":10},)");
+  EXPECT_EQ(error_of(dup), "task.json: optimizer.lr: field appears twice");
+}
+
+TEST(Task, ValidateCatchesTasksBuiltInCode) {
+  Task task;
+  task.model.name = "mlp";
+  task.dataset.name = "synthetic";
+  EXPECT_TRUE(validate_task(task).ok());
+  task.optimizer.lr = std::nan("");
+  auto status = validate_task(task, "--lr");
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.error().message, "--lr: optimizer.lr: expected a number > 0, got null");
+  task.optimizer.lr = 0.1;
+  task.model.path = std::string("bad\xff", 4);
+  ASSERT_FALSE(validate_task(task).ok());
+  EXPECT_EQ(validate_task(task).error().message, "task: model.path: is not valid UTF-8");
+}
+
+TEST(Task, LoadNamesTheFile) {
+  testing::ScratchDir dir;
+  auto path = (dir / "task.json").string();
+  ASSERT_TRUE(write_file_atomic(path, std::string_view(R"({"model":{"name":"mlp"}})")).ok());
+  auto task = load_task(path);
+  ASSERT_FALSE(task.ok());
+  EXPECT_EQ(task.error().message, path + ": dataset: missing; expected an object (this field is required)");
+  EXPECT_EQ(task.error().code, Errc::kInvalidInput);
+  auto absent = load_task((dir / "nope.json").string());
+  ASSERT_FALSE(absent.ok());
+  EXPECT_NE(absent.error().message.find("nope.json"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace vt
