@@ -1,0 +1,191 @@
+// Encoder: plans sections along the safetensors layout, codes them in parallel, writes the
+// container (docs/container.md).
+
+#include <exception>
+#include <map>
+#include <string>
+
+#include "common/safetensors.h"
+#include "compression/container.h"
+#include "compression/format.h"
+#include "compression/section_codec.h"
+#include "fingerprint/merkle.h"
+
+namespace vt::comp {
+namespace {
+
+struct PlannedSection {
+  SectionInfo info;
+  std::optional<std::uint64_t> base_offset;  // a matching run in the base, for delta
+};
+
+int default_level(Codec codec) {
+  switch (codec) {
+    case Codec::kZstd: return 3;
+    case Codec::kXz: return 6;
+    default: return 1;
+  }
+}
+
+Method primary_method(Codec codec) {
+  switch (codec) {
+    case Codec::kRaw: return Method::kStored;
+    case Codec::kZstd: return Method::kZstd;
+    case Codec::kPlanes: return Method::kPlanes;
+    case Codec::kDelta: return Method::kDeltaPlanes;
+    case Codec::kXz: return Method::kXzPlanes;
+  }
+  return Method::kStored;
+}
+
+Status check_options(const EncodeOptions& o, int level) {
+  if (o.chunk_size < format::kMinChunkSize || o.chunk_size > format::kMaxSectionRaw || o.chunk_size % 8 != 0) {
+    return invalid_input("chunk_size " + std::to_string(o.chunk_size) + " is not a multiple of 8 in [" +
+                         std::to_string(format::kMinChunkSize) + ", " + std::to_string(format::kMaxSectionRaw) + "]");
+  }
+  if (o.codec == Codec::kXz && (level < 0 || level > 9)) return invalid_input("xz preset must be 0..9, got " + std::to_string(level));
+  if ((o.codec == Codec::kZstd || o.codec == Codec::kPlanes || o.codec == Codec::kDelta) && (level < -7 || level > 19)) {
+    return invalid_input("zstd level must be -7..19, got " + std::to_string(level));
+  }
+  if (o.codec == Codec::kDelta && o.base.empty()) return invalid_input("the delta codec needs the base snapshot's bytes");
+  if (o.codec != Codec::kDelta && !o.base.empty()) {
+    return invalid_input("a base snapshot was given but codec " + std::string(codec_name(o.codec)) + " does not use it");
+  }
+  return {};
+}
+
+std::vector<PlannedSection> plan(const SafetensorsView& view, std::uint64_t chunk_size) {
+  std::vector<PlannedSection> out;
+  PlannedSection header;
+  header.info.name = "__header__";
+  header.info.word = WordKind::kByte;
+  header.info.raw_offset = 0;
+  header.info.raw_size = view.data_start;
+  out.push_back(header);
+  for (const TensorEntry& t : view.tensors) {
+    WordKind word = word_kind_for(t.dtype);
+    for (std::uint64_t at = 0, chunk = 0; at < t.nbytes(); at += chunk_size, ++chunk) {
+      PlannedSection s;
+      s.info.name = t.name;
+      s.info.chunk = static_cast<std::uint32_t>(chunk);
+      s.info.word = word;
+      s.info.raw_offset = view.data_start + t.begin + at;
+      s.info.raw_size = std::min(chunk_size, t.nbytes() - at);
+      out.push_back(std::move(s));
+    }
+  }
+  return out;
+}
+
+// Points each section at the same bytes of the base when the base has a tensor of the same name,
+// dtype and size (and, for the header section, a header of the same size).
+void match_base(std::vector<PlannedSection>& sections, const SafetensorsView& after, const SafetensorsView& base) {
+  std::map<std::string_view, const TensorEntry*> by_name;
+  for (const TensorEntry& t : base.tensors) by_name[t.name] = &t;
+  for (PlannedSection& s : sections) {
+    if (s.info.name == "__header__" && s.info.chunk == 0 && s.info.raw_offset == 0) {
+      if (base.data_start == after.data_start) s.base_offset = 0;
+      continue;
+    }
+    auto it = by_name.find(s.info.name);
+    const TensorEntry* mine = after.find(s.info.name);
+    if (it == by_name.end() || mine == nullptr) continue;
+    const TensorEntry& theirs = *it->second;
+    if (theirs.dtype != mine->dtype || theirs.nbytes() != mine->nbytes()) continue;
+    s.base_offset = base.data_start + theirs.begin + (s.info.raw_offset - after.data_start - mine->begin);
+  }
+}
+
+Result<Bytes> encode_impl(ByteSpan canonical, const EncodeOptions& o) {
+  int level = o.level != 0 ? o.level : default_level(o.codec);
+  VT_RETURN_IF_ERROR(check_options(o, level));
+  VT_ASSIGN_OR_RETURN(SafetensorsView view, parse_safetensors(canonical, Canonical::kRequire));
+  std::vector<PlannedSection> sections = plan(view, o.chunk_size);
+  if (sections.size() > UINT32_MAX) return invalid_input("too many sections; raise chunk_size");
+  for (std::size_t i = 0; i < sections.size(); ++i) sections[i].info.index = static_cast<std::uint32_t>(i);
+
+  std::unique_ptr<ThreadPool> owned;
+  ThreadPool* pool = resolve_pool(o.pool, o.threads, owned);
+
+  ContainerInfo info;
+  info.version = format::kVersion;
+  info.codec = o.codec;
+  info.raw_size = canonical.size();
+  info.root = o.root ? *o.root : fp::merkle_root(canonical, pool);
+  if (o.codec == Codec::kDelta) {
+    auto base_view = parse_safetensors(o.base, Canonical::kRequire);
+    if (!base_view.ok()) return base_view.error().context("base snapshot");
+    match_base(sections, view, *base_view);
+    info.base_root = o.base_root ? *o.base_root : fp::merkle_root(o.base, pool);
+    info.base_size = o.base.size();
+  }
+
+  std::vector<CodedSection> coded(sections.size());
+  std::vector<std::optional<Error>> errors(sections.size());
+  for_each_index(pool, sections.size(), [&](std::size_t i) {
+    SectionInfo& s = sections[i].info;
+    ByteSpan raw = canonical.subspan(s.raw_offset, s.raw_size);
+    s.method = primary_method(o.codec);
+    ByteSpan base;
+    if (s.method == Method::kDeltaPlanes) {
+      if (sections[i].base_offset) {
+        base = o.base.subspan(*sections[i].base_offset, s.raw_size);
+      } else {
+        s.method = Method::kPlanes;
+      }
+    }
+    auto result = encode_section(s.method, s.word, raw, base, level);
+    // A delta of unrelated values (optimizer moments re-estimated over an epoch) codes worse
+    // than the values themselves; keep whichever is smaller.
+    if (result.ok() && s.method == Method::kDeltaPlanes && result->payload.size() > s.raw_size / 2) {
+      auto planes = encode_section(Method::kPlanes, s.word, raw, {}, level);
+      if (planes.ok() && planes->payload.size() < result->payload.size()) {
+        s.method = Method::kPlanes;
+        result = std::move(planes);
+      }
+    }
+    if (!result.ok()) {
+      errors[i] = result.error().context(s.label());
+      return;
+    }
+    coded[i] = std::move(result).value();
+    if (s.method == Method::kDeltaPlanes) {
+      s.base_offset = *sections[i].base_offset;
+      s.changed = coded[i].changed;
+    }
+    s.payload_size = coded[i].payload.size();
+    s.payload_xxh3 = format::xxh3(coded[i].payload);
+    s.raw_xxh3 = format::xxh3(raw);
+  });
+  for (auto& e : errors) {
+    if (e) return *e;
+  }
+
+  info.sections.reserve(sections.size());
+  for (PlannedSection& s : sections) info.sections.push_back(std::move(s.info));
+  Bytes out = format::write_header_and_table(info);
+  std::size_t total = out.size();
+  for (const CodedSection& c : coded) total += c.payload.size();
+  out.reserve(total);
+  for (CodedSection& c : coded) {
+    append_bytes(out, c.payload);
+    Bytes().swap(c.payload);  // keeps the peak near one copy of the payloads
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<Bytes> encode(ByteSpan canonical, const EncodeOptions& options) {
+  try {
+    auto result = encode_impl(canonical, options);
+    if (!result.ok()) return result.error().context("encoding container");
+    return result;
+  } catch (const std::bad_alloc&) {
+    return internal_error("encoding container: out of memory");
+  } catch (const std::exception& e) {
+    return internal_error(std::string("encoding container: ") + e.what());
+  }
+}
+
+}  // namespace vt::comp

@@ -1,0 +1,29 @@
+#pragma once
+// Coding of one section's bytes by method (docs/container.md, "Section payloads").
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "common/thread_pool.h"
+#include "compression/container.h"
+
+namespace vt::comp {
+
+struct CodedSection {
+  Bytes payload;
+  std::uint64_t changed = 0;  // kDeltaPlanes only
+};
+
+// `base` is the matching run of the base snapshot for kDeltaPlanes, else empty.
+Result<CodedSection> encode_section(Method method, WordKind word, ByteSpan raw, ByteSpan base, int level);
+
+// Decodes `payload` into `out` (exactly the section's raw size). `base` as for encode_section.
+Status decode_section(const SectionInfo& section, ByteSpan payload, ByteSpan base, std::span<std::uint8_t> out);
+
+// The pool to run sections on: `given`, or a new one owned by `owned` for `threads` threads
+// counting the caller, or none (run on the caller) for threads == 1.
+ThreadPool* resolve_pool(ThreadPool* given, std::size_t threads, std::unique_ptr<ThreadPool>& owned);
+void for_each_index(ThreadPool* pool, std::size_t n, const std::function<void(std::size_t)>& fn);
+
+}  // namespace vt::comp
