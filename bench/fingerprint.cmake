@@ -1,0 +1,1 @@
+vt_bench(bench_fingerprint SOURCES bench_fingerprint.cpp LIBS vt_fingerprint)
