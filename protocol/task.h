@@ -3,7 +3,7 @@
 // canonical JSON, so any change to any field - one hyperparameter - is another task.
 //
 // Model and dataset options are open maps of integers: which names each zoo model or dataset
-// accepts is known to training/ (training::validate_task), not here.
+// accepts is known to training/ (training::validate_for_training), not here.
 
 #include <cstdint>
 #include <map>

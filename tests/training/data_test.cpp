@@ -1,0 +1,118 @@
+#include "training/data.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "common/file_io.h"
+#include "common/sha256.h"
+#include "tests/test_util.h"
+#include "training/prng.h"
+#include "training/zoo.h"
+
+namespace vt::training {
+namespace {
+
+TEST(Prng, KnownFirstOutputsPinTheStream) {
+  // Changing the generator changes every task's data order: these values are part of the format.
+  Prng rng(0);
+  EXPECT_EQ(rng.next(), 0xe220a8397b1dcdafull);
+  EXPECT_EQ(rng.next(), 0x6e789e6aa1b965f4ull);
+}
+
+TEST(Prng, BelowIsInRangeAndPermutationIsOne) {
+  Prng rng(42, 1, 2);
+  for (int i = 0; i < 1000; ++i) EXPECT_LT(rng.below(7), 7u);
+  auto p = rng.permutation(100);
+  std::set<std::int64_t> seen(p.begin(), p.end());
+  EXPECT_EQ(seen.size(), 100u);
+  EXPECT_EQ(*seen.begin(), 0);
+  EXPECT_EQ(*seen.rbegin(), 99);
+}
+
+TEST(EpochOrder, DependsOnSeedAndEpochOnly) {
+  auto a = epoch_order(1, 3, 50, 4, 8);
+  EXPECT_EQ(a.size(), 32u);
+  EXPECT_EQ(a, epoch_order(1, 3, 50, 4, 8));
+  EXPECT_NE(a, epoch_order(1, 4, 50, 4, 8));
+  EXPECT_NE(a, epoch_order(2, 3, 50, 4, 8));
+  EXPECT_NE(order_digest(a), order_digest(epoch_order(1, 4, 50, 4, 8)));
+}
+
+TEST(EpochOrder, MoreStepsThanOnePassContinuesWithFreshPermutations) {
+  auto order = epoch_order(9, 1, 10, 3, 8);  // 24 examples from a dataset of 10
+  ASSERT_EQ(order.size(), 24u);
+  std::set<std::int64_t> first_pass(order.begin(), order.begin() + 10);
+  EXPECT_EQ(first_pass.size(), 10u);
+}
+
+TEST(Synthetic, SameTaskSameBytesOtherSeedOtherBytes) {
+  Task task = *default_task("gpt", "synthetic");
+  auto a = load_dataset(task, ".");
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  EXPECT_EQ(a->size, 256);
+  EXPECT_EQ(a->token_inputs, load_dataset(task, ".")->token_inputs);
+  task.seed = 1;
+  EXPECT_NE(a->token_inputs, load_dataset(task, ".")->token_inputs);
+  // Next-token targets are the inputs shifted by one.
+  EXPECT_EQ(a->class_targets[0], a->token_inputs[1]);
+}
+
+Bytes be32(std::uint32_t v) { return {std::uint8_t(v >> 24), std::uint8_t(v >> 16), std::uint8_t(v >> 8), std::uint8_t(v)}; }
+
+TEST(Mnist, ReadsIdxFilesPinnedBySha256) {
+  testing::ScratchDir dir;
+  Bytes images = be32(2051), labels = be32(2049);
+  for (auto v : {2u, 28u, 28u}) append_bytes(images, be32(v));
+  append_bytes(labels, be32(2));
+  for (int i = 0; i < 2 * 784; ++i) images.push_back(static_cast<std::uint8_t>(i % 256));
+  labels.push_back(3);
+  labels.push_back(9);
+  ASSERT_TRUE(write_file_atomic(dir / "train-images-idx3-ubyte", images).ok());
+  ASSERT_TRUE(write_file_atomic(dir / "train-labels-idx1-ubyte", labels).ok());
+  Task task = *default_task("mlp", "mnist");
+  task.dataset.path = "data";
+  task.dataset.files = {{"train-images-idx3-ubyte", hex_encode(sha256(images))},
+                        {"train-labels-idx1-ubyte", hex_encode(sha256(labels))}};
+  std::filesystem::rename(dir.path(), dir.path().string() + "-x");
+  std::filesystem::create_directories(dir.path());
+  std::filesystem::rename(dir.path().string() + "-x", dir / "data");
+  auto d = load_dataset(task, dir.path());
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d->size, 2);
+  EXPECT_EQ(d->class_targets, (std::vector<std::int64_t>{3, 9}));
+  EXPECT_FLOAT_EQ(d->inputs[255], 1.0f);
+
+  task.dataset.files["train-labels-idx1-ubyte"] = std::string(64, '0');
+  auto bad = load_dataset(task, dir.path());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("train-labels-idx1-ubyte: SHA-256 is"), std::string::npos) << bad.error().message;
+}
+
+TEST(Cifar10, ReadsBinaryBatchesAndRejectsTruncation) {
+  testing::ScratchDir dir;
+  Bytes batch;
+  for (int r = 0; r < 3; ++r) {
+    batch.push_back(static_cast<std::uint8_t>(r));
+    batch.insert(batch.end(), 3072, static_cast<std::uint8_t>(255));
+  }
+  ASSERT_TRUE(write_file_atomic(dir / "data_batch_1.bin", batch).ok());
+  Task task = *default_task("cnn", "cifar10");
+  task.dataset.path = ".";
+  task.dataset.files = {{"data_batch_1.bin", hex_encode(sha256(batch))}};
+  auto d = load_dataset(task, dir.path());
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d->size, 3);
+  EXPECT_EQ(d->class_targets[2], 2);
+  EXPECT_FLOAT_EQ(d->inputs[0], 0.5f);
+  batch.pop_back();
+  ASSERT_TRUE(write_file_atomic(dir / "data_batch_1.bin", batch).ok());
+  task.dataset.files = {{"data_batch_1.bin", hex_encode(sha256(batch))}};
+  auto bad = load_dataset(task, dir.path());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("not a CIFAR-10 binary batch"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace vt::training

@@ -1,0 +1,192 @@
+// Replays land on the same bytes: every zoo model x optimizer, restored in a fresh process.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "common/file_io.h"
+#include "tests/test_util.h"
+#include "training/trainer.h"
+#include "training/zoo.h"
+
+namespace vt::training {
+namespace {
+
+// Small enough that 12 combinations train in seconds on one core.
+Task small_task(const std::string& model, const std::string& optimizer) {
+  Task task = *default_task(model, "synthetic");
+  task.epochs = 3;
+  task.steps_per_epoch = 2;
+  if (model == "cnn") {
+    task.model.options = {{"width", 4}, {"blocks", 1}, {"classes", 10}};
+    task.dataset.options = {{"samples", 16}};
+    task.batch_size = 4;
+  } else if (model == "gpt") {
+    task.model.options = {{"vocab", 16}, {"d_model", 16}, {"layers", 1}, {"heads", 2}, {"seq_len", 8},
+                          {"mlp_ratio", 2}, {"dropout_permille", 100}};  // dropout: RNG state matters
+    task.dataset.options = {{"samples", 16}};
+    task.batch_size = 4;
+  } else if (model == "conv3d") {
+    task.model.options = {{"size", 6}};
+    task.dataset.options = {{"samples", 4}};
+    task.batch_size = 2;
+  } else {
+    task.dataset.options = {{"samples", 64}};
+    task.batch_size = 8;
+  }
+  task.optimizer.name = optimizer;
+  if (optimizer == "sgd") {
+    task.optimizer = {"sgd", 0.05, 0.9, true, 1e-4, 0.9, 0.999, 1e-8};
+  } else {
+    task.optimizer = {optimizer, 1e-3, 0.0, false, optimizer == "adamw" ? 0.01 : 1e-4, 0.9, 0.999, 1e-8};
+  }
+  return task;
+}
+
+testing::CommandResult replay(const testing::ScratchDir& dir, const Task& task, const Bytes& before,
+                              int threads = 0) {
+  EXPECT_TRUE(write_file_atomic(dir / "task.json", pretty_task_json(task)).ok());
+  EXPECT_TRUE(write_file_atomic(dir / "before.safetensors", before).ok());
+  std::string cmd = std::string(VT_REPLAY_TOOL) + " " + (dir / "task.json").string() + " " +
+                    (dir / "before.safetensors").string() + " " + (dir / "after.safetensors").string();
+  if (threads > 0) cmd += " " + std::to_string(threads);
+  return testing::run_command(cmd, dir.path());
+}
+
+struct Combo {
+  std::string model, optimizer;
+};
+
+class ReplayMatrix : public ::testing::TestWithParam<Combo> {};
+
+TEST_P(ReplayMatrix, EpochTwoReplaysBitIdenticallyInAFreshProcess) {
+  const Task task = small_task(GetParam().model, GetParam().optimizer);
+  auto trainer = Trainer::create(task);
+  ASSERT_TRUE(trainer.ok()) << trainer.error().message;
+  std::vector<Bytes> snapshots;
+  snapshots.push_back(*(*trainer)->snapshot());
+  for (int e = 1; e <= 3; ++e) {
+    auto summary = (*trainer)->train_epoch();
+    ASSERT_TRUE(summary.ok()) << summary.error().message;
+    EXPECT_EQ(summary->epoch, e);
+    EXPECT_TRUE(std::isfinite(summary->mean_loss));
+    snapshots.push_back(*(*trainer)->snapshot());
+  }
+  EXPECT_NE(snapshots[1], snapshots[2]) << "training did not change the state";
+
+  testing::ScratchDir dir;
+  auto r = replay(dir, task, snapshots[1]);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto replayed = read_file(dir / "after.safetensors");
+  ASSERT_TRUE(replayed.ok());
+  EXPECT_TRUE(*replayed == snapshots[2]) << "replay of epoch 2 differs from the original";
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, ReplayMatrix,
+                         ::testing::Values(Combo{"mlp", "sgd"}, Combo{"mlp", "adam"}, Combo{"mlp", "adamw"},
+                                           Combo{"cnn", "sgd"}, Combo{"cnn", "adam"}, Combo{"cnn", "adamw"},
+                                           Combo{"conv3d", "sgd"}, Combo{"conv3d", "adam"},
+                                           Combo{"conv3d", "adamw"}, Combo{"gpt", "sgd"}, Combo{"gpt", "adam"},
+                                           Combo{"gpt", "adamw"}),
+                         [](const auto& info) { return info.param.model + "_" + info.param.optimizer; });
+
+TEST(Replay, OtherThreadCountIsRefusedInExactMode) {
+  const Task task = small_task("mlp", "sgd");
+  auto trainer = Trainer::create(task);
+  ASSERT_TRUE(trainer.ok());
+  ASSERT_TRUE((*trainer)->train_epoch().ok());
+  testing::ScratchDir dir;
+  auto r = replay(dir, task, *(*trainer)->snapshot(), /*threads=*/2);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("made with 1 intra-op threads, this replay uses 2"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("exact mode"), std::string::npos) << r.err;
+  auto same = replay(dir, task, *(*trainer)->snapshot(), /*threads=*/1);
+  EXPECT_EQ(same.exit_code, 0) << same.err;
+}
+
+TEST(Replay, OtherThreadCountIsAllowedAndReportedInToleranceMode) {
+  Task task = small_task("mlp", "adam");
+  task.determinism = "tolerance";
+  task.tolerance = {1e-6, 1e-4, 1e-4, 0.01};
+  auto trainer = Trainer::create(task);
+  ASSERT_TRUE(trainer.ok()) << trainer.error().message;
+  testing::ScratchDir dir;
+  auto r = replay(dir, task, *(*trainer)->snapshot(), /*threads=*/2);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("note: snapshot was made with 1 intra-op threads"), std::string::npos) << r.err;
+}
+
+TEST(Replay, DamagedSnapshotsAreRejectedWithTheProblemNamed) {
+  const Task task = small_task("mlp", "sgd");
+  auto trainer = Trainer::create(task);
+  ASSERT_TRUE(trainer.ok());
+  Bytes good = *(*trainer)->snapshot();
+
+  Bytes truncated(good.begin(), good.end() - 5);
+  auto t = Trainer::restore(task, truncated);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().message.find("data_offsets"), std::string::npos) << t.error().message;
+
+  Bytes header_flip = good;
+  header_flip[12] ^= 0x20;  // inside the JSON header
+  EXPECT_FALSE(Trainer::restore(task, header_flip).ok());
+
+  Task other = task;
+  other.seed += 1;
+  auto wrong_task = Trainer::restore(other, good);
+  ASSERT_FALSE(wrong_task.ok());
+  EXPECT_NE(wrong_task.error().message.find("belongs to task"), std::string::npos);
+
+  Task other_model = task;
+  other_model.model.options["hidden"] = 8;
+  auto wrong_model = Trainer::restore(other_model, good);
+  ASSERT_FALSE(wrong_model.ok());
+}
+
+// The canonical bytes of a tiny fixed state. Regenerate with VT_UPDATE_GOLDEN=1 only when the
+// snapshot format changes on purpose (and bump kSnapshotFormat).
+TEST(Snapshot, TinyStateMatchesGoldenFile) {
+  Task task = *default_task("mlp", "synthetic");
+  task.model.options = {{"input_dim", 2}, {"hidden", 3}, {"layers", 1}, {"classes", 2}};
+  task.dataset.options = {{"samples", 8}, {"input_dim", 32}, {"classes", 4}};
+  task.batch_size = 4;
+  task.steps_per_epoch = 1;
+  task.seed = 7;
+  auto trainer = Trainer::create(task);
+  ASSERT_TRUE(trainer.ok()) << trainer.error().message;
+  ASSERT_TRUE((*trainer)->train_epoch().ok());
+  Bytes bytes = *(*trainer)->snapshot();
+  const std::string golden = std::string(VT_GOLDEN_DIR) + "/tiny_mlp_epoch1.safetensors";
+  if (std::getenv("VT_UPDATE_GOLDEN") != nullptr) {
+    ASSERT_TRUE(write_file_atomic(golden, bytes).ok());
+  }
+  auto expected = read_file(golden);
+  ASSERT_TRUE(expected.ok()) << expected.error().message;
+  EXPECT_TRUE(bytes == *expected) << "snapshot bytes differ from " << golden;
+}
+
+TEST(Snapshot, LayoutListsEveryStateTensorSorted) {
+  const Task task = small_task("cnn", "adam");
+  auto trainer = Trainer::create(task);
+  ASSERT_TRUE(trainer.ok());
+  auto layout = (*trainer)->layout();
+  ASSERT_FALSE(layout.empty());
+  for (std::size_t i = 1; i < layout.size(); ++i) EXPECT_LT(layout[i - 1].name, layout[i].name);
+  auto has = [&](const std::string& n) {
+    return std::any_of(layout.begin(), layout.end(), [&](const TensorEntry& e) { return e.name == n; });
+  };
+  EXPECT_TRUE(has("param/stem.weight"));
+  EXPECT_TRUE(has("buffer/stem_bn.running_mean"));
+  EXPECT_TRUE(has("optim/stem.weight/exp_avg_sq"));
+  EXPECT_TRUE(has("optim/stem.weight/step"));
+  EXPECT_TRUE(has("rng/cpu"));
+  std::uint64_t idx[] = {0, 3};
+  auto values = (*trainer)->gather("param/stem.weight", idx);
+  ASSERT_TRUE(values.ok());
+  EXPECT_EQ(values->size(), 8u);
+  std::uint64_t bad[] = {1u << 30};
+  EXPECT_FALSE((*trainer)->gather("param/stem.weight", bad).ok());
+}
+
+}  // namespace
+}  // namespace vt::training

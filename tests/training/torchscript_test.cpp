@@ -1,0 +1,74 @@
+// User models: a TorchScript module named in the task with its SHA-256.
+#include <gtest/gtest.h>
+#include <torch/script.h>
+#include <torch/torch.h>
+
+#include "common/file_io.h"
+#include "common/sha256.h"
+#include "tests/test_util.h"
+#include "training/trainer.h"
+#include "training/zoo.h"
+
+namespace vt::training {
+namespace {
+
+// A linear classifier defined in TorchScript source, saved as a module file.
+std::string write_module(const std::filesystem::path& file, bool with_forward) {
+  torch::jit::Module m("Linear");
+  m.register_parameter("weight", torch::randn({4, 32}) * 0.1, false);
+  m.register_parameter("bias", torch::zeros({4}), false);
+  m.define(with_forward ? "def forward(self, x):\n  return torch.matmul(x, self.weight.t()) + self.bias\n"
+                        : "def predict(self, x):\n  return x\n");
+  m.save(file.string());
+  return hex_encode(sha256(*read_file(file)));
+}
+
+Task script_task(const std::string& path, const std::string& digest) {
+  Task task = *default_task("mlp", "synthetic");
+  task.model = {"torchscript", {}, path, digest};
+  task.dataset.options = {{"samples", 32}, {"input_dim", 32}, {"classes", 4}};
+  task.batch_size = 8;
+  task.steps_per_epoch = 2;
+  return task;
+}
+
+TEST(TorchScript, TrainsAndReplaysIdentically) {
+  testing::ScratchDir dir;
+  std::string digest = write_module(dir / "model.pt", true);
+  Task task = script_task("model.pt", digest);
+  TrainerOptions opts;
+  opts.task_dir = dir.path();
+  auto trainer = Trainer::create(task, opts);
+  ASSERT_TRUE(trainer.ok()) << trainer.error().message;
+  Bytes before = *(*trainer)->snapshot();
+  ASSERT_TRUE((*trainer)->train_epoch().ok());
+  Bytes after = *(*trainer)->snapshot();
+  EXPECT_NE(before, after);
+  auto replay = Trainer::restore(task, before, opts);
+  ASSERT_TRUE(replay.ok()) << replay.error().message;
+  ASSERT_TRUE((*replay)->train_epoch().ok());
+  EXPECT_TRUE(*(*replay)->snapshot() == after);
+}
+
+TEST(TorchScript, DigestMismatchAndMissingForwardAreClearErrors) {
+  testing::ScratchDir dir;
+  std::string digest = write_module(dir / "model.pt", true);
+  TrainerOptions opts;
+  opts.task_dir = dir.path();
+  auto wrong = Trainer::create(script_task("model.pt", std::string(64, 'a')), opts);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.error().message.find("model.sha256"), std::string::npos) << wrong.error().message;
+
+  std::string no_forward = write_module(dir / "noforward.pt", false);
+  auto missing = Trainer::create(script_task("noforward.pt", no_forward), opts);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("no forward"), std::string::npos) << missing.error().message;
+
+  ASSERT_TRUE(write_file_atomic(dir / "junk.pt", std::string_view("not a zip")).ok());
+  auto junk = Trainer::create(script_task("junk.pt", hex_encode(sha256(std::string_view("not a zip")))), opts);
+  ASSERT_FALSE(junk.ok());
+  EXPECT_NE(junk.error().message.find("not a TorchScript module"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace vt::training

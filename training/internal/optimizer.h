@@ -1,0 +1,39 @@
+#pragma once
+// SGD (momentum, Nesterov, weight decay), Adam and AdamW with PyTorch's update rules, written
+// over plain tensors. Our own rather than torch::optim because (1) the state must be a fixed
+// set of named tensors present from step 0, so every snapshot of a task has the same layout,
+// and (2) torch::optim's state keys changed type between LibTorch 1.13 and 2.x.
+
+#include <ATen/ATen.h>
+
+#include "protocol/task.h"
+#include "training/internal/network.h"
+
+namespace vt::training {
+
+class Optimizer {
+ public:
+  Optimizer(const OptimizerSpec& spec, NamedTensors params);
+
+  // One update with learning rate `lr`; the gradients are in the parameters' .grad().
+  void step(double lr);
+  void zero_grad();
+
+  // "optim/<param>/<slot>" tensors: momentum_buffer (sgd with momentum), exp_avg and exp_avg_sq
+  // (adam, adamw), and step (an int64 scalar) for every parameter.
+  NamedTensors state() const;
+
+ private:
+  struct Slot {
+    std::string name;
+    at::Tensor param;
+    at::Tensor momentum;    // sgd
+    at::Tensor exp_avg;     // adam, adamw
+    at::Tensor exp_avg_sq;  // adam, adamw
+    at::Tensor step;        // int64 scalar on the CPU: read every update, never worth a sync
+  };
+  OptimizerSpec spec_;
+  std::vector<Slot> slots_;
+};
+
+}  // namespace vt::training

@@ -1,0 +1,27 @@
+#pragma once
+// Between live tensors and canonical bytes: capture, restore and device-side gathering.
+// Internal to training/ (includes ATen).
+
+#include <span>
+
+#include "common/safetensors.h"
+#include "training/internal/network.h"
+
+namespace vt::training {
+
+Result<DType> to_dtype(at::ScalarType type, const std::string& name);
+std::vector<TensorSpec> tensor_specs(const NamedTensors& tensors);
+
+// Canonical safetensors bytes of `tensors`: one host buffer, each tensor copied into its place.
+Result<Bytes> encode_snapshot(const NamedTensors& tensors, const Metadata& metadata);
+
+// Copies every tensor of `view` into the live tensor of the same name. The set of names, their
+// dtypes and shapes must match exactly (RNG states excepted: "rng/cuda" may be absent or extra
+// when a tolerance-mode replay changes device class), else the error names the tensor.
+Status load_state(const SafetensorsView& view, const NamedTensors& live, const at::Device& device);
+
+// Raw bytes of tensor.flatten()[indices], gathered on the tensor's device, one copy to the host.
+Result<Bytes> gather_values(const at::Tensor& tensor, std::span<const std::uint64_t> indices,
+                            const std::string& name);
+
+}  // namespace vt::training

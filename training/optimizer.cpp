@@ -1,0 +1,75 @@
+#include "training/internal/optimizer.h"
+
+#include <cmath>
+
+#include "training/schedule.h"
+
+namespace vt::training {
+
+Optimizer::Optimizer(const OptimizerSpec& spec, NamedTensors params) : spec_(spec) {
+  for (auto& [name, p] : params) {
+    Slot s{name, p, {}, {}, {}, at::zeros({}, at::TensorOptions().dtype(at::kLong))};
+    if (spec.name == "sgd" && spec.momentum != 0.0) s.momentum = at::zeros_like(p);
+    if (spec.name == "adam" || spec.name == "adamw") {
+      s.exp_avg = at::zeros_like(p);
+      s.exp_avg_sq = at::zeros_like(p);
+    }
+    slots_.push_back(std::move(s));
+  }
+}
+
+void Optimizer::zero_grad() {
+  for (Slot& s : slots_) {
+    if (s.param.grad().defined()) s.param.mutable_grad().zero_();
+  }
+}
+
+void Optimizer::step(double lr) {
+  at::NoGradGuard no_grad;
+  const OptimizerSpec& o = spec_;
+  for (Slot& s : slots_) {
+    at::Tensor grad = s.param.grad();
+    if (!grad.defined()) continue;  // a parameter the loss does not reach
+    const std::int64_t step = s.step.item<std::int64_t>() + 1;
+    s.step.fill_(step);
+    if (o.name == "sgd") {
+      at::Tensor d = o.weight_decay != 0.0 ? grad.add(s.param, o.weight_decay) : grad;
+      if (o.momentum != 0.0) {
+        // PyTorch starts the buffer at the first gradient rather than decaying zeros into it.
+        if (step == 1) {
+          s.momentum.copy_(d);
+        } else {
+          s.momentum.mul_(o.momentum).add_(d);
+        }
+        d = o.nesterov ? d.add(s.momentum, o.momentum) : s.momentum;
+      }
+      s.param.add_(d, -lr);
+      continue;
+    }
+    if (o.name == "adamw") {
+      s.param.mul_(1.0 - lr * o.weight_decay);
+    } else if (o.weight_decay != 0.0) {
+      grad = grad.add(s.param, o.weight_decay);
+    }
+    s.exp_avg.lerp_(grad, 1.0 - o.beta1);
+    s.exp_avg_sq.mul_(o.beta2).addcmul_(grad, grad, 1.0 - o.beta2);
+    const double bias1 = 1.0 - power(o.beta1, step);
+    const double bias2_sqrt = std::sqrt(1.0 - power(o.beta2, step));  // sqrt is exact IEEE
+    at::Tensor denom = (s.exp_avg_sq.sqrt() / bias2_sqrt).add_(o.eps);
+    s.param.addcdiv_(s.exp_avg, denom, -lr / bias1);
+  }
+}
+
+NamedTensors Optimizer::state() const {
+  NamedTensors out;
+  for (const Slot& s : slots_) {
+    const std::string prefix = "optim/" + s.name + "/";
+    if (s.momentum.defined()) out.emplace_back(prefix + "momentum_buffer", s.momentum);
+    if (s.exp_avg.defined()) out.emplace_back(prefix + "exp_avg", s.exp_avg);
+    if (s.exp_avg_sq.defined()) out.emplace_back(prefix + "exp_avg_sq", s.exp_avg_sq);
+    out.emplace_back(prefix + "step", s.step);
+  }
+  return out;
+}
+
+}  // namespace vt::training

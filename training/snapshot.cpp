@@ -1,0 +1,135 @@
+#include <ATen/ATen.h>
+
+#include <cstring>
+#include <set>
+
+#include "training/internal/tensor_bytes.h"
+
+namespace vt::training {
+namespace {
+
+at::ScalarType to_scalar_type(DType dtype) {
+  switch (dtype) {
+    case DType::kF64: return at::kDouble;
+    case DType::kF32: return at::kFloat;
+    case DType::kF16: return at::kHalf;
+    case DType::kBF16: return at::kBFloat16;
+    case DType::kI64: return at::kLong;
+    case DType::kI32: return at::kInt;
+    case DType::kI16: return at::kShort;
+    case DType::kI8: return at::kChar;
+    case DType::kU8: return at::kByte;
+    case DType::kBool: return at::kBool;
+  }
+  return at::kFloat;
+}
+
+at::Generator generator_for(const std::string& name, const at::Device& device) {
+  if (name == "rng/cpu") return at::globalContext().defaultGenerator(at::kCPU);
+  return at::globalContext().defaultGenerator(at::Device(at::kCUDA, device.has_index() ? device.index() : 0));
+}
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? "," : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+}  // namespace
+
+Result<DType> to_dtype(at::ScalarType type, const std::string& name) {
+  switch (type) {
+    case at::kDouble: return DType::kF64;
+    case at::kFloat: return DType::kF32;
+    case at::kHalf: return DType::kF16;
+    case at::kBFloat16: return DType::kBF16;
+    case at::kLong: return DType::kI64;
+    case at::kInt: return DType::kI32;
+    case at::kShort: return DType::kI16;
+    case at::kChar: return DType::kI8;
+    case at::kByte: return DType::kU8;
+    case at::kBool: return DType::kBool;
+    default: return invalid_input("tensor \"" + name + "\" has a dtype snapshots cannot hold");
+  }
+}
+
+std::vector<TensorSpec> tensor_specs(const NamedTensors& tensors) {
+  std::vector<TensorSpec> specs;
+  for (const auto& [name, t] : tensors) {
+    auto dtype = to_dtype(t.scalar_type(), name);
+    specs.push_back({name, dtype.ok() ? *dtype : DType::kU8, t.sizes().vec()});
+  }
+  return specs;
+}
+
+Result<Bytes> encode_snapshot(const NamedTensors& tensors, const Metadata& metadata) {
+  for (const auto& [name, t] : tensors) VT_RETURN_IF_ERROR(to_dtype(t.scalar_type(), name));
+  VT_ASSIGN_OR_RETURN(CanonicalLayout layout, plan_canonical(tensor_specs(tensors), metadata));
+  Bytes out(layout.total_size);
+  std::memcpy(out.data(), layout.prefix.data(), layout.prefix.size());
+  std::map<std::string_view, const TensorEntry*> by_name;
+  for (const TensorEntry& e : layout.tensors) by_name[e.name] = &e;
+  for (const auto& [name, t] : tensors) {
+    const TensorEntry& e = *by_name.at(name);
+    at::Tensor host = t.detach().to(at::kCPU).contiguous();
+    if (e.nbytes() > 0) std::memcpy(out.data() + layout.data_start() + e.begin, host.data_ptr(), e.nbytes());
+  }
+  return out;
+}
+
+Status load_state(const SafetensorsView& view, const NamedTensors& live, const at::Device& device) {
+  at::NoGradGuard no_grad;
+  std::set<std::string> expected;
+  for (const auto& [name, t] : live) {
+    expected.insert(name);
+    const TensorEntry* e = view.find(name);
+    const bool rng = name.rfind("rng/", 0) == 0;
+    if (e == nullptr) {
+      if (name == "rng/cuda") continue;  // a CPU snapshot replayed on CUDA (tolerance mode)
+      return invalid_input("snapshot: tensor \"" + name + "\" is missing (a snapshot of another model or optimizer?)");
+    }
+    VT_ASSIGN_OR_RETURN(DType dtype, to_dtype(t.scalar_type(), name));
+    if (e->dtype != dtype || (!rng && e->shape != t.sizes().vec())) {
+      return invalid_input("snapshot: tensor \"" + name + "\" is " + std::string(dtype_name(e->dtype)) +
+                           shape_text(e->shape) + ", this task's model needs " + std::string(dtype_name(dtype)) +
+                           shape_text(t.sizes().vec()));
+    }
+    ByteSpan bytes = view.data(*e);
+    at::Tensor host = at::empty(e->shape, at::TensorOptions().dtype(to_scalar_type(e->dtype)));
+    if (!bytes.empty()) std::memcpy(host.data_ptr(), bytes.data(), bytes.size());
+    if (rng) {
+      at::Generator gen = generator_for(name, device);
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_state(host);
+    } else {
+      at::Tensor target = t;
+      target.copy_(host);
+    }
+  }
+  for (const TensorEntry& e : view.tensors) {
+    if (!expected.count(e.name) && e.name != "rng/cuda") {
+      return invalid_input("snapshot: unexpected tensor \"" + e.name + "\" (a snapshot of another model or optimizer?)");
+    }
+  }
+  return {};
+}
+
+Result<Bytes> gather_values(const at::Tensor& tensor, std::span<const std::uint64_t> indices, const std::string& name) {
+  const auto numel = static_cast<std::uint64_t>(tensor.numel());
+  std::vector<std::int64_t> idx(indices.size());
+  for (std::size_t i = 0; i < indices.size(); ++i) {
+    if (indices[i] >= numel) {
+      return invalid_input("gather: index " + std::to_string(indices[i]) + " is outside tensor \"" + name +
+                           "\" of " + std::to_string(numel) + " elements");
+    }
+    idx[i] = static_cast<std::int64_t>(indices[i]);
+  }
+  at::Tensor index = at::from_blob(idx.data(), {static_cast<std::int64_t>(idx.size())}, at::kLong)
+                         .to(tensor.device(), /*non_blocking=*/false, /*copy=*/true);
+  at::Tensor values = tensor.detach().reshape({-1}).index_select(0, index).to(at::kCPU).contiguous();
+  Bytes out(static_cast<std::size_t>(values.numel()) * values.element_size());
+  if (!out.empty()) std::memcpy(out.data(), values.data_ptr(), out.size());
+  return out;
+}
+
+}  // namespace vt::training

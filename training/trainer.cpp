@@ -1,0 +1,356 @@
+#include "training/trainer.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <ATen/autocast_mode.h>
+#include <torch/version.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+#include "common/sha256.h"
+#include "protocol/task.h"
+#include "training/data.h"
+#include "training/internal/network.h"
+#include "training/internal/optimizer.h"
+#include "training/internal/tensor_bytes.h"
+#include "training/schedule.h"
+#include "training/zoo.h"
+
+namespace vt::training {
+
+struct Trainer::Impl {
+  Task task;
+  Digest id{};
+  TrainerOptions options;
+  at::Device device{at::kCPU};
+  std::string device_class;  // "cpu" | "cuda": what exact mode compares
+  std::int64_t threads = 1;
+  std::unique_ptr<Network> net;
+  std::unique_ptr<Optimizer> optimizer;
+  at::Tensor inputs, targets;  // the whole dataset, on the device
+  std::int64_t dataset_size = 0;
+  std::int64_t epoch = 0;
+  std::int64_t global_step = 0;
+  std::int64_t steps = 0;  // per epoch
+  std::vector<std::string> notes;
+
+  NamedTensors state_tensors() const;
+  Metadata metadata() const;
+  Result<EpochSummary> train_epoch(const EpochHooks& hooks, const Trainer& owner);
+};
+
+namespace {
+
+// Autocast for bf16 tasks, on both LibTorch generations (the API moved in 2.x).
+class AutocastScope {
+ public:
+  AutocastScope(bool enabled, at::DeviceType device) : enabled_(enabled), device_(device) {
+    if (!enabled_) return;
+#if TORCH_VERSION_MAJOR >= 2
+    at::autocast::set_autocast_dtype(device_, at::kBFloat16);
+    at::autocast::set_autocast_enabled(device_, true);
+#else
+    if (device_ == at::kCUDA) {
+      at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+      at::autocast::set_enabled(true);
+    } else {
+      at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+      at::autocast::set_cpu_enabled(true);
+    }
+#endif
+  }
+  ~AutocastScope() {
+    if (!enabled_) return;
+#if TORCH_VERSION_MAJOR >= 2
+    at::autocast::set_autocast_enabled(device_, false);
+#else
+    if (device_ == at::kCUDA) {
+      at::autocast::set_enabled(false);
+    } else {
+      at::autocast::set_cpu_enabled(false);
+    }
+#endif
+    at::autocast::clear_cache();
+  }
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  bool enabled_;
+  at::DeviceType device_;
+};
+
+at::Generator cpu_generator() { return at::globalContext().defaultGenerator(at::kCPU); }
+at::Generator cuda_generator(const at::Device& d) {
+  return at::globalContext().defaultGenerator(at::Device(at::kCUDA, d.has_index() ? d.index() : 0));
+}
+
+Result<at::Device> resolve_device(const Task& task, const TrainerOptions& options) {
+  const std::string name = options.device.empty() ? task.device : options.device;
+  if (name.rfind("cuda", 0) == 0) {
+    // cuBLAS reads this when it creates its first handle; deterministic GEMMs need it.
+    ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 0);
+    if (!at::hasCUDA() || at::getNumGPUs() == 0) {
+      return invalid_input("device: \"" + name + "\" requested but CUDA is not available in this build or machine");
+    }
+    at::Device d(at::kCUDA, 0);
+    if (name.size() > 5) {
+      if (name[4] != ':') return invalid_input("device: expected cpu, cuda or cuda:N, got \"" + name + "\"");
+      int index = std::atoi(name.c_str() + 5);
+      if (index < 0 || index >= static_cast<int>(at::getNumGPUs())) {
+        return invalid_input("device: " + name + " does not exist on this machine");
+      }
+      d = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(index));
+    }
+    return d;
+  }
+  if (name != "cpu") return invalid_input("device: expected cpu, cuda or cuda:N, got \"" + name + "\"");
+  return at::Device(at::kCPU);
+}
+
+void apply_determinism(const Task& task, const at::Device& device) {
+  auto& ctx = at::globalContext();
+  ctx.setDeterministicAlgorithms(true, /*warn_only=*/false);
+  if (device.is_cuda()) {
+    ctx.setBenchmarkCuDNN(false);
+    ctx.setDeterministicCuDNN(true);
+    // TF32 changes results but not their reproducibility (measured bit-identical on an H200).
+    const bool tf32 = task.precision != "fp32";
+    ctx.setAllowTF32CuBLAS(tf32);
+    ctx.setAllowTF32CuDNN(tf32);
+  }
+}
+
+at::Tensor to_tensor(const std::vector<float>& v, std::vector<std::int64_t> shape, const at::Device& d) {
+  return at::from_blob(const_cast<float*>(v.data()), shape, at::kFloat).to(d, /*non_blocking=*/false, /*copy=*/true);
+}
+at::Tensor to_tensor(const std::vector<std::int64_t>& v, std::vector<std::int64_t> shape, const at::Device& d) {
+  return at::from_blob(const_cast<std::int64_t*>(v.data()), shape, at::kLong).to(d, false, true);
+}
+
+std::vector<std::int64_t> batched(std::int64_t n, const std::vector<std::int64_t>& shape) {
+  std::vector<std::int64_t> out{n};
+  out.insert(out.end(), shape.begin(), shape.end());
+  return out;
+}
+
+template <typename F>
+auto guarded(const char* what, F&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const c10::Error& e) {
+    return internal_error(std::string(what) + ": LibTorch: " + e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    return internal_error(std::string(what) + ": " + e.what());
+  }
+}
+
+// Builds model, optimizer and data for `task` on a fresh process-wide setup.
+Result<std::unique_ptr<Trainer::Impl>> build(const Task& task, const TrainerOptions& options) {
+  VT_RETURN_IF_ERROR(validate_for_training(task));
+  auto impl = std::make_unique<Trainer::Impl>();
+  impl->task = task;
+  impl->id = task_id(task);
+  impl->options = options;
+  VT_ASSIGN_OR_RETURN(impl->device, resolve_device(task, options));
+  impl->device_class = impl->device.is_cuda() ? "cuda" : "cpu";
+  impl->threads = options.intra_op_threads > 0 ? options.intra_op_threads : task.intra_op_threads;
+  at::set_num_threads(static_cast<int>(impl->threads));
+  apply_determinism(task, impl->device);
+
+  // Initialise on the CPU from the task seed, then move: the same initial weights on any device.
+  {
+    auto gen = cpu_generator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_current_seed(task.seed);
+  }
+  if (impl->device.is_cuda()) {
+    auto gen = cuda_generator(impl->device);
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_current_seed(task.seed);
+  }
+  VT_ASSIGN_OR_RETURN(Options model_options, resolve_model_options(task.model));
+  VT_ASSIGN_OR_RETURN(impl->net, make_network(task, model_options, options.task_dir));
+  impl->net->to(impl->device);
+  impl->net->set_training(true);
+  impl->optimizer = std::make_unique<Optimizer>(task.optimizer, impl->net->parameters());
+
+  VT_ASSIGN_OR_RETURN(Dataset data, load_dataset(task, options.task_dir));
+  impl->dataset_size = data.size;
+  impl->inputs = data.tokens() ? to_tensor(data.token_inputs, batched(data.size, data.input_shape), impl->device)
+                               : to_tensor(data.inputs, batched(data.size, data.input_shape), impl->device);
+  impl->targets = data.float_targets.empty()
+                      ? to_tensor(data.class_targets, batched(data.size, data.target_shape), impl->device)
+                      : to_tensor(data.float_targets, batched(data.size, data.target_shape), impl->device);
+  impl->steps = steps_per_epoch(task, data.size);
+  return impl;
+}
+
+// In exact mode a replay must run where the original ran; in tolerance mode differences are
+// allowed and written down for the verdict.
+Status check_snapshot_metadata(const Metadata& meta, Trainer::Impl& impl) {
+  for (const char* key : {"format", "task_id", "epoch", "global_step", "intra_op_threads", "device", "precision"}) {
+    if (meta.find(key) == meta.end()) return invalid_input(std::string("snapshot: __metadata__ lacks \"") + key + "\"");
+  }
+  if (meta.at("format") != kSnapshotFormat) {
+    return invalid_input("snapshot: format is \"" + meta.at("format") + "\", expected " + kSnapshotFormat);
+  }
+  if (meta.at("task_id") != hex_encode(impl.id)) {
+    return invalid_input("snapshot: it belongs to task " + meta.at("task_id") + ", not to this task " + hex_encode(impl.id));
+  }
+  if (meta.at("precision") != impl.task.precision) {
+    return invalid_input("snapshot: precision " + meta.at("precision") + " differs from the task's " + impl.task.precision);
+  }
+  const bool exact = impl.task.determinism == "exact";
+  const std::string threads = std::to_string(impl.threads);
+  if (meta.at("intra_op_threads") != threads) {
+    std::string msg = "snapshot was made with " + meta.at("intra_op_threads") +
+                      " intra-op threads, this replay uses " + threads;
+    if (exact) return invalid_input(msg + "; exact mode needs the same count (run with the task's intra_op_threads)");
+    impl.notes.push_back(msg);
+  }
+  if (meta.at("device") != impl.device_class) {
+    std::string msg = "snapshot was made on " + meta.at("device") + ", this replay runs on " + impl.device_class;
+    if (exact) return invalid_input(msg + "; exact mode needs the same device class");
+    impl.notes.push_back(msg);
+  }
+  char* end = nullptr;
+  for (const char* key : {"epoch", "global_step"}) {
+    const std::string& v = meta.at(key);
+    long long n = std::strtoll(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || n < 0) return invalid_input(std::string("snapshot: ") + key + " \"" + v + "\" is not a count");
+  }
+  return {};
+}
+
+}  // namespace
+
+NamedTensors Trainer::Impl::state_tensors() const {
+  NamedTensors out;
+  for (auto& [name, t] : net->parameters()) out.emplace_back("param/" + name, t);
+  for (auto& [name, t] : net->buffers()) out.emplace_back("buffer/" + name, t);
+  for (auto& entry : optimizer->state()) out.push_back(entry);
+  out.emplace_back("rng/cpu", cpu_generator().get_state());
+  if (device.is_cuda()) out.emplace_back("rng/cuda", cuda_generator(device).get_state());
+  return out;
+}
+
+Metadata Trainer::Impl::metadata() const {
+  return {{"format", kSnapshotFormat},
+          {"task_id", hex_encode(id)},
+          {"epoch", std::to_string(epoch)},
+          {"global_step", std::to_string(global_step)},
+          {"data_cursor", std::to_string(epoch)},
+          {"intra_op_threads", std::to_string(threads)},
+          {"device", device_class},
+          {"precision", task.precision}};
+}
+
+Result<EpochSummary> Trainer::Impl::train_epoch(const EpochHooks& hooks, const Trainer& owner) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::int64_t this_epoch = epoch + 1;
+  const std::int64_t batch = task.batch_size;
+  std::vector<std::int64_t> order = epoch_order(task.seed, this_epoch, dataset_size, steps, batch);
+  at::Tensor order_t = to_tensor(order, {static_cast<std::int64_t>(order.size())}, device);
+  const bool bf16 = task.precision == "bf16";
+  at::Tensor loss_sum = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(device));
+  for (std::int64_t s = 0; s < steps; ++s) {
+    at::Tensor idx = order_t.narrow(0, s * batch, batch);
+    at::Tensor x = inputs.index_select(0, idx);
+    at::Tensor y = targets.index_select(0, idx);
+    const double lr = learning_rate(task, global_step, this_epoch, steps * task.epochs);
+    optimizer->zero_grad();
+    at::Tensor loss;
+    {
+      AutocastScope autocast(bf16, device.type());
+      loss = compute_loss(task.loss, net->forward(x), y);
+    }
+    loss.backward();
+    optimizer->step(lr);
+    ++global_step;
+    loss_sum += loss.detach().to(at::kDouble);
+    const std::int64_t done = s + 1;
+    if (hooks.on_progress && hooks.progress_every > 0 && (done % hooks.progress_every == 0 || done == steps)) {
+      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      hooks.on_progress({this_epoch, done, steps, loss.item<double>(), secs,
+                         secs > 0 ? static_cast<double>(done * batch) / secs : 0.0});
+    }
+    if (hooks.on_trail && hooks.trail_every > 0 && done % hooks.trail_every == 0) {
+      epoch = this_epoch;  // the callback sees the epoch it is inside of
+      hooks.on_trail(done, owner);
+      epoch = this_epoch - 1;
+    }
+  }
+  epoch = this_epoch;
+  EpochSummary summary;
+  summary.epoch = this_epoch;
+  summary.steps = steps;
+  summary.samples = steps * batch;
+  summary.mean_loss = loss_sum.item<double>() / static_cast<double>(steps);
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  summary.data_order_digest = order_digest(order);
+  return summary;
+}
+
+Trainer::Trainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Trainer::~Trainer() = default;
+
+Result<std::unique_ptr<Trainer>> Trainer::create(const Task& task, const TrainerOptions& options) {
+  return guarded("creating the trainer", [&]() -> Result<std::unique_ptr<Trainer>> {
+    VT_ASSIGN_OR_RETURN(auto impl, build(task, options));
+    return std::unique_ptr<Trainer>(new Trainer(std::move(impl)));
+  });
+}
+
+Result<EpochSummary> Trainer::train_epoch(const EpochHooks& hooks) {
+  return guarded("training", [&] { return impl_->train_epoch(hooks, *this); });
+}
+
+Result<Bytes> Trainer::snapshot() const {
+  return guarded("capturing a snapshot", [&]() -> Result<Bytes> {
+    return encode_snapshot(impl_->state_tensors(), impl_->metadata());
+  });
+}
+
+std::vector<TensorEntry> Trainer::layout() const {
+  auto planned = plan_canonical(tensor_specs(impl_->state_tensors()), impl_->metadata());
+  return planned.ok() ? planned->tensors : std::vector<TensorEntry>{};
+}
+
+Result<Bytes> Trainer::gather(std::string_view name, std::span<const std::uint64_t> indices) const {
+  return guarded("gathering fingerprint values", [&]() -> Result<Bytes> {
+    for (auto& [n, t] : impl_->state_tensors()) {
+      if (n == name) return gather_values(t, indices, n);
+    }
+    return invalid_input("gather: no tensor \"" + std::string(name) + "\" in the training state");
+  });
+}
+
+std::int64_t Trainer::epoch() const { return impl_->epoch; }
+std::int64_t Trainer::global_step() const { return impl_->global_step; }
+std::int64_t Trainer::steps_per_epoch() const { return impl_->steps; }
+std::string Trainer::device() const { return impl_->device.str(); }
+const std::vector<std::string>& Trainer::replay_notes() const { return impl_->notes; }
+
+std::int64_t Trainer::parameter_count() const {
+  std::int64_t n = 0;
+  for (auto& [name, t] : impl_->net->parameters()) n += t.numel();
+  return n;
+}
+
+Result<std::unique_ptr<Trainer>> Trainer::restore(const Task& task, ByteSpan snapshot, const TrainerOptions& options) {
+  return guarded("restoring a snapshot", [&]() -> Result<std::unique_ptr<Trainer>> {
+    VT_ASSIGN_OR_RETURN(SafetensorsView view, parse_safetensors(snapshot));
+    VT_ASSIGN_OR_RETURN(auto impl, build(task, options));
+    VT_RETURN_IF_ERROR(check_snapshot_metadata(view.metadata, *impl));
+    impl->epoch = std::stoll(view.metadata.at("epoch"));
+    impl->global_step = std::stoll(view.metadata.at("global_step"));
+    VT_RETURN_IF_ERROR(load_state(view, impl->state_tensors(), impl->device));
+    return std::unique_ptr<Trainer>(new Trainer(std::move(impl)));
+  });
+}
+
+}  // namespace vt::training

@@ -1,0 +1,95 @@
+#pragma once
+// The deterministic trainer: the provider trains with it, the verifier and the auditor replay
+// with it. Its state at an epoch boundary is a snapshot in canonical safetensors bytes
+// (docs/snapshot.md); restoring a snapshot and training the next epoch lands on the same bytes
+// as the run that produced it, given the same task, device class and intra-op thread count.
+//
+// Torch-free header: LibTorch stays behind the pimpl. LibTorch's thread count, generators and
+// CUDA settings are process-wide, so a process runs one Trainer at a time.
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "common/safetensors.h"
+#include "protocol/task.h"
+
+namespace vt::training {
+
+struct TrainerOptions {
+  std::filesystem::path task_dir = ".";  // where relative paths in the task resolve
+  std::string device;                     // "" = the task's; else "cpu", "cuda", "cuda:1"
+  std::int64_t intra_op_threads = 0;      // 0 = the task's
+};
+
+struct StepMetrics {
+  std::int64_t epoch = 0;
+  std::int64_t step_in_epoch = 0;   // 1-based, steps done so far in this epoch
+  std::int64_t steps_in_epoch = 0;
+  double loss = 0.0;                // of the latest step
+  double seconds = 0.0;             // since the epoch started
+  double samples_per_second = 0.0;
+};
+
+class Trainer;
+
+struct EpochHooks {
+  std::int64_t progress_every = 0;  // call on_progress every N steps (0 = never)
+  std::function<void(const StepMetrics&)> on_progress;
+  std::int64_t trail_every = 0;     // call on_trail after every N-th step (0 = never)
+  std::function<void(std::int64_t step_in_epoch, const Trainer&)> on_trail;
+};
+
+struct EpochSummary {
+  std::int64_t epoch = 0;
+  std::int64_t steps = 0;
+  std::int64_t samples = 0;
+  double mean_loss = 0.0;
+  double seconds = 0.0;
+  Digest data_order_digest{};
+};
+
+class Trainer {
+ public:
+  // A fresh state for `task` (epoch 0): the model initialised from the task seed.
+  static Result<std::unique_ptr<Trainer>> create(const Task& task, const TrainerOptions& options = {});
+  // The state of a snapshot. In exact mode a snapshot of another task, thread count or device
+  // class is refused; in tolerance mode it is allowed and listed in replay_notes().
+  static Result<std::unique_ptr<Trainer>> restore(const Task& task, ByteSpan snapshot,
+                                                  const TrainerOptions& options = {});
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // Trains epoch epoch()+1.
+  Result<EpochSummary> train_epoch(const EpochHooks& hooks = {});
+
+  // Canonical snapshot bytes of the current state.
+  Result<Bytes> snapshot() const;
+  // Names, dtypes and shapes of the snapshot's tensors, sorted by name (what fingerprint
+  // positions are drawn over).
+  std::vector<TensorEntry> layout() const;
+  // Raw little-endian values of tensor `name` at flat `indices`, gathered where the state lives
+  // (on the GPU for CUDA tasks) with one copy to the host.
+  Result<Bytes> gather(std::string_view name, std::span<const std::uint64_t> indices) const;
+
+  std::int64_t epoch() const;
+  std::int64_t global_step() const;
+  std::int64_t steps_per_epoch() const;
+  std::int64_t parameter_count() const;
+  std::string device() const;                     // "cpu" or "cuda:0"
+  const std::vector<std::string>& replay_notes() const;  // tolerance-mode differences
+
+  struct Impl;  // defined in trainer.cpp; opaque everywhere else
+
+ private:
+  explicit Trainer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Snapshot metadata keys (docs/snapshot.md).
+inline constexpr const char* kSnapshotFormat = "veritrain/snapshot/v1";
+
+}  // namespace vt::training

@@ -1,0 +1,173 @@
+#include "training/zoo.h"
+
+#include <algorithm>
+
+namespace vt::training {
+namespace {
+
+std::vector<ModelInfo> make_zoo() {
+  return {
+      {"mlp", "multilayer perceptron on feature vectors (synthetic blobs or MNIST)",
+       InputKind::kFeatures, "cross_entropy",
+       {{"input_dim", 32, 1, 1 << 20, "features per example (784 for MNIST)"},
+        {"hidden", 64, 1, 1 << 16, "units per hidden layer"},
+        {"layers", 2, 0, 64, "hidden layers"},
+        {"classes", 4, 2, 100000, "output classes"}}},
+      {"cnn", "small ResNet with BatchNorm for 32x32x3 images (synthetic or CIFAR-10)",
+       InputKind::kImages, "cross_entropy",
+       {{"width", 16, 1, 1024, "channels of the first stage (doubled in the second)"},
+        {"blocks", 1, 1, 64, "residual blocks per stage (two stages)"},
+        {"classes", 10, 2, 100000, "output classes"}}},
+      {"conv3d", "3D conv net 1->4->8->1 with ReLU, MSE against a target volume",
+       InputKind::kVolumes, "mse",
+       {{"size", 16, 4, 1024, "edge N of the N x N x N input volume"}}},
+      {"gpt", "small decoder-only transformer on token sequences", InputKind::kTokens,
+       "cross_entropy",
+       {{"vocab", 64, 2, 1 << 20, "vocabulary size"},
+        {"d_model", 64, 8, 1 << 15, "embedding width (a multiple of heads)"},
+        {"layers", 2, 1, 256, "transformer blocks"},
+        {"heads", 4, 1, 256, "attention heads"},
+        {"seq_len", 32, 2, 1 << 16, "tokens per sequence"},
+        {"mlp_ratio", 4, 1, 16, "MLP width as a multiple of d_model"},
+        {"dropout_permille", 0, 0, 900, "dropout probability in 1/1000"}}},
+      {"torchscript", "a user TorchScript module file: forward(x) -> output", InputKind::kFeatures,
+       "cross_entropy", {}},
+  };
+}
+
+std::string range_text(const OptionSpec& o) {
+  return std::to_string(o.min) + ".." + std::to_string(o.max);
+}
+
+Result<Options> resolve(const Options& given, const std::vector<OptionSpec>& specs,
+                        const std::string& path, const std::string& owner) {
+  Options out;
+  for (const auto& [name, value] : given) {
+    auto it = std::find_if(specs.begin(), specs.end(), [&](const OptionSpec& s) { return s.name == name; });
+    if (it == specs.end()) {
+      std::string known;
+      for (const OptionSpec& s : specs) known += (known.empty() ? "" : ", ") + s.name;
+      return invalid_input(path + "." + name + ": unknown option for " + owner +
+                           (known.empty() ? " (it takes none)" : " (known: " + known + ")"));
+    }
+    if (value < it->min || value > it->max) {
+      return invalid_input(path + "." + name + ": expected " + range_text(*it) + ", got " +
+                           std::to_string(value));
+    }
+  }
+  for (const OptionSpec& s : specs) {
+    auto it = given.find(s.name);
+    out[s.name] = it == given.end() ? s.default_value : it->second;
+  }
+  return out;
+}
+
+}  // namespace
+
+const std::vector<ModelInfo>& zoo_models() {
+  static const std::vector<ModelInfo> zoo = make_zoo();
+  return zoo;
+}
+
+const ModelInfo* find_model(std::string_view name) {
+  for (const ModelInfo& m : zoo_models()) {
+    if (m.name == name) return &m;
+  }
+  return nullptr;
+}
+
+std::vector<OptionSpec> synthetic_options(InputKind input) {
+  switch (input) {
+    case InputKind::kFeatures:
+      return {{"samples", 512, 1, 1 << 24, "examples"},
+              {"input_dim", 32, 1, 1 << 20, "features per example (torchscript models)"},
+              {"classes", 4, 2, 100000, "classes (torchscript models)"}};
+    case InputKind::kImages: return {{"samples", 256, 1, 1 << 22, "images"}};
+    case InputKind::kVolumes: return {{"samples", 8, 1, 1 << 16, "volumes"}};
+    case InputKind::kTokens: return {{"samples", 256, 1, 1 << 22, "sequences"}};
+  }
+  return {};
+}
+
+Result<Options> resolve_model_options(const ModelSpec& model) {
+  const ModelInfo* info = find_model(model.name);
+  if (info == nullptr) {
+    return invalid_input("model.name: unknown model \"" + model.name +
+                         "\" (expected mlp, cnn, conv3d, gpt or torchscript)");
+  }
+  return resolve(model.options, info->options, "model.options", model.name);
+}
+
+Result<Options> resolve_dataset_options(const Task& task) {
+  const ModelInfo* info = find_model(task.model.name);
+  if (info == nullptr) return resolve_model_options(task.model).error();
+  const std::string& ds = task.dataset.name;
+  if (ds == "synthetic") {
+    return resolve(task.dataset.options, synthetic_options(info->input), "dataset.options",
+                   "synthetic data for " + info->name);
+  }
+  if (ds == "mnist" || ds == "cifar10") {
+    return resolve(task.dataset.options, {{"limit", 0, 0, 1 << 24, "use the first N examples; 0 = all"}},
+                   "dataset.options", ds);
+  }
+  return invalid_input("dataset.name: unknown dataset \"" + ds + "\" (expected synthetic, mnist or cifar10)");
+}
+
+Status validate_for_training(const Task& task) {
+  VT_ASSIGN_OR_RETURN(Options model, resolve_model_options(task.model));
+  VT_RETURN_IF_ERROR(resolve_dataset_options(task));
+  const std::string& m = task.model.name;
+  const std::string& ds = task.dataset.name;
+  if (m == "gpt" && model.at("d_model") % model.at("heads") != 0) {
+    return invalid_input("model.options.d_model: " + std::to_string(model.at("d_model")) +
+                         " is not a multiple of heads (" + std::to_string(model.at("heads")) + ")");
+  }
+  if (ds == "mnist" && !(m == "mlp" || m == "torchscript")) {
+    return invalid_input("dataset.name: mnist feeds 784-feature vectors; use model mlp or torchscript");
+  }
+  if (ds == "mnist" && m == "mlp" && (model.at("input_dim") != 784 || model.at("classes") != 10)) {
+    return invalid_input("model.options: mnist needs input_dim 784 and classes 10");
+  }
+  if (ds == "cifar10" && !(m == "cnn" || m == "torchscript")) {
+    return invalid_input("dataset.name: cifar10 feeds 3x32x32 images; use model cnn or torchscript");
+  }
+  if (ds == "cifar10" && m == "cnn" && model.at("classes") != 10) {
+    return invalid_input("model.options.classes: cifar10 has 10 classes");
+  }
+  const std::string expected_loss = m == "conv3d" ? "mse" : "cross_entropy";
+  if (m != "torchscript" && task.loss != expected_loss) {
+    return invalid_input("loss: model " + m + " trains with " + expected_loss + ", got " + task.loss);
+  }
+  if ((ds == "mnist" || ds == "cifar10") && (task.dataset.path.empty() || task.dataset.files.empty())) {
+    return invalid_input("dataset: " + ds + " needs a path and the SHA-256 of each file in files");
+  }
+  return {};
+}
+
+Result<Task> default_task(const std::string& model, const std::string& dataset) {
+  Task task;
+  task.model.name = model;
+  task.dataset.name = dataset;
+  const ModelInfo* info = find_model(model);
+  if (info == nullptr) return resolve_model_options(task.model).error();
+  task.loss = info->loss;
+  if (model == "cnn") {
+    task.optimizer = {"sgd", 0.05, 0.9, false, 5e-4, 0.9, 0.999, 1e-8};
+  } else if (model == "conv3d") {
+    task.optimizer = {"adam", 1e-3, 0.0, false, 0.0, 0.9, 0.999, 1e-8};
+    task.batch_size = 4;
+  } else if (model == "gpt") {
+    task.optimizer = {"adamw", 3e-3, 0.0, false, 0.01, 0.9, 0.95, 1e-8};
+    task.schedule = {"cosine", 1, 0.1, 3e-4, 8};
+    task.batch_size = 16;
+  } else {
+    task.optimizer = {"sgd", 0.05, 0.9, false, 0.0, 0.9, 0.999, 1e-8};
+  }
+  if (dataset == "mnist") task.model.options = {{"input_dim", 784}, {"classes", 10}};
+  VT_ASSIGN_OR_RETURN(task.model.options, resolve_model_options(task.model));
+  VT_ASSIGN_OR_RETURN(task.dataset.options, resolve_dataset_options(task));
+  task.fingerprint.trail_interval = 4;
+  return task;
+}
+
+}  // namespace vt::training

@@ -1,0 +1,53 @@
+#pragma once
+// The model zoo and the datasets, described without LibTorch: which options each accepts,
+// their defaults and ranges, and which pairs fit together. `task init` writes tasks from here;
+// validate_for_training checks a task against it before any tensor exists.
+
+#include <string>
+#include <vector>
+
+#include "protocol/task.h"
+
+namespace vt::training {
+
+struct OptionSpec {
+  std::string name;
+  std::int64_t default_value;
+  std::int64_t min;
+  std::int64_t max;
+  std::string help;
+};
+
+enum class InputKind { kFeatures, kImages, kVolumes, kTokens };
+
+struct ModelInfo {
+  std::string name;
+  std::string description;
+  InputKind input;
+  std::string loss;  // the loss its synthetic data is made for
+  std::vector<OptionSpec> options;
+};
+
+struct DatasetInfo {
+  std::string name;
+  std::string description;
+  std::vector<OptionSpec> options;
+};
+
+const std::vector<ModelInfo>& zoo_models();
+const ModelInfo* find_model(std::string_view name);
+std::vector<OptionSpec> synthetic_options(InputKind input);
+
+// Model and dataset options with every default filled in; unknown names and out-of-range
+// values rejected with their path ("model.options.width: expected 1..512, got 0").
+Result<Options> resolve_model_options(const ModelSpec& model);
+Result<Options> resolve_dataset_options(const Task& task);
+
+// Everything a task must satisfy before training can start: options, model/dataset/loss fit,
+// and a device this build can use.
+Status validate_for_training(const Task& task);
+
+// A valid task for `model` on `dataset` with sensible defaults, as `task init` writes it.
+Result<Task> default_task(const std::string& model, const std::string& dataset);
+
+}  // namespace vt::training
