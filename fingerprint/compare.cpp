@@ -68,7 +68,7 @@ double decode_value(DType dtype, const std::uint8_t* bytes) {
     case DType::kF64: return std::bit_cast<double>(get_u64le(bytes));
     case DType::kF32: return std::bit_cast<float>(get_u32le(bytes));
     case DType::kF16: return half_to_double(static_cast<std::uint16_t>(bytes[0] | bytes[1] << 8));
-    case DType::kBF16: return std::bit_cast<float>(static_cast<std::uint32_t>(bytes[0] << 16 | bytes[1] << 24));
+    case DType::kBF16: return std::bit_cast<float>(std::uint32_t{bytes[0]} << 16 | std::uint32_t{bytes[1]} << 24);
     default: return std::nan("");
   }
 }
