@@ -1,6 +1,7 @@
 // Encoder: plans sections along the safetensors layout, codes them in parallel, writes the
 // container (docs/container.md).
 
+#include <cstring>
 #include <exception>
 #include <map>
 #include <string>
@@ -120,9 +121,22 @@ Result<Bytes> encode_impl(ByteSpan canonical, const EncodeOptions& o) {
     info.base_size = o.base.size();
   }
 
-  std::vector<CodedSection> coded(sections.size());
+  // The table's size is known before coding (entries are fixed-size plus names), so every section
+  // is coded straight into its own slot of the output, sized by its bound; the slots are then
+  // packed in order. The output is the only large buffer this touches.
+  std::uint64_t table_size = 0;
+  std::vector<std::uint64_t> slot(sections.size() + 1);
+  slot[0] = format::kHeaderSize;
+  for (std::size_t i = 0; i < sections.size(); ++i) {
+    table_size += format::kEntryFixedSize + sections[i].info.name.size();
+    slot[i + 1] = slot[i] + payload_bound(o.codec, sections[i].info.word, sections[i].info.raw_size);
+  }
+  for (std::uint64_t& at : slot) at += table_size;
+  Bytes out(slot.back());
+
   std::vector<std::optional<Error>> errors(sections.size());
   for_each_index(pool, sections.size(), [&](std::size_t i) {
+    thread_local Bytes payload, alternative;
     SectionInfo& s = sections[i].info;
     ByteSpan raw = canonical.subspan(s.raw_offset, s.raw_size);
     s.method = primary_method(o.codec);
@@ -134,43 +148,50 @@ Result<Bytes> encode_impl(ByteSpan canonical, const EncodeOptions& o) {
         s.method = Method::kPlanes;
       }
     }
-    auto result = encode_section(s.method, s.word, raw, base, level);
+    auto changed = encode_section(s.method, s.word, raw, base, level, payload);
     // A delta of unrelated values (optimizer moments re-estimated over an epoch) codes worse
     // than the values themselves; keep whichever is smaller.
-    if (result.ok() && s.method == Method::kDeltaPlanes && result->payload.size() > s.raw_size / 2) {
-      auto planes = encode_section(Method::kPlanes, s.word, raw, {}, level);
-      if (planes.ok() && planes->payload.size() < result->payload.size()) {
+    if (changed.ok() && s.method == Method::kDeltaPlanes && payload.size() > s.raw_size / 2) {
+      auto planes = encode_section(Method::kPlanes, s.word, raw, {}, level, alternative);
+      if (planes.ok() && alternative.size() < payload.size()) {
         s.method = Method::kPlanes;
-        result = std::move(planes);
+        changed = planes;
+        payload.swap(alternative);
       }
     }
-    if (!result.ok()) {
-      errors[i] = result.error().context(s.label());
+    if (changed.ok() && payload.size() > slot[i + 1] - slot[i]) changed = internal_error("payload exceeds its bound");
+    if (!changed.ok()) {
+      errors[i] = changed.error().context(s.label());
       return;
     }
-    coded[i] = std::move(result).value();
     if (s.method == Method::kDeltaPlanes) {
       s.base_offset = *sections[i].base_offset;
-      s.changed = coded[i].changed;
+      s.changed = *changed;
     }
-    s.payload_size = coded[i].payload.size();
-    s.payload_xxh3 = format::xxh3(coded[i].payload);
+    std::copy(payload.begin(), payload.end(), out.begin() + static_cast<std::ptrdiff_t>(slot[i]));
+    s.payload_size = payload.size();
+    s.payload_xxh3 = format::xxh3(payload);
     s.raw_xxh3 = format::xxh3(raw);
   });
   for (auto& e : errors) {
     if (e) return *e;
   }
 
+  std::uint64_t end = slot[0];
+  for (std::size_t i = 0; i < sections.size(); ++i) {
+    std::uint64_t n = sections[i].info.payload_size;
+    if (slot[i] != end) std::memmove(out.data() + end, out.data() + slot[i], n);
+    end += n;
+  }
+  out.resize(end);
+  // Slots are sized for incompressible data; give the slack back when it is large.
+  if (out.capacity() > out.size() + out.size() / 4) out.shrink_to_fit();
+
   info.sections.reserve(sections.size());
   for (PlannedSection& s : sections) info.sections.push_back(std::move(s.info));
-  Bytes out = format::write_header_and_table(info);
-  std::size_t total = out.size();
-  for (const CodedSection& c : coded) total += c.payload.size();
-  out.reserve(total);
-  for (CodedSection& c : coded) {
-    append_bytes(out, c.payload);
-    Bytes().swap(c.payload);  // keeps the peak near one copy of the payloads
-  }
+  Bytes head = format::write_header_and_table(info);
+  if (head.size() != slot[0]) return internal_error("section table size differs from its plan");
+  std::copy(head.begin(), head.end(), out.begin());
   return out;
 }
 

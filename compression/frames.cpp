@@ -4,6 +4,7 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -36,6 +37,23 @@ std::size_t raw_frame_size(std::size_t n) {
   return 13 + 3 * blocks + n;
 }
 
+// Order-0 entropy, in bits per byte, of about 64 KiB of `in` sampled at an even stride.
+double sampled_entropy(ByteSpan in) {
+  std::size_t stride = std::max<std::size_t>(1, in.size() / (64u << 10));
+  std::uint32_t hist[256] = {};
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < in.size(); i += stride, ++count) ++hist[in[i]];
+  double h = 0;
+  for (std::uint32_t c : hist) {
+    if (c) h -= c * std::log2(static_cast<double>(c) / count);
+  }
+  return h / count;
+}
+
+// Above this, Huffman can not shorten any byte value's code below 8 bits, and a plane of numbers
+// has no long repeats for the restricted matcher to find: trying zstd would only cost time.
+constexpr double kIncompressibleBits = 7.9;
+
 }  // namespace
 
 void append_raw_zstd_frame(Bytes& out, ByteSpan in) {
@@ -62,11 +80,21 @@ void append_raw_zstd_frame(Bytes& out, ByteSpan in) {
   }
 }
 
-void append_zstd_frame(Bytes& out, ByteSpan in, int level) {
+void append_zstd_frame(Bytes& out, ByteSpan in, int level, ZstdTuning tuning) {
+  if (tuning == ZstdTuning::kLiterals && in.size() >= 4096 && sampled_entropy(in) >= kIncompressibleBits) {
+    append_raw_zstd_frame(out, in);
+    return;
+  }
   std::size_t start = out.size();
   out.resize(start + ZSTD_compressBound(in.size()));
-  std::size_t n = ZSTD_compressCCtx(thread_cctx(), out.data() + start, out.size() - start,
-                                    in.data(), in.size(), level);
+  ZSTD_CCtx* cctx = thread_cctx();
+  ZSTD_CCtx_reset(cctx, ZSTD_reset_session_and_parameters);
+  ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level);
+  if (tuning == ZstdTuning::kLiterals) {
+    ZSTD_CCtx_setParameter(cctx, ZSTD_c_minMatch, 7);
+    ZSTD_CCtx_setParameter(cctx, ZSTD_c_hashLog, 8);
+  }
+  std::size_t n = ZSTD_compress2(cctx, out.data() + start, out.size() - start, in.data(), in.size());
   if (ZSTD_isError(n) || n >= raw_frame_size(in.size())) {
     out.resize(start);
     append_raw_zstd_frame(out, in);

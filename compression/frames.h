@@ -9,10 +9,18 @@
 
 namespace vt::comp {
 
+// kLiterals is for byte planes of numbers: they are nearly memoryless, so LZ matches rarely pay
+// and short ones cost more than the literals they replace. The matcher is limited to 7-byte
+// matches over a 256-entry hash table and Huffman coding of literals does the work; measured on
+// an f32 exponent plane (entropy 2.77 bits) this gives 2.81 bits/byte at ~900 MB/s where plain
+// level 1 gives 3.19 bits at ~250 MB/s. A plane whose sampled byte entropy is near 8 bits (low
+// mantissa bytes) goes straight to raw blocks without a compression attempt.
+enum class ZstdTuning { kDefault, kLiterals };
+
 // Appends one zstd frame holding `in` (with its content size) at `level`. When compression does
 // not shrink the input, the frame is written with raw blocks instead: the bytes are stored as
 // they are, decoding is a copy, and the frame is still one that any zstd decoder accepts.
-void append_zstd_frame(Bytes& out, ByteSpan in, int level);
+void append_zstd_frame(Bytes& out, ByteSpan in, int level, ZstdTuning tuning = ZstdTuning::kDefault);
 // Appends a frame of raw blocks without trying to compress.
 void append_raw_zstd_frame(Bytes& out, ByteSpan in);
 

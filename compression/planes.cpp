@@ -22,24 +22,54 @@ void store(std::uint8_t* p, U v) {
   std::memcpy(p, &v, sizeof(U));
 }
 
-template <typename U, bool kRotate>
+// Float words (sign, E exponent bits, mantissa) are rearranged to (exponent, sign, mantissa):
+// the exponent fills the top byte(s) and the sign lands on top of the mantissa, so a tensor of
+// one sign (second moments, norms near 1) leaves a constant bit in a plane that is coded anyway.
+// kExp == 0 means an integer word, left as it is.
+template <typename U, int kExp>
+U to_planes_order(U x) {
+  if constexpr (kExp == 0) {
+    return x;
+  } else {
+    constexpr int kBits = 8 * sizeof(U);
+    constexpr int kMant = kBits - 1 - kExp;
+    constexpr U kMantMask = static_cast<U>((U{1} << kMant) - 1);
+    U sign = static_cast<U>(x >> (kBits - 1));
+    U exp = static_cast<U>((x >> kMant) & ((U{1} << kExp) - 1));
+    return static_cast<U>((exp << (kMant + 1)) | (sign << kMant) | (x & kMantMask));
+  }
+}
+
+template <typename U, int kExp>
+U from_planes_order(U y) {
+  if constexpr (kExp == 0) {
+    return y;
+  } else {
+    constexpr int kBits = 8 * sizeof(U);
+    constexpr int kMant = kBits - 1 - kExp;
+    constexpr U kMantMask = static_cast<U>((U{1} << kMant) - 1);
+    U sign = static_cast<U>((y >> kMant) & 1);
+    U exp = static_cast<U>(y >> (kMant + 1));
+    return static_cast<U>((sign << (kBits - 1)) | (exp << kMant) | (y & kMantMask));
+  }
+}
+
+template <typename U, int kExp>
 void split(const std::uint8_t* in, std::uint8_t* out, std::size_t n) {
   constexpr std::size_t kW = sizeof(U);
   for (std::size_t i = 0; i < n; ++i) {
-    U v = load<U>(in + i * kW);
-    if constexpr (kRotate) v = std::rotl(v, 1);
+    U v = to_planes_order<U, kExp>(load<U>(in + i * kW));
     for (std::size_t p = 0; p < kW; ++p) out[p * n + i] = static_cast<std::uint8_t>(v >> (8 * p));
   }
 }
 
-template <typename U, bool kRotate>
+template <typename U, int kExp>
 void merge(const std::uint8_t* in, std::uint8_t* out, std::size_t n) {
   constexpr std::size_t kW = sizeof(U);
   for (std::size_t i = 0; i < n; ++i) {
     U v = 0;
     for (std::size_t p = 0; p < kW; ++p) v |= static_cast<U>(static_cast<U>(in[p * n + i]) << (8 * p));
-    if constexpr (kRotate) v = std::rotr(v, 1);
-    store<U>(out + i * kW, v);
+    store<U>(out + i * kW, from_planes_order<U, kExp>(v));
   }
 }
 
@@ -161,12 +191,13 @@ void split_planes(WordKind kind, std::span<const std::uint8_t> words, std::span<
   std::size_t n = words.size() / word_size(kind);
   switch (kind) {
     case WordKind::kByte: std::memcpy(out.data(), words.data(), words.size()); return;
-    case WordKind::kU16: return split<std::uint16_t, false>(words.data(), out.data(), n);
-    case WordKind::kU32: return split<std::uint32_t, false>(words.data(), out.data(), n);
-    case WordKind::kU64: return split<std::uint64_t, false>(words.data(), out.data(), n);
-    case WordKind::kF16: case WordKind::kBF16: return split<std::uint16_t, true>(words.data(), out.data(), n);
-    case WordKind::kF32: return split<std::uint32_t, true>(words.data(), out.data(), n);
-    case WordKind::kF64: return split<std::uint64_t, true>(words.data(), out.data(), n);
+    case WordKind::kU16: return split<std::uint16_t, 0>(words.data(), out.data(), n);
+    case WordKind::kU32: return split<std::uint32_t, 0>(words.data(), out.data(), n);
+    case WordKind::kU64: return split<std::uint64_t, 0>(words.data(), out.data(), n);
+    case WordKind::kF16: return split<std::uint16_t, 5>(words.data(), out.data(), n);
+    case WordKind::kBF16: return split<std::uint16_t, 8>(words.data(), out.data(), n);
+    case WordKind::kF32: return split<std::uint32_t, 8>(words.data(), out.data(), n);
+    case WordKind::kF64: return split<std::uint64_t, 11>(words.data(), out.data(), n);
   }
 }
 
@@ -174,12 +205,13 @@ void merge_planes(WordKind kind, std::span<const std::uint8_t> planes, std::span
   std::size_t n = planes.size() / word_size(kind);
   switch (kind) {
     case WordKind::kByte: std::memcpy(out.data(), planes.data(), planes.size()); return;
-    case WordKind::kU16: return merge<std::uint16_t, false>(planes.data(), out.data(), n);
-    case WordKind::kU32: return merge<std::uint32_t, false>(planes.data(), out.data(), n);
-    case WordKind::kU64: return merge<std::uint64_t, false>(planes.data(), out.data(), n);
-    case WordKind::kF16: case WordKind::kBF16: return merge<std::uint16_t, true>(planes.data(), out.data(), n);
-    case WordKind::kF32: return merge<std::uint32_t, true>(planes.data(), out.data(), n);
-    case WordKind::kF64: return merge<std::uint64_t, true>(planes.data(), out.data(), n);
+    case WordKind::kU16: return merge<std::uint16_t, 0>(planes.data(), out.data(), n);
+    case WordKind::kU32: return merge<std::uint32_t, 0>(planes.data(), out.data(), n);
+    case WordKind::kU64: return merge<std::uint64_t, 0>(planes.data(), out.data(), n);
+    case WordKind::kF16: return merge<std::uint16_t, 5>(planes.data(), out.data(), n);
+    case WordKind::kBF16: return merge<std::uint16_t, 8>(planes.data(), out.data(), n);
+    case WordKind::kF32: return merge<std::uint32_t, 8>(planes.data(), out.data(), n);
+    case WordKind::kF64: return merge<std::uint64_t, 11>(planes.data(), out.data(), n);
   }
 }
 

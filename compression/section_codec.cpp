@@ -1,5 +1,9 @@
 #include "compression/section_codec.h"
 
+#include <lzma.h>
+#include <zstd.h>
+
+#include <algorithm>
 #include <string>
 
 #include "compression/frames.h"
@@ -22,33 +26,35 @@ std::span<std::uint8_t> scratch_span(int which, std::size_t size) {
 
 }  // namespace
 
-Result<CodedSection> encode_section(Method method, WordKind word, ByteSpan raw, ByteSpan base, int level) {
-  CodedSection coded;
+Result<std::uint64_t> encode_section(Method method, WordKind word, ByteSpan raw, ByteSpan base, int level,
+                                     Bytes& payload) {
+  payload.clear();
+  std::uint64_t changed = 0;
   std::size_t w = word_size(word);
   std::size_t n = raw.size() / w;
   switch (method) {
     case Method::kStored:
-      coded.payload.assign(raw.begin(), raw.end());
+      payload.assign(raw.begin(), raw.end());
       break;
     case Method::kZstd:
-      append_zstd_frame(coded.payload, raw, level);
+      append_zstd_frame(payload, raw, level);
       break;
     case Method::kPlanes: {
       auto planes = scratch_span(0, raw.size());
       split_planes(word, raw, planes);
-      coded.payload.reserve(raw.size() + 64);
-      for (std::size_t p = 0; p < w; ++p) append_zstd_frame(coded.payload, planes.subspan(p * n, n), level);
+      for (std::size_t p = 0; p < w; ++p) append_zstd_frame(payload, planes.subspan(p * n, n), level, ZstdTuning::kLiterals);
       break;
     }
     case Method::kDeltaPlanes: {
       if (base.size() != raw.size()) return internal_error("delta section without a matching base range");
       auto mask = scratch_span(1, (n + 7) / 8);
       auto diffs = scratch_span(0, raw.size());
-      coded.changed = delta_planes(word, raw, base, mask, diffs);
-      append_zstd_frame(coded.payload, mask, level);
-      if (coded.changed) {
+      changed = delta_planes(word, raw, base, mask, diffs);
+      append_zstd_frame(payload, mask, level);  // masks have runs: default matcher
+      if (changed) {
         for (std::size_t p = 0; p < w; ++p) {
-          append_zstd_frame(coded.payload, diffs.subspan(p * coded.changed, coded.changed), level);
+          append_zstd_frame(payload, diffs.subspan(p * changed, changed), level,
+                            ZstdTuning::kLiterals);
         }
       }
       break;
@@ -56,11 +62,24 @@ Result<CodedSection> encode_section(Method method, WordKind word, ByteSpan raw, 
     case Method::kXzPlanes: {
       auto planes = scratch_span(0, raw.size());
       split_planes(word, raw, planes);
-      VT_RETURN_IF_ERROR(append_xz_stream(coded.payload, planes, level));
+      VT_RETURN_IF_ERROR(append_xz_stream(payload, planes, level));
       break;
     }
   }
-  return coded;
+  return changed;
+}
+
+std::uint64_t payload_bound(Codec codec, WordKind word, std::uint64_t raw_size) {
+  std::uint64_t w = word_size(word), n = raw_size / w;
+  std::uint64_t planes = w * ZSTD_compressBound(n);
+  switch (codec) {
+    case Codec::kRaw: return raw_size;
+    case Codec::kZstd: return ZSTD_compressBound(raw_size);
+    case Codec::kPlanes: return planes;
+    case Codec::kDelta: return std::max(planes, ZSTD_compressBound((n + 7) / 8) + planes);
+    case Codec::kXz: return lzma_stream_buffer_bound(raw_size);
+  }
+  return 0;
 }
 
 Status decode_section(const SectionInfo& s, ByteSpan payload, ByteSpan base, std::span<std::uint8_t> out) {

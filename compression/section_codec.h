@@ -10,13 +10,15 @@
 
 namespace vt::comp {
 
-struct CodedSection {
-  Bytes payload;
-  std::uint64_t changed = 0;  // kDeltaPlanes only
-};
+// Replaces `payload` with the coded section and returns the number of changed words (kDeltaPlanes;
+// 0 otherwise). `base` is the matching run of the base snapshot for kDeltaPlanes, else empty.
+// The caller keeps `payload` between calls so its memory is reused.
+Result<std::uint64_t> encode_section(Method method, WordKind word, ByteSpan raw, ByteSpan base, int level,
+                                     Bytes& payload);
 
-// `base` is the matching run of the base snapshot for kDeltaPlanes, else empty.
-Result<CodedSection> encode_section(Method method, WordKind word, ByteSpan raw, ByteSpan base, int level);
+// An upper bound on the payload size of a section with `raw_size` bytes, for any method a codec
+// may choose for it.
+std::uint64_t payload_bound(Codec codec, WordKind word, std::uint64_t raw_size);
 
 // Decodes `payload` into `out` (exactly the section's raw size). `base` as for encode_section.
 Status decode_section(const SectionInfo& section, ByteSpan payload, ByteSpan base, std::span<std::uint8_t> out);
