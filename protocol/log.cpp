@@ -1,0 +1,276 @@
+// One commitment record: its canonical body, signature, stored line and the checks on it.
+
+#include "protocol/log.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+
+#include "common/json.h"
+#include "common/sha256.h"
+
+namespace vt {
+namespace {
+
+using nlohmann::json;
+
+bool is_lower_hex(std::string_view s, std::size_t digits) {
+  if (s.size() != digits) return false;
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+// "YYYY-MM-DDTHH:MM:SS" with an optional fraction of 1-9 digits, then "Z".
+bool is_utc_timestamp(std::string_view s) {
+  constexpr std::string_view kShape = "dddd-dd-ddTdd:dd:dd";
+  if (s.size() < kShape.size() + 1 || s.back() != 'Z') return false;
+  for (std::size_t i = 0; i < kShape.size(); ++i) {
+    bool digit = s[i] >= '0' && s[i] <= '9';
+    if (kShape[i] == 'd' ? !digit : s[i] != kShape[i]) return false;
+  }
+  std::string_view rest = s.substr(kShape.size(), s.size() - kShape.size() - 1);
+  if (rest.empty()) return true;
+  if (rest.size() < 2 || rest.size() > 10 || rest[0] != '.') return false;
+  for (char c : rest.substr(1)) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+class BodyReader {
+ public:
+  BodyReader(const json& body, std::string_view where) : body_(body), where_(where) {}
+
+  Error bad(std::string_view field, std::string_view problem) const {
+    return invalid_input(std::string(where_) + ": " + std::string(field) + ": " +
+                         std::string(problem));
+  }
+
+  Result<const json*> get(std::string_view field) const {
+    auto it = body_.find(field);
+    if (it == body_.end()) return bad(field, "missing");
+    return &*it;
+  }
+
+  Result<Digest> digest(std::string_view field) const {
+    VT_ASSIGN_OR_RETURN(const json* v, get(field));
+    if (!v->is_string() || !is_lower_hex(v->get_ref<const std::string&>(), 64)) {
+      return bad(field, "expected 64 lower-case hex digits, got " + v->dump());
+    }
+    return digest_from_hex(v->get_ref<const std::string&>(), field);
+  }
+
+  Result<std::uint64_t> count(const json& object, std::string_view field) const {
+    auto it = object.find(field);
+    if (it == object.end()) return bad(field, "missing");
+    if (!it->is_number_unsigned()) return bad(field, "expected an unsigned integer, got " + it->dump());
+    return it->get<std::uint64_t>();
+  }
+
+ private:
+  const json& body_;
+  std::string_view where_;
+};
+
+Result<CommitMetrics> read_metrics(const BodyReader& r, const json& m) {
+  if (!m.is_object() || m.size() != 4) {
+    return r.bad("metrics", "expected an object with loss, samples, seconds and steps");
+  }
+  CommitMetrics out;
+  auto loss = m.find("loss");
+  auto seconds = m.find("seconds");
+  if (loss == m.end() || !(loss->is_number() || loss->is_null())) {
+    return r.bad("metrics.loss", "expected a number or null");
+  }
+  if (seconds == m.end() || !seconds->is_number()) return r.bad("metrics.seconds", "expected a number");
+  out.loss = loss->is_null() ? NAN : loss->get<double>();
+  out.seconds = seconds->get<double>();
+  VT_ASSIGN_OR_RETURN(out.steps, r.count(m, "steps"));
+  VT_ASSIGN_OR_RETURN(out.samples, r.count(m, "samples"));
+  return out;
+}
+
+Result<CommitRecord> read_body(const json& body, std::string_view where) {
+  BodyReader r(body, where);
+  static const char* const kFields[] = {"data_order_digest", "epoch", "fingerprint", "format",
+                                        "metrics", "prev", "root", "signer", "task_id", "time",
+                                        "tracking_fingerprint", "trail"};
+  for (const auto& [key, _] : body.items()) {
+    bool known = false;
+    for (const char* f : kFields) known = known || key == f;
+    if (!known) return r.bad(key, "unknown field");
+  }
+  VT_ASSIGN_OR_RETURN(const json* format, r.get("format"));
+  if (*format != kCommitFormat) {
+    return r.bad("format", "expected \"" + std::string(kCommitFormat) + "\", got " + format->dump());
+  }
+  CommitRecord rec;
+  VT_ASSIGN_OR_RETURN(rec.task_id, r.digest("task_id"));
+  VT_ASSIGN_OR_RETURN(rec.epoch, r.count(body, "epoch"));
+  VT_ASSIGN_OR_RETURN(rec.prev, r.digest("prev"));
+  VT_ASSIGN_OR_RETURN(rec.root, r.digest("root"));
+  VT_ASSIGN_OR_RETURN(rec.data_order_digest, r.digest("data_order_digest"));
+  VT_ASSIGN_OR_RETURN(Digest signer, r.digest("signer"));
+  rec.signer.assign(signer.begin(), signer.end());
+  VT_ASSIGN_OR_RETURN(const json* fp, r.get("fingerprint"));
+  VT_ASSIGN_OR_RETURN(const json* tracking, r.get("tracking_fingerprint"));
+  VT_ASSIGN_OR_RETURN(const json* trail, r.get("trail"));
+  if (!trail->is_array()) return r.bad("trail", "expected an array");
+  rec.fingerprint = *fp;
+  rec.tracking_fingerprint = *tracking;
+  rec.trail.assign(trail->begin(), trail->end());
+  VT_ASSIGN_OR_RETURN(const json* metrics, r.get("metrics"));
+  VT_ASSIGN_OR_RETURN(rec.metrics, read_metrics(r, *metrics));
+  VT_ASSIGN_OR_RETURN(const json* time, r.get("time"));
+  if (!time->is_string() || !is_utc_timestamp(time->get_ref<const std::string&>())) {
+    return r.bad("time", "expected a UTC time like \"2025-06-01T12:00:00.123Z\", got " + time->dump());
+  }
+  rec.time = time->get<std::string>();
+  return rec;
+}
+
+}  // namespace
+
+std::string utc_now_iso8601() {
+  auto now = std::chrono::system_clock::now();
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+  std::time_t seconds = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char buf[80];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>(ms % 1000));
+  return buf;
+}
+
+Result<std::string> commit_body_json(const CommitRecord& r) {
+  if (r.signer.size() != kEd25519PublicKeySize) {
+    return invalid_input("commit record: signer must be a 32-byte Ed25519 key, got " +
+                         std::to_string(r.signer.size()) + " bytes");
+  }
+  if (!is_utc_timestamp(r.time)) {
+    return invalid_input("commit record: time must be UTC like \"2025-06-01T12:00:00.123Z\", got \"" +
+                         r.time + "\"");
+  }
+  if (!std::isfinite(r.metrics.seconds)) {
+    return invalid_input("commit record: metrics.seconds must be finite");
+  }
+  json body = json::object();
+  body["format"] = kCommitFormat;
+  body["task_id"] = hex_encode(r.task_id);
+  body["epoch"] = r.epoch;
+  body["prev"] = hex_encode(r.prev);
+  body["root"] = hex_encode(r.root);
+  body["fingerprint"] = r.fingerprint;
+  body["tracking_fingerprint"] = r.tracking_fingerprint;
+  body["trail"] = json::array();
+  for (const auto& t : r.trail) body["trail"].push_back(t);
+  body["data_order_digest"] = hex_encode(r.data_order_digest);
+  json metrics = json::object();
+  metrics["loss"] = std::isfinite(r.metrics.loss) ? json(r.metrics.loss) : json(nullptr);
+  metrics["steps"] = r.metrics.steps;
+  metrics["seconds"] = r.metrics.seconds;
+  metrics["samples"] = r.metrics.samples;
+  body["metrics"] = std::move(metrics);
+  body["time"] = r.time;
+  body["signer"] = hex_encode(r.signer);
+  try {
+    return body.dump();
+  } catch (const json::exception& e) {
+    // Only the opaque fingerprint values can hold text we did not check.
+    return invalid_input(std::string("commit record for epoch ") + std::to_string(r.epoch) +
+                         ": cannot be written as JSON: " + e.what());
+  }
+}
+
+Result<SignedRecord> sign_record(CommitRecord record, const SigningKey& key) {
+  record.signer = key.public_key().raw();
+  SignedRecord out;
+  VT_ASSIGN_OR_RETURN(out.body, commit_body_json(record));
+  out.signature = key.sign(as_bytes(out.body));
+  out.record = std::move(record);
+  out.hash = sha256(encode_record(out));
+  return out;
+}
+
+Bytes encode_record(const SignedRecord& r) {
+  Bytes line(r.body.begin(), r.body.end());
+  line.push_back('\t');
+  std::string sig = hex_encode(r.signature);
+  line.insert(line.end(), sig.begin(), sig.end());
+  line.push_back('\n');
+  return line;
+}
+
+Result<SignedRecord> decode_record(ByteSpan line, std::string_view where) {
+  auto bad = [&](std::string problem) { return invalid_input(std::string(where) + ": " + problem); };
+  if (line.size() > kMaxRecordBytes) {
+    return bad("record is " + std::to_string(line.size()) + " bytes, more than the limit of " +
+               std::to_string(kMaxRecordBytes));
+  }
+  if (line.empty() || line.back() != '\n') return bad("record does not end with a newline");
+  std::string_view text(reinterpret_cast<const char*>(line.data()), line.size() - 1);
+  auto tab = text.find('\t');
+  if (tab == std::string_view::npos || text.find('\t', tab + 1) != std::string_view::npos ||
+      text.find('\n') != std::string_view::npos) {
+    return bad("expected one line of BODY, a tab, and SIGNATURE");
+  }
+  std::string_view body = text.substr(0, tab);
+  std::string_view sig_hex = text.substr(tab + 1);
+  if (!is_lower_hex(sig_hex, 2 * kEd25519SignatureSize)) {
+    return bad("signature: expected 128 lower-case hex digits");
+  }
+  json value;
+  try {
+    value = json::parse(body);
+  } catch (const json::exception& e) {
+    return bad(std::string("body is not valid JSON: ") + e.what());
+  }
+  if (!value.is_object()) return bad("body is not a JSON object");
+  // One record has one byte form: this also refuses duplicate keys, which readers in other
+  // languages might resolve differently from us.
+  if (value.dump() != body) return bad("body is not canonical JSON (sorted keys, no whitespace)");
+  SignedRecord out;
+  VT_ASSIGN_OR_RETURN(out.record, read_body(value, where));
+  out.body = std::string(body);
+  out.signature = *hex_decode(sig_hex);
+  out.hash = sha256(line);
+  return out;
+}
+
+Status verify_record(const SignedRecord& r, std::uint64_t epoch, const Digest& task_id,
+                     const Digest& prev, const std::optional<PublicKey>& signer,
+                     std::string_view where) {
+  auto fail = [&](std::string problem) { return rejected(std::string(where) + ": " + problem); };
+  const CommitRecord& rec = r.record;
+  if (rec.epoch != epoch) {
+    return fail("commits epoch " + std::to_string(rec.epoch) + " where epoch " +
+                std::to_string(epoch) + " belongs (epochs run 0, 1, 2, ... without gaps)");
+  }
+  auto key = PublicKey::from_raw(rec.signer);
+  if (!key) return fail("signer is not a valid Ed25519 key");
+  if (signer && key->raw() != signer->raw()) {
+    return fail("signed by key " + key->fingerprint() + ", expected " + signer->fingerprint());
+  }
+  if (!key->verify(as_bytes(r.body), r.signature)) {
+    return fail("signature does not verify (the record was changed after signing)");
+  }
+  if (rec.task_id != task_id) {
+    return fail("belongs to task " + hex_encode(rec.task_id) + ", not to task " +
+                hex_encode(task_id));
+  }
+  if (rec.prev != prev) {
+    return fail("prev is " + hex_encode(rec.prev) + " but " +
+                (epoch == 0 ? std::string("epoch 0 must name all zeros")
+                            : "the record of epoch " + std::to_string(epoch - 1) + " hashes to " +
+                                  hex_encode(prev)) +
+                " (broken chain)");
+  }
+  return {};
+}
+
+}  // namespace vt
