@@ -60,6 +60,7 @@ int run(int argc, char** argv) {
              "3 I/O or network error. See docs/cli.md.");
 
   register_keygen(app, ctx);
+  register_task(app, ctx);
 
   try {
     app.parse(argc, argv);

@@ -22,6 +22,7 @@ struct Context {
 void emit(const Context& ctx, const nlohmann::json& json, const std::string& human);
 
 void register_keygen(CLI::App& app, Context& ctx);
+void register_task(CLI::App& app, Context& ctx);
 
 int run(int argc, char** argv);
 

@@ -1,6 +1,7 @@
 // The binary's contract with its users: exit codes, --help, --version, --json.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "tests/test_util.h"
@@ -57,6 +58,43 @@ TEST(Cli, MissingRequiredOptionIsUsageError) {
   auto r = run_command(veritrain_binary() + " keygen", dir.path());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--out"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace vt
+
+namespace vt {
+namespace {
+
+TEST(CliTask, InitWritesAValidTaskThatShowReadsBack) {
+  testing::ScratchDir dir;
+  auto task = (dir / "task.json").string();
+  auto init = testing::run_command(testing::veritrain_binary() +
+                                       " task init --model mlp --epochs 2 --seed 0x10 --option hidden=8 --out " + task,
+                                   dir.path());
+  ASSERT_EQ(init.exit_code, 0) << init.err;
+  EXPECT_NE(init.err.find("task_id"), std::string::npos);
+  auto show = testing::run_command(testing::veritrain_binary() + " --json task show " + task, dir.path());
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  auto j = nlohmann::json::parse(show.out);
+  EXPECT_EQ(j["task_id"].get<std::string>().size(), 64u);
+  EXPECT_EQ(j["task"]["epochs"], 2);
+  EXPECT_EQ(j["task"]["seed"], 16);
+  EXPECT_EQ(j["task"]["model"]["options"]["hidden"], 8);
+}
+
+TEST(CliTask, BadInputNamesTheFieldAndExitsTwo) {
+  testing::ScratchDir dir;
+  auto bad_option = testing::run_command(testing::veritrain_binary() + " task init --model cnn --option depth=3", dir.path());
+  EXPECT_EQ(bad_option.exit_code, 2);
+  EXPECT_NE(bad_option.err.find("model.options.depth"), std::string::npos) << bad_option.err;
+  auto file = dir / "broken.json";
+  std::ofstream(file) << R"({"model": {"name": "mlp"}, "dataset": {"name": "synthetic"}, "epochs": "three", "batch_size": 4})";
+  auto show = testing::run_command(testing::veritrain_binary() + " task show " + file.string(), dir.path());
+  EXPECT_EQ(show.exit_code, 2);
+  EXPECT_NE(show.err.find("epochs"), std::string::npos) << show.err;
+  auto missing = testing::run_command(testing::veritrain_binary() + " task show " + (dir / "nope.json").string(), dir.path());
+  EXPECT_EQ(missing.exit_code, 3);
 }
 
 }  // namespace

@@ -1,0 +1,165 @@
+// `veritrain task init` and `veritrain task show`: the requestor writes and reads tasks.
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include "cli/app.h"
+#include "common/file_io.h"
+#include "common/sha256.h"
+#include "protocol/task.h"
+#include "training/zoo.h"
+
+namespace vt::cli {
+namespace {
+namespace fs = std::filesystem;
+
+struct InitArgs {
+  std::string model = "cnn", dataset = "synthetic", out;
+  std::int64_t epochs = 0, steps = -1, batch = 0, threads = 0, k = 0, trail = -1;
+  std::string seed, device, precision, determinism, optimizer, schedule, data_dir, model_file;
+  double lr = 0;
+  std::vector<std::string> model_options, data_options;
+};
+
+// "key=value" pairs into an options map; `what` names the flag in errors.
+Status parse_options(const std::vector<std::string>& pairs, Options& into, const std::string& what) {
+  for (const std::string& p : pairs) {
+    auto eq = p.find('=');
+    if (eq == std::string::npos || eq == 0) return invalid_input(what + ": expected key=value, got \"" + p + "\"");
+    try {
+      std::size_t used = 0;
+      std::int64_t v = std::stoll(p.substr(eq + 1), &used);
+      if (used != p.size() - eq - 1) throw std::invalid_argument(p);
+      into[p.substr(0, eq)] = v;
+    } catch (const std::exception&) {
+      return invalid_input(what + ": value of \"" + p.substr(0, eq) + "\" is not an integer");
+    }
+  }
+  return {};
+}
+
+// Pins every regular file in `dir` by SHA-256 (MNIST idx or CIFAR-10 batches).
+Status pin_data_files(Task& task, const std::string& dir) {
+  task.dataset.path = dir;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (!entry.is_regular_file()) continue;
+    const std::string name = entry.path().filename().string();
+    if (task.dataset.name == "cifar10" && name.rfind("data_batch_", 0) != 0) continue;
+    if (task.dataset.name == "mnist" && name.rfind("train-", 0) != 0) continue;
+    VT_ASSIGN_OR_RETURN(Bytes bytes, read_file(entry.path()));
+    task.dataset.files[name] = hex_encode(sha256(bytes));
+  }
+  if (ec) return io_error("reading folder " + dir + ": " + ec.message());
+  if (task.dataset.files.empty()) return invalid_input("--data-dir " + dir + ": no " + task.dataset.name + " files found");
+  return {};
+}
+
+Result<Task> build_task(const InitArgs& a) {
+  VT_ASSIGN_OR_RETURN(Task task, training::default_task(a.model, a.dataset));
+  VT_RETURN_IF_ERROR(parse_options(a.model_options, task.model.options, "--option"));
+  VT_RETURN_IF_ERROR(parse_options(a.data_options, task.dataset.options, "--data-option"));
+  if (a.epochs > 0) task.epochs = a.epochs;
+  if (a.steps >= 0) task.steps_per_epoch = a.steps;
+  if (a.batch > 0) task.batch_size = a.batch;
+  if (a.threads > 0) task.intra_op_threads = a.threads;
+  if (a.k > 0) task.fingerprint.k = a.k;
+  if (a.trail >= 0) task.fingerprint.trail_interval = a.trail;
+  if (!a.device.empty()) task.device = a.device;
+  if (!a.precision.empty()) task.precision = a.precision;
+  if (!a.optimizer.empty()) task.optimizer.name = a.optimizer;
+  if (!a.schedule.empty()) task.schedule.name = a.schedule;
+  if (a.lr > 0) task.optimizer.lr = a.lr;
+  if (!a.determinism.empty()) task.determinism = a.determinism;
+  if (task.determinism == "tolerance" && task.tolerance.rel_l2 == 0.0) {
+    // Calibrated defaults (docs/tolerance.md): above honest cross-thread spread, below cheating.
+    task.tolerance = {1e-5, 1e-3, 1e-3, 0.01};
+  }
+  if (!a.seed.empty()) {
+    try {
+      task.seed = std::stoull(a.seed, nullptr, 0);
+    } catch (const std::exception&) {
+      return invalid_input("--seed: \"" + a.seed + "\" is not an unsigned integer");
+    }
+  }
+  if (!a.data_dir.empty()) VT_RETURN_IF_ERROR(pin_data_files(task, a.data_dir));
+  if (!a.model_file.empty()) {
+    VT_ASSIGN_OR_RETURN(Bytes module, read_file(a.model_file));
+    task.model.path = a.model_file;
+    task.model.sha256 = hex_encode(sha256(module));
+  }
+  VT_ASSIGN_OR_RETURN(task.model.options, training::resolve_model_options(task.model));
+  VT_ASSIGN_OR_RETURN(task.dataset.options, training::resolve_dataset_options(task));
+  VT_RETURN_IF_ERROR(validate_task(task));
+  VT_RETURN_IF_ERROR(training::validate_for_training(task));
+  return task;
+}
+
+}  // namespace
+
+void register_task(CLI::App& app, Context& ctx) {
+  auto* task = app.add_subcommand("task", "Write or show a task (what to train, how, for how long)");
+  task->require_subcommand(1);
+
+  auto a = std::make_shared<InitArgs>();
+  auto* init = task->add_subcommand("init", "Write a valid task with sensible defaults to stdout (or --out)");
+  init->add_option("--model", a->model, "mlp | cnn | conv3d | gpt | torchscript")->capture_default_str();
+  init->add_option("--dataset", a->dataset, "synthetic | mnist | cifar10")->capture_default_str();
+  init->add_option("--epochs", a->epochs, "Epochs to train");
+  init->add_option("--steps-per-epoch", a->steps, "Optimizer steps per epoch (0 = one full pass)");
+  init->add_option("--batch-size", a->batch, "Examples per step");
+  init->add_option("--device", a->device, "cpu | cuda");
+  init->add_option("--seed", a->seed, "Seed for initialisation, data and order (u64, 0x... allowed)");
+  init->add_option("--threads", a->threads, "Intra-op threads (part of the task: CPU results depend on it)");
+  init->add_option("--precision", a->precision, "fp32 | tf32 | bf16");
+  init->add_option("--determinism", a->determinism, "exact | tolerance");
+  init->add_option("--optimizer", a->optimizer, "sgd | adam | adamw");
+  init->add_option("--schedule", a->schedule, "constant | step | cosine");
+  init->add_option("--lr", a->lr, "Base learning rate");
+  init->add_option("--k", a->k, "Values sampled per fingerprint");
+  init->add_option("--trail-interval", a->trail, "Steps between intra-epoch trail fingerprints (0 = none)");
+  init->add_option("--option", a->model_options, "Model option key=value (repeatable), e.g. width=32");
+  init->add_option("--data-option", a->data_options, "Dataset option key=value (repeatable), e.g. samples=1024");
+  init->add_option("--data-dir", a->data_dir, "Folder with MNIST idx or CIFAR-10 batch files to pin by SHA-256");
+  init->add_option("--model-file", a->model_file, "TorchScript module file to pin by SHA-256");
+  init->add_option("--out", a->out, "Write to this file (atomically) instead of stdout");
+  init->callback([&ctx, a] {
+    ctx.action = [&ctx, a]() -> Result<int> {
+      VT_ASSIGN_OR_RETURN(Task t, build_task(*a));
+      const std::string text = pretty_task_json(t) + "\n";
+      if (!a->out.empty()) {
+        VT_RETURN_IF_ERROR(write_file_atomic(a->out, text));
+        std::cerr << "wrote " << a->out << " (task_id " << hex_encode(task_id(t)) << ")\n";
+      } else {
+        std::cout << text;
+      }
+      return 0;
+    };
+  });
+
+  auto path = std::make_shared<std::string>();
+  auto* show = task->add_subcommand("show", "Check a task file and print it with its task_id");
+  show->add_option("task", *path, "task.json")->required();
+  show->callback([&ctx, path] {
+    ctx.action = [&ctx, path]() -> Result<int> {
+      VT_ASSIGN_OR_RETURN(Task t, load_task(*path));
+      if (Status fit = training::validate_for_training(t); !fit) return fit.error().context(*path);
+      const std::string id = hex_encode(task_id(t));
+      std::ostringstream human;
+      human << "task_id     " << id << "\n"
+            << "model       " << t.model.name << "\n"
+            << "dataset     " << t.dataset.name << "\n"
+            << "optimizer   " << t.optimizer.name << " lr " << t.optimizer.lr << ", schedule " << t.schedule.name << "\n"
+            << "epochs      " << t.epochs << " x " << (t.steps_per_epoch > 0 ? std::to_string(t.steps_per_epoch) : "full-pass")
+            << " steps, batch " << t.batch_size << "\n"
+            << "device      " << t.device << ", " << t.intra_op_threads << " intra-op threads, " << t.precision << ", "
+            << t.determinism << " mode\n"
+            << "fingerprint k=" << t.fingerprint.k << ", tracking k=" << t.fingerprint.tracking_k
+            << ", trail every " << t.fingerprint.trail_interval << " steps\n";
+      emit(ctx, {{"task_id", id}, {"task", nlohmann::json::parse(canonical_task_json(t))}}, human.str());
+      return 0;
+    };
+  });
+}
+
+}  // namespace vt::cli
