@@ -328,7 +328,7 @@ std::string canonical_task_json(const Task& task) {
 }
 
 std::string pretty_task_json(const Task& task) {
-  return task_json(task).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  return task_json(task).dump(2, ' ', false, json::error_handler_t::replace);
 }
 
 Digest task_id(const Task& task) { return sha256(canonical_task_json(task)); }

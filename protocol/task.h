@@ -93,7 +93,7 @@ Result<Task> load_task(const std::string& path);
 Status validate_task(const Task& task, std::string_view where = "task");
 
 std::string canonical_task_json(const Task& task);  // sorted keys, no whitespace
-std::string pretty_task_json(const Task& task);     // the same fields, indented for people
+std::string pretty_task_json(const Task& task);     // the same fields, indented; no final newline
 Digest task_id(const Task& task);                   // SHA-256 of canonical_task_json
 
 }  // namespace vt

@@ -75,6 +75,7 @@ TEST(Task, CanonicalAndPrettyFormsRoundTrip) {
   ASSERT_TRUE(pretty.ok()) << pretty.error().message;
   EXPECT_EQ(task_id(*pretty), task_id(*task));
   EXPECT_NE(pretty_task_json(*task).find("\n  \"batch_size\": 32,\n"), std::string::npos);
+  EXPECT_EQ(pretty_task_json(*task).back(), '}');  // callers add their own newline
 }
 
 TEST(Task, IdIgnoresSpellingButNotMeaning) {
