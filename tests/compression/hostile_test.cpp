@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <random>
+
+#include "common/file_io.h"
 
 #include "compression/container.h"
 #include "compression/format.h"
@@ -170,6 +173,25 @@ TEST(Hostile, DeltaFieldsAreChecked) {
             std::string::npos);
   std::string shifted = run([&](ContainerInfo& i) { i.sections[k].base_offset += 4; });
   EXPECT_NE(shifted.find(info->sections[k].label()), std::string::npos) << shifted;
+}
+
+// The fuzzer's seed corpus must stay made of valid containers, or it seeds nothing.
+TEST(Hostile, FuzzSeedCorpusDecodes) {
+  std::filesystem::path dir = std::filesystem::path(VT_SOURCE_DIR) / "tests/fuzz/corpus/container";
+  int seen = 0;
+  for (const char* name : {"raw", "zstd", "planes", "xz", "delta"}) {
+    auto bytes = read_file(dir / (std::string(name) + ".vtc"));
+    ASSERT_TRUE(bytes.ok()) << bytes.error().message;
+    auto info = read_container_info(*bytes);
+    ASSERT_TRUE(info.ok()) << name << ": " << info.error().message;
+    EXPECT_EQ(codec_name(info->codec), name);
+    if (info->codec != Codec::kDelta) {
+      auto r = decode(*bytes, {});
+      EXPECT_TRUE(r.ok()) << name << ": " << r.error().message;
+    }
+    ++seen;
+  }
+  EXPECT_EQ(seen, 5);
 }
 
 }  // namespace
