@@ -61,6 +61,7 @@ int run(int argc, char** argv) {
 
   register_keygen(app, ctx);
   register_task(app, ctx);
+  register_estimate(app, ctx);
 
   try {
     app.parse(argc, argv);

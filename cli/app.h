@@ -23,6 +23,7 @@ void emit(const Context& ctx, const nlohmann::json& json, const std::string& hum
 
 void register_keygen(CLI::App& app, Context& ctx);
 void register_task(CLI::App& app, Context& ctx);
+void register_estimate(CLI::App& app, Context& ctx);
 
 int run(int argc, char** argv);
 

@@ -99,3 +99,25 @@ TEST(CliTask, BadInputNamesTheFieldAndExitsTwo) {
 
 }  // namespace
 }  // namespace vt
+
+namespace vt {
+namespace {
+
+TEST(CliEstimate, MeasuresConv3dStateAndStepMemory) {
+  testing::ScratchDir dir;
+  auto task = (dir / "task.json").string();
+  ASSERT_EQ(testing::run_command(testing::veritrain_binary() + " task init --model conv3d --option size=16 --out " + task,
+                                 dir.path()).exit_code, 0);
+  auto r = testing::run_command(testing::veritrain_binary() + " --json estimate --task " + task, dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  // 1->4->8->1 with 3x3x3 kernels and biases: (27+1)*4 + (4*27+1)*8 + (8*27+1)*1.
+  EXPECT_EQ(j["parameters"], 1201);
+  EXPECT_EQ(j["optimizer_state_bytes"].get<std::uint64_t>(), 2u * 1201 * 4 + 6 * 8);  // adam moments + steps
+  // Activations of a batch of 4 volumes of 16^3 dominate: at least the 13 channels of output
+  // the seed document counts, in float32.
+  EXPECT_GT(j["step_peak_bytes"].get<std::uint64_t>(), 4u * 13 * 16 * 16 * 16 * 4);
+}
+
+}  // namespace
+}  // namespace vt

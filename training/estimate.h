@@ -1,0 +1,23 @@
+#pragma once
+// `veritrain estimate`: what a task costs per check, measured by running one training step
+// rather than computed by hand (seed documents 002 and 004 did the arithmetic; this measures).
+
+#include "training/trainer.h"
+
+namespace vt::training {
+
+struct MemoryEstimate {
+  std::int64_t parameters = 0;
+  std::uint64_t parameter_bytes = 0;
+  std::uint64_t optimizer_state_bytes = 0;
+  std::uint64_t snapshot_bytes = 0;     // raw canonical bytes of one snapshot
+  std::uint64_t step_peak_bytes = 0;    // peak allocated during one step, above the resting state
+  std::string peak_source;              // how step_peak_bytes was measured
+  double step_seconds = 0.0;
+  std::int64_t steps_per_epoch = 0;
+  std::string device;
+};
+
+Result<MemoryEstimate> estimate(const Task& task, const TrainerOptions& options = {});
+
+}  // namespace vt::training
