@@ -3,6 +3,7 @@
 // the same run. Usage:
 //   bench_compression [--json] [--params N] [--rel-update R] [--xz-sample-mb M]
 //   bench_compression [--json] --snapshot BEFORE.safetensors [--after AFTER.safetensors]
+// (a real pair is reported under pair_*; pair_dense/pair_sparse are the synthetic scenarios)
 // The synthetic state (docs/benchmarks.md) is weights ~ N(0, 0.02) with transformer shapes, and
 // Adam exp_avg / exp_avg_sq at gradient scale with a per-element spread. "After one epoch" adds a
 // dense update of relative size R to every float entry; the sparse variant changes ~20%.
@@ -247,7 +248,7 @@ int main(int argc, char** argv) {
     Bytes zz(ZSTD_compressBound(both.size()));
     report.add("zstd3_" + key + "_ratio", ratio(both.size(), ZSTD_compress(zz.data(), zz.size(), both.data(), both.size(), 3)));
   };
-  if (!dense.empty()) pair(dense, "pair_dense");
+  if (!dense.empty()) pair(dense, snapshot ? "pair" : "pair_dense");
   if (!sparse.empty()) pair(sparse, "pair_sparse");
 
   vt::comp::EncodeOptions two = planes;
