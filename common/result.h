@@ -89,9 +89,10 @@ using Status = Result<void>;
     if (!vt_status_.ok()) return vt_status_.error(); \
   } while (0)
 
-// `VT_ASSIGN_OR_RETURN(auto x, f());` binds the value or returns the error.
+// `VT_ASSIGN_OR_RETURN(auto x, f());` binds the value or returns the error. __COUNTER__, not
+// __LINE__: GCC gives __LINE__ different values inside one invocation that spans lines.
 #define VT_ASSIGN_OR_RETURN(lhs, expr) \
-  VT_ASSIGN_OR_RETURN_IMPL(VT_CONCAT(vt_result_, __LINE__), lhs, expr)
+  VT_ASSIGN_OR_RETURN_IMPL(VT_CONCAT(vt_result_, __COUNTER__), lhs, expr)
 #define VT_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                             \
   if (!tmp.ok()) return tmp.error();             \
