@@ -149,6 +149,20 @@ std::vector<Tensor> updated(std::vector<Tensor> s, double rel, double fraction, 
   return s;
 }
 
+// A harsher epoch: weights move by 1e-3 · rms, exp_avg (beta1 = 0.9 forgets within ~10 steps) is
+// half replaced by new gradient noise, exp_avg_sq (beta2 = 0.999) is re-estimated within ~10%.
+std::vector<Tensor> epoch_later(std::vector<Tensor> s, Rng& rng) {
+  s = updated(std::move(s), 1e-3, 1.0, rng);
+  for (Tensor& t : s) {
+    if (t.name.rfind("optim.exp_avg.", 0) == 0) {
+      for (float& x : t.f) x = static_cast<float>(0.5 * x + 0.5 * std::fabs(x) * rng.normal() + 1e-9 * rng.normal());
+    } else if (t.name.rfind("optim.exp_avg_sq.", 0) == 0) {
+      for (float& x : t.f) x = static_cast<float>(x * std::exp(0.1 * rng.normal()));
+    }
+  }
+  return s;
+}
+
 Bytes canonical(const std::vector<Tensor>& s) {
   std::vector<vt::TensorData> data;
   for (const Tensor& t : s) {
@@ -184,7 +198,7 @@ int main(int argc, char** argv) {
   const char* snapshot = flag(argc, argv, "--snapshot");
   const char* after_file = flag(argc, argv, "--after");
 
-  Bytes before, dense, sparse;
+  Bytes before, dense, sparse, epoch;
   if (snapshot) {
     before = must(vt::read_file(snapshot), snapshot);
     if (after_file) dense = must(vt::read_file(after_file), after_file);
@@ -195,6 +209,7 @@ int main(int argc, char** argv) {
     before = canonical(state);
     dense = canonical(updated(state, rel, 1.0, rng));
     sparse = canonical(updated(state, rel, 0.2, rng));
+    epoch = canonical(epoch_later(state, rng));
     report.add("input", "synthetic transformer state, " + std::to_string(params) + " parameters + Adam moments");
     report.add("rel_update", rel);
   }
@@ -250,6 +265,7 @@ int main(int argc, char** argv) {
   };
   if (!dense.empty()) pair(dense, snapshot ? "pair" : "pair_dense");
   if (!sparse.empty()) pair(sparse, "pair_sparse");
+  if (!epoch.empty()) pair(epoch, "pair_epoch");
 
   vt::comp::EncodeOptions two = planes;
   two.threads = 2;
