@@ -103,6 +103,12 @@ Result<Bytes> encode_impl(ByteSpan canonical, const EncodeOptions& o) {
   VT_ASSIGN_OR_RETURN(SafetensorsView view, parse_safetensors(canonical, Canonical::kRequire));
   std::vector<PlannedSection> sections = plan(view, o.chunk_size);
   if (sections.size() > UINT32_MAX) return invalid_input("too many sections; raise chunk_size");
+  for (const PlannedSection& s : sections) {
+    if (s.info.name.size() > format::kMaxNameSize) {
+      return invalid_input("tensor name '" + s.info.name.substr(0, 64) + "...' is longer than the container's " +
+                           std::to_string(format::kMaxNameSize) + "-byte limit");
+    }
+  }
   for (std::size_t i = 0; i < sections.size(); ++i) sections[i].info.index = static_cast<std::uint32_t>(i);
 
   std::unique_ptr<ThreadPool> owned;

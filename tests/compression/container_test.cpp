@@ -210,6 +210,12 @@ TEST(Container, RefusesInputsAndOptionsThatDoNotFit) {
   bad_xz.level = 12;
   EXPECT_FALSE(encode(canonical, bad_xz).ok());
 
+  auto long_name = mixed_tensors(8);
+  long_name[0].spec.name = std::string(1100, 'n');
+  auto r3 = encode(to_canonical(long_name), {});
+  ASSERT_FALSE(r3.ok());
+  EXPECT_NE(r3.error().message.find("1024-byte limit"), std::string::npos) << r3.error().message;
+
   EncodeOptions delta_without_base;
   delta_without_base.codec = Codec::kDelta;
   EXPECT_FALSE(encode(canonical, delta_without_base).ok());
