@@ -62,6 +62,8 @@ int run(int argc, char** argv) {
   register_keygen(app, ctx);
   register_task(app, ctx);
   register_estimate(app, ctx);
+  register_train(app, ctx);
+  register_log(app, ctx);
 
   try {
     app.parse(argc, argv);

@@ -24,6 +24,8 @@ void emit(const Context& ctx, const nlohmann::json& json, const std::string& hum
 void register_keygen(CLI::App& app, Context& ctx);
 void register_task(CLI::App& app, Context& ctx);
 void register_estimate(CLI::App& app, Context& ctx);
+void register_train(CLI::App& app, Context& ctx);
+void register_log(CLI::App& app, Context& ctx);
 
 int run(int argc, char** argv);
 

@@ -1,0 +1,131 @@
+// `veritrain log verify` and `veritrain inspect`: check and describe what a provider stored.
+#include <filesystem>
+#include <sstream>
+
+#include "cli/app.h"
+#include "common/file_io.h"
+#include "common/safetensors.h"
+#include "compression/container.h"
+#include "protocol/log.h"
+#include "protocol/task.h"
+#include "provider/check.h"
+
+namespace vt::cli {
+namespace {
+namespace fs = std::filesystem;
+
+nlohmann::json report_json(const provider::WorkdirReport& r) {
+  nlohmann::json epochs = nlohmann::json::array();
+  for (const auto& e : r.epochs) {
+    epochs.push_back({{"epoch", e.epoch}, {"root", hex_encode(e.root)}, {"file", e.file}, {"codec", e.codec},
+                      {"stored_bytes", e.stored_bytes}});
+  }
+  nlohmann::json j = {{"task_id", hex_encode(r.task_id)}, {"records", r.records}, {"head", hex_encode(r.head)},
+                      {"signer", r.signer_fingerprint}, {"disk_bytes", r.disk_bytes}, {"epochs", epochs}};
+  if (!r.torn_tail.empty()) j["torn_tail"] = r.torn_tail;
+  return j;
+}
+
+std::string report_text(const provider::WorkdirReport& r) {
+  std::ostringstream out;
+  out << "task_id " << hex_encode(r.task_id) << "\n"
+      << r.records << " commitments, signer " << r.signer_fingerprint.substr(0, 16) << "..., head "
+      << hex_encode(r.head).substr(0, 16) << "...\n";
+  for (const auto& e : r.epochs) {
+    out << "  epoch " << e.epoch << "  root " << hex_encode(e.root).substr(0, 16) << "...  " << e.codec << "  "
+        << e.stored_bytes << " bytes  " << e.file << "\n";
+  }
+  out << "stored " << r.disk_bytes << " bytes\n";
+  if (!r.torn_tail.empty()) out << "note: " << r.torn_tail << "\n";
+  return out.str();
+}
+
+Result<int> inspect_file(const Context& ctx, const fs::path& path, int extract, const std::string& out) {
+  VT_ASSIGN_OR_RETURN(Bytes bytes, read_file(path));
+  if (auto info = comp::read_container_info(bytes); info.ok()) {
+    if (extract >= 0) {
+      VT_ASSIGN_OR_RETURN(comp::ExtractedSection s, comp::extract_section(bytes, static_cast<std::uint32_t>(extract)));
+      if (out.empty()) return invalid_input("--extract needs --out FILE");
+      VT_RETURN_IF_ERROR(write_file_atomic(out, s.payload));
+      const char* tool = s.format == comp::FrameFormat::kZstd ? "zstd -d" : s.format == comp::FrameFormat::kXz ? "xz -d" : "none (stored)";
+      emit(ctx, {{"section", extract}, {"out", out}, {"decode_with", tool}}, "wrote section " + std::to_string(extract) + " to " + out + " (decode with " + tool + ")\n");
+      return 0;
+    }
+    nlohmann::json sections = nlohmann::json::array();
+    for (const auto& s : info->sections) {
+      sections.push_back({{"index", s.index}, {"name", s.name}, {"chunk", s.chunk}, {"method", comp::method_name(s.method)},
+                          {"raw_size", s.raw_size}, {"stored_size", s.payload_size}});
+    }
+    nlohmann::json j = {{"kind", "snapshot container"}, {"codec", comp::codec_name(info->codec)},
+                        {"raw_size", info->raw_size}, {"container_size", info->container_size},
+                        {"root", hex_encode(info->root)}, {"sections", sections}};
+    if (info->base_root) j["base_root"] = hex_encode(*info->base_root);
+    std::ostringstream h;
+    h << "snapshot container, codec " << comp::codec_name(info->codec) << ", " << info->raw_size << " -> "
+      << info->container_size << " bytes (" << static_cast<double>(info->raw_size) / static_cast<double>(info->container_size)
+      << "x), " << info->sections.size() << " sections\nroot " << hex_encode(info->root) << "\n";
+    if (info->base_root) h << "delta against " << hex_encode(*info->base_root) << "\n";
+    emit(ctx, j, h.str());
+    return 0;
+  }
+  if (auto view = parse_safetensors(bytes, Canonical::kAllowAny); view.ok()) {
+    nlohmann::json tensors = nlohmann::json::array();
+    for (const auto& t : view->tensors) tensors.push_back({{"name", t.name}, {"dtype", dtype_name(t.dtype)}, {"shape", t.shape}});
+    const bool canonical = parse_safetensors(bytes).ok();
+    emit(ctx, {{"kind", "safetensors"}, {"canonical", canonical}, {"metadata", view->metadata}, {"tensors", tensors}}, "");
+    return 0;
+  }
+  if (auto log = read_log(bytes, path.string()); log.ok() && !log->records.empty()) {
+    nlohmann::json recs = nlohmann::json::array();
+    for (const auto& r : log->records) recs.push_back({{"epoch", r.record.epoch}, {"root", hex_encode(r.record.root)}, {"loss", r.record.metrics.loss}});
+    emit(ctx, {{"kind", "commitment log"}, {"task_id", hex_encode(log->records.front().record.task_id)}, {"records", recs}}, "");
+    return 0;
+  }
+  std::string text(bytes.begin(), bytes.end());
+  if (auto task = parse_task(text, path.string()); task.ok()) {
+    emit(ctx, {{"kind", "task"}, {"task_id", hex_encode(task_id(*task))}, {"task", nlohmann::json::parse(canonical_task_json(*task))}}, "");
+    return 0;
+  }
+  return invalid_input(path.string() + ": not a workdir, task, commitment log, snapshot or snapshot container");
+}
+
+}  // namespace
+
+void register_log(CLI::App& app, Context& ctx) {
+  auto* log = app.add_subcommand("log", "Check a provider's commitment log and stored snapshots");
+  log->require_subcommand(1);
+  auto dir = std::make_shared<std::string>();
+  auto* verify = log->add_subcommand("verify", "Signatures, chain, task binding, and every snapshot against its root");
+  verify->add_option("--workdir", *dir, "The provider's workdir")->required();
+  verify->callback([&ctx, dir] {
+    ctx.action = [&ctx, dir]() -> Result<int> {
+      VT_ASSIGN_OR_RETURN(provider::WorkdirReport r, provider::check_workdir(*dir));
+      nlohmann::json j = report_json(r);
+      j["valid"] = true;
+      emit(ctx, j, report_text(r) + "log and snapshots verified\n");
+      return 0;
+    };
+  });
+
+  struct InspectArgs {
+    std::string path, out;
+    int extract = -1;
+  };
+  auto a = std::make_shared<InspectArgs>();
+  auto* inspect = app.add_subcommand("inspect", "Describe a workdir, task, log, snapshot or snapshot container");
+  inspect->add_option("path", a->path, "What to describe")->required();
+  inspect->add_option("--extract", a->extract, "Container: write section N's stored payload (a zstd or xz frame) to --out");
+  inspect->add_option("--out", a->out, "Where --extract writes");
+  inspect->callback([&ctx, a] {
+    ctx.action = [&ctx, a]() -> Result<int> {
+      if (fs::is_directory(a->path)) {
+        VT_ASSIGN_OR_RETURN(provider::WorkdirReport r, provider::check_workdir(a->path, /*decode_snapshots=*/false));
+        emit(ctx, report_json(r), report_text(r));
+        return 0;
+      }
+      return inspect_file(ctx, a->path, a->extract, a->out);
+    };
+  });
+}
+
+}  // namespace vt::cli

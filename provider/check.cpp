@@ -1,0 +1,69 @@
+#include "provider/check.h"
+
+#include "common/file_io.h"
+#include "protocol/log.h"
+#include "provider/store.h"
+#include "provider/workdir.h"
+
+namespace vt::provider {
+namespace fs = std::filesystem;
+
+Result<WorkdirReport> check_workdir(const fs::path& dir, bool decode_snapshots) {
+  VT_ASSIGN_OR_RETURN(Workdir w, Workdir::open_existing(dir));
+  WorkdirReport report;
+  report.task_id = w.task_id();
+  if (!fs::exists(w.log_file())) return report;  // created, nothing committed yet
+
+  auto log = read_log(w.log_file());
+  if (!log) return rejected(log.error().message);
+  if (log->torn_tail) {
+    report.torn_tail = "a partial record of " + std::to_string(log->torn_tail->size) + " bytes at offset " +
+                       std::to_string(log->torn_tail->offset) + " (a crash during epoch " +
+                       std::to_string(log->torn_tail->epoch) + "'s append; `train` recovers it)";
+  }
+  if (!log->records.empty() && log->records.front().record.task_id != w.task_id()) {
+    return rejected(w.log_file().string() + ": the log commits to task " +
+                    hex_encode(log->records.front().record.task_id) + ", but task.json hashes to " +
+                    hex_encode(w.task_id()) + " (task.json or the log was changed)");
+  }
+  auto checked = verify_log(log->records, w.task_id(), std::nullopt, w.log_file().string());
+  if (!checked) return rejected(checked.error().message);
+  report.records = checked->records;
+  report.head = checked->head;
+  report.signer_fingerprint = checked->signer_fingerprint;
+
+  SnapshotStore store(w.snapshots_dir(), {});
+  std::string first_problem;
+  for (const SignedRecord& r : log->records) {
+    EpochStatus s;
+    s.epoch = r.record.epoch;
+    s.root = r.record.root;
+    s.file = fs::relative(store.path_for(s.root), dir).string();
+    auto container = store.load_container(s.root);
+    if (!container) {
+      s.problem = "snapshot file is missing";
+    } else {
+      s.stored_bytes = container->size();
+      auto info = comp::read_container_info(*container);
+      if (!info) {
+        s.problem = info.error().message;
+      } else {
+        s.codec = std::string(comp::codec_name(info->codec));
+        if (info->root != s.root) s.problem = "container holds root " + hex_encode(info->root);
+      }
+      if (s.problem.empty() && decode_snapshots) {
+        auto decoded = store.load_canonical(s.root);
+        if (!decoded) s.problem = decoded.error().message;
+      }
+    }
+    if (!s.problem.empty() && first_problem.empty()) {
+      first_problem = "epoch " + std::to_string(s.epoch) + ": " + s.file + ": " + s.problem;
+    }
+    report.epochs.push_back(std::move(s));
+  }
+  report.disk_bytes = store.disk_usage();
+  if (!first_problem.empty()) return rejected(first_problem);
+  return report;
+}
+
+}  // namespace vt::provider

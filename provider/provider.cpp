@@ -1,0 +1,208 @@
+#include "provider/provider.h"
+
+#include <chrono>
+#include <future>
+#include <nlohmann/json.hpp>
+
+#include "common/thread_pool.h"
+#include "fingerprint/fingerprint.h"
+#include "fingerprint/merkle.h"
+#include "protocol/keys.h"
+#include "provider/crash_point.h"
+#include "provider/store.h"
+#include "provider/workdir.h"
+
+namespace vt::provider {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Values at `seed`'s positions, gathered from the live training state where it lives.
+Result<nlohmann::json> live_fingerprint(const training::Trainer& trainer, const Digest& seed, std::uint64_t k) {
+  const std::vector<TensorEntry> layout = trainer.layout();
+  VT_ASSIGN_OR_RETURN(fp::SamplePlan plan, fp::plan_samples(seed, std::span<const TensorEntry>(layout), k));
+  std::vector<Bytes> values;
+  values.reserve(plan.tensors.size());
+  for (const fp::TensorSamples& t : plan.tensors) {
+    VT_ASSIGN_OR_RETURN(Bytes v, trainer.gather(t.name, t.indices));
+    values.push_back(std::move(v));
+  }
+  VT_ASSIGN_OR_RETURN(fp::Fingerprint f, fp::fingerprint_from_values(std::move(plan), std::move(values)));
+  return fp::fingerprint_to_json(f);
+}
+
+// One epoch's work after training: everything that needs only the captured bytes.
+struct CommitJob {
+  std::uint64_t epoch = 0;
+  std::shared_ptr<const Bytes> canonical;
+  EpochFingerprints fingerprints;
+  Digest data_order_digest{};
+  CommitMetrics metrics;
+};
+
+class Pipeline {
+ public:
+  Pipeline(const Task& task, const Workdir& workdir, const SigningKey& key, CommitLog& log,
+           SnapshotStore& store, const ProviderOptions& options)
+      : task_(task), workdir_(workdir), key_(key), log_(log), store_(store), options_(options), hash_pool_(0) {}
+
+  // The last committed epoch when resuming: the next snapshot is coded as a delta against it.
+  void resume_after(const Digest& root, std::shared_ptr<const Bytes> canonical) {
+    last_root_ = root;
+    last_canonical_ = std::move(canonical);
+  }
+
+  // Runs `job` on the background thread after the previous job finished; returns when the
+  // previous job is durable. In flight at most: this job's snapshot and its delta base.
+  Status submit(CommitJob job) {
+    VT_RETURN_IF_ERROR(wait());
+    auto shared = std::make_shared<CommitJob>(std::move(job));
+    pending_ = std::async(std::launch::async, [this, shared] { return commit(*shared); });
+    return {};
+  }
+
+  Status wait() {
+    if (!pending_.valid()) return {};
+    return pending_.get();
+  }
+
+ private:
+  Status commit(const CommitJob& job) {
+    const Digest id = workdir_.task_id();
+    const Bytes& canonical = *job.canonical;
+    const Digest root = fp::merkle_root(canonical, &hash_pool_);
+    VT_ASSIGN_OR_RETURN(SafetensorsView view, parse_safetensors(canonical));
+    VT_ASSIGN_OR_RETURN(fp::Fingerprint f,
+                        fp::fingerprint_snapshot(view, fp::commitment_seed(id, job.epoch, root),
+                                                 static_cast<std::uint64_t>(task_.fingerprint.k)));
+    crash_point("before_snapshot_write", job.epoch);
+    std::optional<std::pair<Digest, ByteSpan>> base;
+    if (last_canonical_) base = std::make_pair(last_root_, ByteSpan(*last_canonical_));
+    VT_ASSIGN_OR_RETURN(StoredSnapshot stored, store_.put(job.epoch, root, canonical, base));
+    crash_point("after_snapshot_write", job.epoch);
+    CommitRecord record;
+    record.task_id = id;
+    record.epoch = job.epoch;
+    record.root = root;
+    record.fingerprint = fp::fingerprint_to_json(f);
+    record.tracking_fingerprint = job.fingerprints.tracking;
+    record.trail = job.fingerprints.trail;
+    record.data_order_digest = job.data_order_digest;
+    record.metrics = job.metrics;
+    VT_RETURN_IF_ERROR(log_.append(std::move(record), key_));
+    crash_point("after_log_append", job.epoch);
+    if (options_.on_commit) {
+      options_.on_commit({job.epoch, root, job.metrics.loss, job.metrics.seconds, stored.stored_size,
+                          stored.raw_size, stored.already_present});
+    }
+    last_root_ = root;
+    last_canonical_ = job.canonical;
+    return {};
+  }
+
+  const Task& task_;
+  const Workdir& workdir_;
+  const SigningKey& key_;
+  CommitLog& log_;
+  SnapshotStore& store_;
+  const ProviderOptions& options_;
+  ThreadPool hash_pool_;
+  std::future<Status> pending_;
+  Digest last_root_{};  // of the last committed epoch, and its bytes: the next delta's base
+  std::shared_ptr<const Bytes> last_canonical_;
+};
+
+Result<EpochFingerprints> tracking_only(const training::Trainer& trainer, const Task& task, const Digest& id) {
+  EpochFingerprints f;
+  VT_ASSIGN_OR_RETURN(f.tracking, live_fingerprint(trainer, fp::tracking_seed(id),
+                                                   static_cast<std::uint64_t>(task.fingerprint.tracking_k)));
+  return f;
+}
+
+}  // namespace
+
+Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& options) {
+  const auto start = Clock::now();
+  VT_ASSIGN_OR_RETURN(Workdir workdir, Workdir::open_for(options.workdir, task));
+  VT_RETURN_IF_ERROR(workdir.lock());
+  const Digest id = workdir.task_id();
+  VT_ASSIGN_OR_RETURN(SigningKey key,
+                      load_or_create_signing_key(options.key_dir.empty() ? workdir.keys_dir() : options.key_dir));
+  VT_ASSIGN_OR_RETURN(CommitLog log, CommitLog::open(workdir.log_file(), id, LogMode::kAppend, key.public_key()));
+  if (!log.notice().empty() && options.on_notice) options.on_notice(log.notice());
+  SnapshotStore store(workdir.snapshots_dir(), {options.full_every, 0, 64});
+
+  training::TrainerOptions topts;
+  topts.task_dir = options.task_dir;
+  topts.device = options.device;
+  std::unique_ptr<training::Trainer> trainer;
+  Pipeline pipeline(task, workdir, key, log, store, options);
+  ProviderSummary summary;
+  const std::uint64_t next = log.next_epoch();
+  summary.resumed_from = next;
+  if (next == 0) {
+    VT_ASSIGN_OR_RETURN(trainer, training::Trainer::create(task, topts));
+  } else {
+    const SignedRecord& last = log.records().back();
+    auto bytes = store.load_canonical(last.record.root);
+    if (!bytes) {
+      return bytes.error().context("resuming: the snapshot of committed epoch " + std::to_string(last.record.epoch));
+    }
+    VT_ASSIGN_OR_RETURN(trainer, training::Trainer::restore(task, *bytes, topts));
+    if (trainer->epoch() != static_cast<std::int64_t>(last.record.epoch)) {
+      return invalid_input("resuming: the snapshot committed for epoch " + std::to_string(last.record.epoch) +
+                           " says it is epoch " + std::to_string(trainer->epoch()));
+    }
+    pipeline.resume_after(last.record.root, std::make_shared<const Bytes>(std::move(*bytes)));
+    if (options.on_notice) options.on_notice("resuming after committed epoch " + std::to_string(last.record.epoch));
+  }
+
+  auto submit = [&](std::uint64_t epoch, EpochFingerprints f, const Digest& order, CommitMetrics m) -> Status {
+    VT_ASSIGN_OR_RETURN(Bytes canonical, trainer->snapshot());
+    return pipeline.submit({epoch, std::make_shared<const Bytes>(std::move(canonical)), std::move(f), order, m});
+  };
+
+  if (next == 0 && options.commit) {
+    VT_ASSIGN_OR_RETURN(EpochFingerprints f, tracking_only(*trainer, task, id));
+    VT_RETURN_IF_ERROR(submit(0, std::move(f), Digest{}, CommitMetrics{}));
+  }
+  for (std::int64_t e = trainer->epoch() + 1; e <= task.epochs; ++e) {
+    EpochFingerprints f;
+    training::EpochHooks hooks;
+    hooks.progress_every = options.on_step ? 1 : 0;
+    hooks.on_progress = options.on_step;
+    Status trail_status;
+    if (options.commit && task.fingerprint.trail_interval > 0) {
+      hooks.trail_every = task.fingerprint.trail_interval;
+      hooks.on_trail = [&](std::int64_t step, const training::Trainer& t) {
+        if (!trail_status) return;
+        auto trail = live_fingerprint(t, fp::trail_seed(id, static_cast<std::uint64_t>(e), static_cast<std::uint64_t>(step)),
+                                      static_cast<std::uint64_t>(task.fingerprint.tracking_k));
+        if (trail) {
+          f.trail.push_back(std::move(*trail));
+        } else {
+          trail_status = trail.error();
+        }
+      };
+    }
+    crash_point("during_training", static_cast<std::uint64_t>(e));
+    VT_ASSIGN_OR_RETURN(training::EpochSummary s, trainer->train_epoch(hooks));
+    VT_RETURN_IF_ERROR(trail_status);
+    summary.train_seconds += s.seconds;
+    if (!options.commit) continue;
+    VT_ASSIGN_OR_RETURN(EpochFingerprints tracking, tracking_only(*trainer, task, id));
+    f.tracking = std::move(tracking.tracking);
+    CommitMetrics m{s.mean_loss, static_cast<std::uint64_t>(s.steps), s.seconds, static_cast<std::uint64_t>(s.samples)};
+    VT_RETURN_IF_ERROR(submit(static_cast<std::uint64_t>(e), std::move(f), s.data_order_digest, m));
+  }
+  VT_RETURN_IF_ERROR(pipeline.wait());
+  if (!log.records().empty()) summary.final_root = log.records().back().record.root;
+  summary.epochs_committed = log.records().size();
+  summary.disk_bytes = store.disk_usage();
+  summary.total_seconds = seconds_since(start);
+  return summary;
+}
+
+}  // namespace vt::provider

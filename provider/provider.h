@@ -1,0 +1,57 @@
+#pragma once
+// `veritrain train`: runs a task as a provider. Every epoch: capture the snapshot, take its
+// Merkle root and fingerprint, store it compressed, and append a signed, chained commitment.
+// Hashing, fingerprinting, compression and the durable writes run on a background pipeline
+// that overlaps the next epoch's training; the commitment for epoch e is durable before epoch
+// e+2 starts, so at most two snapshots are in flight.
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+
+#include "protocol/log.h"
+#include "protocol/task.h"
+#include "training/trainer.h"
+
+namespace vt::provider {
+
+struct CommitEvent {
+  std::uint64_t epoch = 0;
+  Digest root{};
+  double loss = 0.0;
+  double train_seconds = 0.0;
+  std::uint64_t stored_bytes = 0;
+  std::uint64_t raw_bytes = 0;
+  bool resumed_file = false;  // the container was already on disk (a resumed epoch)
+};
+
+struct ProviderOptions {
+  std::filesystem::path workdir;
+  std::filesystem::path key_dir;      // empty: <workdir>/keys, generated on first use
+  std::filesystem::path task_dir = ".";  // where the task's relative paths resolve
+  std::string device;                 // "" = the task's
+  int full_every = 4;                 // a whole snapshot every N epochs, deltas between
+  bool commit = true;                 // false: train only (the overhead benchmark's baseline)
+  std::function<void(const training::StepMetrics&)> on_step;  // progress, every step
+  std::function<void(const CommitEvent&)> on_commit;          // after each durable commitment
+  std::function<void(const std::string&)> on_notice;          // recoveries worth telling
+};
+
+struct ProviderSummary {
+  std::uint64_t epochs_committed = 0;  // including epoch 0
+  std::uint64_t resumed_from = 0;      // first epoch this run trained
+  Digest final_root{};
+  std::uint64_t disk_bytes = 0;
+  double train_seconds = 0.0;
+  double total_seconds = 0.0;
+};
+
+Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& options);
+
+// The fingerprint-module views the provider commits (also what the verifier recomputes).
+struct EpochFingerprints {
+  nlohmann::json tracking;           // positions from the task alone
+  std::vector<nlohmann::json> trail; // one per trail_interval steps
+};
+
+}  // namespace vt::provider

@@ -1,0 +1,56 @@
+#pragma once
+// Snapshot containers on disk, content-addressed by the Merkle root of their canonical bytes.
+// A snapshot is stored whole (planes codec) or as a delta against the previous epoch's; a full
+// one every `full_every` epochs bounds how many decodes a load takes.
+
+#include <filesystem>
+#include <optional>
+
+#include "common/thread_pool.h"
+#include "compression/container.h"
+
+namespace vt::provider {
+
+struct StoreOptions {
+  int full_every = 4;                 // 1 = every snapshot whole
+  std::size_t threads = 0;            // coding threads (0 = one per hardware thread)
+  int max_chain = 64;                 // a longer delta chain is refused as corrupt
+};
+
+struct StoredSnapshot {
+  std::filesystem::path file;
+  comp::Codec codec = comp::Codec::kPlanes;
+  std::uint64_t raw_size = 0;
+  std::uint64_t stored_size = 0;
+  bool already_present = false;
+};
+
+class SnapshotStore {
+ public:
+  SnapshotStore(std::filesystem::path dir, StoreOptions options);
+
+  std::filesystem::path path_for(const Digest& root) const;
+  bool contains(const Digest& root) const;
+
+  // Stores `canonical` (whose root the caller computed) for `epoch`. With a base (the previous
+  // epoch's bytes and root) it is stored as a delta unless epoch % full_every == 0. Idempotent:
+  // an existing, valid file for the root is kept.
+  Result<StoredSnapshot> put(std::uint64_t epoch, const Digest& root, ByteSpan canonical,
+                             std::optional<std::pair<Digest, ByteSpan>> base);
+
+  // The container file as stored, and the canonical bytes it decodes to (following delta bases;
+  // every decode checks the root).
+  Result<Bytes> load_container(const Digest& root) const;
+  Result<Bytes> load_canonical(const Digest& root) const;
+
+  // Bytes used by containers in the folder.
+  std::uint64_t disk_usage() const;
+
+ private:
+  Result<Bytes> load_canonical(const Digest& root, int depth) const;
+  std::filesystem::path dir_;
+  StoreOptions options_;
+  mutable ThreadPool pool_;
+};
+
+}  // namespace vt::provider
