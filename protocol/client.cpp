@@ -1,0 +1,209 @@
+#include "protocol/client.h"
+
+namespace vt {
+
+using nlohmann::json;
+using wire::Frame;
+using wire::MessageType;
+
+namespace {
+
+Result<ServerHello> say_hello(Connection& connection, const ClientConfig& config) {
+  std::string where = "hello to " + connection.where();
+  VT_RETURN_IF_ERROR(connection.send(MessageType::kHello, {{"versions", {wire::kProtocolVersion}},
+                                                           {"token", config.token},
+                                                           {"software", std::string(wire::kSoftwareName)}}));
+  VT_ASSIGN_OR_RETURN(Frame frame, connection.read_frame(config.connect_timeout));
+  if (frame.type == MessageType::kError) return server_error(frame, where);
+  if (frame.type != MessageType::kHello)
+    return io_error(where + ": expected hello, got " + std::string(wire::message_name(frame.type)));
+  ServerHello hello;
+  VT_ASSIGN_OR_RETURN(hello.version, wire::get_u64(frame, "version"));
+  if (hello.version != wire::kProtocolVersion)
+    return io_error(where + ": the server speaks protocol version " + std::to_string(hello.version) +
+                    ", this client " + std::to_string(wire::kProtocolVersion));
+  auto software = wire::get_optional_string(frame, "server");
+  if (software.ok() && *software) hello.software = **software;
+  for (const char* field : {"capabilities", "codecs"}) {
+    auto it = frame.header.find(field);
+    if (it == frame.header.end() || !it->is_array()) continue;
+    auto& out = std::string_view(field) == "codecs" ? hello.codecs : hello.capabilities;
+    for (const auto& v : *it)
+      if (v.is_string()) out.push_back(v.get<std::string>());
+  }
+  if (auto it = frame.header.find("limits"); it != frame.header.end()) hello.limits = *it;
+  return hello;
+}
+
+}  // namespace
+
+Error server_error(const Frame& frame, std::string_view where) {
+  std::string code = "unknown", message;
+  if (auto c = wire::get_optional_string(frame, "code"); c.ok() && *c) code = **c;
+  if (auto m = wire::get_optional_string(frame, "message"); m.ok() && *m) message = **m;
+  std::string text = std::string(where) + ": the server answered " + code + ": " + message;
+  if (code == "unauthorized" || code == "not_found" || code == "bad_request" || code == "unsupported_version")
+    return invalid_input(text);
+  return io_error(text);
+}
+
+Client::Client(ClientConfig config, Connection connection, ServerHello hello)
+    : config_(std::move(config)), connection_(std::move(connection)), hello_(std::move(hello)) {}
+Client::Client(Client&&) noexcept = default;
+Client& Client::operator=(Client&&) noexcept = default;
+Client::~Client() = default;
+
+Result<Client> Client::connect(ClientConfig config) {
+  VT_ASSIGN_OR_RETURN(Connection connection, Connection::open(config));
+  VT_ASSIGN_OR_RETURN(ServerHello hello, say_hello(connection, config));
+  return Client(std::move(config), std::move(connection), std::move(hello));
+}
+
+Status Client::ensure_connected() {
+  if (connection_ && connection_->is_open()) return {};
+  connection_.reset();
+  VT_ASSIGN_OR_RETURN(Connection connection, Connection::open(config_));
+  VT_ASSIGN_OR_RETURN(hello_, say_hello(connection, config_));
+  connection_.emplace(std::move(connection));
+  return {};
+}
+
+Result<Frame> Client::next(MessageType expect, std::string_view what) {
+  auto frame = connection_->read_frame();
+  if (!frame.ok()) {
+    connection_.reset();  // a stream that failed mid-frame cannot be resynchronised
+    return frame.error().context(what);
+  }
+  if (frame->type == MessageType::kError) {
+    answered_ = true;
+    return server_error(*frame, what);
+  }
+  if (frame->type != expect) {
+    connection_.reset();
+    return io_error(std::string(what) + ": expected " + std::string(wire::message_name(expect)) + ", got " +
+                    std::string(wire::message_name(frame->type)));
+  }
+  return frame;
+}
+
+Result<Frame> Client::request(MessageType type, const json& header, MessageType expect) {
+  answered_ = false;
+  VT_RETURN_IF_ERROR(ensure_connected());
+  std::string what = std::string(wire::message_name(type)) + " from " + connection_->where();
+  if (auto sent = connection_->send(type, header); !sent.ok()) {
+    connection_.reset();
+    return sent.error();
+  }
+  return next(expect, what);
+}
+
+Result<Bytes> Client::get_task() {
+  VT_ASSIGN_OR_RETURN(Frame frame, request(MessageType::kGetTask, json::object(), MessageType::kTask));
+  return std::move(frame.payload);
+}
+
+Result<std::vector<SignedRecord>> Client::get_log(std::uint64_t from_epoch) {
+  return in_sync(get_log_frames(from_epoch));
+}
+
+Result<std::vector<SignedRecord>> Client::get_log_frames(std::uint64_t from_epoch) {
+  std::string what = "get_log from " + (connection_ ? connection_->where() : config_.host);
+  VT_ASSIGN_OR_RETURN(Frame frame, request(MessageType::kGetLog, {{"from_epoch", from_epoch}}, MessageType::kLog));
+  std::vector<SignedRecord> records;
+  for (;;) {
+    ByteSpan payload = frame.payload;
+    std::size_t start = 0;
+    for (std::size_t i = 0; i < payload.size(); ++i) {
+      if (payload[i] != '\n') continue;
+      std::uint64_t epoch = from_epoch + records.size();
+      VT_ASSIGN_OR_RETURN(SignedRecord record,
+                          decode_record(payload.subspan(start, i + 1 - start), what + ": epoch " + std::to_string(epoch)));
+      if (record.record.epoch != epoch)
+        return invalid_input(what + ": expected the record of epoch " + std::to_string(epoch) + ", got epoch " +
+                             std::to_string(record.record.epoch));
+      records.push_back(std::move(record));
+      start = i + 1;
+    }
+    if (start != payload.size()) return invalid_input(what + ": a log frame ends inside a record");
+    auto more = frame.header.find("more");
+    if (more == frame.header.end() || !more->is_boolean() || !more->get<bool>()) break;
+    VT_ASSIGN_OR_RETURN(frame, next(MessageType::kLog, what));
+  }
+  return records;
+}
+
+Result<std::vector<VerifiedChunk>> Client::get_chunks(std::uint64_t epoch, const Digest& root,
+                                                      std::span<const std::uint64_t> indices) {
+  return in_sync(get_chunk_frames(epoch, root, indices));
+}
+
+Result<std::vector<VerifiedChunk>> Client::get_chunk_frames(std::uint64_t epoch, const Digest& root,
+                                                            std::span<const std::uint64_t> indices) {
+  json list = json::array();
+  for (auto i : indices) list.push_back(i);
+  VT_ASSIGN_OR_RETURN(Frame frame, request(MessageType::kGetChunks, {{"epoch", epoch}, {"chunks", list}},
+                                           MessageType::kChunk));
+  std::string what = "get_chunks of epoch " + std::to_string(epoch) + " from " + connection_->where();
+  std::vector<VerifiedChunk> out;
+  for (std::size_t n = 0; n < indices.size(); ++n) {
+    if (n > 0) {
+      VT_ASSIGN_OR_RETURN(frame, next(MessageType::kChunk, what));
+    }
+    VerifiedChunk chunk;
+    VT_ASSIGN_OR_RETURN(chunk.proof.chunk_index, wire::get_u64(frame, "index"));
+    VT_ASSIGN_OR_RETURN(chunk.proof.chunk_count, wire::get_u64(frame, "chunk_count"));
+    auto siblings = frame.header.find("siblings");
+    if (siblings == frame.header.end() || !siblings->is_array() || siblings->size() > 64)
+      return invalid_input(what + ": chunk header needs a \"siblings\" array of at most 64 digests");
+    for (const auto& s : *siblings) {
+      if (!s.is_string()) return invalid_input(what + ": siblings must be hex digests");
+      VT_ASSIGN_OR_RETURN(Digest d, digest_from_hex(s.get<std::string>(), what + " sibling"));
+      chunk.proof.siblings.push_back(d);
+    }
+    if (chunk.proof.chunk_index != indices[n])
+      return invalid_input(what + ": asked for chunk " + std::to_string(indices[n]) + ", got chunk " +
+                           std::to_string(chunk.proof.chunk_index));
+    chunk.bytes = std::move(frame.payload);
+    if (!fp::verify_chunk(root, chunk.bytes, chunk.proof))
+      return rejected(what + ": chunk " + std::to_string(indices[n]) + " (" + std::to_string(chunk.bytes.size()) +
+                      " bytes) does not prove against the committed root " + hex_encode(root));
+    out.push_back(std::move(chunk));
+  }
+  VT_ASSIGN_OR_RETURN(frame, next(MessageType::kChunksEnd, what));
+  return out;
+}
+
+Status Client::subscribe(std::uint64_t from_epoch, const std::function<bool(const SignedRecord&)>& on_commit,
+                         std::chrono::milliseconds wait) {
+  VT_RETURN_IF_ERROR(ensure_connected());
+  std::string what = "subscription at " + connection_->where();
+  VT_RETURN_IF_ERROR(connection_->send(MessageType::kSubscribe, {{"from_epoch", from_epoch}}));
+  std::uint64_t expect = from_epoch;
+  for (;;) {
+    auto frame = connection_->read_frame(wait);
+    if (!frame.ok()) {
+      connection_.reset();
+      return frame.error().context(what + " (waiting for epoch " + std::to_string(expect) + ")");
+    }
+    if (frame->type == MessageType::kError) {
+      connection_.reset();
+      return server_error(*frame, what);
+    }
+    if (frame->type != MessageType::kCommit) {
+      connection_.reset();
+      return io_error(what + ": expected commit, got " + std::string(wire::message_name(frame->type)));
+    }
+    VT_ASSIGN_OR_RETURN(SignedRecord record, decode_record(frame->payload, what + ": epoch " + std::to_string(expect)));
+    if (record.record.epoch != expect) {
+      connection_.reset();
+      return invalid_input(what + ": expected the commitment of epoch " + std::to_string(expect) + ", got " +
+                           std::to_string(record.record.epoch));
+    }
+    ++expect;
+    if (!on_commit(record)) break;
+  }
+  connection_.reset();
+  return {};
+}
+
+}  // namespace vt

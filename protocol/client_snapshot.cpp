@@ -1,0 +1,132 @@
+// Snapshot downloads: a stream of checksummed chunks that survives a cut connection, then the
+// checks that make the bytes trustworthy (docs/protocol.md, "get_snapshot").
+
+#include <xxhash.h>
+
+#include "common/sha256.h"
+#include "protocol/client.h"
+
+namespace vt {
+
+using nlohmann::json;
+using wire::Frame;
+using wire::MessageType;
+
+namespace {
+
+bool same_request(const PartialDownload& p, const SnapshotRequest& r, const std::optional<Digest>& base_root) {
+  return !p.container_sha256.empty() && p.epoch == r.epoch && p.codec == r.codec && p.base_root == base_root;
+}
+
+std::string xxh3_hex(ByteSpan bytes) {
+  char sum[17];
+  std::snprintf(sum, sizeof(sum), "%016llx", static_cast<unsigned long long>(XXH3_64bits(bytes.data(), bytes.size())));
+  return sum;
+}
+
+}  // namespace
+
+Status Client::receive_container(const SnapshotRequest& request, PartialDownload& p, const ProgressFn& progress,
+                                 std::uint64_t resumes, bool& caller_stopped) {
+  json header = {{"epoch", request.epoch}, {"codec", std::string(comp::codec_name(request.codec))}};
+  if (p.base_root) header["base_root"] = hex_encode(*p.base_root);
+  if (!p.bytes.empty()) {
+    header["offset"] = p.bytes.size();
+    header["container_sha256"] = p.container_sha256;
+  }
+  VT_ASSIGN_OR_RETURN(Frame begin, this->request(MessageType::kGetSnapshot, header, MessageType::kSnapshotBegin));
+  std::string what = "snapshot of epoch " + std::to_string(request.epoch) + " from " + connection_->where();
+  VT_ASSIGN_OR_RETURN(std::uint64_t size, wire::get_u64(begin, "size"));
+  VT_ASSIGN_OR_RETURN(std::uint64_t offset, wire::get_u64(begin, "offset"));
+  VT_ASSIGN_OR_RETURN(std::string id, wire::get_string(begin, "container_sha256"));
+  VT_ASSIGN_OR_RETURN(Digest root, wire::get_digest(begin, "root"));
+  if (root != request.root)
+    return rejected(what + ": the server offers a snapshot with root " + hex_encode(root) +
+                    " but the log commits to " + hex_encode(request.root));
+  if (size > config_.max_snapshot_bytes)
+    return invalid_input(what + ": the container is " + std::to_string(size) + " bytes, over the client's limit of " +
+                         std::to_string(config_.max_snapshot_bytes));
+  if (offset != p.bytes.size() || (offset > 0 && (id != p.container_sha256 || size != p.total)))
+    return io_error(what + ": the server resumed at offset " + std::to_string(offset) + " of container " + id +
+                    ", not where this download stopped");
+  p.container_sha256 = id;
+  p.total = size;
+  while (p.bytes.size() < size) {
+    VT_ASSIGN_OR_RETURN(Frame data, next(MessageType::kSnapshotData, what));
+    VT_ASSIGN_OR_RETURN(std::uint64_t at, wire::get_u64(data, "offset"));
+    VT_ASSIGN_OR_RETURN(std::string sum, wire::get_string(data, "xxh3"));
+    if (at != p.bytes.size() || data.payload.empty() || data.payload.size() > size - at) {
+      connection_.reset();
+      return io_error(what + ": data frame at offset " + std::to_string(at) + " with " +
+                      std::to_string(data.payload.size()) + " bytes does not continue the " +
+                      std::to_string(p.bytes.size()) + " bytes held of " + std::to_string(size));
+    }
+    if (xxh3_hex(data.payload) != sum) {
+      connection_.reset();
+      return io_error(what + ": data frame at offset " + std::to_string(at) + " fails its xxh3 checksum");
+    }
+    append_bytes(p.bytes, data.payload);
+    if (progress && !progress({p.bytes.size(), size, resumes})) {
+      // The server is still streaming into this connection; only a new one is in a known state.
+      connection_.reset();
+      caller_stopped = true;
+      return io_error(what + ": stopped by the caller at byte " + std::to_string(p.bytes.size()) + " of " +
+                      std::to_string(size));
+    }
+  }
+  VT_ASSIGN_OR_RETURN(Frame end, next(MessageType::kSnapshotEnd, what));
+  if (hex_encode(sha256(p.bytes)) != id) {
+    p = PartialDownload{};
+    return io_error(what + ": the received container does not hash to its announced SHA-256 " + id);
+  }
+  return {};
+}
+
+Result<Bytes> Client::fetch_container(const SnapshotRequest& request, const ProgressFn& progress,
+                                      PartialDownload* partial) {
+  std::optional<Digest> base_root = request.base_root;
+  if (!base_root && !request.base.empty()) base_root = fp::merkle_root(request.base);
+  PartialDownload local;
+  PartialDownload& p = partial ? *partial : local;
+  if (!same_request(p, request, base_root)) p = PartialDownload{request.epoch, request.codec, base_root, {}, 0, {}};
+  std::uint64_t resumes = 0;
+  for (;;) {
+    bool caller_stopped = false;
+    Status got = in_sync(receive_container(request, p, progress, resumes, caller_stopped));
+    if (got.ok()) break;
+    bool mismatch = got.error().message.find("answered resume_mismatch") != std::string::npos;
+    if (caller_stopped || (got.error().code != Errc::kIo && !mismatch)) return got.error();
+    if (resumes >= static_cast<std::uint64_t>(std::max(config_.max_resumes, 0)))
+      return got.error().context("snapshot download gave up after " + std::to_string(resumes) + " resumes");
+    if (mismatch) p = PartialDownload{request.epoch, request.codec, base_root, {}, 0, {}};
+    ++resumes;
+    connection_.reset();
+  }
+  Bytes out = std::move(p.bytes);
+  p = PartialDownload{};
+  auto info = comp::read_container_info(out);
+  if (!info.ok()) return info.error().context("snapshot of epoch " + std::to_string(request.epoch));
+  if (info->root != request.root)
+    return rejected("snapshot of epoch " + std::to_string(request.epoch) + ": the container's root " +
+                    hex_encode(info->root) + " is not the committed " + hex_encode(request.root));
+  if (info->base_root && info->base_root != base_root)
+    return rejected("snapshot of epoch " + std::to_string(request.epoch) + ": the container is a delta against " +
+                    hex_encode(*info->base_root) + ", which this client did not offer");
+  return out;
+}
+
+Result<Bytes> Client::get_snapshot(const SnapshotRequest& request, const ProgressFn& progress, PartialDownload* partial) {
+  VT_ASSIGN_OR_RETURN(Bytes container, fetch_container(request, progress, partial));
+  comp::DecodeOptions options;
+  options.base = request.base;
+  options.base_root = request.base_root;
+  options.threads = 0;
+  options.verify_root = true;
+  auto canonical = comp::decode(container, options);
+  if (!canonical.ok())
+    return rejected("snapshot of epoch " + std::to_string(request.epoch) + " does not decode to its committed root " +
+                    hex_encode(request.root) + ": " + canonical.error().message);
+  return canonical;
+}
+
+}  // namespace vt

@@ -1,0 +1,113 @@
+#include "protocol/server.h"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+
+#include "protocol/server_impl.h"
+
+namespace vt {
+
+namespace asio = net::asio;
+using net::tcp;
+
+void Server::Impl::accept_next() {
+  // Each connection gets its own strand: its session and watchdog never run at the same time,
+  // while different connections run on different threads.
+  acceptor->async_accept(asio::make_strand(*io), [this](boost::system::error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor->is_open()) return;
+    if (!ec) {
+      boost::system::error_code ignored;
+      socket.set_option(tcp::no_delay(true), ignored);
+      socket.set_option(asio::socket_base::keep_alive(true), ignored);
+      auto executor = socket.get_executor();
+      asio::co_spawn(executor, run_session(*this, std::move(socket)), asio::detached);
+    }
+    // Running out of descriptors must not end the accept loop; the next accept may succeed.
+    accept_next();
+  });
+}
+
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Server::~Server() { stop(); }
+
+Result<std::unique_ptr<Server>> Server::start(ServerConfig config, std::shared_ptr<Catalog> catalog) {
+  if (!catalog) return internal_error("server: no catalog to serve");
+  if (config.token.empty())
+    return invalid_input("server: a bearer token is required (clients must present it in hello)");
+  if (config.threads == 0) config.threads = 1;
+  if (config.limits.snapshot_chunk == 0 || config.limits.snapshot_chunk > (16u << 20))
+    return invalid_input("server: snapshot_chunk must be in 1..16777216 bytes, got " +
+                         std::to_string(config.limits.snapshot_chunk));
+  boost::system::error_code ec;
+  auto address = asio::ip::make_address(config.host, ec);
+  if (ec) return invalid_input("server: listen address \"" + config.host + "\" is not an IP address");
+  auto impl = std::make_unique<Impl>();
+  if (config.insecure) {
+    if (!net::is_loopback(address))
+      return invalid_input("server: --insecure (plain TCP) is only allowed on a loopback address, not " +
+                           config.host);
+  } else {
+    if (config.tls_cert.empty() || config.tls_key.empty())
+      return invalid_input("server: TLS needs a certificate and a key file (or --insecure on loopback)");
+    VT_ASSIGN_OR_RETURN(impl->tls, net::server_tls_context(config.tls_cert, config.tls_key));
+  }
+  // The gauge starts at what is already durable; notify_commit moves it on.
+  auto records = catalog->log_records(0);
+  if (!records.ok()) return records.error().context("server: reading the catalog's log");
+  impl->metrics->set_epochs_committed(records->size());
+
+  tcp::endpoint endpoint(address, config.port);
+  auto& acceptor = impl->acceptor.emplace(*impl->io);
+  acceptor.open(endpoint.protocol(), ec);
+  if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor.bind(endpoint, ec);
+  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return io_error("server: listening on " + config.host + ":" + std::to_string(config.port) + ": " + ec.message());
+
+  impl->config = std::move(config);
+  impl->catalog = std::move(catalog);
+  impl->accept_next();
+  for (std::size_t i = 0; i < impl->config.threads; ++i) {
+    Impl* raw = impl.get();
+    impl->threads.emplace_back([raw] { raw->io->run(); });
+  }
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+Endpoint Server::endpoint() const {
+  boost::system::error_code ec;
+  std::lock_guard lock(impl_->mutex);
+  auto local = impl_->acceptor && !impl_->stopped ? impl_->acceptor->local_endpoint(ec) : tcp::endpoint();
+  return Endpoint{impl_->config.host, local.port()};
+}
+
+void Server::notify_commit(std::uint64_t epoch) {
+  impl_->metrics->set_epochs_committed(epoch + 1);
+  impl_->commit_generation.fetch_add(1);
+  std::lock_guard lock(impl_->mutex);
+  if (impl_->stopped) return;
+  for (const auto& signal : impl_->subscribers) {
+    // A timer is not thread-safe: cancel it on its session's strand.
+    asio::post(signal->timer.get_executor(), [signal] { signal->timer.cancel(); });
+  }
+}
+
+void Server::stop() {
+  if (!impl_) return;
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->stopped) return;
+    impl_->stopped = true;
+  }
+  // Stopping the io_context abandons every session where it is suspended; their frames (and
+  // sockets) are destroyed with the io_context, which closes the connections.
+  impl_->io->stop();
+  for (auto& t : impl_->threads) t.join();
+  impl_->threads.clear();
+  impl_->acceptor.reset();
+  impl_->io.reset();
+}
+
+std::shared_ptr<const Metrics> Server::metrics() const { return impl_->metrics; }
+
+}  // namespace vt

@@ -1,0 +1,74 @@
+#pragma once
+// The provider service (docs/protocol.md): serves a Catalog to verifiers over TLS 1.3, or over
+// plain TCP on loopback when explicitly asked. Its io_context runs on its own threads; every
+// public method may be called from any thread.
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "protocol/catalog.h"
+#include "protocol/frame.h"
+#include "protocol/metrics.h"
+
+namespace vt {
+
+struct ServerLimits {
+  wire::FrameLimits request{64u << 10, 64u << 10};  // what a client frame may declare
+  std::uint32_t snapshot_chunk = 1u << 20;  // payload per snapshot_data frame, <= 16 MiB
+  std::size_t max_connections = 64;         // more are told "busy" and closed
+  std::size_t max_chunks_per_request = 64;  // get_chunks indices
+  // A session writes one frame and waits for it to drain before building the next, so a
+  // connection never holds more than one frame (snapshot_chunk + header) in flight: a slow
+  // reader slows only its own stream (backpressure through TCP).
+  std::chrono::milliseconds handshake_timeout{10'000};  // TLS handshake and the hello frame
+  std::chrono::milliseconds idle_timeout{300'000};      // between requests
+  std::chrono::milliseconds read_timeout{30'000};       // the rest of a frame once begun
+  std::chrono::milliseconds write_timeout{60'000};      // one frame to the client
+};
+
+struct ServerConfig {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 0;  // 0: any free port; endpoint() tells which
+  std::filesystem::path tls_cert;  // PEM; required unless insecure
+  std::filesystem::path tls_key;
+  bool insecure = false;  // plain TCP, refused unless host is a loopback address
+  std::string token;      // bearer token every client must present in hello; required
+  std::size_t threads = 4;
+  ServerLimits limits;
+};
+
+struct Endpoint {
+  std::string host;
+  std::uint16_t port = 0;
+};
+
+class Server {
+ public:
+  // Binds, listens and starts serving before it returns.
+  static Result<std::unique_ptr<Server>> start(ServerConfig config, std::shared_ptr<Catalog> catalog);
+  ~Server();  // stop()
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  Endpoint endpoint() const;
+
+  // Tells subscribers that the commitment of `epoch` is durable (appended and fsync'd): each
+  // one fetches the new records from the catalog and pushes them.
+  void notify_commit(std::uint64_t epoch);
+
+  // Closes the listener and every connection; returns when the I/O threads have ended.
+  void stop();
+
+  std::shared_ptr<const Metrics> metrics() const;
+
+  struct Impl;
+
+ private:
+  explicit Server(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vt

@@ -1,0 +1,210 @@
+// Loopback TLS: what a verifier fetches, resumed downloads, subscriptions and metrics.
+
+#include <atomic>
+#include <thread>
+
+#include "tests/protocol/net_util.h"
+#include "tests/protocol/server_fixture.h"
+
+namespace vt::testing {
+namespace {
+
+using ServerTest = ServerFixture;
+using std::chrono::milliseconds;
+
+TEST_F(ServerTest, FetchesTaskLogAndSnapshotsOverTls) {
+  Client client = connect();
+  EXPECT_EQ(client.hello().version, 1u);
+  EXPECT_EQ(client.hello().software, "veritrain/0.1");
+  EXPECT_NE(std::find(client.hello().capabilities.begin(), client.hello().capabilities.end(), "resume"),
+            client.hello().capabilities.end());
+
+  auto task = client.get_task();
+  ASSERT_TRUE(task.ok()) << task.error().message;
+  EXPECT_EQ(*task, catalog_->task_bytes());
+
+  auto log = client.get_log(0);
+  ASSERT_TRUE(log.ok()) << log.error().message;
+  ASSERT_EQ(log->size(), 3u);
+  auto check = verify_log(*log, catalog_->task_id(), catalog_->signer());
+  EXPECT_TRUE(check.ok()) << check.error().message;
+  auto tail = client.get_log(2);
+  ASSERT_TRUE(tail.ok());
+  ASSERT_EQ(tail->size(), 1u);
+  EXPECT_EQ((*tail)[0].hash, (*log)[2].hash);
+  EXPECT_EQ(client.get_log(7)->size(), 0u);
+
+  for (auto codec : {comp::Codec::kPlanes, comp::Codec::kRaw, comp::Codec::kZstd}) {
+    auto snapshot = client.get_snapshot(request(2, codec));
+    ASSERT_TRUE(snapshot.ok()) << comp::codec_name(codec) << ": " << snapshot.error().message;
+    EXPECT_EQ(*snapshot, *catalog_->snapshot(2)) << comp::codec_name(codec);
+  }
+}
+
+TEST_F(ServerTest, DeltaAgainstTheSnapshotTheClientHolds) {
+  Client client = connect();
+  auto before = catalog_->snapshot(1);
+  SnapshotRequest r = request(2);
+  auto full = client.fetch_container(r);
+  ASSERT_TRUE(full.ok()) << full.error().message;
+  r.base = *before;
+  auto delta = client.fetch_container(r);
+  ASSERT_TRUE(delta.ok()) << delta.error().message;
+  EXPECT_EQ(comp::read_container_info(*delta)->codec, comp::Codec::kDelta);
+  EXPECT_LT(delta->size(), full->size());
+  auto snapshot = client.get_snapshot(r);
+  ASSERT_TRUE(snapshot.ok()) << snapshot.error().message;
+  EXPECT_EQ(*snapshot, *catalog_->snapshot(2));
+}
+
+TEST_F(ServerTest, RefusesASnapshotThatIsNotTheCommittedOne) {
+  Client client = connect();
+  SnapshotRequest r = request(2);
+  r.root = catalog_->root(1);  // the log says otherwise: the bytes must not be accepted
+  auto snapshot = client.get_snapshot(r);
+  ASSERT_FALSE(snapshot.ok());
+  EXPECT_EQ(snapshot.error().code, Errc::kRejected);
+  EXPECT_NE(snapshot.error().message.find("but the log commits to " + hex_encode(catalog_->root(1))), std::string::npos)
+      << snapshot.error().message;
+}
+
+TEST_F(ServerTest, ChunksComeWithInclusionProofs) {
+  Client client = connect();
+  std::vector<std::uint64_t> indices = {3, 0};
+  auto chunks = client.get_chunks(1, catalog_->root(1), indices);
+  ASSERT_TRUE(chunks.ok()) << chunks.error().message;
+  ASSERT_EQ(chunks->size(), 2u);
+  const Bytes& canonical = *catalog_->snapshot(1);
+  EXPECT_EQ((*chunks)[0].proof.chunk_index, 3u);
+  EXPECT_EQ((*chunks)[0].bytes, Bytes(canonical.begin() + 3 * fp::kMerkleChunkSize, canonical.end()));
+  EXPECT_EQ((*chunks)[1].bytes, Bytes(canonical.begin(), canonical.begin() + fp::kMerkleChunkSize));
+
+  auto wrong_root = client.get_chunks(1, catalog_->root(0), indices);
+  ASSERT_FALSE(wrong_root.ok());
+  EXPECT_EQ(wrong_root.error().code, Errc::kRejected);
+
+  std::vector<std::uint64_t> missing = {4};
+  auto out_of_range = client.get_chunks(1, catalog_->root(1), missing);
+  ASSERT_FALSE(out_of_range.ok());
+  EXPECT_NE(out_of_range.error().message.find("bad_request: get_chunks: chunk 4 does not exist"), std::string::npos)
+      << out_of_range.error().message;
+  // The client stopped reading at the bad proof and had to reconnect; the bad_request error was a
+  // whole answer and left the connection usable.
+  EXPECT_TRUE(client.get_task().ok());
+  EXPECT_EQ(server_->metrics()->connections_total(), 2u);
+}
+
+TEST_F(ServerTest, ResumesADownloadStoppedInTheMiddle) {
+  Client client = connect();
+  PartialDownload partial;
+  std::uint64_t stopped_at = 0;
+  auto first = client.get_snapshot(request(2), [&](const SnapshotProgress& p) {
+    stopped_at = p.received;
+    return p.received < p.total / 2;
+  }, &partial);
+  ASSERT_FALSE(first.ok());
+  EXPECT_NE(first.error().message.find("stopped by the caller"), std::string::npos) << first.error().message;
+  ASSERT_GT(partial.bytes.size(), 0u);
+  EXPECT_EQ(partial.bytes.size(), stopped_at);
+  EXPECT_LT(partial.bytes.size(), partial.total);
+
+  std::uint64_t first_received = 0;
+  auto second = client.get_snapshot(request(2), [&](const SnapshotProgress& p) {
+    if (first_received == 0) first_received = p.received;
+    return true;
+  }, &partial);
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  EXPECT_EQ(*second, *catalog_->snapshot(2));
+  EXPECT_GT(first_received, stopped_at);  // continued, not restarted
+  EXPECT_LE(first_received, stopped_at + (256u << 10));
+  EXPECT_EQ(server_->metrics()->resumes(), 1u);
+}
+
+TEST_F(ServerTest, ResumesAfterTheConnectionIsCut) {
+  auto container = catalog_->container({2, comp::Codec::kRaw, std::nullopt});
+  ASSERT_TRUE(container.ok());
+  CuttingProxy proxy(server_->endpoint().port, (*container)->size() / 2);
+  ClientConfig config = client_config();
+  config.port = proxy.port();
+  auto client = Client::connect(config);
+  ASSERT_TRUE(client.ok()) << client.error().message;
+  std::uint64_t resumes = 0;
+  auto snapshot = client->get_snapshot(request(2, comp::Codec::kRaw), [&](const SnapshotProgress& p) {
+    resumes = p.resumes;
+    return true;
+  });
+  ASSERT_TRUE(snapshot.ok()) << snapshot.error().message;
+  EXPECT_EQ(*snapshot, *catalog_->snapshot(2));
+  EXPECT_EQ(resumes, 1u);
+  EXPECT_EQ(proxy.connections(), 2);
+  EXPECT_EQ(server_->metrics()->resumes(), 1u);
+}
+
+TEST_F(ServerTest, SubscriberSeesCommitmentsAsTheyBecomeDurable) {
+  std::vector<std::uint64_t> seen;
+  std::mutex mutex;
+  std::condition_variable cv;
+  Status result;
+  std::thread subscriber([&] {
+    auto client = Client::connect(client_config());
+    if (!client.ok()) {
+      result = client.error();
+      return;
+    }
+    result = client->subscribe(0, [&](const SignedRecord& r) {
+      std::lock_guard lock(mutex);
+      seen.push_back(r.record.epoch);
+      cv.notify_all();
+      return r.record.epoch < 4;
+    }, std::chrono::seconds(10));
+  });
+  auto wait_for = [&](std::size_t n) {
+    std::unique_lock lock(mutex);
+    return cv.wait_for(lock, std::chrono::seconds(10), [&] { return seen.size() >= n; });
+  };
+  ASSERT_TRUE(wait_for(3));  // the epochs durable before it subscribed
+  for (int i = 0; i < 2; ++i) {
+    catalog_->add_epoch();
+    server_->notify_commit(3 + i);
+    ASSERT_TRUE(wait_for(4 + i));
+  }
+  subscriber.join();
+  EXPECT_TRUE(result.ok()) << result.error().message;
+  EXPECT_EQ(seen, (std::vector<std::uint64_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(server_->metrics()->epochs_committed(), 5u);
+}
+
+TEST_F(ServerTest, MetricsInPrometheusTextFormat) {
+  auto metrics = MetricsServer::start("127.0.0.1", 0, server_->metrics());
+  ASSERT_TRUE(metrics.ok()) << metrics.error().message;
+  Client client = connect();
+  ASSERT_TRUE(client.get_task().ok());
+  ASSERT_TRUE(client.get_snapshot(request(0)).ok());
+  std::string text = http_get((*metrics)->port(), "/metrics");
+  EXPECT_NE(text.find("HTTP/1.1 200 OK"), std::string::npos) << text;
+  EXPECT_NE(text.find("veritrain_requests_total{type=\"get_task\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("veritrain_requests_total{type=\"get_snapshot\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("veritrain_active_connections 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("veritrain_epochs_committed 3\n"), std::string::npos) << text;
+  EXPECT_GT(server_->metrics()->bytes_sent(), catalog_->snapshot(0)->size() / 4);
+  EXPECT_NE(text.find("veritrain_bytes_sent_total " + std::to_string(server_->metrics()->bytes_sent())),
+            std::string::npos);
+  EXPECT_NE(http_get((*metrics)->port(), "/").find("404"), std::string::npos);
+}
+
+TEST_F(ServerTest, OpensslCompletesATls13Handshake) {
+  if (!have_program("openssl")) GTEST_SKIP() << "no openssl CLI";
+  auto r = run_command("echo | timeout 20 openssl s_client -tls1_3 -brief -connect 127.0.0.1:" +
+                           std::to_string(server_->endpoint().port),
+                       dir_.path());
+  std::string all = r.out + r.err;
+  EXPECT_EQ(r.exit_code, 0) << all;
+  EXPECT_NE(all.find("Protocol version: TLSv1.3"), std::string::npos) << all;
+  auto tls12 = run_command("echo | timeout 20 openssl s_client -tls1_2 -brief -connect 127.0.0.1:" +
+                               std::to_string(server_->endpoint().port),
+                           dir_.path());
+  EXPECT_NE(tls12.exit_code, 0) << "TLS 1.2 must be refused: " << tls12.out << tls12.err;
+}
+
+}  // namespace
+}  // namespace vt::testing
