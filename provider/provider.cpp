@@ -9,6 +9,7 @@
 #include "fingerprint/merkle.h"
 #include "protocol/keys.h"
 #include "provider/crash_point.h"
+#include "provider/live_fingerprint.h"
 #include "provider/store.h"
 #include "provider/workdir.h"
 
@@ -19,17 +20,8 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Values at `seed`'s positions, gathered from the live training state where it lives.
-Result<nlohmann::json> live_fingerprint(const training::Trainer& trainer, const Digest& seed, std::uint64_t k) {
-  const std::vector<TensorEntry> layout = trainer.layout();
-  VT_ASSIGN_OR_RETURN(fp::SamplePlan plan, fp::plan_samples(seed, std::span<const TensorEntry>(layout), k));
-  std::vector<Bytes> values;
-  values.reserve(plan.tensors.size());
-  for (const fp::TensorSamples& t : plan.tensors) {
-    VT_ASSIGN_OR_RETURN(Bytes v, trainer.gather(t.name, t.indices));
-    values.push_back(std::move(v));
-  }
-  VT_ASSIGN_OR_RETURN(fp::Fingerprint f, fp::fingerprint_from_values(std::move(plan), std::move(values)));
+Result<nlohmann::json> live_fingerprint_json(const training::Trainer& trainer, const Digest& seed, std::uint64_t k) {
+  VT_ASSIGN_OR_RETURN(fp::Fingerprint f, live_fingerprint(trainer, seed, k));
   return fp::fingerprint_to_json(f);
 }
 
@@ -116,7 +108,7 @@ class Pipeline {
 
 Result<EpochFingerprints> tracking_only(const training::Trainer& trainer, const Task& task, const Digest& id) {
   EpochFingerprints f;
-  VT_ASSIGN_OR_RETURN(f.tracking, live_fingerprint(trainer, fp::tracking_seed(id),
+  VT_ASSIGN_OR_RETURN(f.tracking, live_fingerprint_json(trainer, fp::tracking_seed(id),
                                                    static_cast<std::uint64_t>(task.fingerprint.tracking_k)));
   return f;
 }
@@ -178,7 +170,7 @@ Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& op
       hooks.trail_every = task.fingerprint.trail_interval;
       hooks.on_trail = [&](std::int64_t step, const training::Trainer& t) {
         if (!trail_status) return;
-        auto trail = live_fingerprint(t, fp::trail_seed(id, static_cast<std::uint64_t>(e), static_cast<std::uint64_t>(step)),
+        auto trail = live_fingerprint_json(t, fp::trail_seed(id, static_cast<std::uint64_t>(e), static_cast<std::uint64_t>(step)),
                                       static_cast<std::uint64_t>(task.fingerprint.tracking_k));
         if (trail) {
           f.trail.push_back(std::move(*trail));

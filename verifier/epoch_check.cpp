@@ -1,0 +1,144 @@
+#include "verifier/epoch_check.h"
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "common/safetensors.h"
+#include "fingerprint/fingerprint.h"
+#include "fingerprint/merkle.h"
+
+namespace vt::verifier {
+namespace {
+
+std::string epoch_text(std::uint64_t e) { return "epoch " + std::to_string(e); }
+
+// A plan over every element of every floating-point tensor: the whole state as a fingerprint.
+fp::SamplePlan full_plan(const SafetensorsView& view) {
+  fp::SamplePlan plan;
+  for (const TensorEntry& t : view.tensors) {
+    if (!is_floating(t.dtype) || t.numel() == 0) continue;
+    fp::TensorSamples s{t.name, t.dtype, t.numel(), {}};
+    s.indices.resize(t.numel());
+    for (std::uint64_t i = 0; i < t.numel(); ++i) s.indices[i] = i;
+    plan.tensors.push_back(std::move(s));
+  }
+  return plan;
+}
+
+// Fetch failures that are the provider's fault (bytes that do not match the root, a broken
+// container) reject; failures to reach the bytes at all are errors.
+bool is_provider_fault(const Error& e) { return e.code != Errc::kIo; }
+
+}  // namespace
+
+fp::CompareMode compare_mode(const Task& task) {
+  return task.determinism == "exact" ? fp::CompareMode::kExact : fp::CompareMode::kTolerance;
+}
+
+fp::Tolerance tolerance_of(const Task& task) {
+  return {task.tolerance.atol, task.tolerance.rtol, task.tolerance.rel_l2, task.tolerance.max_outlier_fraction};
+}
+
+Result<EpochCheck> check_epoch(EvidenceSource& source, const CheckContext& ctx, const SignedRecord& before,
+                               const SignedRecord& after) {
+  const std::uint64_t e = after.record.epoch;
+  EpochCheck check;
+  check.epoch = e;
+  auto fail = [&](std::string what) { check.failures.push_back(epoch_text(e) + ": " + std::move(what)); };
+  const std::uint64_t fetched_before = source.bytes_fetched();
+
+  auto start_bytes = source.snapshot(e - 1, before.record.root, std::nullopt);
+  if (!start_bytes) {
+    if (!is_provider_fault(start_bytes.error())) return start_bytes.error();
+    fail("the snapshot committed for epoch " + std::to_string(e - 1) + " is unusable: " + start_bytes.error().message);
+    return check;
+  }
+
+  // The committed fingerprint must sample the positions its own root dictates (Fiat-Shamir).
+  auto committed = fp::fingerprint_from_json(after.record.fingerprint);
+  if (!committed) {
+    fail("committed fingerprint is malformed: " + committed.error().message);
+    return check;
+  }
+  if (committed->plan.seed != fp::commitment_seed(ctx.task_id, e, after.record.root)) {
+    fail("committed fingerprint positions were not drawn from the committed root");
+    return check;
+  }
+  if (auto plan_ok = fp::check_plan(committed->plan); !plan_ok) {
+    fail("committed fingerprint positions: " + plan_ok.error().message);
+    return check;
+  }
+
+  std::optional<Bytes> end_bytes;
+  if (!ctx.fingerprint_only) {
+    auto fetched = source.snapshot(e, after.record.root, std::make_pair(before.record.root, ByteSpan(*start_bytes)));
+    if (!fetched) {
+      if (!is_provider_fault(fetched.error())) return fetched.error();
+      fail("the committed snapshot is unusable: " + fetched.error().message);
+    } else {
+      end_bytes = std::move(*fetched);
+      auto view = parse_safetensors(*end_bytes);
+      auto own = view.ok() ? fp::gather(committed->plan, *view) : Result<fp::Fingerprint>(view.error());
+      if (!own.ok() || !(*own == *committed)) {
+        fail("the committed fingerprint does not match the committed snapshot's values");
+      }
+    }
+  }
+  check.bytes_fetched = source.bytes_fetched() - fetched_before;
+
+  // Replay in this process, from bytes only (nothing shared with the provider's run).
+  const auto t0 = std::chrono::steady_clock::now();
+  VT_ASSIGN_OR_RETURN(auto trainer, training::Trainer::restore(*ctx.task, *start_bytes, ctx.trainer));
+  check.replay_notes = trainer->replay_notes();
+  VT_ASSIGN_OR_RETURN(training::EpochSummary summary, trainer->train_epoch());
+  VT_ASSIGN_OR_RETURN(Bytes replay, trainer->snapshot());
+  check.replay_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  check.replay_root = fp::merkle_root(replay);
+  check.replay_root_matches = check.replay_root == after.record.root;
+
+  if (summary.data_order_digest != after.record.data_order_digest) {
+    fail("the committed data order differs from the task's (data_order_digest " +
+         hex_encode(after.record.data_order_digest).substr(0, 16) + "..., replay " +
+         hex_encode(summary.data_order_digest).substr(0, 16) + "...)");
+  }
+  VT_ASSIGN_OR_RETURN(SafetensorsView replay_view, parse_safetensors(replay));
+  VT_ASSIGN_OR_RETURN(fp::Fingerprint replay_fp, fp::gather(committed->plan, replay_view));
+  const fp::CompareMode mode = compare_mode(*ctx.task);
+  VT_ASSIGN_OR_RETURN(check.fingerprint, fp::compare(replay_fp, *committed, mode, tolerance_of(*ctx.task)));
+  if (!check.fingerprint->match) {
+    std::string where;
+    if (check.fingerprint->first_mismatch) {
+      where = " (first at " + check.fingerprint->first_mismatch->tensor + "[" +
+              std::to_string(check.fingerprint->first_mismatch->index) + "])";
+    }
+    fail("replay does not reach the committed fingerprint: " + std::to_string(check.fingerprint->mismatches) + " of " +
+         std::to_string(check.fingerprint->compared) + " values differ, rel L2 " +
+         std::to_string(check.fingerprint->rel_l2) + where);
+  }
+  if (mode == fp::CompareMode::kExact && !check.replay_root_matches) {
+    fail("replay is not bit-identical: its root " + hex_encode(check.replay_root).substr(0, 16) +
+         "... differs from the committed " + hex_encode(after.record.root).substr(0, 16) + "...");
+  }
+  if (end_bytes && mode == fp::CompareMode::kTolerance) {
+    auto end_view = parse_safetensors(*end_bytes);
+    if (end_view.ok()) {
+      const fp::SamplePlan all = full_plan(replay_view);
+      VT_ASSIGN_OR_RETURN(fp::Fingerprint replay_all, fp::gather(all, replay_view));
+      auto committed_all = fp::gather(all, *end_view);
+      if (!committed_all) {
+        fail("the committed snapshot's tensors differ from the task's model: " + committed_all.error().message);
+      } else {
+        VT_ASSIGN_OR_RETURN(check.full_state, fp::compare(replay_all, *committed_all, mode, tolerance_of(*ctx.task)));
+        if (!check.full_state->match) {
+          fail("replay differs from the committed snapshot beyond tolerance: rel L2 " +
+               std::to_string(check.full_state->rel_l2) + ", " + std::to_string(check.full_state->mismatches) +
+               " values outside atol/rtol");
+        }
+      }
+    }
+  }
+  check.passed = check.failures.empty();
+  return check;
+}
+
+}  // namespace vt::verifier

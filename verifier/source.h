@@ -1,0 +1,31 @@
+#pragma once
+// Where a verifier or auditor gets a provider's artifacts: its workdir (offline, auditors) or
+// its service over TLS. Every snapshot a source returns has been checked against the Merkle root
+// the caller asked for; a source never vouches for anything else.
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "protocol/log.h"
+
+namespace vt::verifier {
+
+class EvidenceSource {
+ public:
+  virtual ~EvidenceSource() = default;
+  virtual Result<std::string> task_json() = 0;
+  virtual Result<std::vector<SignedRecord>> log() = 0;
+  // Canonical bytes of the snapshot committed for `epoch` with `root`. `base` (the bytes of a
+  // snapshot the caller already holds) lets a network source fetch a delta instead.
+  virtual Result<Bytes> snapshot(std::uint64_t epoch, const Digest& root,
+                                 const std::optional<std::pair<Digest, ByteSpan>>& base) = 0;
+  virtual std::uint64_t bytes_fetched() const = 0;  // on the wire, or read from disk
+  virtual std::string describe() const = 0;         // for reports: "workdir /x" or "provider h:p"
+};
+
+Result<std::unique_ptr<EvidenceSource>> open_workdir_source(const std::filesystem::path& workdir);
+
+}  // namespace vt::verifier
