@@ -1,0 +1,196 @@
+#include "verifier/report.h"
+
+#include <cstdio>
+#include <set>
+
+#include "common/file_io.h"
+#include "common/json.h"
+#include "protocol/log.h"
+
+namespace vt::verifier {
+namespace {
+
+constexpr std::string_view kPrefixSignature = R"({"signature":")";
+constexpr std::string_view kPrefixSigner = R"(","signer":")";
+constexpr std::string_view kPrefixVerdict = R"(","verdict":)";
+constexpr std::size_t kSignatureHex = 2 * kEd25519SignatureSize;
+constexpr std::size_t kSignerHex = 2 * kEd25519PublicKeySize;
+
+nlohmann::json optional_comparison(const std::optional<fp::Comparison>& c) {
+  return c ? fp::comparison_to_json(*c) : nlohmann::json(nullptr);
+}
+
+nlohmann::json check_to_json(const EpochCheck& c) {
+  return {{"epoch", c.epoch},
+          {"passed", c.passed},
+          {"failures", c.failures},
+          {"fingerprint", optional_comparison(c.fingerprint)},
+          {"full_state", optional_comparison(c.full_state)},
+          {"replay_root_matches", c.replay_root_matches},
+          {"replay_root", hex_encode(c.replay_root)},
+          {"replay_seconds", json_number(c.replay_seconds)},
+          {"bytes_fetched", c.bytes_fetched},
+          {"replay_notes", c.replay_notes}};
+}
+
+std::string comparison_line(const char* what, const fp::Comparison& c) {
+  char buf[320];
+  std::snprintf(buf, sizeof buf, "%s %s: %llu of %llu values differ (allowed %llu), max abs %.3g, rel L2 %.3g (limit %.3g)",
+                what, std::string(fp::compare_mode_name(c.mode)).c_str(),
+                static_cast<unsigned long long>(c.mismatches), static_cast<unsigned long long>(c.compared),
+                static_cast<unsigned long long>(c.allowed_mismatches), c.max_abs_diff, c.rel_l2,
+                c.thresholds.rel_l2);
+  return buf;
+}
+
+}  // namespace
+
+void finalize_verdict(Verdict& v) {
+  v.reasons = v.log_failures;
+  std::set<std::uint64_t> checked;
+  for (const EpochCheck& c : v.checks) {
+    checked.insert(c.epoch);
+    if (c.passed) continue;
+    if (c.failures.empty()) {
+      v.reasons.push_back("epoch " + std::to_string(c.epoch) + ": check failed without a recorded reason");
+    }
+    v.reasons.insert(v.reasons.end(), c.failures.begin(), c.failures.end());
+  }
+  for (std::uint64_t e : v.plan.challenged) {
+    if (!checked.count(e)) v.reasons.push_back("epoch " + std::to_string(e) + ": challenged but never checked");
+  }
+  if (v.plan.challenged.empty() && v.log_failures.empty()) {
+    v.reasons.push_back("no epoch was challenged, so nothing was verified");
+  }
+  v.accepted = v.reasons.empty();
+  if (v.finished.empty()) v.finished = utc_now_iso8601();
+}
+
+nlohmann::json verdict_to_json(const Verdict& v, const PublicKey& verifier) {
+  nlohmann::json checks = nlohmann::json::array();
+  for (const EpochCheck& c : v.checks) checks.push_back(check_to_json(c));
+  return {{"format", kVerdictFormat},
+          {"task_id", v.task_id},
+          {"log_head", v.log_head},
+          {"epochs", v.epochs},
+          {"source", v.source},
+          {"online", v.online},
+          {"challenge", challenge_plan_to_json(v.plan)},
+          {"checks", std::move(checks)},
+          {"log_failures", v.log_failures},
+          {"notes", v.notes},
+          {"bytes_fetched", v.bytes_fetched},
+          {"started", v.started},
+          {"finished", v.finished},
+          {"result", v.accepted ? "accepted" : "rejected"},
+          {"reasons", v.reasons},
+          {"verifier", {{"key", hex_encode(verifier.raw())}, {"fingerprint", verifier.fingerprint()}}}};
+}
+
+Result<std::string> signed_verdict_text(const Verdict& verdict, const SigningKey& key) {
+  std::string body;
+  try {
+    body = canonical_json(verdict_to_json(verdict, key.public_key()));
+  } catch (const nlohmann::json::exception& e) {
+    // Only invalid UTF-8 in a message (a tensor name, a provider's error text) gets here.
+    return invalid_input(std::string("verdict: cannot serialize: ") + e.what());
+  }
+  const Bytes signature = key.sign(as_bytes(body));
+  std::string text;
+  text.reserve(body.size() + 256);
+  text.append(kPrefixSignature).append(hex_encode(signature));
+  text.append(kPrefixSigner).append(hex_encode(key.public_key().raw()));
+  text.append(kPrefixVerdict).append(body).append("}\n");
+  return text;
+}
+
+Status write_verdict_file(const std::filesystem::path& path, const Verdict& verdict, const SigningKey& key) {
+  VT_ASSIGN_OR_RETURN(std::string text, signed_verdict_text(verdict, key));
+  return write_file_atomic(path, text);
+}
+
+Result<CheckedVerdict> verify_verdict_text(std::string_view text, const std::optional<PublicKey>& expected,
+                                           std::string_view where) {
+  const std::string w(where);
+  const std::size_t signer_at = kPrefixSignature.size() + kSignatureHex;
+  const std::size_t verdict_at = signer_at + kPrefixSigner.size() + kSignerHex;
+  const std::size_t body_at = verdict_at + kPrefixVerdict.size();
+  if (text.ends_with('\n')) text.remove_suffix(1);
+  if (text.size() < body_at + 2 || !text.starts_with(kPrefixSignature) ||
+      text.substr(signer_at, kPrefixSigner.size()) != kPrefixSigner ||
+      text.substr(verdict_at, kPrefixVerdict.size()) != kPrefixVerdict || !text.ends_with('}')) {
+    return invalid_input(w + R"(: expected {"signature":"<128 hex>","signer":"<64 hex>","verdict":{...}} on one line)");
+  }
+  Result<Bytes> signature = hex_decode(text.substr(kPrefixSignature.size(), kSignatureHex));
+  if (!signature.ok()) return invalid_input(w + ": signature: " + signature.error().message);
+  Result<Bytes> signer_raw = hex_decode(text.substr(signer_at + kPrefixSigner.size(), kSignerHex));
+  if (!signer_raw.ok()) return invalid_input(w + ": signer: " + signer_raw.error().message);
+  VT_ASSIGN_OR_RETURN(PublicKey signer, PublicKey::from_raw(*signer_raw));
+  const std::string_view body = text.substr(body_at, text.size() - body_at - 1);
+  if (!signer.verify(as_bytes(body), *signature)) {
+    return rejected(w + ": the signature does not match the verdict (edited after signing, or another signer)");
+  }
+  if (expected && expected->raw() != signer.raw()) {
+    return rejected(w + ": signed by " + signer.fingerprint() + ", expected " + expected->fingerprint());
+  }
+  VT_ASSIGN_OR_RETURN(nlohmann::json verdict, parse_json(body, w + ": verdict"));
+  if (!verdict.is_object() || canonical_json(verdict) != body) {
+    return invalid_input(w + ": verdict: not a canonical JSON object");
+  }
+  const auto field = [&](const char* name) -> const nlohmann::json* {
+    auto it = verdict.find(name);
+    return it == verdict.end() ? nullptr : &*it;
+  };
+  const nlohmann::json* format = field("format");
+  if (!format || *format != kVerdictFormat) {
+    return invalid_input(w + ": verdict.format: expected \"" + std::string(kVerdictFormat) + "\"");
+  }
+  const nlohmann::json* key = field("verifier");
+  if (!key || !key->is_object() || !key->contains("key") || (*key)["key"] != hex_encode(signer.raw())) {
+    return rejected(w + ": verdict.verifier.key does not name the key that signed it");
+  }
+  const nlohmann::json* result = field("result");
+  const nlohmann::json* task = field("task_id");
+  if (!result || (*result != "accepted" && *result != "rejected")) {
+    return invalid_input(w + ": verdict.result: expected \"accepted\" or \"rejected\"");
+  }
+  if (!task || !task->is_string()) return invalid_input(w + ": verdict.task_id: expected a hex string");
+  CheckedVerdict out{std::move(verdict), std::move(signer), false, ""};
+  out.accepted = *result == "accepted";
+  out.task_id = task->get<std::string>();
+  return out;
+}
+
+Result<CheckedVerdict> verify_verdict_file(const std::filesystem::path& path, const std::optional<PublicKey>& expected) {
+  VT_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
+  return verify_verdict_text(text, expected, path.string());
+}
+
+std::string verdict_summary(const Verdict& v, const std::filesystem::path& report_dir) {
+  std::string s;
+  s += std::string(v.accepted ? "ACCEPTED" : "REJECTED") + "  task " + v.task_id.substr(0, 16) + "..., " +
+       std::to_string(v.epochs) + " epochs from " + v.source + "\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "challenged %zu of %llu epochs (p = %.4g, %s%s)\n", v.plan.challenged.size(),
+                static_cast<unsigned long long>(v.epochs), v.plan.derivation.p, v.plan.derivation.method.c_str(),
+                v.plan.fallback_used ? "; none drawn, one picked uniformly" : "");
+  s += line;
+  for (const EpochCheck& c : v.checks) {
+    std::snprintf(line, sizeof line, "  epoch %llu  %s  replay %.2f s, %llu bytes fetched\n",
+                  static_cast<unsigned long long>(c.epoch), c.passed ? "passed" : "FAILED", c.replay_seconds,
+                  static_cast<unsigned long long>(c.bytes_fetched));
+    s += line;
+    if (c.fingerprint) s += "    " + comparison_line("fingerprint", *c.fingerprint) + "\n";
+    if (c.full_state) s += "    " + comparison_line("full state", *c.full_state) + "\n";
+    for (const std::string& n : c.replay_notes) s += "    note: " + n + "\n";
+  }
+  for (const std::string& r : v.reasons) s += "reason: " + r + "\n";
+  for (const std::string& n : v.notes) s += "note: " + n + "\n";
+  if (!report_dir.empty()) {
+    s += "report: " + (report_dir / "report.html").string() + ", signed verdict: " +
+         (report_dir / "verdict.json").string() + "\n";
+  }
+  return s;
+}
+
+}  // namespace vt::verifier

@@ -1,0 +1,78 @@
+#pragma once
+// The verdict of a verification (docs/verdict.md): what was challenged, what each check
+// measured beside the thresholds it was judged against, and the result, signed by the
+// verifier.
+//
+// verdict.json is one line of canonical JSON and a newline:
+//
+//   {"signature":"<128 hex>","signer":"<64 hex>","verdict":BODY}\n
+//
+// BODY is the canonical JSON of the verdict object, and the Ed25519 signature covers exactly
+// those BODY bytes, as they stand in the file: a third party cuts them out (everything after
+// the fixed-length prefix up to the final "}\n") and checks them with any Ed25519 tool,
+// without re-serializing JSON. "signer" is the raw public key; BODY repeats it under
+// verifier.key so that the signed bytes name their signer.
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "protocol/keys.h"
+#include "verifier/epoch_check.h"
+#include "verifier/policy.h"
+
+namespace vt::verifier {
+
+inline constexpr std::string_view kVerdictFormat = "veritrain.verdict.v1";
+
+struct Verdict {
+  std::string task_id;   // hex
+  std::string log_head;  // hex hash of the last record judged
+  std::uint64_t epochs = 0;  // N: the task's epochs
+  std::string source;    // EvidenceSource::describe()
+  bool online = false;   // challenges were drawn while training ran
+  ChallengePlan plan;
+  std::vector<EpochCheck> checks;          // one per challenged epoch, ascending
+  std::vector<std::string> log_failures;   // from check_log / check_final_model
+  std::vector<std::string> notes;          // anything people should know; not a failure
+  std::uint64_t bytes_fetched = 0;         // for the whole run
+  std::string started, finished;           // UTC, utc_now_iso8601()
+  // Set by finalize_verdict.
+  bool accepted = false;
+  std::vector<std::string> reasons;  // why it was rejected, each naming the epoch and what failed
+};
+
+// Accepted iff there are no log failures, at least one epoch was challenged, every challenged
+// epoch has a check and every check passed. Fills accepted and reasons; sets finished if empty.
+void finalize_verdict(Verdict& verdict);
+
+// The BODY object. `verifier` is the key that will sign it.
+nlohmann::json verdict_to_json(const Verdict& verdict, const PublicKey& verifier);
+
+// The whole file text, newline included.
+Result<std::string> signed_verdict_text(const Verdict& verdict, const SigningKey& key);
+// Writes it atomically.
+Status write_verdict_file(const std::filesystem::path& path, const Verdict& verdict, const SigningKey& key);
+
+struct CheckedVerdict {
+  nlohmann::json verdict;  // BODY, parsed
+  PublicKey signer;
+  bool accepted = false;
+  std::string task_id;
+};
+
+// Checks the layout, the signature over BODY, that BODY is canonical JSON of a verdict object
+// of this format naming the same signer, and (when given) that the signer is `expected`.
+// A bad signature or a wrong signer is Errc::kRejected; a malformed file Errc::kInvalidInput.
+Result<CheckedVerdict> verify_verdict_text(std::string_view text, const std::optional<PublicKey>& expected,
+                                           std::string_view where = "verdict");
+Result<CheckedVerdict> verify_verdict_file(const std::filesystem::path& path,
+                                           const std::optional<PublicKey>& expected = std::nullopt);
+
+// For people: what was checked, what passed, what failed and where the report is. Several
+// lines, each ending in '\n'. `report_dir` may be empty.
+std::string verdict_summary(const Verdict& verdict, const std::filesystem::path& report_dir);
+
+}  // namespace vt::verifier
