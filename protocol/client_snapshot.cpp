@@ -51,6 +51,7 @@ Status Client::receive_container(const SnapshotRequest& request, PartialDownload
                     ", not where this download stopped");
   p.container_sha256 = id;
   p.total = size;
+  p.bytes.reserve(size);  // bounded by max_snapshot_bytes above; saves regrowth copies
   while (p.bytes.size() < size) {
     VT_ASSIGN_OR_RETURN(Frame data, next(MessageType::kSnapshotData, what));
     VT_ASSIGN_OR_RETURN(std::uint64_t at, wire::get_u64(data, "offset"));

@@ -86,7 +86,19 @@ Parsed<Frame> parse_body(const FramePrefix& prefix, ByteSpan body) {
     return fail<Frame>(FrameErrc::kBadHeader, what + " frame: body is " + std::to_string(body.size()) +
                                                   " bytes, prefix declared " +
                                                   std::to_string(prefix.body_size()));
-  auto text = body.first(prefix.header_size);
+  auto parsed = parse_header(prefix, body.first(prefix.header_size));
+  if (parsed.ok()) {
+    auto payload = body.subspan(prefix.header_size);
+    parsed.value->payload.assign(payload.begin(), payload.end());
+  }
+  return parsed;
+}
+
+Parsed<Frame> parse_header(const FramePrefix& prefix, ByteSpan text) {
+  std::string what(message_name(prefix.type));
+  if (text.size() != prefix.header_size)
+    return fail<Frame>(FrameErrc::kBadHeader, what + " frame: header is " + std::to_string(text.size()) +
+                                                  " bytes, prefix declared " + std::to_string(prefix.header_size));
   nlohmann::json header = nlohmann::json::parse(text.begin(), text.end(), nullptr,
                                                 /*allow_exceptions=*/false);
   if (header.is_discarded())
@@ -96,8 +108,6 @@ Parsed<Frame> parse_body(const FramePrefix& prefix, ByteSpan body) {
   Frame frame;
   frame.type = prefix.type;
   frame.header = std::move(header);
-  auto payload = body.subspan(prefix.header_size);
-  frame.payload.assign(payload.begin(), payload.end());
   return Parsed<Frame>{std::move(frame), {}};
 }
 

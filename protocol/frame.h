@@ -97,6 +97,10 @@ struct Frame {
   Bytes payload;
 };
 
+// Parses the header that follows a checked prefix; the frame's payload is left empty for the
+// caller to read straight into (no copy of a 1 MiB chunk).
+Parsed<Frame> parse_header(const FramePrefix& prefix, ByteSpan header);
+
 // Parses the body (header + payload) that follows a checked prefix. The header must be a JSON
 // object in valid UTF-8.
 Parsed<Frame> parse_body(const FramePrefix& prefix, ByteSpan body);

@@ -252,7 +252,7 @@ net::awaitable<std::optional<Reply>> Session::get_snapshot(const Frame& request)
   const Bytes& bytes = **container;
   auto info = comp::read_container_info(bytes);
   if (!info.ok()) co_return from_catalog(info.error(), "stored container of epoch " + std::to_string(*epoch));
-  std::string id = hex_encode(sha256(bytes));
+  std::string id = hex_encode(server_.container_sha256(*container));
   if (offset > 0) {
     auto claimed = wire::get_optional_string(request, "container_sha256");
     if (!claimed.ok() || !*claimed || **claimed != id)

@@ -102,11 +102,16 @@ awaitable<wire::Parsed<wire::Frame>> read_frame(Stream& stream, Watchdog* watchd
   co_await stream.read_exact(asio::buffer(prefix_bytes));
   auto prefix = wire::parse_prefix(prefix_bytes, limits);
   if (!prefix.ok()) co_return wire::Parsed<wire::Frame>{std::nullopt, prefix.error};
-  Bytes body(prefix.value->body_size());
+  Bytes header(prefix.value->header_size);
   if (watchdog) watchdog->arm(rest_timeout);
-  if (!body.empty()) co_await stream.read_exact(asio::buffer(body));
+  co_await stream.read_exact(asio::buffer(header));
+  auto frame = wire::parse_header(*prefix.value, header);
+  if (frame.ok() && prefix.value->payload_size > 0) {
+    frame.value->payload.resize(prefix.value->payload_size);
+    co_await stream.read_exact(asio::buffer(frame.value->payload));
+  }
   if (watchdog) watchdog->disarm();
-  co_return wire::parse_body(*prefix.value, body);
+  co_return frame;
 }
 
 Result<std::shared_ptr<ssl::context>> server_tls_context(const std::filesystem::path& cert,

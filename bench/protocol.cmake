@@ -1,0 +1,1 @@
+vt_bench(bench_protocol SOURCES bench_protocol.cpp LIBS vt_protocol)
