@@ -1,0 +1,134 @@
+// Every cheating strategy is rejected whenever its epoch is challenged, and the rejection names
+// that epoch; honest epochs around it pass (a verifier blames exactly the cheated transition).
+// Honest providers are never rejected. Integration runs 3 seeds (5 honest); the slow variants
+// run 20 (50 honest), or VT_ADVERSARY_SEEDS.
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/file_io.h"
+#include "provider/provider.h"
+#include "tests/adversary/support.h"
+
+namespace vt::adversary {
+namespace {
+
+class Cheat : public ::testing::TestWithParam<Strategy> {};
+
+TEST_P(Cheat, RejectedWheneverChallenged) {
+  const int seeds = seed_count(3);
+  std::vector<std::string> messages;
+  EXPECT_EQ(rejected_runs(GetParam(), seeds, &messages), seeds);
+  // What failed is named: every strategy is caught by the replay's fingerprint (all the
+  // committed values are the cheater's own, so only the replay can tell).
+  ASSERT_FALSE(messages.empty());
+  EXPECT_NE(joined(messages).find("replay does not reach the committed fingerprint"), std::string::npos)
+      << joined(messages);
+  EXPECT_NE(joined(messages).find("is not bit-identical"), std::string::npos) << joined(messages);
+  RecordProperty("strategy", strategy_name(GetParam()));
+  RecordProperty("first_message", messages.front());
+}
+
+INSTANTIATE_TEST_SUITE_P(Adversary, Cheat, ::testing::ValuesIn(epoch_strategies()),
+                         [](const auto& info) { return strategy_name(info.param); });
+
+// The test must be able to fail: the "honest" strategy run through the same harness is never
+// rejected, so a cheat that silently did nothing would show up as a miss above.
+TEST(CheatControl, HonestStrategyIsNeverRejected) { EXPECT_EQ(rejected_runs(Strategy::kHonest, 2), 0); }
+
+TEST(Honest, NeverRejected) { EXPECT_EQ(honest_rejections(seed_count(5), 3), 0); }
+
+// The cheater's honest mode commits what the real provider commits, field for field: its cheats
+// differ from an honest provider only where the strategy says.
+TEST(CheatControl, HonestModeCommitsWhatTheProviderCommits) {
+  testing::ScratchDir dir;
+  const Task task = tiny_task(11, 2, 1);
+  ASSERT_TRUE(write_workdir(task, dir / "cheater", {}, provider_key()).ok());
+  provider::ProviderOptions opts;
+  opts.workdir = dir / "provider";
+  auto summary = provider::run_provider(task, opts);
+  ASSERT_TRUE(summary.ok()) << summary.error().message;
+  auto a = read_log(dir / "cheater" / "commitments.log");
+  auto b = read_log(dir / "provider" / "commitments.log");
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->records.size(), 3u);
+  ASSERT_EQ(b->records.size(), 3u);
+  for (std::size_t e = 0; e < 3; ++e) {
+    const CommitRecord& x = a->records[e].record;
+    const CommitRecord& y = b->records[e].record;
+    EXPECT_EQ(x.root, y.root) << "epoch " << e;
+    EXPECT_EQ(x.fingerprint, y.fingerprint) << "epoch " << e;
+    EXPECT_EQ(x.tracking_fingerprint, y.tracking_fingerprint) << "epoch " << e;
+    EXPECT_EQ(nlohmann::json(x.trail), nlohmann::json(y.trail)) << "epoch " << e;
+    EXPECT_EQ(x.data_order_digest, y.data_order_digest) << "epoch " << e;
+    EXPECT_EQ(x.metrics.steps, y.metrics.steps);
+    EXPECT_EQ(x.metrics.loss, y.metrics.loss);
+  }
+}
+
+// Strategy 6 is a real threat only because positions move with the root: at the positions the
+// cheap state's own root names, the forgery equals the honest state; at the committed ones it
+// does not.
+TEST(Forge, MatchesHonestValuesOnlyWherePositionsDidNotMove) {
+  testing::ScratchDir dir;
+  const Task task = tiny_task(5);
+  const Digest id = task_id(task);
+  auto honest_run = write_workdir(task, dir / "honest", {}, provider_key());
+  ASSERT_TRUE(honest_run.ok());
+  auto source = verifier::open_workdir_source(dir / "honest");
+  ASSERT_TRUE(source.ok());
+  auto before = (*source)->snapshot(1, honest_run->roots[1], std::nullopt);
+  auto after = (*source)->snapshot(2, honest_run->roots[2], std::nullopt);
+  ASSERT_TRUE(before.ok() && after.ok());
+  auto cheap = rewrite_metadata(*before, {{"epoch", "2"}, {"data_cursor", "2"}, {"global_step", "6"}});
+  ASSERT_TRUE(cheap.ok()) << cheap.error().message;
+  auto forged = forge_snapshot(*cheap, *after, id, 2, 64);
+  ASSERT_TRUE(forged.ok()) << forged.error().message;
+  auto forged_view = parse_safetensors(forged->bytes);
+  auto honest_view = parse_safetensors(*after);
+  ASSERT_TRUE(forged_view.ok() && honest_view.ok());
+  EXPECT_EQ(*fp::gather(forged->known_plan, *forged_view), *fp::gather(forged->known_plan, *honest_view));
+  auto committed = fp::commit_snapshot(forged->bytes, id, 2, 64);
+  ASSERT_TRUE(committed.ok());
+  EXPECT_NE(committed->fingerprint.plan, forged->known_plan);
+  EXPECT_NE(committed->fingerprint, *fp::gather(committed->fingerprint.plan, *honest_view));
+}
+
+// What check_log catches on its own, without any replay.
+TEST(LogCheck, RejectsAForgedInitialState) {
+  testing::ScratchDir dir;
+  const Task task = tiny_task(3);
+  CheatPlan plan;
+  plan.cheats[0] = Strategy::kForgedStart;
+  ASSERT_TRUE(write_workdir(task, dir / "wd", plan, provider_key()).ok());
+  Verification v = verify_everything(dir / "wd", task);
+  ASSERT_EQ(v.log.failures.size(), 1u);
+  EXPECT_NE(v.log.failures[0].find("epoch 0: the committed initial state is not the one the task defines"),
+            std::string::npos)
+      << v.log.failures[0];
+  // Every later epoch is an honest transition from that start: only the log check can tell.
+  for (const auto& c : v.epochs) EXPECT_TRUE(c.passed) << joined(c.failures);
+}
+
+TEST(LogCheck, RejectsABrokenHashChain) {
+  testing::ScratchDir dir;
+  const Task task = tiny_task(3);
+  ASSERT_TRUE(write_workdir(task, dir / "wd", {}, provider_key()).ok());
+  // Drop epoch 1's record: epoch 2 now follows epoch 0 and names a prev the log lacks.
+  const auto log_path = dir / "wd" / "commitments.log";
+  std::string text = *read_text_file(log_path);
+  const auto first = text.find('\n') + 1;
+  const auto second = text.find('\n', first) + 1;
+  text.erase(first, second - first);
+  ASSERT_TRUE(write_file_atomic(log_path, as_bytes(text)).ok());
+  auto source = verifier::open_workdir_source(dir / "wd");
+  ASSERT_TRUE(source.ok());
+  auto facts = verifier::check_log(**source, task, {}, true);
+  ASSERT_TRUE(facts.ok());
+  ASSERT_FALSE(facts->failures.empty());
+  EXPECT_NE(joined(facts->failures).find("epoch"), std::string::npos) << joined(facts->failures);
+}
+
+}  // namespace
+}  // namespace vt::adversary

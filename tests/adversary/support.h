@@ -1,0 +1,133 @@
+#pragma once
+// Shared by the adversary suites: tiny tasks (one CPU core, a few ms per epoch) and a verifier
+// pass over a whole workdir.
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "protocol/keys.h"
+#include "tests/adversary/cheater.h"
+#include "tests/test_util.h"
+#include "training/zoo.h"
+#include "verifier/epoch_check.h"
+#include "verifier/log_check.h"
+
+namespace vt::adversary {
+
+// A 8 -> 16 -> 4 mlp with SGD and momentum, 3 steps of 8 examples per epoch.
+inline Task tiny_task(std::uint64_t seed, std::int64_t epochs = 3, std::int64_t trail_interval = 0) {
+  auto t = training::default_task("mlp", "synthetic");
+  EXPECT_TRUE(t.ok()) << t.error().message;
+  Task task = *t;
+  task.model.options = {{"input_dim", 8}, {"hidden", 16}, {"layers", 1}, {"classes", 4}};
+  task.dataset.options = {{"samples", 64}, {"input_dim", 8}, {"classes", 4}};
+  task.epochs = epochs;
+  task.steps_per_epoch = 3;
+  task.batch_size = 8;
+  task.seed = seed;
+  task.fingerprint = {64, 16, trail_interval};
+  return task;
+}
+
+// Seed sweeps: VT_ADVERSARY_SEEDS overrides a suite's count (to re-measure quickly or longer).
+inline int seed_count(int fallback) {
+  const char* env = std::getenv("VT_ADVERSARY_SEEDS");
+  return env != nullptr ? std::max(1, std::atoi(env)) : fallback;
+}
+
+inline const SigningKey& provider_key() {
+  static const SigningKey key = *SigningKey::generate();
+  return key;
+}
+
+struct Verification {
+  verifier::LogFacts log;
+  std::vector<verifier::EpochCheck> epochs;  // index e-1 holds epoch e
+};
+
+// check_log, then check_epoch on every epoch: what a verifier that challenges everything sees.
+inline Verification verify_everything(const std::filesystem::path& workdir, const Task& task,
+                                      const training::TrainerOptions& options = {}) {
+  Verification v;
+  auto source = verifier::open_workdir_source(workdir);
+  EXPECT_TRUE(source.ok()) << source.error().message;
+  if (!source.ok()) return v;
+  auto facts = verifier::check_log(**source, task, options, true);
+  EXPECT_TRUE(facts.ok()) << facts.error().message;
+  if (!facts.ok()) return v;
+  v.log = std::move(*facts);
+  verifier::CheckContext ctx{&task, task_id(task), options, false};
+  for (std::size_t e = 1; e < v.log.records.size(); ++e) {
+    auto c = verifier::check_epoch(**source, ctx, v.log.records[e - 1], v.log.records[e]);
+    EXPECT_TRUE(c.ok()) << "epoch " << e << ": " << c.error().message;
+    if (!c.ok()) return v;
+    v.epochs.push_back(std::move(*c));
+  }
+  return v;
+}
+
+inline std::string joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+// One cheating run per seed with the cheat at epoch 2 of 3; returns how many times that epoch
+// was rejected, and checks the rest of each verdict on the way.
+inline constexpr std::uint64_t kCheatEpoch = 2;  // of 3: an honest epoch before it and after it
+
+inline int rejected_runs(Strategy s, int seeds, std::vector<std::string>* messages = nullptr) {
+  testing::ScratchDir dir;
+  int rejected = 0;
+  for (int seed = 1; seed <= seeds; ++seed) {
+    const Task task = tiny_task(static_cast<std::uint64_t>(seed) * 7919);
+    CheatPlan plan;
+    plan.cheats[kCheatEpoch] = s;
+    auto wd = dir / (strategy_name(s) + "-" + std::to_string(seed));
+    auto run = write_workdir(task, wd, plan, provider_key());
+    EXPECT_TRUE(run.ok()) << run.error().message;
+    if (!run.ok()) continue;
+    Verification v = verify_everything(wd, task);
+    if (v.epochs.size() != 3) continue;
+    // The log itself is well-formed: signatures, chain and initial state hold.
+    EXPECT_TRUE(v.log.failures.empty()) << strategy_name(s) << " seed " << seed << ": " << joined(v.log.failures);
+    EXPECT_TRUE(v.epochs[0].passed) << strategy_name(s) << " seed " << seed << ": " << joined(v.epochs[0].failures);
+    // After the cheat the provider trains honestly from its own (cheated) state: that passes.
+    EXPECT_TRUE(v.epochs[2].passed) << strategy_name(s) << " seed " << seed << ": " << joined(v.epochs[2].failures);
+    const verifier::EpochCheck& c = v.epochs[kCheatEpoch - 1];
+    if (c.passed) continue;
+    ++rejected;
+    EXPECT_FALSE(c.replay_root_matches);
+    for (const auto& f : c.failures) {
+      EXPECT_EQ(f.rfind("epoch 2: ", 0), 0u) << f;
+    }
+    if (messages != nullptr && seed == 1) *messages = c.failures;
+  }
+  return rejected;
+}
+
+// Honest runs (every other seed with a trail); returns how many were rejected anywhere.
+inline int honest_rejections(int seeds, std::int64_t epochs) {
+  testing::ScratchDir dir;
+  int rejections = 0;
+  for (int seed = 1; seed <= seeds; ++seed) {
+    const Task task = tiny_task(static_cast<std::uint64_t>(seed) * 104729, epochs, seed % 2);
+    auto wd = dir / ("honest-" + std::to_string(seed));
+    auto run = write_workdir(task, wd, {}, provider_key());
+    EXPECT_TRUE(run.ok()) << run.error().message;
+    Verification v = verify_everything(wd, task);
+    bool rejected = !v.log.failures.empty() || v.epochs.size() != static_cast<std::size_t>(epochs);
+    for (const auto& c : v.epochs) {
+      rejected = rejected || !c.passed;
+      EXPECT_TRUE(c.passed) << "seed " << seed << ": " << joined(c.failures);
+      EXPECT_TRUE(c.replay_root_matches);
+    }
+    rejections += rejected ? 1 : 0;
+  }
+  return rejections;
+}
+
+}  // namespace vt::adversary
