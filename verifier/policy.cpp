@@ -306,8 +306,8 @@ ChallengePlan plan_challenges(const ProbabilityDerivation& derivation, std::span
     (void)stream.decide(e <= movements.size() ? movements[e - 1] : kNaN).value();
   }
   (void)stream.finish().value();
-  ChallengePlan plan = stream.plan();
-  return plan;
+  random = std::move(stream.random_);
+  return std::move(stream.plan_);
 }
 
 nlohmann::json json_number(double v) {

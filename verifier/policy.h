@@ -146,7 +146,8 @@ struct ChallengePlan {
 };
 
 // Decides every epoch at once (offline). `movements` holds movement(1..N); pass an empty span
-// to challenge without boosting (then every epoch has probability p).
+// to challenge without boosting (then every epoch has probability p). `random` advances, so
+// one stream can draw many plans (the simulation in the tests does).
 ChallengePlan plan_challenges(const ProbabilityDerivation& derivation, std::span<const double> movements,
                               ChallengeRandom& random, const BoostPolicy& boost = {});
 
@@ -167,6 +168,9 @@ class ChallengeStream {
   const ChallengePlan& plan() const { return plan_; }
 
  private:
+  friend ChallengePlan plan_challenges(const ProbabilityDerivation&, std::span<const double>, ChallengeRandom&,
+                                       const BoostPolicy&);
+
   ChallengePlan plan_;
   ChallengeRandom random_;
   std::vector<double> movements_;
