@@ -64,6 +64,8 @@ int run(int argc, char** argv) {
   register_estimate(app, ctx);
   register_train(app, ctx);
   register_log(app, ctx);
+  register_serve(app, ctx);
+  register_verify(app, ctx);
 
   try {
     app.parse(argc, argv);

@@ -1,9 +1,13 @@
 // `veritrain train`: run a task as a provider, committing every epoch.
 #include <filesystem>
+#include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "cli/app.h"
 #include "cli/progress.h"
+#include "cli/service.h"
+#include "provider/workdir.h"
 #include "protocol/task.h"
 #include "provider/provider.h"
 
@@ -16,15 +20,30 @@ void register_train(CLI::App& app, Context& ctx) {
     int full_every = 4;
   };
   auto a = std::make_shared<Args>();
+  auto serve = std::make_shared<ServeArgs>();
   cmd->add_option("--task", a->task, "task.json")->required();
   cmd->add_option("--workdir", a->workdir, "Folder for the log, snapshots and keys (resumed if it exists)")->required();
   cmd->add_option("--key", a->key, "Key folder (veritrain keygen); default: the workdir's own keys");
   cmd->add_option("--device", a->device, "cpu, cuda or cuda:N (default: the task's)");
   cmd->add_option("--full-every", a->full_every, "Store a whole snapshot every N epochs, deltas between")
       ->check(CLI::Range(1, 1000000))->capture_default_str();
-  cmd->callback([&ctx, a] {
-    ctx.action = [&ctx, a]() -> Result<int> {
+  add_serve_options(cmd, *serve, /*listen_required=*/false);
+  cmd->callback([&ctx, a, serve] {
+    ctx.action = [&ctx, a, serve]() -> Result<int> {
       VT_ASSIGN_OR_RETURN(Task task, load_task(a->task));
+      Service service;
+      if (!serve->listen.empty()) {
+        // Everything on disk is crash-safe, so an interrupt may simply end the process; a
+        // later `train` resumes after the last durable commitment.
+        block_termination_signals();
+        std::thread([] {
+          wait_for_termination_signal();
+          std::cerr << "\nveritrain: interrupted; run the same command to resume\n";
+          std::_Exit(130);
+        }).detach();
+        VT_RETURN_IF_ERROR(provider::Workdir::open_for(a->workdir, task));
+        VT_ASSIGN_OR_RETURN(service, start_service(a->workdir, *serve));
+      }
       Progress progress(ctx.json, task.epochs);
       provider::ProviderOptions o;
       o.workdir = a->workdir;
@@ -33,7 +52,10 @@ void register_train(CLI::App& app, Context& ctx) {
       o.device = a->device;
       o.full_every = a->full_every;
       o.on_step = [&](const training::StepMetrics& m) { progress.step(m); };
-      o.on_commit = [&](const provider::CommitEvent& e) { progress.committed(e); };
+      o.on_commit = [&](const provider::CommitEvent& e) {
+        progress.committed(e);
+        if (service.server) service.server->notify_commit(e.epoch);
+      };
       o.on_notice = [&](const std::string& n) { progress.notice(n); };
       VT_ASSIGN_OR_RETURN(provider::ProviderSummary s, provider::run_provider(task, o));
       nlohmann::json j = {{"message_type", "summary"},
@@ -51,6 +73,10 @@ void register_train(CLI::App& app, Context& ctx) {
             << static_cast<double>(s.disk_bytes) / 1048576.0 << " MiB; training " << s.train_seconds << " s of "
             << s.total_seconds << " s\n";
       emit(ctx, j, human.str());
+      if (service.server) {
+        std::cerr << "veritrain: training done; still serving until interrupted (Ctrl-C)\n";
+        while (true) std::this_thread::sleep_for(std::chrono::hours(1));
+      }
       return 0;
     };
   });

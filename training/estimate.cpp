@@ -67,6 +67,12 @@ class CountingAllocator final : public c10::Allocator {
     {
       std::lock_guard lock(self->mutex_);
       auto it = self->blocks_.find(data);
+      if (it == self->blocks_.end()) {
+        // Allocated by the base allocator before we were installed (MKL-DNN frees its cached
+        // buffers through whichever allocator is current): the base's raw deleter owns it.
+        self->base_->raw_deleter()(data);
+        return;
+      }
       block = std::move(it->second);
       self->blocks_.erase(it);
     }

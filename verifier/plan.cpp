@@ -80,6 +80,9 @@ Result<Economics> economics(const PlanInputs& in, double p) {
     e.conclusion = fmt("cheating can pay: p = %.4g gives 1-(1-p)^N = %.4g < K/(R+D) = %.4g; use p >= %.4g",
                        p, e.catch_all_probability, e.cost_ratio) +
                    fmt(" (about %.2f expected checks)", e.required_expected_checks);
+    if (!e.cheating_pays_exact) {
+      e.conclusion += "; only the at-least-one check keeps every cheat from gaining in expectation";
+    }
   } else {
     e.conclusion = fmt("cheating never pays: 1-(1-p)^N = %.4g >= K/(R+D) = %.4g (needs %.2f expected checks)",
                        e.catch_all_probability, e.cost_ratio, e.required_expected_checks);

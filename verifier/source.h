@@ -3,7 +3,9 @@
 // its service over TLS. Every snapshot a source returns has been checked against the Merkle root
 // the caller asked for; a source never vouches for anything else.
 
+#include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,8 +26,25 @@ class EvidenceSource {
                                  const std::optional<std::pair<Digest, ByteSpan>>& base) = 0;
   virtual std::uint64_t bytes_fetched() const = 0;  // on the wire, or read from disk
   virtual std::string describe() const = 0;         // for reports: "workdir /x" or "provider h:p"
+  // Calls on_commit with each durable record of epoch >= from as it appears, until on_commit
+  // returns false; fails when nothing new arrives within `wait`. Network sources only.
+  virtual Status follow(std::uint64_t from, const std::function<bool(const SignedRecord&)>& on_commit,
+                        std::chrono::milliseconds wait) {
+    (void)from, (void)on_commit, (void)wait;
+    return invalid_input("--online needs a provider (--provider HOST:PORT), not a workdir");
+  }
 };
 
 Result<std::unique_ptr<EvidenceSource>> open_workdir_source(const std::filesystem::path& workdir);
+
+}  // namespace vt::verifier
+
+#include "protocol/connection.h"
+
+namespace vt::verifier {
+
+// A provider's service over TLS (or plain TCP on loopback). Snapshots are fetched as deltas
+// against the epoch before when the caller holds it.
+Result<std::unique_ptr<EvidenceSource>> open_provider_source(const ClientConfig& config);
 
 }  // namespace vt::verifier

@@ -1,0 +1,29 @@
+// `veritrain serve`: serve an existing workdir to verifiers and auditors.
+#include <iostream>
+
+#include "cli/app.h"
+#include "cli/service.h"
+
+namespace vt::cli {
+
+void register_serve(CLI::App& app, Context& ctx) {
+  auto* cmd = app.add_subcommand("serve", "Serve a provider workdir over TLS until interrupted");
+  auto workdir = std::make_shared<std::string>();
+  auto a = std::make_shared<ServeArgs>();
+  cmd->add_option("--workdir", *workdir, "The provider's workdir")->required();
+  add_serve_options(cmd, *a, /*listen_required=*/true);
+  cmd->callback([&ctx, workdir, a] {
+    ctx.action = [&ctx, workdir, a]() -> Result<int> {
+      block_termination_signals();
+      VT_ASSIGN_OR_RETURN(Service service, start_service(*workdir, *a));
+      const Endpoint ep = service.server->endpoint();
+      emit(ctx, {{"listening", ep.host + ":" + std::to_string(ep.port)}, {"workdir", *workdir}},
+           "listening on " + ep.host + ":" + std::to_string(ep.port) + "; Ctrl-C stops\n");
+      int sig = wait_for_termination_signal();
+      std::cerr << "veritrain: signal " << sig << ", stopping\n";
+      return 0;
+    };
+  });
+}
+
+}  // namespace vt::cli

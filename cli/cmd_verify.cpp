@@ -1,0 +1,213 @@
+// `veritrain verify`, `audit` and `plan`: the requestor's and the auditor's commands.
+#include <filesystem>
+#include <iostream>
+
+#include "cli/app.h"
+#include "cli/service.h"
+#include "common/file_io.h"
+#include "compression/container.h"
+#include "protocol/keys.h"
+#include "training/estimate.h"
+#include "verifier/audit.h"
+#include "verifier/html_report.h"
+#include "verifier/plan.h"
+#include "verifier/verify.h"
+
+namespace vt::cli {
+namespace {
+namespace fs = std::filesystem;
+
+struct SourceArgs {
+  std::string provider, token_file, pin, ca_file, workdir;
+  bool insecure = false;
+};
+
+void add_source_options(CLI::App* cmd, SourceArgs& s) {
+  auto* provider = cmd->add_option("--provider", s.provider, "The provider's service, HOST:PORT");
+  auto* workdir = cmd->add_option("--workdir", s.workdir, "Or: the provider's workdir, read offline");
+  provider->excludes(workdir);
+  cmd->add_option("--token-file", s.token_file, "The provider's access token")->needs(provider);
+  cmd->add_option("--pin", s.pin, "SHA-256 of the provider's TLS certificate")->needs(provider);
+  cmd->add_option("--ca-file", s.ca_file, "Or: a CA that signed the provider's certificate")->needs(provider);
+  cmd->add_flag("--insecure", s.insecure, "Plain TCP (loopback only)")->needs(provider);
+}
+
+Result<std::unique_ptr<verifier::EvidenceSource>> open_source(const SourceArgs& s) {
+  if (!s.workdir.empty()) return verifier::open_workdir_source(s.workdir);
+  if (s.provider.empty()) return invalid_input("give --provider HOST:PORT or --workdir DIR");
+  VT_ASSIGN_OR_RETURN(auto hp, parse_host_port(s.provider, "--provider"));
+  ClientConfig config;
+  config.host = hp.first;
+  config.port = hp.second;
+  config.insecure = s.insecure;
+  config.pin_sha256 = s.pin;
+  config.ca_file = s.ca_file;
+  if (s.token_file.empty()) return invalid_input("--provider needs --token-file (the provider's serve.token)");
+  VT_ASSIGN_OR_RETURN(config.token, read_text_file(s.token_file, 4096));
+  while (!config.token.empty() && std::isspace(static_cast<unsigned char>(config.token.back()))) config.token.pop_back();
+  if (!s.insecure && s.pin.empty() && s.ca_file.empty()) {
+    return invalid_input("--provider over TLS needs --pin SHA256 (printed by the provider) or --ca-file");
+  }
+  return verifier::open_provider_source(config);
+}
+
+Result<SigningKey> verifier_key(const std::string& key_dir, const fs::path& fallback) {
+  return load_or_create_signing_key(key_dir.empty() ? fallback : fs::path(key_dir));
+}
+
+struct VerifyArgs {
+  std::string task, report, key, device, seed;
+  double confidence = 0.99, cheat_fraction = 0.1, check_probability = 0.0;
+  bool online = false, fingerprint_only = false;
+  std::int64_t threads = 0;
+  SourceArgs source;
+};
+
+Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
+  VT_ASSIGN_OR_RETURN(Task task, load_task(a.task));
+  VT_ASSIGN_OR_RETURN(auto source, open_source(a.source));
+  verifier::VerifyOptions o;
+  o.policy.confidence = a.confidence;
+  o.policy.cheat_fraction = a.cheat_fraction;
+  if (a.check_probability > 0) o.policy.check_probability = a.check_probability;
+  if (!a.seed.empty()) o.seed_hex = a.seed;
+  o.online = a.online;
+  o.fingerprint_only = a.fingerprint_only;
+  o.trainer.task_dir = fs::path(a.task).parent_path();
+  o.trainer.device = a.device;
+  o.trainer.intra_op_threads = a.threads;
+  o.on_event = [](const std::string& line) { std::cerr << "verify: " << line << "\n"; };
+  VT_ASSIGN_OR_RETURN(verifier::Verdict verdict, verifier::verify(*source, task, o));
+
+  const fs::path report(a.report);
+  std::error_code ec;
+  fs::create_directories(report, ec);
+  if (ec) return io_error("creating " + report.string() + ": " + ec.message());
+  VT_ASSIGN_OR_RETURN(SigningKey key, verifier_key(a.key, report / "verifier-keys"));
+  VT_RETURN_IF_ERROR(verifier::write_verdict_file(report / "verdict.json", verdict, key));
+  std::vector<double> loss;
+  if (auto records = source->log(); records.ok()) loss = verifier::losses_from_log(*records);
+  VT_RETURN_IF_ERROR(verifier::write_html_report(report / "report.html", verdict, loss, key.public_key().fingerprint()));
+  emit(ctx, verifier::verdict_to_json(verdict, key.public_key()), verifier::verdict_summary(verdict, report));
+  return verdict.accepted ? 0 : exit_code(Errc::kRejected);
+}
+
+struct AuditArgs {
+  std::string task, workdir, evidence, check, key, device;
+  std::uint64_t epoch = 0;
+  std::int64_t threads = 0;
+};
+
+Result<int> run_audit(Context& ctx, const AuditArgs& a) {
+  VT_ASSIGN_OR_RETURN(Task task, load_task(a.task));
+  VT_ASSIGN_OR_RETURN(auto source, verifier::open_workdir_source(a.workdir));
+  training::TrainerOptions t;
+  t.task_dir = fs::path(a.task).parent_path();
+  t.device = a.device;
+  t.intra_op_threads = a.threads;
+  if (!a.check.empty()) {
+    VT_ASSIGN_OR_RETURN(std::string text, read_text_file(a.check));
+    VT_ASSIGN_OR_RETURN(verifier::EvidenceCheck c, verifier::check_evidence(text, *source, task, t));
+    emit(ctx, {{"agrees", c.agrees}, {"auditor", c.auditor_fingerprint}, {"claimed", verifier::finding_to_json(c.claimed)},
+               {"recomputed", verifier::finding_to_json(c.recomputed)}},
+         std::string(c.agrees ? "evidence re-checks: " : "evidence does NOT re-check: ") + c.recomputed.summary + "\n");
+    return c.agrees ? 0 : exit_code(Errc::kRejected);
+  }
+  if (a.epoch == 0) return invalid_input("audit needs --epoch E (1..epochs) or --check evidence.json");
+  VT_ASSIGN_OR_RETURN(verifier::AuditFinding f, verifier::audit_epoch(*source, task, a.epoch, t));
+  nlohmann::json j = verifier::finding_to_json(f);
+  if (!a.evidence.empty()) {
+    VT_ASSIGN_OR_RETURN(std::vector<SignedRecord> records, source->log());
+    VT_ASSIGN_OR_RETURN(SigningKey key, verifier_key(a.key, fs::path(a.evidence).parent_path() / "auditor-keys"));
+    VT_ASSIGN_OR_RETURN(std::string text, verifier::make_evidence(f, task, records.at(a.epoch - 1), records.at(a.epoch), key));
+    VT_RETURN_IF_ERROR(write_file_atomic(a.evidence, text));
+    j["evidence"] = a.evidence;
+  }
+  emit(ctx, j, f.summary + "\n" + (a.evidence.empty() ? "" : "evidence: " + a.evidence + "\n"));
+  return f.bit_identical ? 0 : exit_code(Errc::kRejected);
+}
+
+struct PlanArgs {
+  std::string task;
+  std::uint64_t epochs = 0;
+  double confidence = 0.99, cheat_fraction = 0.1, check_probability = 0.0, reward = -1, penalty = -1, cost = -1;
+};
+
+// The planner's bytes per check come from the codec's ratio on this task's own state after a
+// couple of steps (momentum and moments filled in), not from a table.
+Result<double> measured_codec_ratio(const Task& task, const training::TrainerOptions& t) {
+  Task short_task = task;
+  short_task.steps_per_epoch = 2;
+  VT_ASSIGN_OR_RETURN(auto trainer, training::Trainer::create(short_task, t));
+  VT_RETURN_IF_ERROR(trainer->train_epoch());
+  VT_ASSIGN_OR_RETURN(Bytes canonical, trainer->snapshot());
+  comp::EncodeOptions enc;
+  enc.threads = 0;
+  VT_ASSIGN_OR_RETURN(Bytes container, comp::encode(canonical, enc));
+  return static_cast<double>(container.size()) / static_cast<double>(canonical.size());
+}
+
+Result<int> run_plan(Context& ctx, const PlanArgs& a) {
+  VT_ASSIGN_OR_RETURN(Task task, load_task(a.task));
+  training::TrainerOptions t;
+  t.task_dir = fs::path(a.task).parent_path();
+  verifier::PlanInputs in;
+  in.epochs = a.epochs > 0 ? a.epochs : static_cast<std::uint64_t>(task.epochs);
+  in.policy.confidence = a.confidence;
+  in.policy.cheat_fraction = a.cheat_fraction;
+  if (a.check_probability > 0) in.policy.check_probability = a.check_probability;
+  VT_ASSIGN_OR_RETURN(in.estimate, training::estimate(task, t));
+  VT_ASSIGN_OR_RETURN(in.codec_ratio, measured_codec_ratio(task, t));
+  if (a.reward >= 0) in.reward = a.reward;
+  if (a.penalty >= 0) in.penalty = a.penalty;
+  if (a.cost >= 0) in.honest_cost = a.cost;
+  VT_ASSIGN_OR_RETURN(verifier::Plan plan, verifier::make_plan(in));
+  emit(ctx, verifier::plan_to_json(plan), verifier::plan_text(plan));
+  return 0;
+}
+
+}  // namespace
+
+void register_verify(CLI::App& app, Context& ctx) {
+  auto v = std::make_shared<VerifyArgs>();
+  auto* verify = app.add_subcommand("verify", "Challenge random epochs, replay them, and judge the provider");
+  verify->add_option("--task", v->task, "Your task.json (what you paid for)")->required();
+  add_source_options(verify, v->source);
+  verify->add_option("--confidence", v->confidence, "Probability of catching the cheat below")->capture_default_str();
+  verify->add_option("--cheat-fraction", v->cheat_fraction, "Fraction of epochs a cheater skips")->capture_default_str();
+  verify->add_option("--check-probability", v->check_probability, "Challenge each epoch with this p instead");
+  verify->add_flag("--online", v->online, "Check epochs as they are committed, while training runs");
+  verify->add_flag("--fingerprint-only", v->fingerprint_only, "Judge replays by fingerprint; don't fetch 'after' snapshots");
+  verify->add_option("--device", v->device, "Replay on cpu, cuda or cuda:N");
+  verify->add_option("--threads", v->threads, "Replay with this intra-op thread count (tolerance-mode tasks)");
+  verify->add_option("--seed", v->seed, "Reproduce a run's challenges (hex); default: fresh OS randomness");
+  verify->add_option("--report", v->report, "Folder for verdict.json and report.html")->required();
+  verify->add_option("--key", v->key, "Verifier key folder; default: <report>/verifier-keys");
+  verify->callback([&ctx, v] { ctx.action = [&ctx, v] { return run_verify(ctx, *v); }; });
+
+  auto a = std::make_shared<AuditArgs>();
+  auto* audit = app.add_subcommand("audit", "Replay a disputed epoch offline and write signed evidence");
+  audit->add_option("--task", a->task, "task.json")->required();
+  audit->add_option("--workdir", a->workdir, "The provider's workdir (or a copy)")->required();
+  audit->add_option("--epoch", a->epoch, "The disputed epoch");
+  audit->add_option("--evidence", a->evidence, "Write signed evidence here");
+  audit->add_option("--check", a->check, "Re-check an evidence file instead");
+  audit->add_option("--key", a->key, "Auditor key folder; default: beside the evidence file");
+  audit->add_option("--device", a->device, "Replay on cpu, cuda or cuda:N");
+  audit->add_option("--threads", a->threads, "Replay with this intra-op thread count");
+  audit->callback([&ctx, a] { ctx.action = [&ctx, a] { return run_audit(ctx, *a); }; });
+
+  auto p = std::make_shared<PlanArgs>();
+  auto* plan = app.add_subcommand("plan", "How many checks, what they cost, and whether cheating could pay");
+  plan->add_option("--task", p->task, "task.json")->required();
+  plan->add_option("--epochs", p->epochs, "Plan for this many epochs instead of the task's");
+  plan->add_option("--confidence", p->confidence, "Wanted probability of catching the cheat")->capture_default_str();
+  plan->add_option("--cheat-fraction", p->cheat_fraction, "Fraction of epochs cheated")->capture_default_str();
+  plan->add_option("--check-probability", p->check_probability, "Evaluate this p instead");
+  plan->add_option("--reward", p->reward, "R: payment to an accepted provider");
+  plan->add_option("--penalty", p->penalty, "D: the provider's deposit, forfeited when caught");
+  plan->add_option("--cost", p->cost, "K: the honest training cost (default: measured device-seconds)");
+  plan->callback([&ctx, p] { ctx.action = [&ctx, p] { return run_plan(ctx, *p); }; });
+}
+
+}  // namespace vt::cli

@@ -1,0 +1,118 @@
+#include "cli/service.h"
+
+#include <openssl/rand.h>
+#include <pthread.h>
+
+#include <csignal>
+
+#include <filesystem>
+#include <iostream>
+
+#include "common/file_io.h"
+#include "protocol/keys.h"
+#include "provider/catalog.h"
+
+namespace vt::cli {
+namespace fs = std::filesystem;
+
+void add_serve_options(CLI::App* cmd, ServeArgs& a, bool listen_required) {
+  auto* listen = cmd->add_option(listen_required ? "--listen" : "--serve", a.listen,
+                                 "Serve the workdir over TLS on HOST:PORT (port 0: any free port)");
+  if (listen_required) listen->required();
+  cmd->add_option("--tls-cert", a.tls_cert, "TLS certificate (PEM); default: the key folder's tls.cert.pem");
+  cmd->add_option("--tls-key", a.tls_key, "TLS private key (PEM); default: the key folder's tls.key.pem");
+  cmd->add_option("--token-file", a.token_file, "Bearer token clients must present; default: <workdir>/serve.token");
+  cmd->add_flag("--insecure", a.insecure, "Plain TCP instead of TLS (loopback addresses only)");
+  cmd->add_option("--metrics", a.metrics, "Expose Prometheus metrics at http://HOST:PORT/metrics");
+}
+
+Result<std::pair<std::string, std::uint16_t>> parse_host_port(const std::string& text, const std::string& flag) {
+  auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0) return invalid_input(flag + ": expected HOST:PORT, got \"" + text + "\"");
+  std::string host = text.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  try {
+    std::size_t used = 0;
+    int port = std::stoi(text.substr(colon + 1), &used);
+    if (used != text.size() - colon - 1 || port < 0 || port > 65535) throw std::out_of_range(text);
+    return std::make_pair(host, static_cast<std::uint16_t>(port));
+  } catch (const std::exception&) {
+    return invalid_input(flag + ": \"" + text.substr(colon + 1) + "\" is not a port number");
+  }
+}
+
+namespace {
+
+Result<std::string> read_or_create_token(const std::string& workdir, const std::string& token_file) {
+  fs::path file = token_file.empty() ? fs::path(workdir) / "serve.token" : fs::path(token_file);
+  if (!fs::exists(file)) {
+    if (!token_file.empty()) return invalid_input("--token-file " + token_file + " does not exist");
+    Bytes random(32);
+    if (RAND_bytes(random.data(), 32) != 1) return internal_error("OpenSSL RAND_bytes failed");
+    VT_RETURN_IF_ERROR(write_file_atomic(file, hex_encode(random) + "\n", 0600, Overwrite::kRefuse));
+    std::cerr << "veritrain: wrote a new access token to " << file.string() << " (give it to verifiers)\n";
+  }
+  VT_ASSIGN_OR_RETURN(std::string token, read_text_file(file, 4096));
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
+  if (token.size() < 16) return invalid_input(file.string() + ": a token must have at least 16 characters");
+  return token;
+}
+
+}  // namespace
+
+Result<Service> start_service(const std::string& workdir, const ServeArgs& a) {
+  VT_ASSIGN_OR_RETURN(auto listen, parse_host_port(a.listen, "--listen"));
+  ServerConfig config;
+  config.host = listen.first;
+  config.port = listen.second;
+  config.insecure = a.insecure;
+  VT_ASSIGN_OR_RETURN(config.token, read_or_create_token(workdir, a.token_file));
+  if (!a.insecure) {
+    KeyFiles keys = KeyFiles::in(fs::path(workdir) / "keys");
+    if (a.tls_cert.empty() && !fs::exists(keys.tls_cert)) VT_RETURN_IF_ERROR(generate_identity(fs::path(workdir) / "keys"));
+    config.tls_cert = a.tls_cert.empty() ? keys.tls_cert : fs::path(a.tls_cert);
+    config.tls_key = a.tls_key.empty() ? keys.tls_key : fs::path(a.tls_key);
+  }
+  VT_ASSIGN_OR_RETURN(std::shared_ptr<Catalog> catalog, provider::open_workdir_catalog(workdir));
+  Service service;
+  VT_ASSIGN_OR_RETURN(service.server, Server::start(config, catalog));
+  const Endpoint ep = service.server->endpoint();
+  std::cerr << "veritrain: serving " << workdir << " on " << ep.host << ":" << ep.port
+            << (a.insecure ? " (plain TCP)" : " (TLS 1.3)") << "\n";
+  if (!a.insecure) {
+    VT_ASSIGN_OR_RETURN(std::string pin, certificate_fingerprint(config.tls_cert));
+    std::cerr << "veritrain: certificate pin (verify --pin): " << pin << "\n";
+  }
+  if (!a.metrics.empty()) {
+    VT_ASSIGN_OR_RETURN(auto m, parse_host_port(a.metrics, "--metrics"));
+    VT_ASSIGN_OR_RETURN(service.metrics, MetricsServer::start(m.first, m.second, service.server->metrics()));
+    std::cerr << "veritrain: metrics at http://" << a.metrics << "/metrics\n";
+  }
+  return service;
+}
+
+}  // namespace vt::cli
+
+namespace vt::cli {
+
+static sigset_t termination_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
+
+void block_termination_signals() {
+  sigset_t set = termination_signals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+int wait_for_termination_signal() {
+  sigset_t set = termination_signals();
+  int sig = 0;
+  sigwait(&set, &sig);
+  return sig;
+}
+
+}  // namespace vt::cli

@@ -1,0 +1,45 @@
+#pragma once
+// Starting the provider service for `serve` and `train --serve`: flags, TLS material, the
+// bearer token and the optional Prometheus endpoint.
+
+#include <memory>
+#include <string>
+
+#include "cli/app.h"
+#include "protocol/metrics.h"
+#include "protocol/server.h"
+
+namespace vt::cli {
+
+struct ServeArgs {
+  std::string listen;      // HOST:PORT
+  std::string tls_cert, tls_key;
+  std::string token_file;  // default: <workdir>/serve.token, created with a random token
+  bool insecure = false;
+  std::string metrics;     // HOST:PORT for /metrics
+};
+
+// `listen_required`: serve needs --listen; train only serves when it is given.
+void add_serve_options(CLI::App* cmd, ServeArgs& args, bool listen_required);
+
+struct Service {
+  std::unique_ptr<Server> server;
+  std::unique_ptr<MetricsServer> metrics;
+};
+
+// Starts serving `workdir` (which must exist); tells the operator on stderr where, with which
+// certificate pin and token file.
+Result<Service> start_service(const std::string& workdir, const ServeArgs& args);
+
+Result<std::pair<std::string, std::uint16_t>> parse_host_port(const std::string& text, const std::string& flag);
+
+}  // namespace vt::cli
+
+namespace vt::cli {
+
+// SIGINT/SIGTERM handling once service threads exist: block both in every thread (call before
+// starting any), then wait for one in the thread that should react.
+void block_termination_signals();
+int wait_for_termination_signal();  // returns the signal number
+
+}  // namespace vt::cli

@@ -1,0 +1,149 @@
+#include "verifier/verify.h"
+
+#include "verifier/log_check.h"
+
+namespace vt::verifier {
+namespace {
+
+class Run {
+ public:
+  Run(EvidenceSource& source, const Task& task, const VerifyOptions& options)
+      : source_(source), task_(task), options_(options) {
+    ctx_.task = &task;
+    ctx_.task_id = task_id(task);
+    ctx_.trainer = options.trainer;
+    ctx_.fingerprint_only = options.fingerprint_only;
+    verdict_.task_id = hex_encode(ctx_.task_id);
+    verdict_.epochs = static_cast<std::uint64_t>(task.epochs);
+    verdict_.source = source.describe();
+    verdict_.online = options.online;
+    verdict_.started = utc_now_iso8601();
+  }
+
+  Result<Verdict> offline() {
+    VT_ASSIGN_OR_RETURN(LogFacts facts, check_log(source_, task_, options_.trainer, /*require_complete=*/true));
+    say("log: " + std::to_string(facts.records.size()) + " commitments, " +
+        (facts.failures.empty() ? std::string("signatures, chain, task and initial state check out") : facts.failures.front()));
+    VT_ASSIGN_OR_RETURN(ProbabilityDerivation derivation, derive_probability(options_.policy, verdict_.epochs));
+    VT_ASSIGN_OR_RETURN(ChallengeRandom random, make_random());
+    std::vector<double> movements;
+    if (facts.failures.empty()) {
+      auto m = tracking_movements(facts.records);
+      if (m) {
+        movements = std::move(*m);
+      } else {
+        verdict_.notes.push_back("tracking fingerprints unusable, no movement boost: " + m.error().message);
+      }
+    }
+    verdict_.plan = plan_challenges(derivation, movements, random);
+    if (facts.failures.empty()) {
+      say("challenging epochs " + list(verdict_.plan.challenged) + " (p = " + std::to_string(derivation.p) + ")");
+      for (std::uint64_t e : verdict_.plan.challenged) VT_RETURN_IF_ERROR(challenge(facts.records, e));
+      VT_RETURN_IF_ERROR(check_final_model(source_, facts, facts.failures));
+    }
+    return finish(facts);
+  }
+
+  Result<Verdict> online() {
+    VT_ASSIGN_OR_RETURN(ProbabilityDerivation derivation, derive_probability(options_.policy, verdict_.epochs));
+    VT_ASSIGN_OR_RETURN(ChallengeRandom random, make_random());
+    ChallengeStream stream(derivation, std::move(random));
+    std::vector<SignedRecord> records;
+    Status inner;
+    Status followed = source_.follow(0, [&](const SignedRecord& r) {
+      records.push_back(r);
+      // Each new record must extend a valid signed chain for this task before it is judged.
+      if (auto chain = verify_log(records, ctx_.task_id); !chain) {
+        inner = rejected(chain.error().message);
+        return false;
+      }
+      const std::uint64_t e = r.record.epoch;
+      say("epoch " + std::to_string(e) + " committed");
+      if (e == 0) return true;
+      auto decided = stream.decide(movement(records[e - 1], records[e]));
+      if (!decided) {
+        inner = decided.error();
+        return false;
+      }
+      if (*decided) {
+        say("epoch " + std::to_string(e) + " challenged while training runs");
+        if (auto s = challenge(records, e); !s) {
+          inner = s;
+          return false;
+        }
+      }
+      return e < verdict_.epochs;
+    }, options_.online_wait);
+    if (!inner && inner.error().code != Errc::kRejected) return inner.error();
+    if (!followed && inner) return followed.error();
+    VT_ASSIGN_OR_RETURN(LogFacts facts, check_log(source_, task_, options_.trainer, /*require_complete=*/true));
+    if (!inner) facts.failures.push_back(inner.error().message);
+    VT_ASSIGN_OR_RETURN(std::optional<std::uint64_t> fallback, stream.finish());
+    verdict_.plan = stream.plan();
+    if (facts.failures.empty()) {
+      if (fallback) VT_RETURN_IF_ERROR(challenge(facts.records, *fallback));
+      VT_RETURN_IF_ERROR(check_final_model(source_, facts, facts.failures));
+    }
+    return finish(facts);
+  }
+
+ private:
+  Result<ChallengeRandom> make_random() {
+    return options_.seed_hex ? ChallengeRandom::from_seed_hex(*options_.seed_hex) : ChallengeRandom::from_os();
+  }
+
+  double movement(const SignedRecord& before, const SignedRecord& after) {
+    auto a = fp::fingerprint_from_json(before.record.tracking_fingerprint);
+    auto b = fp::fingerprint_from_json(after.record.tracking_fingerprint);
+    if (!a || !b) return std::numeric_limits<double>::quiet_NaN();
+    auto m = fingerprint_movement(*a, *b);
+    return m ? *m : std::numeric_limits<double>::quiet_NaN();
+  }
+
+  Status challenge(const std::vector<SignedRecord>& records, std::uint64_t e) {
+    if (e == 0 || e >= records.size()) {
+      verdict_.reasons.push_back("epoch " + std::to_string(e) + ": challenged but not committed");
+      return {};
+    }
+    VT_ASSIGN_OR_RETURN(EpochCheck check, check_epoch(source_, ctx_, records[e - 1], records[e]));
+    say("epoch " + std::to_string(e) + ": " + (check.passed ? "replay matches" : check.failures.front()) + " (" +
+        std::to_string(check.replay_seconds) + " s)");
+    for (const std::string& n : check.replay_notes) verdict_.notes.push_back("epoch " + std::to_string(e) + ": " + n);
+    verdict_.checks.push_back(std::move(check));
+    return {};
+  }
+
+  Result<Verdict> finish(const LogFacts& facts) {
+    verdict_.log_failures = facts.failures;
+    verdict_.log_head = hex_encode(facts.head);
+    verdict_.bytes_fetched = source_.bytes_fetched();
+    verdict_.finished = utc_now_iso8601();
+    finalize_verdict(verdict_);
+    return std::move(verdict_);
+  }
+
+  void say(const std::string& line) {
+    if (options_.on_event) options_.on_event(line);
+  }
+
+  static std::string list(const std::vector<std::uint64_t>& v) {
+    std::string out;
+    for (std::uint64_t e : v) out += (out.empty() ? "" : ", ") + std::to_string(e);
+    return out.empty() ? "(none)" : out;
+  }
+
+  EvidenceSource& source_;
+  const Task& task_;
+  const VerifyOptions& options_;
+  CheckContext ctx_;
+  Verdict verdict_;
+};
+
+}  // namespace
+
+Result<Verdict> verify(EvidenceSource& source, const Task& task, const VerifyOptions& options) {
+  Run run(source, task, options);
+  return options.online ? run.online() : run.offline();
+}
+
+}  // namespace vt::verifier

@@ -1,0 +1,29 @@
+#pragma once
+// `veritrain verify` (docs/verifier.md): check the log, draw challenges from the verifier's own
+// secret randomness, re-run the challenged epochs and judge them; offline after training, or
+// online while it runs.
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "verifier/report.h"
+#include "verifier/source.h"
+
+namespace vt::verifier {
+
+struct VerifyOptions {
+  PolicyRequest policy;
+  std::optional<std::string> seed_hex;  // reproduce a run; default: OS CSPRNG
+  bool online = false;                  // subscribe and check epochs as they are committed
+  bool fingerprint_only = false;        // don't fetch "after" snapshots
+  training::TrainerOptions trainer;
+  std::chrono::milliseconds online_wait{std::chrono::minutes(30)};  // longest gap between commitments
+  std::function<void(const std::string&)> on_event;  // one line per step, for people
+};
+
+// Errors mean the verification could not be carried out (I/O, bad options); a provider's
+// failure is a verdict with accepted == false.
+Result<Verdict> verify(EvidenceSource& source, const Task& task, const VerifyOptions& options);
+
+}  // namespace vt::verifier
