@@ -12,6 +12,7 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libxxhash-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3
+  chromium                          # renders report.html to PNG in the verifier's test
 )
 
 missing=()
