@@ -119,6 +119,10 @@ TEST(Verdict, AnyEditOrAnotherSignerIsRejected) {
   Result<std::string> text = signed_verdict_text(v, *key);
   ASSERT_TRUE(text.ok());
   ASSERT_TRUE(verify_verdict_text(*text, std::nullopt).ok());
+  // docs/verdict.md: BODY sits at byte 230 up to the final "}\n"; the signature at 14..142.
+  const std::string body = text->substr(230, text->size() - 232);
+  EXPECT_EQ(body.rfind("{\"bytes_fetched\":", 0), 0u) << body.substr(0, 40);
+  EXPECT_TRUE(key->public_key().verify(as_bytes(body), *hex_decode(text->substr(14, 128))));
 
   std::string edited = *text;
   edited.replace(edited.find("\"accepted\""), 10, "\"rejected\"");
