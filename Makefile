@@ -43,3 +43,22 @@ format:
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-bench $(BUILD)-asan
+
+# libFuzzer targets (tests/fuzz/, docs/reliability.md): a clang build with ASan + UBSan in
+# $(BUILD)-fuzz, then each fuzzer for FUZZ_SECONDS on its seed corpus. New inputs go to
+# $(BUILD)-fuzz/corpus/<name>, crashes to $(BUILD)-fuzz/crash-<name>-*; the checked-in seeds
+# are only read. Any crash fails the target.
+FUZZ_SECONDS ?= 60
+FUZZERS      ?= container frame safetensors log_record task evidence
+.PHONY: fuzz
+fuzz: setup
+	@echo "== fuzz: clang, libFuzzer, ASan + UBSan; $(FUZZ_SECONDS) s per target"
+	@CC=clang CXX=clang++ cmake -S . -B $(BUILD)-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVT_BUILD_TESTS=ON \
+	  -DVT_BUILD_FUZZ=ON -DVT_SANITIZE="address;undefined" >/dev/null
+	@cmake --build $(BUILD)-fuzz -j $(JOBS) --target $(addprefix fuzz_,$(FUZZERS))
+	@for f in $(FUZZERS); do \
+	  bin=$$(find $(BUILD)-fuzz/tests -name fuzz_$$f -type f -perm -u+x | head -n 1); \
+	  echo "== fuzz_$$f ($$bin)"; mkdir -p $(BUILD)-fuzz/corpus/$$f; \
+	  $$bin -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=$(BUILD)-fuzz/crash-$$f- \
+	    $(BUILD)-fuzz/corpus/$$f tests/fuzz/corpus/$$f || exit 1; \
+	done
