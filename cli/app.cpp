@@ -66,6 +66,7 @@ int run(int argc, char** argv) {
   register_log(app, ctx);
   register_serve(app, ctx);
   register_verify(app, ctx);
+  register_demo(app, ctx);
 
   try {
     app.parse(argc, argv);

@@ -28,6 +28,7 @@ void register_train(CLI::App& app, Context& ctx);
 void register_log(CLI::App& app, Context& ctx);
 void register_serve(CLI::App& app, Context& ctx);
 void register_verify(CLI::App& app, Context& ctx);
+void register_demo(CLI::App& app, Context& ctx);
 
 int run(int argc, char** argv);
 

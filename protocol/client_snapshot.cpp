@@ -118,9 +118,14 @@ Result<Bytes> Client::fetch_container(const SnapshotRequest& request, const Prog
 
 Result<Bytes> Client::get_snapshot(const SnapshotRequest& request, const ProgressFn& progress, PartialDownload* partial) {
   VT_ASSIGN_OR_RETURN(Bytes container, fetch_container(request, progress, partial));
+  VT_ASSIGN_OR_RETURN(comp::ContainerInfo info, comp::read_container_info(container));
   comp::DecodeOptions options;
-  options.base = request.base;
-  options.base_root = request.base_root;
+  // The server may answer a delta request with a whole snapshot (it stores one every few
+  // epochs); the base then must not be offered to the decoder.
+  if (info.base_root) {
+    options.base = request.base;
+    options.base_root = request.base_root;
+  }
   options.threads = 0;
   options.verify_root = true;
   auto canonical = comp::decode(container, options);

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace vt::testing {
 
@@ -46,5 +47,27 @@ inline std::string veritrain_binary() { return VT_BINARY; }
 inline bool have_program(const std::string& name) {
   return std::system(("command -v " + name + " >/dev/null 2>&1").c_str()) == 0;
 }
+
+}  // namespace vt::testing
+
+namespace vt::testing {
+
+// A background process (a provider serving while a test verifies); stopped with SIGTERM when
+// the object goes away.
+class Background {
+ public:
+  Background(const std::vector<std::string>& argv, const std::filesystem::path& log);
+  ~Background();
+  Background(const Background&) = delete;
+  Background& operator=(const Background&) = delete;
+  bool running() const;
+  int wait();  // exit code (128 + signal when killed)
+
+ private:
+  int pid_ = -1;
+};
+
+// A loopback TCP port that was free a moment ago.
+std::uint16_t free_port();
 
 }  // namespace vt::testing

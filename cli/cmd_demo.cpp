@@ -1,0 +1,177 @@
+// `veritrain demo`: the whole flow on loopback with a default task. A provider process trains
+// and serves over TLS; this process verifies it online, while it trains, then stops it. The
+// provider runs in its own process because LibTorch's thread count and generators are
+// process-wide: a replay in the same process would disturb the training it checks.
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <openssl/rand.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "cli/app.h"
+#include "common/file_io.h"
+#include "protocol/keys.h"
+#include "training/runtime.h"
+#include "training/zoo.h"
+#include "verifier/html_report.h"
+#include "verifier/verify.h"
+
+extern char** environ;
+
+namespace vt::cli {
+namespace {
+namespace fs = std::filesystem;
+
+// A free loopback port: bound, read back, released for the provider to take.
+Result<std::uint16_t> free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return io_error("socket: cannot create");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ::close(fd);
+    return io_error("cannot bind a loopback port");
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+class Child {
+ public:
+  static Result<Child> spawn(const std::vector<std::string>& args, const fs::path& log) {
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+    Child c;
+    int rc = posix_spawn(&c.pid_, argv[0], &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) return io_error("starting the provider process: " + std::string(std::strerror(rc)));
+    return c;
+  }
+  Child(Child&& o) noexcept : pid_(o.pid_) { o.pid_ = -1; }
+  ~Child() { stop(); }
+  void stop() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+  bool running() const { return pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == 0; }
+
+ private:
+  Child() = default;
+  pid_t pid_ = -1;
+};
+
+Result<int> run_demo(Context& ctx, const std::string& out_dir, std::int64_t epochs) {
+  const bool cuda = training::runtime_info().cuda_available;
+  const fs::path out = fs::absolute(out_dir);
+  const fs::path work = out / "provider";
+  std::error_code ec;
+  fs::remove_all(work, ec);
+  fs::remove_all(out / "report", ec);
+  fs::create_directories(work, ec);
+  if (ec) return io_error("creating " + work.string() + ": " + ec.message());
+  auto say = [](const std::string& s) { std::cerr << "demo: " << s << "\n"; };
+
+  VT_ASSIGN_OR_RETURN(Task task, training::default_task("cnn", "synthetic"));
+  task.epochs = epochs;
+  task.steps_per_epoch = 6;
+  task.model.options["width"] = 8;
+  task.device = cuda ? "cuda" : "cpu";
+  const fs::path task_file = out / "task.json";
+  VT_RETURN_IF_ERROR(write_file_atomic(task_file, pretty_task_json(task) + "\n"));
+  say("task " + hex_encode(task_id(task)).substr(0, 16) + "...: a small ResNet on synthetic images, " +
+      std::to_string(epochs) + " epochs on " + task.device + " (" + task_file.string() + ")");
+
+  VT_ASSIGN_OR_RETURN(IdentitySummary id, generate_identity(work / "keys"));
+  say("provider keys made; TLS certificate pin " + id.tls_cert_fingerprint.substr(0, 16) + "...");
+  Bytes token(24);
+  if (RAND_bytes(token.data(), static_cast<int>(token.size())) != 1) return internal_error("OpenSSL RAND_bytes failed");
+  const std::string token_text = hex_encode(token);
+  VT_RETURN_IF_ERROR(write_file_atomic(work / "serve.token", token_text + "\n", 0600));
+
+  VT_ASSIGN_OR_RETURN(std::uint16_t port, free_port());
+  const std::string self = fs::read_symlink("/proc/self/exe").string();
+  VT_ASSIGN_OR_RETURN(Child provider, Child::spawn({self, "--log-level", "warn", "--json", "train", "--task",
+                                                    task_file.string(), "--workdir", (work / "dir").string(), "--key",
+                                                    (work / "keys").string(), "--serve",
+                                                    "127.0.0.1:" + std::to_string(port), "--tls-cert",
+                                                    (work / "keys/tls.cert.pem").string(), "--tls-key",
+                                                    (work / "keys/tls.key.pem").string(), "--token-file",
+                                                    (work / "serve.token").string()},
+                                                   work / "provider.log"));
+  say("provider started: training and serving on 127.0.0.1:" + std::to_string(port) + " (log " +
+      (work / "provider.log").string() + ")");
+
+  ClientConfig config;
+  config.host = "127.0.0.1";
+  config.port = port;
+  config.token = token_text;
+  config.pin_sha256 = id.tls_cert_fingerprint;
+  std::unique_ptr<verifier::EvidenceSource> source;
+  for (int attempt = 0; attempt < 300 && !source; ++attempt) {
+    auto s = verifier::open_provider_source(config);
+    if (s) {
+      source = std::move(*s);
+    } else {
+      if (!provider.running()) return io_error("the provider process exited; see " + (work / "provider.log").string());
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  if (!source) return io_error("the provider did not start serving within 30 s");
+
+  verifier::VerifyOptions o;
+  o.online = true;
+  o.policy.confidence = 0.99;
+  o.policy.cheat_fraction = 0.25;
+  o.online_wait = std::chrono::minutes(10);
+  o.trainer.task_dir = out;
+  o.on_event = [&](const std::string& line) { say("verifier: " + line); };
+  say("verifier: subscribing; each epoch is challenged with probability p as it is committed");
+  VT_ASSIGN_OR_RETURN(verifier::Verdict verdict, verifier::verify(*source, task, o));
+  provider.stop();
+
+  const fs::path report = out / "report";
+  fs::create_directories(report, ec);
+  VT_ASSIGN_OR_RETURN(SigningKey key, load_or_create_signing_key(out / "verifier-keys"));
+  VT_RETURN_IF_ERROR(verifier::write_verdict_file(report / "verdict.json", verdict, key));
+  std::vector<double> loss;
+  if (auto log = verifier::open_workdir_source(work / "dir"); log.ok()) {
+    if (auto records = (*log)->log(); records.ok()) loss = verifier::losses_from_log(*records);
+  }
+  VT_RETURN_IF_ERROR(verifier::write_html_report(report / "report.html", verdict, loss, key.public_key().fingerprint()));
+  fs::remove_all(work / "dir" / "snapshots", ec);  // the bulky part; the log and report stay
+  emit(ctx, verifier::verdict_to_json(verdict, key.public_key()), verifier::verdict_summary(verdict, report));
+  return verdict.accepted ? 0 : exit_code(Errc::kRejected);
+}
+
+}  // namespace
+
+void register_demo(CLI::App& app, Context& ctx) {
+  auto* cmd = app.add_subcommand("demo", "The whole flow on loopback: train, serve, verify online, report");
+  auto out = std::make_shared<std::string>("demo-out");
+  auto epochs = std::make_shared<std::int64_t>(4);
+  cmd->add_option("--out", *out, "Folder for the task, the provider's files and the report")->capture_default_str();
+  cmd->add_option("--epochs", *epochs, "Epochs to train")->check(CLI::Range(1, 1000))->capture_default_str();
+  cmd->callback([&ctx, out, epochs] { ctx.action = [&ctx, out, epochs] { return run_demo(ctx, *out, *epochs); }; });
+}
+
+}  // namespace vt::cli
