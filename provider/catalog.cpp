@@ -1,0 +1,100 @@
+#include "provider/catalog.h"
+
+#include <map>
+#include <mutex>
+
+#include "common/file_io.h"
+#include "provider/store.h"
+#include "provider/workdir.h"
+
+namespace vt::provider {
+namespace {
+
+class WorkdirCatalog final : public Catalog {
+ public:
+  explicit WorkdirCatalog(Workdir w) : workdir_(std::move(w)), store_(workdir_.snapshots_dir(), {1, 2, 64}) {}
+
+  Result<Bytes> task() override { return read_file(workdir_.task_file(), 64u << 20); }
+
+  Result<std::vector<SignedRecord>> log_records(std::uint64_t from_epoch) override {
+    if (!std::filesystem::exists(workdir_.log_file())) return std::vector<SignedRecord>{};
+    // Re-read on every call: the trainer appends meanwhile, and a torn tail is simply not yet
+    // durable, so it is left out.
+    VT_ASSIGN_OR_RETURN(LogFile file, read_log(workdir_.log_file()));
+    std::vector<SignedRecord> out;
+    for (SignedRecord& r : file.records) {
+      if (r.record.epoch >= from_epoch) out.push_back(std::move(r));
+    }
+    return out;
+  }
+
+  Result<std::shared_ptr<const Bytes>> canonical_snapshot(std::uint64_t epoch) override {
+    VT_ASSIGN_OR_RETURN(Digest root, root_of(epoch));
+    return cached(canonical_, root, [&]() { return store_.load_canonical(root); });
+  }
+
+  Result<std::shared_ptr<const Bytes>> container(const ContainerRequest& request) override {
+    VT_ASSIGN_OR_RETURN(Digest root, root_of(request.epoch));
+    VT_ASSIGN_OR_RETURN(Bytes stored, store_.load_container(root));
+    VT_ASSIGN_OR_RETURN(comp::ContainerInfo info, comp::read_container_info(stored));
+    const bool usable = !info.base_root || (request.base_root && *request.base_root == *info.base_root);
+    if (usable) return std::make_shared<const Bytes>(std::move(stored));
+    // The stored delta needs a base the client lacks: code one it can use, once per request.
+    const std::string key = hex_encode(root) + (request.base_root ? hex_encode(*request.base_root) : "");
+    return cached(coded_, key, [&]() -> Result<Bytes> {
+      VT_ASSIGN_OR_RETURN(std::shared_ptr<const Bytes> canonical, canonical_snapshot(request.epoch));
+      comp::EncodeOptions enc;
+      enc.root = root;
+      enc.threads = 0;
+      Bytes base;
+      if (request.base_root && store_.contains(*request.base_root)) {
+        VT_ASSIGN_OR_RETURN(base, store_.load_canonical(*request.base_root));
+        enc.codec = comp::Codec::kDelta;
+        enc.base = base;
+        enc.base_root = request.base_root;
+      }
+      return comp::encode(*canonical, enc);
+    });
+  }
+
+ private:
+  Result<Digest> root_of(std::uint64_t epoch) {
+    VT_ASSIGN_OR_RETURN(std::vector<SignedRecord> records, log_records(epoch));
+    if (records.empty() || records.front().record.epoch != epoch) {
+      return invalid_input("epoch " + std::to_string(epoch) + " is not committed (yet)");
+    }
+    return records.front().record.root;
+  }
+
+  // A small cache: a verifier asks for a few epochs, often twice (resume, get_chunks).
+  template <typename Key, typename Make>
+  Result<std::shared_ptr<const Bytes>> cached(std::map<Key, std::shared_ptr<const Bytes>>& cache, const Key& key,
+                                              Make&& make) {
+    {
+      std::lock_guard lock(mutex_);
+      if (auto it = cache.find(key); it != cache.end()) return it->second;
+    }
+    VT_ASSIGN_OR_RETURN(Bytes bytes, make());
+    auto shared = std::make_shared<const Bytes>(std::move(bytes));
+    std::lock_guard lock(mutex_);
+    if (cache.size() >= kCacheEntries) cache.erase(cache.begin());
+    cache.emplace(key, shared);
+    return shared;
+  }
+
+  static constexpr std::size_t kCacheEntries = 4;
+  Workdir workdir_;
+  SnapshotStore store_;
+  std::mutex mutex_;
+  std::map<Digest, std::shared_ptr<const Bytes>> canonical_;  // GUARDED_BY(mutex_)
+  std::map<std::string, std::shared_ptr<const Bytes>> coded_;  // GUARDED_BY(mutex_)
+};
+
+}  // namespace
+
+Result<std::shared_ptr<Catalog>> open_workdir_catalog(const std::filesystem::path& workdir) {
+  VT_ASSIGN_OR_RETURN(Workdir w, Workdir::open_existing(workdir));
+  return std::shared_ptr<Catalog>(std::make_shared<WorkdirCatalog>(std::move(w)));
+}
+
+}  // namespace vt::provider

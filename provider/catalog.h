@@ -1,0 +1,18 @@
+#pragma once
+// The provider's side of the wire protocol: a Catalog (protocol/catalog.h) over a workdir,
+// safe for the server's concurrent I/O threads while `train` keeps appending.
+
+#include <filesystem>
+#include <memory>
+
+#include "protocol/catalog.h"
+
+namespace vt::provider {
+
+// Serves `workdir`: the stored container of an epoch when the client can decode it (a whole
+// snapshot, or a delta against the base it holds), else one coded for it on demand — a delta
+// against the client's base when the workdir has that base, a whole snapshot otherwise.
+// Coded containers are cached so that a resumed download receives the same bytes.
+Result<std::shared_ptr<Catalog>> open_workdir_catalog(const std::filesystem::path& workdir);
+
+}  // namespace vt::provider
