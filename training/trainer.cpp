@@ -111,12 +111,12 @@ Result<at::Device> resolve_device(const Task& task, const TrainerOptions& option
   return at::Device(at::kCPU);
 }
 
-void apply_determinism(const Task& task, const at::Device& device) {
+void apply_determinism(const Task& task, const at::Device& device, bool deterministic) {
   auto& ctx = at::globalContext();
-  ctx.setDeterministicAlgorithms(true, /*warn_only=*/false);
+  ctx.setDeterministicAlgorithms(deterministic, /*warn_only=*/false);
   if (device.is_cuda()) {
-    ctx.setBenchmarkCuDNN(false);
-    ctx.setDeterministicCuDNN(true);
+    ctx.setBenchmarkCuDNN(!deterministic);
+    ctx.setDeterministicCuDNN(deterministic);
     // TF32 changes results but not their reproducibility (measured bit-identical on an H200).
     const bool tf32 = task.precision != "fp32";
     ctx.setAllowTF32CuBLAS(tf32);
@@ -159,7 +159,7 @@ Result<std::unique_ptr<Trainer::Impl>> build(const Task& task, const TrainerOpti
   impl->device_class = impl->device.is_cuda() ? "cuda" : "cpu";
   impl->threads = options.intra_op_threads > 0 ? options.intra_op_threads : task.intra_op_threads;
   at::set_num_threads(static_cast<int>(impl->threads));
-  apply_determinism(task, impl->device);
+  apply_determinism(task, impl->device, options.deterministic_algorithms);
 
   // Initialise on the CPU from the task seed, then move: the same initial weights on any device.
   {

@@ -22,6 +22,8 @@ struct TrainerOptions {
   std::filesystem::path task_dir = ".";  // where relative paths in the task resolve
   std::string device;                     // "" = the task's; else "cpu", "cuda", "cuda:1"
   std::int64_t intra_op_threads = 0;      // 0 = the task's
+  // Off only to measure what determinism costs (bench_gpu): replays are then not bit-identical.
+  bool deterministic_algorithms = true;
 };
 
 struct StepMetrics {
