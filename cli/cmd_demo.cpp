@@ -17,6 +17,8 @@
 #include <iostream>
 #include <thread>
 
+#include <spdlog/spdlog.h>
+
 #include "cli/app.h"
 #include "common/file_io.h"
 #include "protocol/keys.h"
@@ -89,7 +91,7 @@ Result<int> run_demo(Context& ctx, const std::string& out_dir, std::int64_t epoc
   fs::remove_all(out / "report", ec);
   fs::create_directories(work, ec);
   if (ec) return io_error("creating " + work.string() + ": " + ec.message());
-  auto say = [](const std::string& s) { std::cerr << "demo: " << s << "\n"; };
+  auto say = [](const std::string& s) { spdlog::info("demo: {}", s); };
 
   VT_ASSIGN_OR_RETURN(Task task, training::default_task("cnn", "synthetic"));
   task.epochs = epochs;

@@ -1,6 +1,8 @@
 // `veritrain serve`: serve an existing workdir to verifiers and auditors.
 #include <iostream>
 
+#include <spdlog/spdlog.h>
+
 #include "cli/app.h"
 #include "cli/service.h"
 
@@ -20,7 +22,7 @@ void register_serve(CLI::App& app, Context& ctx) {
       emit(ctx, {{"listening", ep.host + ":" + std::to_string(ep.port)}, {"workdir", *workdir}},
            "listening on " + ep.host + ":" + std::to_string(ep.port) + "; Ctrl-C stops\n");
       int sig = wait_for_termination_signal();
-      std::cerr << "veritrain: signal " << sig << ", stopping\n";
+      spdlog::info("signal {}, stopping", sig);
       return 0;
     };
   });

@@ -4,6 +4,8 @@
 #include <sstream>
 #include <thread>
 
+#include <spdlog/spdlog.h>
+
 #include "cli/app.h"
 #include "cli/progress.h"
 #include "cli/service.h"
@@ -74,7 +76,7 @@ void register_train(CLI::App& app, Context& ctx) {
             << s.total_seconds << " s\n";
       emit(ctx, j, human.str());
       if (service.server) {
-        std::cerr << "veritrain: training done; still serving until interrupted (Ctrl-C)\n";
+        spdlog::info("training done; still serving until interrupted (Ctrl-C)");
         while (true) std::this_thread::sleep_for(std::chrono::hours(1));
       }
       return 0;

@@ -2,6 +2,8 @@
 #include <filesystem>
 #include <iostream>
 
+#include <spdlog/spdlog.h>
+
 #include "cli/app.h"
 #include "cli/service.h"
 #include "common/file_io.h"
@@ -76,7 +78,7 @@ Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
   o.trainer.task_dir = fs::path(a.task).parent_path();
   o.trainer.device = a.device;
   o.trainer.intra_op_threads = a.threads;
-  o.on_event = [](const std::string& line) { std::cerr << "verify: " << line << "\n"; };
+  o.on_event = [](const std::string& line) { spdlog::info("verify: {}", line); };
   VT_ASSIGN_OR_RETURN(verifier::Verdict verdict, verifier::verify(*source, task, o));
 
   const fs::path report(a.report);

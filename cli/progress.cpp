@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "common/bytes.h"
 
@@ -60,7 +61,7 @@ void Progress::committed(const provider::CommitEvent& e) {
 
 void Progress::notice(const std::string& text) {
   if (bar_) std::fprintf(stderr, "\r\033[K");
-  std::cerr << "veritrain: " << text << "\n";
+  spdlog::info("{}", text);
 }
 
 }  // namespace vt::cli

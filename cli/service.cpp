@@ -2,6 +2,7 @@
 
 #include <openssl/rand.h>
 #include <pthread.h>
+#include <spdlog/spdlog.h>
 
 #include <csignal>
 
@@ -50,7 +51,7 @@ Result<std::string> read_or_create_token(const std::string& workdir, const std::
     Bytes random(32);
     if (RAND_bytes(random.data(), 32) != 1) return internal_error("OpenSSL RAND_bytes failed");
     VT_RETURN_IF_ERROR(write_file_atomic(file, hex_encode(random) + "\n", 0600, Overwrite::kRefuse));
-    std::cerr << "veritrain: wrote a new access token to " << file.string() << " (give it to verifiers)\n";
+    spdlog::info("wrote a new access token to {} (give it to verifiers)", file.string());
   }
   VT_ASSIGN_OR_RETURN(std::string token, read_text_file(file, 4096));
   while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
@@ -77,16 +78,15 @@ Result<Service> start_service(const std::string& workdir, const ServeArgs& a) {
   Service service;
   VT_ASSIGN_OR_RETURN(service.server, Server::start(config, catalog));
   const Endpoint ep = service.server->endpoint();
-  std::cerr << "veritrain: serving " << workdir << " on " << ep.host << ":" << ep.port
-            << (a.insecure ? " (plain TCP)" : " (TLS 1.3)") << "\n";
+  spdlog::info("serving {} on {}:{} ({})", workdir, ep.host, ep.port, a.insecure ? "plain TCP" : "TLS 1.3");
   if (!a.insecure) {
     VT_ASSIGN_OR_RETURN(std::string pin, certificate_fingerprint(config.tls_cert));
-    std::cerr << "veritrain: certificate pin (verify --pin): " << pin << "\n";
+    spdlog::info("certificate pin (verify --pin): {}", pin);
   }
   if (!a.metrics.empty()) {
     VT_ASSIGN_OR_RETURN(auto m, parse_host_port(a.metrics, "--metrics"));
     VT_ASSIGN_OR_RETURN(service.metrics, MetricsServer::start(m.first, m.second, service.server->metrics()));
-    std::cerr << "veritrain: metrics at http://" << a.metrics << "/metrics\n";
+    spdlog::info("metrics at http://{}/metrics", a.metrics);
   }
   return service;
 }

@@ -16,7 +16,7 @@ class Prng {
   explicit Prng(std::uint64_t seed) : state_(seed) {}
   // A stream for (seed, a, b): independent streams per epoch, per pass, per purpose.
   Prng(std::uint64_t seed, std::uint64_t a, std::uint64_t b = 0)
-      : state_(mix(mix(seed ^ 0x76657269747261696eull) ^ a) ^ mix(b + 0x9e3779b97f4a7c15ull)) {}
+      : state_(mix(mix(seed ^ 0x657269747261696eull) ^ a) ^ mix(b + 0x9e3779b97f4a7c15ull)) {}
 
   std::uint64_t next() {
     state_ += 0x9e3779b97f4a7c15ull;

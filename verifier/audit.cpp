@@ -198,12 +198,18 @@ Result<EvidenceCheck> check_evidence(const std::string& evidence_json, EvidenceS
   if (!signer.verify(as_bytes(canonical_json(evidence)), signature)) {
     return rejected("evidence: the auditor's signature does not cover this content (edited after signing?)");
   }
-  if (evidence.value("format", "") != kEvidenceFormat) return invalid_input("evidence: unknown format");
-  if (evidence.value("task_id", "") != hex_encode(task_id(task))) {
-    return rejected("evidence: it is about task " + evidence.value("task_id", "?") + ", not this task");
+  // Signed is not the same as well-formed: check the shape before reading it.
+  if (!evidence.is_object() || !evidence.contains("format") || !evidence["format"].is_string() ||
+      !evidence.contains("task_id") || !evidence["task_id"].is_string() || !evidence.contains("finding") ||
+      !evidence.contains("provider_records")) {
+    return invalid_input("evidence: expected format, task_id, finding and provider_records");
+  }
+  if (evidence["format"] != kEvidenceFormat) return invalid_input("evidence: unknown format");
+  if (evidence["task_id"] != hex_encode(task_id(task))) {
+    return rejected("evidence: it is about task " + evidence["task_id"].get<std::string>() + ", not this task");
   }
   // The provider's own signed commitments are inside: they must verify under their signer key.
-  const auto& lines = evidence.at("provider_records");
+  const auto& lines = evidence["provider_records"];
   if (!lines.is_array() || lines.size() != 2) return invalid_input("evidence: provider_records must hold two records");
   for (const auto& line : lines) {
     if (!line.is_string()) return invalid_input("evidence: a provider record is not a string");
@@ -214,7 +220,7 @@ Result<EvidenceCheck> check_evidence(const std::string& evidence_json, EvidenceS
   }
   EvidenceCheck check;
   check.auditor_fingerprint = signer.fingerprint();
-  VT_ASSIGN_OR_RETURN(check.claimed, finding_from_json(evidence.at("finding")));
+  VT_ASSIGN_OR_RETURN(check.claimed, finding_from_json(evidence["finding"]));
   VT_ASSIGN_OR_RETURN(check.recomputed, audit_epoch(source, task, check.claimed.epoch, trainer));
   check.agrees = check.recomputed.bit_identical == check.claimed.bit_identical &&
                  check.recomputed.replay_root == check.claimed.replay_root &&
