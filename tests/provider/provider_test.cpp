@@ -177,6 +177,31 @@ INSTANTIATE_TEST_SUITE_P(Points, ProviderCrash,
                                            CrashCase{"after_snapshot_write", 0}, CrashCase{"during_training", 4}),
                          [](const auto& info) { return info.param.point + "_" + std::to_string(info.param.epoch); });
 
+// A full disk ends training with a clear I/O error and leaves a log that still verifies.
+TEST(Provider, DiskFullIsAClearErrorAndTheLogStaysValid) {
+  testing::ScratchDir dir;
+  fs::create_directories(dir / "small");
+  if (std::system(("mount -t tmpfs -o size=600k tmpfs " + (dir / "small").string() + " 2>/dev/null").c_str()) != 0) {
+    GTEST_SKIP() << "cannot mount a small tmpfs here (needs root and a permissive sandbox)";
+  }
+  struct Unmount {
+    fs::path p;
+    ~Unmount() { std::system(("umount " + p.string()).c_str()); }
+  } unmount{dir / "small"};
+  auto task = (dir / "task.json").string();
+  ASSERT_EQ(run_command(veritrain_binary() + " task init --model mlp --option hidden=256 --epochs 30 --steps-per-epoch 1 "
+                                             "--batch-size 8 --data-option samples=16 --out " + task,
+                        dir.path()).exit_code, 0);
+  auto r = train(dir, task, dir / "small/wd");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("disk full"), std::string::npos) << r.err;
+  auto v = log_verify(dir, dir / "small/wd");
+  EXPECT_EQ(v.exit_code, 0) << v.err;
+  auto j = nlohmann::json::parse(v.out);
+  EXPECT_GT(j["records"].get<int>(), 0);
+  EXPECT_LT(j["records"].get<int>(), 31);
+}
+
 TEST(Provider, TornLogTailIsRecoveredOnResume) {
   testing::ScratchDir dir;
   auto task = write_task(dir, 3);

@@ -108,6 +108,32 @@ TEST(VerifyE2E, ATamperedStoredSnapshotIsRejectedWithItsEpoch) {
   EXPECT_EQ(r.out.find("ACCEPTED"), std::string::npos);
 }
 
+TEST(VerifyE2E, AWrongTokenIsRefusedAndNeverAccepted) {
+  testing::ScratchDir dir;
+  auto task = make_task(dir, "task.json", "");
+  Provider p = train(dir, task);
+  testing::Background server(serve_argv(p), dir / "serve.log");
+  Provider wrong = p;
+  wrong.token = dir / "wrong-token";
+  ASSERT_TRUE(write_file_atomic(wrong.token, std::string_view("ffffffffffffffffffffffffffffffff\n"), 0600).ok());
+  auto r = verify(dir, wrong, task);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("unauthorized"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("accepted"), std::string::npos);
+}
+
+TEST(VerifyE2E, AnUnreachableProviderIsAnIoError) {
+  testing::ScratchDir dir;
+  auto task = make_task(dir, "task.json", "");
+  Provider p = train(dir, task);  // nothing serves it
+  auto r = run_command(veritrain_binary() + " verify --task " + task + " --provider 127.0.0.1:" + std::to_string(p.port) +
+                           " --token-file " + p.token.string() + " --pin " + p.pin + " --report " + (dir / "report").string(),
+                       dir.path());
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("127.0.0.1:" + std::to_string(p.port)), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "report/verdict.json"));
+}
+
 // --online: epochs are challenged and replayed while the provider is still training.
 TEST(VerifyE2E, OnlineChecksEpochsBeforeTrainingFinishes) {
   testing::ScratchDir dir;
