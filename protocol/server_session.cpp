@@ -3,6 +3,8 @@
 
 #include <xxhash.h>
 
+#include <boost/asio/post.hpp>
+
 #include "common/sha256.h"
 #include "protocol/chunk_proofs.h"
 #include "protocol/server_impl.h"
@@ -72,6 +74,9 @@ net::awaitable<void> Session::send(MessageType type, const json& header, ByteSpa
   co_await stream_.write_all(buffers);
   watchdog_.disarm();
   server_.metrics->add_bytes_sent(head.size() + payload.size());
+  // The TLS stream only yields when the socket is full, so a fast reader could keep this thread
+  // for a whole snapshot; one turn per frame lets the other connections on it move too.
+  co_await asio::post(executor_, net::use_awaitable);
 }
 
 net::awaitable<void> Session::send_error(const Reply& reply) {

@@ -36,14 +36,18 @@ using asio::awaitable;
 using asio::use_awaitable;
 using Millis = std::chrono::milliseconds;
 
+// TLS runs OpenSSL directly on the non-blocking socket rather than through asio::ssl::stream:
+// Asio's SSL layer moves every 16 KiB record through its own buffer and one event-loop round,
+// which held TLS transfers to about a third of a plain TCP copy. Here one SSL_write or SSL_read
+// loop moves a whole frame and only waits on the socket when the kernel says it would block.
 class Stream {
  public:
   // `tls` null: plain TCP.
   Stream(tcp::socket socket, ssl::context* tls);
 
-  tcp::socket& socket() { return tls_ ? tls_->next_layer() : *plain_; }
-  bool is_tls() const { return tls_.has_value(); }
-  SSL* ssl_handle() { return tls_ ? tls_->native_handle() : nullptr; }
+  tcp::socket& socket() { return socket_; }
+  bool is_tls() const { return ssl_ != nullptr; }
+  SSL* ssl_handle() { return ssl_.get(); }
 
   awaitable<void> handshake(ssl::stream_base::handshake_type type);
   awaitable<void> read_exact(asio::mutable_buffer buffer);
@@ -57,8 +61,17 @@ class Stream {
   awaitable<void> close_gracefully(Millis linger);
 
  private:
-  std::optional<ssl::stream<tcp::socket>> tls_;
-  std::optional<tcp::socket> plain_;
+  struct SslFree {
+    void operator()(SSL* ssl) const;
+  };
+  // Runs `op` (an SSL call returning its SSL_get_error-style result) until it succeeds, waiting
+  // on the socket for whatever OpenSSL says it needs; throws on failure, EOF included.
+  template <typename Op>
+  awaitable<void> tls_call(Op op);
+  awaitable<void> tls_write(const std::uint8_t* data, std::size_t size);
+
+  tcp::socket socket_;
+  std::unique_ptr<SSL, SslFree> ssl_;
 };
 
 // Closes a stream whose current operation outlives its deadline. Arm before each operation;
@@ -83,10 +96,12 @@ class Watchdog {
 
 // Reads one frame. The prefix may take `first_timeout` (the idle time between requests), the
 // rest `rest_timeout`. Frames that break the format come back as a FrameError; I/O failures
-// throw.
+// throw. With `payload_sink` the payload is appended there instead of to frame.payload, so a
+// download lands where it is kept without another copy; on a throw the sink holds the bytes
+// read so far (or zeroes), and the caller trims it.
 awaitable<wire::Parsed<wire::Frame>> read_frame(Stream& stream, Watchdog* watchdog,
                                                 const wire::FrameLimits& limits, Millis first_timeout,
-                                                Millis rest_timeout);
+                                                Millis rest_timeout, Bytes* payload_sink = nullptr);
 
 // TLS 1.3 only, with the provider's certificate and key (PEM files).
 Result<std::shared_ptr<ssl::context>> server_tls_context(const std::filesystem::path& cert,
