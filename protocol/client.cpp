@@ -68,8 +68,8 @@ Status Client::ensure_connected() {
   return {};
 }
 
-Result<Frame> Client::next(MessageType expect, std::string_view what) {
-  auto frame = connection_->read_frame();
+Result<Frame> Client::next(MessageType expect, std::string_view what, Bytes* payload_sink) {
+  auto frame = payload_sink ? connection_->read_frame_into(*payload_sink, config_.io_timeout) : connection_->read_frame();
   if (!frame.ok()) {
     connection_.reset();  // a stream that failed mid-frame cannot be resynchronised
     return frame.error().context(what);

@@ -101,7 +101,8 @@ class Client {
   Status ensure_connected();
   // Sends a request and reads the first frame of the answer; error frames become errors.
   Result<wire::Frame> request(wire::MessageType type, const nlohmann::json& header, wire::MessageType expect);
-  Result<wire::Frame> next(wire::MessageType expect, std::string_view what);
+  // With `payload_sink` a frame's payload is appended there (Connection::read_frame_into).
+  Result<wire::Frame> next(wire::MessageType expect, std::string_view what, Bytes* payload_sink = nullptr);
   Result<std::vector<SignedRecord>> get_log_frames(std::uint64_t from_epoch);
   Result<std::vector<VerifiedChunk>> get_chunk_frames(std::uint64_t epoch, const Digest& root,
                                                       std::span<const std::uint64_t> indices);

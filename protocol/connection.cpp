@@ -143,8 +143,18 @@ Status Connection::send(wire::MessageType type, const nlohmann::json& header, By
 Result<wire::Frame> Connection::read_frame() { return read_frame(impl_ ? impl_->config.io_timeout : net::Millis(0)); }
 
 Result<wire::Frame> Connection::read_frame(std::chrono::milliseconds timeout) {
+  Bytes* no_sink = nullptr;
+  return read_frame_to(no_sink, timeout);
+}
+
+Result<wire::Frame> Connection::read_frame_into(Bytes& sink, std::chrono::milliseconds timeout) {
+  Bytes* into = &sink;
+  return read_frame_to(into, timeout);
+}
+
+Result<wire::Frame> Connection::read_frame_to(Bytes* sink, std::chrono::milliseconds timeout) {
   if (!is_open()) return io_error("reading from " + where() + ": the connection is closed");
-  auto parsed = impl_->run(net::read_frame(*impl_->stream, nullptr, impl_->config.limits, timeout, timeout),
+  auto parsed = impl_->run(net::read_frame(*impl_->stream, nullptr, impl_->config.limits, timeout, timeout, sink),
                            timeout, "reading from");
   if (!parsed.ok()) return parsed.error();
   if (!parsed->ok()) return invalid_input("reading from " + where() + ": " + parsed->error.message);

@@ -41,6 +41,9 @@ class Connection {
   // The next frame, error frames included; fails on I/O errors, timeouts and malformed frames.
   Result<wire::Frame> read_frame();
   Result<wire::Frame> read_frame(std::chrono::milliseconds timeout);
+  // The same, with the payload appended to `sink` rather than stored in the frame. On failure
+  // `sink` may have grown by up to the declared payload size; the caller trims it back.
+  Result<wire::Frame> read_frame_into(Bytes& sink, std::chrono::milliseconds timeout);
   // True once the peer has closed (reads EOF within `timeout`); false if it is still open.
   bool wait_closed(std::chrono::milliseconds timeout);
   void close();
@@ -54,6 +57,7 @@ class Connection {
 
  private:
   explicit Connection(std::unique_ptr<Impl> impl);
+  Result<wire::Frame> read_frame_to(Bytes* sink, std::chrono::milliseconds timeout);
   std::unique_ptr<Impl> impl_;
 };
 
