@@ -143,13 +143,11 @@ Status Connection::send(wire::MessageType type, const nlohmann::json& header, By
 Result<wire::Frame> Connection::read_frame() { return read_frame(impl_ ? impl_->config.io_timeout : net::Millis(0)); }
 
 Result<wire::Frame> Connection::read_frame(std::chrono::milliseconds timeout) {
-  Bytes* no_sink = nullptr;
-  return read_frame_to(no_sink, timeout);
+  return read_frame_to(nullptr, timeout);
 }
 
 Result<wire::Frame> Connection::read_frame_into(Bytes& sink, std::chrono::milliseconds timeout) {
-  Bytes* into = &sink;
-  return read_frame_to(into, timeout);
+  return read_frame_to(&sink, timeout);
 }
 
 Result<wire::Frame> Connection::read_frame_to(Bytes* sink, std::chrono::milliseconds timeout) {
