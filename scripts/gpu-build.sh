@@ -62,23 +62,24 @@ system_has() {
   esac
 }
 
-# Unpacks what the machine lacks into .dev/prefix/<package>; prints the used folders' usr dirs.
+# Unpacks the packages the machine lacks into one fresh folder, .dev/prefix (runtime libraries
+# beside the -dev files whose CMake targets name them); prints its usr dir when any was used.
 prepare_prefix() {
-  local deb pkg dir used=()
+  local deb pkg prefix=$DEV/prefix used=""
   [ -d "$DEV/debs" ] || { echo "gpu-build: no $DEV/debs; using the system's packages only" >&2; return 0; }
+  rm -rf "$prefix"
   for deb in "$DEV"/debs/*.deb; do
     pkg=$(basename "$deb"); pkg=${pkg%%_*}
     [ -n "${NEEDS[$pkg]:-}" ] || continue
     if [ "${VT_FORCE_PREFIX:-0}" != 1 ] && system_has "${NEEDS[$pkg]}"; then continue; fi
-    dir=$DEV/prefix/$pkg
-    if [ ! -d "$dir/usr" ]; then
-      rm -rf "$dir" && mkdir -p "$dir" && dpkg-deb -x "$deb" "$dir"
-      fix_pkgconfig "$dir"
-    fi
-    used+=("$dir/usr")
+    mkdir -p "$prefix" && dpkg-deb -x "$deb" "$prefix"
+    used+=" $pkg"
   done
-  for dir in "${used[@]}"; do fix_links "$dir" "${used[@]}"; done
-  printf '%s\n' "${used[@]}"
+  echo "gpu-build: carried packages used:${used:- none}" >&2
+  [ -n "$used" ] || return 0
+  fix_pkgconfig "$prefix"
+  fix_links "$prefix/usr"
+  echo "$prefix/usr"
 }
 
 # .pc files say prefix=/usr; make them point into the unpacked folder.
@@ -93,15 +94,16 @@ fix_pkgconfig() {
 # A -dev package's libX.so points at a runtime library (libX.so.N.M) of another package: one we
 # carried, or the machine's own of the same major version. Re-point links that dangle.
 fix_links() {
-  local usr=$1; shift
+  local usr=$1
   local link target major found d
   for link in "$usr"/lib/$ARCH/lib*.so; do
-    [ -L "$link" ] && [ ! -e "$link" ] || continue
+    if [ ! -L "$link" ] || [ -e "$link" ]; then continue; fi
     target=$(basename "$(readlink "$link")")
     major=$(echo "$target" | sed -E 's/^(lib[^.]*\.so\.[0-9]+).*/\1/')
     found=
-    for d in "${@/%//lib/$ARCH}" /usr/lib/$ARCH /lib/$ARCH /usr/lib64 /lib64; do
-      found=$(ls -1 "$d/$major" "$d/$major".* 2>/dev/null | head -n 1) && [ -n "$found" ] && break
+    for d in "$usr/lib/$ARCH" /usr/lib/$ARCH /lib/$ARCH /usr/lib64 /lib64; do
+      found=$(find "$d" -maxdepth 1 \( -name "$major" -o -name "$major.*" \) 2>/dev/null | sort | head -n 1 || true)
+      [ -n "$found" ] && break
     done
     if [ -n "$found" ]; then ln -sf "$found" "$link"; else echo "gpu-build: warning: nothing for $link ($major)" >&2; fi
   done
@@ -145,9 +147,6 @@ main() {
     pc_dirs+="$d/lib/$ARCH/pkgconfig:$d/share/pkgconfig:"
     [ -x "$d/bin/pkgconf" ] && export PKG_CONFIG="$d/bin/pkgconf"
   done
-  local names=""
-  for d in $prefixes; do names+=" $(basename "$(dirname "$d")")"; done
-  echo "gpu-build: carried packages used:${names:- none}"
   export LD_LIBRARY_PATH="${lib_dirs}${LD_LIBRARY_PATH:-}"
   export PKG_CONFIG_PATH="${pc_dirs}${PKG_CONFIG_PATH:-}"
   [ -d /usr/local/cuda/bin ] && export PATH="/usr/local/cuda/bin:$PATH"
