@@ -62,24 +62,30 @@ system_has() {
   esac
 }
 
-# Unpacks the packages the machine lacks into one fresh folder, .dev/prefix (runtime libraries
-# beside the -dev files whose CMake targets name them); prints its usr dir when any was used.
+# Unpacks the packages the machine lacks into fresh folders (runtime libraries beside the -dev
+# files whose CMake targets name them); prints the usr dir of each folder used. spdlog and its
+# fmt 9 get a folder of their own, .dev/prefix-log: the other prefix's include dir reaches
+# training/ (through OpenSSL, nlohmann_json, ...), and fmt 9 there would sit beside torch's fmt 12.
 prepare_prefix() {
-  local deb pkg prefix=$DEV/prefix used=""
+  local deb pkg dest used=""
   [ -d "$DEV/debs" ] || { echo "gpu-build: no $DEV/debs; using the system's packages only" >&2; return 0; }
-  rm -rf "$prefix"
+  rm -rf "$DEV/prefix" "$DEV/prefix-log"
   for deb in "$DEV"/debs/*.deb; do
     pkg=$(basename "$deb"); pkg=${pkg%%_*}
     [ -n "${NEEDS[$pkg]:-}" ] || continue
     if [ "${VT_FORCE_PREFIX:-0}" != 1 ] && system_has "${NEEDS[$pkg]}"; then continue; fi
-    mkdir -p "$prefix" && dpkg-deb -x "$deb" "$prefix"
+    dest=$DEV/prefix
+    [ "${NEEDS[$pkg]}" = spdlog+fmt ] && dest=$DEV/prefix-log
+    mkdir -p "$dest" && dpkg-deb -x "$deb" "$dest"
     used+=" $pkg"
   done
   echo "gpu-build: carried packages used:${used:- none}" >&2
-  [ -n "$used" ] || return 0
-  fix_pkgconfig "$prefix"
-  fix_links "$prefix/usr"
-  echo "$prefix/usr"
+  for dest in "$DEV/prefix" "$DEV/prefix-log"; do
+    [ -d "$dest" ] || continue
+    fix_pkgconfig "$dest"
+    fix_links "$dest/usr"
+    echo "$dest/usr"
+  done
 }
 
 # .pc files say prefix=/usr; make them point into the unpacked folder.
@@ -110,7 +116,8 @@ fix_links() {
 }
 
 # torch's include dirs must reach training/ (and the one test that builds a TorchScript module)
-# and nothing else; and nothing there may include spdlog or fmt.
+# and nothing else; the carried fmt 9 must not reach them; and nothing there may include spdlog
+# or fmt.
 # LibTorch's include dirs always come as a pair whose second one ends in torch/csrc/api/include
 # (in the wheel the first, torch/include, is where its fmt lives).
 check_torch_scope() {
@@ -123,6 +130,9 @@ bad = [e["file"] for e in db if inc in e.get("command", " ".join(e.get("argument
        and not e["file"].startswith(allowed)]
 if bad:
     sys.exit("gpu-build: torch headers reach files outside training/: " + ", ".join(bad))
+fmt9 = [e["file"] for e in db if e["file"].startswith(allowed) and "/.dev/prefix-log/" in e.get("command", "")]
+if fmt9:
+    sys.exit("gpu-build: the carried spdlog/fmt 9 headers reach torch-including files: " + ", ".join(fmt9))
 print("gpu-build: torch include dirs reach training/ only (%d compile commands checked)" % len(db))
 EOF
   if grep -rlE '#include *[<"](spdlog|fmt)/' "$ROOT/training"; then
