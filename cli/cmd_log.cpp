@@ -9,6 +9,8 @@
 #include "protocol/log.h"
 #include "protocol/task.h"
 #include "provider/check.h"
+#include "provider/store.h"
+#include "provider/workdir.h"
 
 namespace vt::cli {
 namespace {
@@ -89,6 +91,25 @@ Result<int> inspect_file(const Context& ctx, const fs::path& path, int extract, 
   return invalid_input(path.string() + ": not a workdir, task, commitment log, snapshot or snapshot container");
 }
 
+// The committed state of one epoch as a plain safetensors file: the model a requestor takes
+// home, or the input of any other tool. Decoding checks it against the committed root.
+Result<int> export_epoch(const Context& ctx, const fs::path& dir, std::uint64_t epoch, const std::string& out) {
+  if (out.empty()) return invalid_input("--epoch needs --out FILE");
+  VT_ASSIGN_OR_RETURN(provider::WorkdirReport r, provider::check_workdir(dir, /*decode_snapshots=*/false));
+  if (epoch >= r.epochs.size()) {
+    return invalid_input("--epoch " + std::to_string(epoch) + ": the workdir commits epochs 0.." +
+                         std::to_string(r.epochs.size()) + " (exclusive)");
+  }
+  VT_ASSIGN_OR_RETURN(provider::Workdir w, provider::Workdir::open_existing(dir));
+  provider::SnapshotStore store(w.snapshots_dir(), {});
+  VT_ASSIGN_OR_RETURN(Bytes canonical, store.load_canonical(r.epochs[epoch].root));
+  VT_RETURN_IF_ERROR(write_file_atomic(out, canonical));
+  emit(ctx, {{"epoch", epoch}, {"root", hex_encode(r.epochs[epoch].root)}, {"out", out}, {"bytes", canonical.size()}},
+       "wrote epoch " + std::to_string(epoch) + " (" + std::to_string(canonical.size()) + " bytes, root " +
+           hex_encode(r.epochs[epoch].root) + ") to " + out + "\n");
+  return 0;
+}
+
 }  // namespace
 
 void register_log(CLI::App& app, Context& ctx) {
@@ -110,14 +131,17 @@ void register_log(CLI::App& app, Context& ctx) {
   struct InspectArgs {
     std::string path, out;
     int extract = -1;
+    std::int64_t epoch = -1;
   };
   auto a = std::make_shared<InspectArgs>();
   auto* inspect = app.add_subcommand("inspect", "Describe a workdir, task, log, snapshot or snapshot container");
   inspect->add_option("path", a->path, "What to describe")->required();
   inspect->add_option("--extract", a->extract, "Container: write section N's stored payload (a zstd or xz frame) to --out");
-  inspect->add_option("--out", a->out, "Where --extract writes");
+  inspect->add_option("--epoch", a->epoch, "Workdir: write epoch E's canonical snapshot (safetensors) to --out");
+  inspect->add_option("--out", a->out, "Where --extract or --epoch writes");
   inspect->callback([&ctx, a] {
     ctx.action = [&ctx, a]() -> Result<int> {
+      if (fs::is_directory(a->path) && a->epoch >= 0) return export_epoch(ctx, a->path, static_cast<std::uint64_t>(a->epoch), a->out);
       if (fs::is_directory(a->path)) {
         VT_ASSIGN_OR_RETURN(provider::WorkdirReport r, provider::check_workdir(a->path, /*decode_snapshots=*/false));
         emit(ctx, report_json(r), report_text(r));

@@ -222,3 +222,28 @@ TEST(Provider, TornLogTailIsRecoveredOnResume) {
 
 }  // namespace
 }  // namespace vt
+
+namespace vt {
+namespace {
+
+TEST(Provider, InspectExportsAnEpochAsCanonicalSafetensors) {
+  testing::ScratchDir dir;
+  auto task = write_task(dir, 2);
+  ASSERT_EQ(train(dir, task, dir / "wd").exit_code, 0);
+  auto out = (dir / "e1.safetensors").string();
+  auto r = run_command(veritrain_binary() + " --json inspect " + (dir / "wd").string() + " --epoch 1 --out " + out, dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto log = read_log(dir / "wd/commitments.log");
+  EXPECT_EQ(nlohmann::json::parse(r.out)["root"], hex_encode(log->records[1].record.root));
+  auto described = run_command(veritrain_binary() + " --json inspect " + out, dir.path());
+  ASSERT_EQ(described.exit_code, 0);
+  auto j = nlohmann::json::parse(described.out);
+  EXPECT_EQ(j["kind"], "safetensors");
+  EXPECT_TRUE(j["canonical"].get<bool>());
+  EXPECT_EQ(j["metadata"]["epoch"], "1");
+  auto beyond = run_command(veritrain_binary() + " inspect " + (dir / "wd").string() + " --epoch 9 --out " + out, dir.path());
+  EXPECT_EQ(beyond.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace vt
