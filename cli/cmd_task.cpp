@@ -7,6 +7,7 @@
 #include "common/file_io.h"
 #include "common/sha256.h"
 #include "protocol/task.h"
+#include "training/trainer.h"
 #include "training/zoo.h"
 
 namespace vt::cli {
@@ -55,6 +56,25 @@ Status pin_data_files(Task& task, const std::string& dir) {
   return {};
 }
 
+// A fingerprint samples every floating-point tensor at least once (docs/fingerprint.md), so k
+// must be at least their count; a deep model has hundreds. The defaults grow to cover the
+// model, in steps of 256; a k given with --k is left as it is (and checked by train).
+Status cover_every_tensor(Task& task, const InitArgs& a) {
+  training::TrainerOptions probe;
+  probe.device = "cpu";  // the layout does not depend on the device
+  VT_ASSIGN_OR_RETURN(auto trainer, training::Trainer::create(task, probe));
+  std::int64_t tensors = 0;
+  for (const TensorEntry& t : trainer->layout()) tensors += is_floating(t.dtype) && t.numel() > 0;
+  const std::int64_t covering = (tensors + 255) / 256 * 256;
+  if (a.k <= 0 && task.fingerprint.k < tensors) task.fingerprint.k = covering;
+  if (task.fingerprint.tracking_k < tensors) task.fingerprint.tracking_k = covering;
+  if (task.fingerprint.k < tensors) {
+    return invalid_input("--k " + std::to_string(task.fingerprint.k) + ": the model has " + std::to_string(tensors) +
+                         " floating-point tensors and a fingerprint samples each at least once");
+  }
+  return {};
+}
+
 Result<Task> build_task(const InitArgs& a) {
   VT_ASSIGN_OR_RETURN(Task task, training::default_task(a.model, a.dataset));
   VT_RETURN_IF_ERROR(parse_options(a.model_options, task.model.options, "--option"));
@@ -92,6 +112,7 @@ Result<Task> build_task(const InitArgs& a) {
   VT_ASSIGN_OR_RETURN(task.dataset.options, training::resolve_dataset_options(task));
   VT_RETURN_IF_ERROR(validate_task(task));
   VT_RETURN_IF_ERROR(training::validate_for_training(task));
+  VT_RETURN_IF_ERROR(cover_every_tensor(task, a));
   return task;
 }
 

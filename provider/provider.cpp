@@ -108,8 +108,9 @@ class Pipeline {
 
 Result<EpochFingerprints> tracking_only(const training::Trainer& trainer, const Task& task, const Digest& id) {
   EpochFingerprints f;
-  VT_ASSIGN_OR_RETURN(f.tracking, live_fingerprint_json(trainer, fp::tracking_seed(id),
-                                                   static_cast<std::uint64_t>(task.fingerprint.tracking_k)));
+  auto tracking = live_fingerprint_json(trainer, fp::tracking_seed(id), static_cast<std::uint64_t>(task.fingerprint.tracking_k));
+  if (!tracking) return tracking.error().context("task fingerprint.tracking_k");
+  f.tracking = std::move(*tracking);
   return f;
 }
 

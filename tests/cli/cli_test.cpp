@@ -83,6 +83,21 @@ TEST(CliTask, InitWritesAValidTaskThatShowReadsBack) {
   EXPECT_EQ(j["task"]["model"]["options"]["hidden"], 8);
 }
 
+// Regression: the default tracking_k (256) was below the number of tensors of a 12-layer GPT
+// with AdamW (450), and train failed at epoch 0. init now sizes k to cover the model.
+TEST(CliTask, FingerprintSizesCoverEveryTensorOfADeepModel) {
+  testing::ScratchDir dir;
+  auto r = testing::run_command(testing::veritrain_binary() + " task init --model gpt --option layers=12", dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_GE(j["fingerprint"]["tracking_k"].get<int>(), 450);
+  EXPECT_GE(j["fingerprint"]["k"].get<int>(), 450);
+  auto too_small = testing::run_command(testing::veritrain_binary() + " task init --model gpt --option layers=12 --k 100",
+                                        dir.path());
+  EXPECT_EQ(too_small.exit_code, 2);
+  EXPECT_NE(too_small.err.find("450 floating-point tensors"), std::string::npos) << too_small.err;
+}
+
 TEST(CliTask, BadInputNamesTheFieldAndExitsTwo) {
   testing::ScratchDir dir;
   auto bad_option = testing::run_command(testing::veritrain_binary() + " task init --model cnn --option depth=3", dir.path());
