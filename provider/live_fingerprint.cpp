@@ -3,12 +3,10 @@
 namespace vt::provider {
 
 Result<fp::Fingerprint> gather_live(const training::Trainer& trainer, fp::SamplePlan plan) {
-  std::vector<Bytes> values;
-  values.reserve(plan.tensors.size());
-  for (const fp::TensorSamples& t : plan.tensors) {
-    VT_ASSIGN_OR_RETURN(Bytes v, trainer.gather(t.name, t.indices));
-    values.push_back(std::move(v));
-  }
+  std::vector<training::Trainer::GatherRequest> requests;
+  requests.reserve(plan.tensors.size());
+  for (const fp::TensorSamples& t : plan.tensors) requests.push_back({t.name, t.indices});
+  VT_ASSIGN_OR_RETURN(std::vector<Bytes> values, trainer.gather_many(requests));
   return fp::fingerprint_from_values(std::move(plan), std::move(values));
 }
 

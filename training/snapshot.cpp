@@ -1,6 +1,7 @@
 #include <ATen/ATen.h>
 
 #include <cstring>
+#include <map>
 #include <set>
 
 #include "training/internal/tensor_bytes.h"
@@ -132,6 +133,49 @@ Result<Bytes> gather_values(const at::Tensor& tensor, std::span<const std::uint6
   at::Tensor values = tensor.detach().reshape({-1}).index_select(0, index).to(at::kCPU).contiguous();
   Bytes out(static_cast<std::size_t>(values.numel()) * values.element_size());
   if (!out.empty()) std::memcpy(out.data(), values.data_ptr(), out.size());
+  return out;
+}
+
+Result<std::vector<Bytes>> gather_values_many(const std::vector<at::Tensor>& tensors,
+                                              const std::vector<std::span<const std::uint64_t>>& indices,
+                                              const std::vector<std::string>& names) {
+  std::vector<std::int64_t> all;
+  for (std::size_t t = 0; t < tensors.size(); ++t) {
+    const auto numel = static_cast<std::uint64_t>(tensors[t].numel());
+    for (std::uint64_t i : indices[t]) {
+      if (i >= numel) {
+        return invalid_input("gather: index " + std::to_string(i) + " is outside tensor \"" + names[t] + "\" of " +
+                             std::to_string(numel) + " elements");
+      }
+      all.push_back(static_cast<std::int64_t>(i));
+    }
+  }
+  std::vector<Bytes> out(tensors.size());
+  if (tensors.empty()) return out;
+  const at::Device device = tensors.front().device();
+  at::Tensor index = at::from_blob(all.data(), {static_cast<std::int64_t>(all.size())}, at::kLong)
+                         .to(device, /*non_blocking=*/false, /*copy=*/true);
+  // Group by dtype so each group is one contiguous device buffer and one copy to the host.
+  std::map<at::ScalarType, std::vector<std::size_t>> groups;
+  for (std::size_t t = 0; t < tensors.size(); ++t) groups[tensors[t].scalar_type()].push_back(t);
+  std::vector<std::int64_t> offset(tensors.size() + 1, 0);
+  for (std::size_t t = 0; t < tensors.size(); ++t) offset[t + 1] = offset[t] + static_cast<std::int64_t>(indices[t].size());
+  for (const auto& [type, members] : groups) {
+    std::vector<at::Tensor> parts;
+    for (std::size_t t : members) {
+      at::Tensor idx = index.narrow(0, offset[t], offset[t + 1] - offset[t]);
+      parts.push_back(tensors[t].detach().reshape({-1}).index_select(0, idx));
+    }
+    at::Tensor host = at::cat(parts).to(at::kCPU).contiguous();
+    const auto* base = static_cast<const std::uint8_t*>(host.data_ptr());
+    const std::size_t width = host.element_size();
+    std::size_t at_byte = 0;
+    for (std::size_t t : members) {
+      const std::size_t n = indices[t].size() * width;
+      out[t].assign(base + at_byte, base + at_byte + n);
+      at_byte += n;
+    }
+  }
   return out;
 }
 

@@ -329,6 +329,27 @@ Result<Bytes> Trainer::gather(std::string_view name, std::span<const std::uint64
   });
 }
 
+Result<std::vector<Bytes>> Trainer::gather_many(std::span<const GatherRequest> requests) const {
+  return guarded("gathering fingerprint values", [&]() -> Result<std::vector<Bytes>> {
+    std::map<std::string, at::Tensor, std::less<>> state;
+    for (auto& [name, t] : impl_->net->parameters()) state.emplace("param/" + name, t);
+    for (auto& [name, t] : impl_->net->buffers()) state.emplace("buffer/" + name, t);
+    for (auto& [name, t] : impl_->optimizer->state()) state.emplace(name, t);
+    std::vector<at::Tensor> tensors;
+    std::vector<std::span<const std::uint64_t>> indices;
+    std::vector<std::string> names;
+    for (const GatherRequest& r : requests) {
+      auto it = state.find(r.name);
+      if (it == state.end()) return invalid_input("gather: no tensor \"" + std::string(r.name) + "\" in the training state");
+      // Optimizer step counters live on the CPU; everything sampled lives with the model.
+      tensors.push_back(it->second.device() == impl_->device ? it->second : it->second.to(impl_->device));
+      indices.push_back(r.indices);
+      names.emplace_back(r.name);
+    }
+    return gather_values_many(tensors, indices, names);
+  });
+}
+
 std::int64_t Trainer::epoch() const { return impl_->epoch; }
 std::int64_t Trainer::global_step() const { return impl_->global_step; }
 std::int64_t Trainer::steps_per_epoch() const { return impl_->steps; }

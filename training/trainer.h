@@ -76,6 +76,13 @@ class Trainer {
   // Raw little-endian values of tensor `name` at flat `indices`, gathered where the state lives
   // (on the GPU for CUDA tasks) with one copy to the host.
   Result<Bytes> gather(std::string_view name, std::span<const std::uint64_t> indices) const;
+  struct GatherRequest {
+    std::string_view name;
+    std::span<const std::uint64_t> indices;
+  };
+  // Many tensors at once: one copy of all indices to the device and one copy back per dtype,
+  // however many tensors are asked for (a fingerprint samples every tensor).
+  Result<std::vector<Bytes>> gather_many(std::span<const GatherRequest> requests) const;
 
   std::int64_t epoch() const;
   std::int64_t global_step() const;

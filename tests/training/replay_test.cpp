@@ -188,5 +188,38 @@ TEST(Snapshot, LayoutListsEveryStateTensorSorted) {
   EXPECT_FALSE((*trainer)->gather("param/stem.weight", bad).ok());
 }
 
+// gather_many returns, per request, exactly the bytes the snapshot holds at those positions.
+TEST(Snapshot, GatherManyMatchesTheSnapshotBytes) {
+  const Task task = small_task("gpt", "adamw");
+  auto trainer = Trainer::create(task);
+  ASSERT_TRUE(trainer.ok());
+  ASSERT_TRUE((*trainer)->train_epoch().ok());
+  Bytes snapshot = *(*trainer)->snapshot();
+  auto view = parse_safetensors(snapshot);
+  ASSERT_TRUE(view.ok());
+  std::vector<std::vector<std::uint64_t>> positions;
+  std::vector<Trainer::GatherRequest> requests;
+  std::vector<const TensorEntry*> entries;
+  for (const TensorEntry& e : view->tensors) {
+    if (e.name.rfind("rng/", 0) == 0 || e.numel() == 0) continue;
+    positions.push_back({0, e.numel() - 1, e.numel() / 2});
+    entries.push_back(&e);
+  }
+  for (std::size_t i = 0; i < entries.size(); ++i) requests.push_back({entries[i]->name, positions[i]});
+  auto values = (*trainer)->gather_many(requests);
+  ASSERT_TRUE(values.ok()) << values.error().message;
+  ASSERT_EQ(values->size(), entries.size());
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const std::size_t width = dtype_size(entries[i]->dtype);
+    ByteSpan data = view->data(*entries[i]);
+    Bytes expected;
+    for (std::uint64_t p : positions[i]) expected.insert(expected.end(), data.begin() + p * width, data.begin() + (p + 1) * width);
+    EXPECT_EQ((*values)[i], expected) << entries[i]->name;
+  }
+  std::uint64_t outside[] = {1u << 30};
+  Trainer::GatherRequest bad[] = {{entries.front()->name, outside}};
+  EXPECT_FALSE((*trainer)->gather_many(bad).ok());
+}
+
 }  // namespace
 }  // namespace vt::training

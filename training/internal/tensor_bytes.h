@@ -24,4 +24,9 @@ Status load_state(const SafetensorsView& view, const NamedTensors& live, const a
 Result<Bytes> gather_values(const at::Tensor& tensor, std::span<const std::uint64_t> indices,
                             const std::string& name);
 
+// The same for several tensors (all on one device): one index upload, one download per dtype.
+Result<std::vector<Bytes>> gather_values_many(const std::vector<at::Tensor>& tensors,
+                                              const std::vector<std::span<const std::uint64_t>>& indices,
+                                              const std::vector<std::string>& names);
+
 }  // namespace vt::training
