@@ -2,17 +2,9 @@
 // and serves over TLS; this process verifies it online, while it trains, then stops it. The
 // provider runs in its own process because LibTorch's thread count and generators are
 // process-wide: a replay in the same process would disturb the training it checks.
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <openssl/rand.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <thread>
@@ -21,66 +13,17 @@
 
 #include "cli/app.h"
 #include "common/file_io.h"
+#include "common/process.h"
 #include "protocol/keys.h"
 #include "training/runtime.h"
 #include "training/zoo.h"
 #include "verifier/html_report.h"
 #include "verifier/verify.h"
 
-extern char** environ;
 
 namespace vt::cli {
 namespace {
 namespace fs = std::filesystem;
-
-// A free loopback port: bound, read back, released for the provider to take.
-Result<std::uint16_t> free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return io_error("socket: cannot create");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    ::close(fd);
-    return io_error("cannot bind a loopback port");
-  }
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-class Child {
- public:
-  static Result<Child> spawn(const std::vector<std::string>& args, const fs::path& log) {
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-    Child c;
-    int rc = posix_spawn(&c.pid_, argv[0], &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) return io_error("starting the provider process: " + std::string(std::strerror(rc)));
-    return c;
-  }
-  Child(Child&& o) noexcept : pid_(o.pid_) { o.pid_ = -1; }
-  ~Child() { stop(); }
-  void stop() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
-  bool running() const { return pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == 0; }
-
- private:
-  Child() = default;
-  pid_t pid_ = -1;
-};
 
 Result<int> run_demo(Context& ctx, const std::string& out_dir, std::int64_t epochs) {
   const bool cuda = training::runtime_info().cuda_available;
@@ -110,9 +53,9 @@ Result<int> run_demo(Context& ctx, const std::string& out_dir, std::int64_t epoc
   const std::string token_text = hex_encode(token);
   VT_RETURN_IF_ERROR(write_file_atomic(work / "serve.token", token_text + "\n", 0600));
 
-  VT_ASSIGN_OR_RETURN(std::uint16_t port, free_port());
+  VT_ASSIGN_OR_RETURN(std::uint16_t port, free_loopback_port());
   const std::string self = fs::read_symlink("/proc/self/exe").string();
-  VT_ASSIGN_OR_RETURN(Child provider, Child::spawn({self, "--log-level", "warn", "--json", "train", "--task",
+  VT_ASSIGN_OR_RETURN(ChildProcess provider, ChildProcess::spawn({self, "--log-level", "warn", "--json", "train", "--task",
                                                     task_file.string(), "--workdir", (work / "dir").string(), "--key",
                                                     (work / "keys").string(), "--serve",
                                                     "127.0.0.1:" + std::to_string(port), "--tls-cert",
@@ -149,7 +92,7 @@ Result<int> run_demo(Context& ctx, const std::string& out_dir, std::int64_t epoc
   o.on_event = [&](const std::string& line) { say("verifier: " + line); };
   say("verifier: subscribing; each epoch is challenged with probability p as it is committed");
   VT_ASSIGN_OR_RETURN(verifier::Verdict verdict, verifier::verify(*source, task, o));
-  provider.stop();
+  provider.terminate();
 
   const fs::path report = out / "report";
   fs::create_directories(report, ec);

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "common/process.h"
+
 namespace vt::testing {
 
 // A fresh folder under the system temp dir, removed when the test ends.
@@ -56,18 +58,19 @@ namespace vt::testing {
 // the object goes away.
 class Background {
  public:
-  Background(const std::vector<std::string>& argv, const std::filesystem::path& log);
-  ~Background();
-  Background(const Background&) = delete;
-  Background& operator=(const Background&) = delete;
-  bool running() const;
-  int wait();  // exit code (128 + signal when killed)
+  Background(const std::vector<std::string>& argv, const std::filesystem::path& log)
+      : child_(ChildProcess::spawn(argv, log)) {}
+  bool running() const { return child_.ok() && child_->running(); }
+  int wait() { return child_.ok() ? child_->wait() : -1; }
 
  private:
-  int pid_ = -1;
+  Result<ChildProcess> child_;
 };
 
 // A loopback TCP port that was free a moment ago.
-std::uint16_t free_port();
+inline std::uint16_t free_port() {
+  auto port = free_loopback_port();
+  return port.ok() ? *port : 0;
+}
 
 }  // namespace vt::testing
