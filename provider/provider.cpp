@@ -1,5 +1,6 @@
 #include "provider/provider.h"
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <nlohmann/json.hpp>
@@ -164,7 +165,8 @@ Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& op
   for (std::int64_t e = trainer->epoch() + 1; e <= task.epochs; ++e) {
     EpochFingerprints f;
     training::EpochHooks hooks;
-    hooks.progress_every = options.on_step ? 1 : 0;
+    // A progress report reads the loss, which waits for the GPU: ~100 per epoch is plenty.
+    hooks.progress_every = options.on_step ? std::max<std::int64_t>(1, trainer->steps_per_epoch() / 100) : 0;
     hooks.on_progress = options.on_step;
     Status trail_status;
     if (options.commit && task.fingerprint.trail_interval > 0) {
