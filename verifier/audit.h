@@ -1,5 +1,5 @@
 #pragma once
-// The auditor (docs/audit.md): replays one disputed epoch offline from stored artifacts. If the
+// The auditor (docs/verifier.md): replays one disputed epoch offline from stored artifacts. If the
 // replay diverges, the committed intra-epoch trail (a fingerprint every m steps) locates the
 // first diverging step; the tensors and positions that differ there are reported. Evidence is
 // canonical JSON signed by the auditor, carrying the provider's own signed records, so a third
