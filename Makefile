@@ -51,7 +51,8 @@ clean:
 FUZZ_SECONDS ?= 60
 FUZZERS      ?= container frame safetensors log_record task evidence
 .PHONY: fuzz
-fuzz: setup
+fuzz:
+	@bash scripts/setup.sh --fuzz
 	@echo "== fuzz: clang, libFuzzer, ASan + UBSan; $(FUZZ_SECONDS) s per target"
 	@CC=clang CXX=clang++ cmake -S . -B $(BUILD)-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVT_BUILD_TESTS=ON \
 	  -DVT_BUILD_FUZZ=ON -DVT_SANITIZE="address;undefined" >/dev/null

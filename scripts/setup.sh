@@ -14,6 +14,10 @@ PACKAGES=(
   python3
   chromium                          # renders report.html to PNG in the verifier's test
 )
+# `setup.sh --fuzz` (make fuzz) adds clang and its libFuzzer/sanitizer runtimes.
+if [ "${1:-}" = "--fuzz" ]; then
+  PACKAGES+=(clang libclang-rt-14-dev)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
