@@ -92,8 +92,10 @@ Result<Task> build_task(const InitArgs& a) {
   if (a.lr > 0) task.optimizer.lr = a.lr;
   if (!a.determinism.empty()) task.determinism = a.determinism;
   if (task.determinism == "tolerance" && task.tolerance.rel_l2 == 0.0) {
-    // Calibrated defaults (docs/tolerance.md): above honest cross-thread spread, below cheating.
-    task.tolerance = {1e-5, 1e-3, 1e-3, 0.01};
+    // The calibrated thresholds of docs/tolerance.md: honest cross-thread-count spread times a
+    // margin of 10. Convolutions spread most; the cnn row covers them, the gpt row the rest.
+    const bool convolutional = task.model.name == "cnn" || task.model.name == "conv3d" || task.model.name == "torchscript";
+    task.tolerance = convolutional ? ToleranceSpec{2.3e-3, 0.0, 1.0e-3, 0.0} : ToleranceSpec{2.9e-4, 0.0, 1.1e-5, 0.0};
   }
   if (!a.seed.empty()) {
     try {

@@ -134,6 +134,25 @@ TEST(VerifyE2E, AnUnreachableProviderIsAnIoError) {
   EXPECT_FALSE(fs::exists(dir / "report/verdict.json"));
 }
 
+// The thresholds task init writes for tolerance mode admit an honest replay at another thread
+// count, and the verdict says the setup differed.
+TEST(VerifyE2E, ToleranceModeAcceptsAReplayAtAnotherThreadCount) {
+  testing::ScratchDir dir;
+  auto task = (dir / "task.json").string();
+  ASSERT_EQ(run_command(veritrain_binary() + " task init --model gpt --option d_model=32 --option layers=1 --option heads=2 "
+                                             "--option seq_len=16 --option vocab=32 --data-option samples=64 --batch-size 8 "
+                                             "--epochs 3 --steps-per-epoch 4 --determinism tolerance --out " + task,
+                        dir.path()).exit_code, 0);
+  Provider p = train(dir, task);
+  auto r = run_command(veritrain_binary() + " --json verify --task " + task + " --workdir " + p.workdir.string() +
+                           " --threads 2 --check-probability 1 --report " + (dir / "report").string(),
+                       dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["result"], "accepted");
+  EXPECT_NE(r.out.find("intra-op threads"), std::string::npos) << "the verdict should note the other thread count";
+}
+
 // --online: epochs are challenged and replayed while the provider is still training.
 TEST(VerifyE2E, OnlineChecksEpochsBeforeTrainingFinishes) {
   testing::ScratchDir dir;
