@@ -1,5 +1,7 @@
 #include "training/estimate.h"
 
+#include "training/data.h"
+
 #include <ATen/ATen.h>
 #include <c10/core/CPUAllocator.h>
 #include <torch/version.h>
@@ -117,10 +119,7 @@ Result<MemoryEstimate> estimate(const Task& task, const TrainerOptions& options)
   MemoryEstimate e;
   e.parameters = trainer->parameter_count();
   e.device = trainer->device();
-  e.steps_per_epoch = [&] {
-    auto full = Trainer::create(task, options);
-    return full.ok() ? (*full)->steps_per_epoch() : std::int64_t{0};
-  }();
+  e.steps_per_epoch = steps_per_epoch(task, trainer->dataset_size());
   for (const TensorEntry& t : trainer->layout()) {
     if (t.name.rfind("param/", 0) == 0) e.parameter_bytes += t.nbytes();
     if (t.name.rfind("optim/", 0) == 0) e.optimizer_state_bytes += t.nbytes();

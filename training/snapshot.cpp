@@ -118,24 +118,6 @@ Status load_state(const SafetensorsView& view, const NamedTensors& live, const a
   return {};
 }
 
-Result<Bytes> gather_values(const at::Tensor& tensor, std::span<const std::uint64_t> indices, const std::string& name) {
-  const auto numel = static_cast<std::uint64_t>(tensor.numel());
-  std::vector<std::int64_t> idx(indices.size());
-  for (std::size_t i = 0; i < indices.size(); ++i) {
-    if (indices[i] >= numel) {
-      return invalid_input("gather: index " + std::to_string(indices[i]) + " is outside tensor \"" + name +
-                           "\" of " + std::to_string(numel) + " elements");
-    }
-    idx[i] = static_cast<std::int64_t>(indices[i]);
-  }
-  at::Tensor index = at::from_blob(idx.data(), {static_cast<std::int64_t>(idx.size())}, at::kLong)
-                         .to(tensor.device(), /*non_blocking=*/false, /*copy=*/true);
-  at::Tensor values = tensor.detach().reshape({-1}).index_select(0, index).to(at::kCPU).contiguous();
-  Bytes out(static_cast<std::size_t>(values.numel()) * values.element_size());
-  if (!out.empty()) std::memcpy(out.data(), values.data_ptr(), out.size());
-  return out;
-}
-
 Result<std::vector<Bytes>> gather_values_many(const std::vector<at::Tensor>& tensors,
                                               const std::vector<std::span<const std::uint64_t>>& indices,
                                               const std::vector<std::string>& names) {

@@ -321,12 +321,9 @@ std::vector<TensorEntry> Trainer::layout() const {
 }
 
 Result<Bytes> Trainer::gather(std::string_view name, std::span<const std::uint64_t> indices) const {
-  return guarded("gathering fingerprint values", [&]() -> Result<Bytes> {
-    for (auto& [n, t] : impl_->state_tensors()) {
-      if (n == name) return gather_values(t, indices, n);
-    }
-    return invalid_input("gather: no tensor \"" + std::string(name) + "\" in the training state");
-  });
+  const GatherRequest request[] = {{name, indices}};
+  VT_ASSIGN_OR_RETURN(std::vector<Bytes> values, gather_many(request));
+  return std::move(values.front());
 }
 
 Result<std::vector<Bytes>> Trainer::gather_many(std::span<const GatherRequest> requests) const {
@@ -353,6 +350,7 @@ Result<std::vector<Bytes>> Trainer::gather_many(std::span<const GatherRequest> r
 std::int64_t Trainer::epoch() const { return impl_->epoch; }
 std::int64_t Trainer::global_step() const { return impl_->global_step; }
 std::int64_t Trainer::steps_per_epoch() const { return impl_->steps; }
+std::int64_t Trainer::dataset_size() const { return impl_->dataset_size; }
 std::string Trainer::device() const { return impl_->device.str(); }
 const std::vector<std::string>& Trainer::replay_notes() const { return impl_->notes; }
 

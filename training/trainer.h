@@ -87,6 +87,7 @@ class Trainer {
   std::int64_t epoch() const;
   std::int64_t global_step() const;
   std::int64_t steps_per_epoch() const;
+  std::int64_t dataset_size() const;  // examples
   std::int64_t parameter_count() const;
   std::string device() const;                     // "cpu" or "cuda:0"
   const std::vector<std::string>& replay_notes() const;  // tolerance-mode differences

@@ -20,11 +20,8 @@ Result<Bytes> encode_snapshot(const NamedTensors& tensors, const Metadata& metad
 // when a tolerance-mode replay changes device class), else the error names the tensor.
 Status load_state(const SafetensorsView& view, const NamedTensors& live, const at::Device& device);
 
-// Raw bytes of tensor.flatten()[indices], gathered on the tensor's device, one copy to the host.
-Result<Bytes> gather_values(const at::Tensor& tensor, std::span<const std::uint64_t> indices,
-                            const std::string& name);
-
-// The same for several tensors (all on one device): one index upload, one download per dtype.
+// Raw bytes of tensors[i].flatten()[indices[i]], gathered on the tensors' device (all on one):
+// one index upload, one download per dtype.
 Result<std::vector<Bytes>> gather_values_many(const std::vector<at::Tensor>& tensors,
                                               const std::vector<std::span<const std::uint64_t>>& indices,
                                               const std::vector<std::string>& names);
