@@ -34,6 +34,8 @@ Result<WorkdirReport> check_workdir(const fs::path& dir, bool decode_snapshots) 
 
   SnapshotStore store(w.snapshots_dir(), {});
   std::string first_problem;
+  // Epochs in order: each delta decodes against the epoch just decoded, not its chain again.
+  std::optional<std::pair<Digest, Bytes>> previous;
   for (const SignedRecord& r : log->records) {
     EpochStatus s;
     s.epoch = r.record.epoch;
@@ -52,8 +54,15 @@ Result<WorkdirReport> check_workdir(const fs::path& dir, bool decode_snapshots) 
         if (info->root != s.root) s.problem = "container holds root " + hex_encode(info->root);
       }
       if (s.problem.empty() && decode_snapshots) {
-        auto decoded = store.load_canonical(s.root);
-        if (!decoded) s.problem = decoded.error().message;
+        SnapshotStore::KnownBase known;
+        if (previous) known = std::make_pair(previous->first, ByteSpan(previous->second));
+        auto decoded = store.decode(s.root, *container, known);
+        if (decoded) {
+          previous = std::make_pair(s.root, std::move(*decoded));
+        } else {
+          s.problem = decoded.error().message;
+          previous.reset();
+        }
       }
     }
     if (!s.problem.empty() && first_problem.empty()) {

@@ -22,7 +22,7 @@ Result<StoredSnapshot> SnapshotStore::put(std::uint64_t epoch, const Digest& roo
     // same epoch reproduces the same root, so the file is reused once it checks out.
     VT_ASSIGN_OR_RETURN(Bytes existing, read_file(out.file));
     auto info = comp::read_container_info(existing);
-    if (info.ok() && info->root == root && load_canonical(root).ok()) {
+    if (info.ok() && info->root == root && decode(root, existing, base).ok()) {
       out.codec = info->codec;
       out.stored_size = existing.size();
       out.already_present = true;
@@ -54,14 +54,20 @@ Result<Bytes> SnapshotStore::load_container(const Digest& root) const {
   return read_file(file);
 }
 
-Result<Bytes> SnapshotStore::load_canonical(const Digest& root) const { return load_canonical(root, 0); }
+Result<Bytes> SnapshotStore::load_canonical(const Digest& root) const {
+  VT_ASSIGN_OR_RETURN(Bytes container, load_container(root));
+  return decode(root, container, std::nullopt, 0);
+}
 
-Result<Bytes> SnapshotStore::load_canonical(const Digest& root, int depth) const {
+Result<Bytes> SnapshotStore::decode(const Digest& root, ByteSpan container, const KnownBase& known) const {
+  return decode(root, container, known, 0);
+}
+
+Result<Bytes> SnapshotStore::decode(const Digest& root, ByteSpan container, const KnownBase& known, int depth) const {
   if (depth > options_.max_chain) {
     return invalid_input("snapshot " + hex_encode(root) + ": delta chain longer than " +
                          std::to_string(options_.max_chain) + " (a cycle?)");
   }
-  VT_ASSIGN_OR_RETURN(Bytes container, load_container(root));
   const std::string where = path_for(root).string();
   auto info = comp::read_container_info(container);
   if (!info) return info.error().context(where);
@@ -70,12 +76,18 @@ Result<Bytes> SnapshotStore::load_canonical(const Digest& root, int depth) const
   }
   comp::DecodeOptions dec;
   dec.pool = &pool_;
-  Bytes base;
+  Bytes loaded_base;
   if (info->base_root) {
-    auto loaded = load_canonical(*info->base_root, depth + 1);
-    if (!loaded) return loaded.error().context(where + ": its delta base");
-    base = std::move(*loaded);
-    dec.base = base;
+    if (known && known->first == *info->base_root) {
+      dec.base = known->second;
+    } else {
+      auto base_container = load_container(*info->base_root);
+      auto base = base_container ? decode(*info->base_root, *base_container, std::nullopt, depth + 1)
+                                 : Result<Bytes>(base_container.error());
+      if (!base) return base.error().context(where + ": its delta base");
+      loaded_base = std::move(*base);
+      dec.base = loaded_base;
+    }
     dec.base_root = info->base_root;
   }
   auto decoded = comp::decode(container, dec);

@@ -42,12 +42,16 @@ class SnapshotStore {
   // every decode checks the root).
   Result<Bytes> load_container(const Digest& root) const;
   Result<Bytes> load_canonical(const Digest& root) const;
+  // Decodes a container the caller has read already. A delta whose base is `known` (a snapshot
+  // the caller holds, e.g. the epoch it just decoded) uses it instead of loading the chain.
+  using KnownBase = std::optional<std::pair<Digest, ByteSpan>>;
+  Result<Bytes> decode(const Digest& root, ByteSpan container, const KnownBase& known) const;
 
   // Bytes used by containers in the folder.
   std::uint64_t disk_usage() const;
 
  private:
-  Result<Bytes> load_canonical(const Digest& root, int depth) const;
+  Result<Bytes> decode(const Digest& root, ByteSpan container, const KnownBase& known, int depth) const;
   std::filesystem::path dir_;
   StoreOptions options_;
   mutable ThreadPool pool_;
