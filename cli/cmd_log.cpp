@@ -95,18 +95,22 @@ Result<int> inspect_file(const Context& ctx, const fs::path& path, int extract, 
 // home, or the input of any other tool. Decoding checks it against the committed root.
 Result<int> export_epoch(const Context& ctx, const fs::path& dir, std::uint64_t epoch, const std::string& out) {
   if (out.empty()) return invalid_input("--epoch needs --out FILE");
-  VT_ASSIGN_OR_RETURN(provider::WorkdirReport r, provider::check_workdir(dir, /*decode_snapshots=*/false));
-  if (epoch >= r.epochs.size()) {
-    return invalid_input("--epoch " + std::to_string(epoch) + ": the workdir commits epochs 0.." +
-                         std::to_string(r.epochs.size()) + " (exclusive)");
-  }
   VT_ASSIGN_OR_RETURN(provider::Workdir w, provider::Workdir::open_existing(dir));
+  VT_ASSIGN_OR_RETURN(LogFile log, read_log(w.log_file()));
+  if (auto checked = verify_log(log.records, w.task_id(), std::nullopt, w.log_file().string()); !checked) {
+    return rejected(checked.error().message);
+  }
+  if (epoch >= log.records.size()) {
+    return invalid_input("--epoch " + std::to_string(epoch) + ": the workdir commits epochs 0.." +
+                         std::to_string(log.records.size()) + " (exclusive)");
+  }
+  const Digest root = log.records[epoch].record.root;
   provider::SnapshotStore store(w.snapshots_dir(), {});
-  VT_ASSIGN_OR_RETURN(Bytes canonical, store.load_canonical(r.epochs[epoch].root));
+  VT_ASSIGN_OR_RETURN(Bytes canonical, store.load_canonical(root));
   VT_RETURN_IF_ERROR(write_file_atomic(out, canonical));
-  emit(ctx, {{"epoch", epoch}, {"root", hex_encode(r.epochs[epoch].root)}, {"out", out}, {"bytes", canonical.size()}},
+  emit(ctx, {{"epoch", epoch}, {"root", hex_encode(root)}, {"out", out}, {"bytes", canonical.size()}},
        "wrote epoch " + std::to_string(epoch) + " (" + std::to_string(canonical.size()) + " bytes, root " +
-           hex_encode(r.epochs[epoch].root) + ") to " + out + "\n");
+           hex_encode(root) + ") to " + out + "\n");
   return 0;
 }
 

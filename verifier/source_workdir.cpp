@@ -21,11 +21,10 @@ class WorkdirSource final : public EvidenceSource {
 
   Result<Bytes> snapshot(std::uint64_t epoch, const Digest& root,
                          const std::optional<std::pair<Digest, ByteSpan>>&) override {
-    auto container = store_.load_container(root);
-    if (!container) return container.error().context("epoch " + std::to_string(epoch));
-    fetched_ += container->size();
     auto bytes = store_.load_canonical(root);  // follows delta bases, checks every root
     if (!bytes) return bytes.error().context("epoch " + std::to_string(epoch) + " snapshot");
+    std::error_code ec;
+    fetched_ += std::filesystem::file_size(store_.path_for(root), ec);  // what a transfer would move
     return bytes;
   }
 
