@@ -1,6 +1,21 @@
 #include "common/bytes.h"
 
+#include <sys/mman.h>
+
 namespace vt {
+
+void reserve_large(Bytes& bytes, std::size_t capacity) {
+  constexpr std::uintptr_t kHugePage = std::uintptr_t{2} << 20;
+  const bool fresh = bytes.capacity() < capacity;
+  bytes.reserve(capacity);
+  if (!fresh || capacity < 2 * kHugePage) return;
+  // Only the untouched part past size() is advised: pages already written stay as they are.
+  auto begin = reinterpret_cast<std::uintptr_t>(bytes.data() + bytes.size());
+  auto end = reinterpret_cast<std::uintptr_t>(bytes.data() + bytes.capacity());
+  begin = (begin + kHugePage - 1) & ~(kHugePage - 1);
+  end &= ~(kHugePage - 1);
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+}
 
 std::string hex_encode(ByteSpan bytes) {
   static constexpr char kDigits[] = "0123456789abcdef";

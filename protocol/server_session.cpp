@@ -280,9 +280,13 @@ net::awaitable<std::optional<Reply>> Session::get_snapshot(const Frame& request)
   auto keep_alive = *container;  // the catalog may drop its copy while this stream runs
   for (std::uint64_t at = offset; at < bytes.size(); at += limits_.snapshot_chunk) {
     ByteSpan piece = ByteSpan(bytes).subspan(at, std::min<std::uint64_t>(limits_.snapshot_chunk, bytes.size() - at));
-    char sum[17];
-    std::snprintf(sum, sizeof(sum), "%016llx", static_cast<unsigned long long>(XXH3_64bits(piece.data(), piece.size())));
-    json header = {{"offset", at}, {"xxh3", sum}};
+    json header = {{"offset", at}};
+    // Under TLS each record's AEAD tag already authenticates these bytes (docs/protocol.md).
+    if (!stream_.is_tls()) {
+      char sum[17];
+      std::snprintf(sum, sizeof(sum), "%016llx", static_cast<unsigned long long>(XXH3_64bits(piece.data(), piece.size())));
+      header["xxh3"] = sum;
+    }
     co_await send(MessageType::kSnapshotData, header, piece);
   }
   json end = {{"size", bytes.size()}};

@@ -47,11 +47,15 @@ inline std::string http_get(std::uint16_t port, const std::string& path) {
   return out;
 }
 
-// Relays 127.0.0.1:port() to 127.0.0.1:target. The first connection is cut (both ways) once
-// `cut_after` bytes went from the target to the client; later ones relay untouched.
+// Relays 127.0.0.1:port() to 127.0.0.1:target. On the first connection, once `at` bytes went
+// from the target to the client, it either cuts the connection (both ways) or flips one bit of
+// the next byte and relays on, as a bad link would; later connections relay untouched.
 class CuttingProxy {
  public:
-  CuttingProxy(std::uint16_t target, std::uint64_t cut_after) : target_(target), cut_after_(cut_after) {
+  enum class Fault { kCut, kFlipBit };
+
+  CuttingProxy(std::uint16_t target, std::uint64_t at, Fault fault = Fault::kCut)
+      : target_(target), cut_after_(at), fault_(fault) {
     listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -86,8 +90,10 @@ class CuttingProxy {
     }
   }
 
-  void relay(int client, int upstream, bool cut) {
+  void relay(int client, int upstream, bool faulty) {
     std::uint64_t down = 0;
+    bool flipped = false;
+    const bool cut = faulty && fault_ == Fault::kCut;
     std::vector<char> buf(64 << 10);
     pollfd fds[2] = {{client, POLLIN, 0}, {upstream, POLLIN, 0}};
     while (!stop_ && upstream >= 0) {
@@ -99,6 +105,10 @@ class CuttingProxy {
         std::size_t want = buf.size();
         if (cut && from == upstream) want = std::min<std::uint64_t>(want, cut_after_ - down);
         ssize_t n = ::recv(from, buf.data(), want, 0);
+        if (n > 0 && faulty && !cut && !flipped && from == upstream && down + n > cut_after_) {
+          buf[cut_after_ - down] ^= 0x10;
+          flipped = true;
+        }
         if (n <= 0 || ::send(to, buf.data(), static_cast<std::size_t>(n), MSG_NOSIGNAL) != n) done = true;
         if (n > 0 && from == upstream) down += static_cast<std::uint64_t>(n);
         if (cut && down >= cut_after_) done = true;
@@ -112,6 +122,7 @@ class CuttingProxy {
 
   std::uint16_t target_;
   std::uint64_t cut_after_;
+  Fault fault_;
   int listen_fd_ = -1;
   std::uint16_t port_ = 0;
   std::atomic<bool> stop_{false};

@@ -140,6 +140,54 @@ TEST_F(ServerTest, ResumesAfterTheConnectionIsCut) {
   EXPECT_EQ(server_->metrics()->resumes(), 1u);
 }
 
+// A bit flipped on the way: over TLS the record's AEAD tag fails and the connection breaks; over
+// plain TCP the data frame's xxh3 fails. Either way the client keeps its verified prefix, resumes
+// on a new connection and ends with the committed snapshot.
+TEST_F(ServerTest, ABitFlippedInTransitOverTlsIsCaughtAndResumed) {
+  auto container = catalog_->container({2, comp::Codec::kRaw, std::nullopt});
+  ASSERT_TRUE(container.ok());
+  CuttingProxy proxy(server_->endpoint().port, (*container)->size() / 2, CuttingProxy::Fault::kFlipBit);
+  ClientConfig config = client_config();
+  config.port = proxy.port();
+  auto client = Client::connect(config);
+  ASSERT_TRUE(client.ok()) << client.error().message;
+  std::uint64_t resumes = 0;
+  auto snapshot = client->get_snapshot(request(2, comp::Codec::kRaw), [&](const SnapshotProgress& p) {
+    resumes = p.resumes;
+    return true;
+  });
+  ASSERT_TRUE(snapshot.ok()) << snapshot.error().message;
+  EXPECT_EQ(*snapshot, *catalog_->snapshot(2));
+  EXPECT_EQ(resumes, 1u);
+  EXPECT_EQ(proxy.connections(), 2);
+}
+
+TEST_F(ServerTest, ABitFlippedInTransitOverPlainTcpIsCaughtByTheFrameChecksum) {
+  ServerConfig insecure = configure();
+  insecure.insecure = true;
+  auto plain_server = Server::start(std::move(insecure), catalog_);
+  ASSERT_TRUE(plain_server.ok()) << plain_server.error().message;
+  auto container = catalog_->container({2, comp::Codec::kRaw, std::nullopt});
+  ASSERT_TRUE(container.ok());
+  // Past the handshake frames and into the second half of the snapshot's data frames.
+  CuttingProxy proxy((*plain_server)->endpoint().port, (*container)->size() / 2, CuttingProxy::Fault::kFlipBit);
+  ClientConfig config = client_config();
+  config.port = proxy.port();
+  config.insecure = true;
+  config.pin_sha256.clear();
+  auto client = Client::connect(config);
+  ASSERT_TRUE(client.ok()) << client.error().message;
+  std::uint64_t resumes = 0;
+  auto snapshot = client->get_snapshot(request(2, comp::Codec::kRaw), [&](const SnapshotProgress& p) {
+    resumes = p.resumes;
+    return true;
+  });
+  ASSERT_TRUE(snapshot.ok()) << snapshot.error().message;
+  EXPECT_EQ(*snapshot, *catalog_->snapshot(2));
+  EXPECT_EQ(resumes, 1u);
+  EXPECT_EQ((*plain_server)->metrics()->resumes(), 1u);
+}
+
 TEST_F(ServerTest, SubscriberSeesCommitmentsAsTheyBecomeDurable) {
   std::vector<std::uint64_t> seen;
   std::mutex mutex;
