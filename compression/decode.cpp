@@ -66,7 +66,9 @@ Result<Bytes> decode_impl(ByteSpan container, const DecodeOptions& o) {
   ThreadPool* pool = resolve_pool(o.pool, o.threads, owned);
   VT_RETURN_IF_ERROR(check_base(info, o, pool));
 
-  Bytes out(info.raw_size);
+  Bytes out;
+  reserve_large(out, info.raw_size);  // raw_size was bounded by check_raw_size
+  out.resize(info.raw_size);
   std::vector<std::optional<Error>> errors(info.sections.size());
   for_each_index(pool, info.sections.size(), [&](std::size_t i) {
     const SectionInfo& s = info.sections[i];

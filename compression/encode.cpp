@@ -138,7 +138,9 @@ Result<Bytes> encode_impl(ByteSpan canonical, const EncodeOptions& o) {
     slot[i + 1] = slot[i] + payload_bound(o.codec, sections[i].info.word, sections[i].info.raw_size);
   }
   for (std::uint64_t& at : slot) at += table_size;
-  Bytes out(slot.back());
+  Bytes out;
+  reserve_large(out, slot.back());
+  out.resize(slot.back());
 
   std::vector<std::optional<Error>> errors(sections.size());
   for_each_index(pool, sections.size(), [&](std::size_t i) {
