@@ -13,6 +13,7 @@
 #include "verifier/audit.h"
 #include "verifier/html_report.h"
 #include "verifier/plan.h"
+#include "verifier/replay_jobs.h"
 #include "verifier/verify.h"
 
 namespace vt::cli {
@@ -62,6 +63,7 @@ struct VerifyArgs {
   double confidence = 0.99, cheat_fraction = 0.1, check_probability = 0.0;
   bool online = false, fingerprint_only = false;
   std::int64_t threads = 0;
+  std::size_t jobs = 0;
   SourceArgs source;
 };
 
@@ -79,10 +81,13 @@ Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
   o.trainer.device = a.device;
   o.trainer.intra_op_threads = a.threads;
   o.on_event = [](const std::string& line) { spdlog::info("verify: {}", line); };
+  o.replay_jobs = a.jobs;
+  std::error_code ec;
+  o.replay_program = fs::read_symlink("/proc/self/exe", ec);  // this binary: its replay-epoch command
+  if (ec && a.jobs != 1) spdlog::warn("verify: cannot locate this program ({}); replaying in this process", ec.message());
   VT_ASSIGN_OR_RETURN(verifier::Verdict verdict, verifier::verify(*source, task, o));
 
   const fs::path report(a.report);
-  std::error_code ec;
   fs::create_directories(report, ec);
   if (ec) return io_error("creating " + report.string() + ": " + ec.message());
   VT_ASSIGN_OR_RETURN(SigningKey key, verifier_key(a.key, report / "verifier-keys"));
@@ -92,6 +97,24 @@ Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
   VT_RETURN_IF_ERROR(verifier::write_html_report(report / "report.html", verdict, loss, key.public_key().fingerprint()));
   emit(ctx, verifier::verdict_to_json(verdict, key.public_key()), verifier::verdict_summary(verdict, report));
   return verdict.accepted ? 0 : exit_code(Errc::kRejected);
+}
+
+struct ReplayEpochArgs {
+  std::string task, task_dir, from, out, summary, device;
+  std::int64_t threads = 0;
+};
+
+Result<int> run_replay_epoch(const ReplayEpochArgs& a) {
+  verifier::ReplayChildArgs c;
+  c.task = a.task;
+  c.from = a.from;
+  c.out = a.out;
+  c.summary = a.summary;
+  c.trainer.task_dir = a.task_dir.empty() ? fs::path(a.task).parent_path() : fs::path(a.task_dir);
+  c.trainer.device = a.device;
+  c.trainer.intra_op_threads = a.threads;
+  VT_RETURN_IF_ERROR(verifier::run_replay_child(c));
+  return 0;
 }
 
 struct AuditArgs {
@@ -182,10 +205,25 @@ void register_verify(CLI::App& app, Context& ctx) {
   verify->add_flag("--fingerprint-only", v->fingerprint_only, "Judge replays by fingerprint; don't fetch 'after' snapshots");
   verify->add_option("--device", v->device, "Replay on cpu, cuda or cuda:N");
   verify->add_option("--threads", v->threads, "Replay with this intra-op thread count (tolerance-mode tasks)");
+  verify->add_option("--jobs", v->jobs, "Replays at once, each in its own process (default 0: as cores allow; 1 on a GPU)");
   verify->add_option("--seed", v->seed, "Reproduce a run's challenges (hex); default: fresh OS randomness");
   verify->add_option("--report", v->report, "Folder for verdict.json and report.html")->required();
   verify->add_option("--key", v->key, "Verifier key folder; default: <report>/verifier-keys");
   verify->callback([&ctx, v] { ctx.action = [&ctx, v] { return run_verify(ctx, *v); }; });
+
+  // Internal: one replay for `verify --jobs`, in a process of its own (verifier/replay_jobs.h).
+  // Not in --help: its files are the parent's scratch files.
+  auto r = std::make_shared<ReplayEpochArgs>();
+  auto* replay = app.add_subcommand("replay-epoch", "Replay one epoch from a state file (used by verify --jobs)");
+  replay->group("");
+  replay->add_option("--task", r->task, "task.json")->required();
+  replay->add_option("--task-dir", r->task_dir, "Where the task's relative paths resolve");
+  replay->add_option("--from", r->from, "The state before the epoch (canonical safetensors)")->required();
+  replay->add_option("--out", r->out, "Write the state after the epoch here")->required();
+  replay->add_option("--summary", r->summary, "Write the replay's summary (JSON) here")->required();
+  replay->add_option("--device", r->device, "Replay on cpu, cuda or cuda:N");
+  replay->add_option("--threads", r->threads, "Intra-op thread count (0: the task's)");
+  replay->callback([&ctx, r] { ctx.action = [r] { return run_replay_epoch(*r); }; });
 
   auto a = std::make_shared<AuditArgs>();
   auto* audit = app.add_subcommand("audit", "Replay a disputed epoch offline and write signed evidence");

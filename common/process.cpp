@@ -45,7 +45,12 @@ ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
 
 ChildProcess::~ChildProcess() { terminate(); }
 
-bool ChildProcess::running() const { return pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == 0; }
+bool ChildProcess::running() const {
+  if (pid_ <= 0) return false;
+  // WNOWAIT leaves an exited child unreaped, so wait() still gets its exit status.
+  siginfo_t info{};
+  return ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == 0;
+}
 
 int ChildProcess::wait() {
   if (pid_ <= 0) return -1;

@@ -39,10 +39,12 @@ fp::Tolerance tolerance_of(const Task& task) {
   return {task.tolerance.atol, task.tolerance.rtol, task.tolerance.rel_l2, task.tolerance.max_outlier_fraction};
 }
 
-Result<EpochCheck> check_epoch(EvidenceSource& source, const CheckContext& ctx, const SignedRecord& before,
-                               const SignedRecord& after) {
+Result<PreparedEpoch> prepare_epoch(EvidenceSource& source, const CheckContext& ctx, const SignedRecord& before,
+                                    const SignedRecord& after) {
   const std::uint64_t e = after.record.epoch;
-  EpochCheck check;
+  PreparedEpoch p;
+  p.after = after;
+  EpochCheck& check = p.check;
   check.epoch = e;
   auto fail = [&](std::string what) { check.failures.push_back(epoch_text(e) + ": " + std::move(what)); };
   const std::uint64_t fetched_before = source.bytes_fetched();
@@ -51,33 +53,32 @@ Result<EpochCheck> check_epoch(EvidenceSource& source, const CheckContext& ctx, 
   if (!start_bytes) {
     if (!is_provider_fault(start_bytes.error())) return start_bytes.error();
     fail("the snapshot committed for epoch " + std::to_string(e - 1) + " is unusable: " + start_bytes.error().message);
-    return check;
+    return p;
   }
 
   // The committed fingerprint must sample the positions its own root dictates (Fiat-Shamir).
   auto committed = fp::fingerprint_from_json(after.record.fingerprint);
   if (!committed) {
     fail("committed fingerprint is malformed: " + committed.error().message);
-    return check;
+    return p;
   }
   if (committed->plan.seed != fp::commitment_seed(ctx.task_id, e, after.record.root)) {
     fail("committed fingerprint positions were not drawn from the committed root");
-    return check;
+    return p;
   }
   if (auto plan_ok = fp::check_plan(committed->plan); !plan_ok) {
     fail("committed fingerprint positions: " + plan_ok.error().message);
-    return check;
+    return p;
   }
 
-  std::optional<Bytes> end_bytes;
   if (!ctx.fingerprint_only) {
     auto fetched = source.snapshot(e, after.record.root, std::make_pair(before.record.root, ByteSpan(*start_bytes)));
     if (!fetched) {
       if (!is_provider_fault(fetched.error())) return fetched.error();
       fail("the committed snapshot is unusable: " + fetched.error().message);
     } else {
-      end_bytes = std::move(*fetched);
-      auto view = parse_safetensors(*end_bytes);
+      p.end = std::move(*fetched);
+      auto view = parse_safetensors(*p.end);
       auto own = view.ok() ? fp::gather(committed->plan, *view) : Result<fp::Fingerprint>(view.error());
       if (!own.ok() || !(*own == *committed)) {
         fail("the committed fingerprint does not match the committed snapshot's values");
@@ -85,26 +86,46 @@ Result<EpochCheck> check_epoch(EvidenceSource& source, const CheckContext& ctx, 
     }
   }
   check.bytes_fetched = source.bytes_fetched() - fetched_before;
+  p.start = std::move(*start_bytes);
+  p.committed = std::move(*committed);
+  return p;
+}
 
-  // Replay in this process, from bytes only (nothing shared with the provider's run).
+Result<Replay> replay_here(const CheckContext& ctx, ByteSpan start) {
+  // From bytes only: nothing is shared with the provider's run.
   const auto t0 = std::chrono::steady_clock::now();
-  VT_ASSIGN_OR_RETURN(auto trainer, training::Trainer::restore(*ctx.task, *start_bytes, ctx.trainer));
-  check.replay_notes = trainer->replay_notes();
+  Replay r;
+  VT_ASSIGN_OR_RETURN(auto trainer, training::Trainer::restore(*ctx.task, start, ctx.trainer));
+  r.notes = trainer->replay_notes();
   VT_ASSIGN_OR_RETURN(training::EpochSummary summary, trainer->train_epoch());
-  VT_ASSIGN_OR_RETURN(Bytes replay, trainer->snapshot());
-  check.replay_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  check.replay_root = fp::merkle_root(replay);
+  VT_ASSIGN_OR_RETURN(r.snapshot, trainer->snapshot());
+  r.data_order_digest = summary.data_order_digest;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+Result<EpochCheck> judge_epoch(PreparedEpoch prepared, const Replay& replay, const CheckContext& ctx) {
+  EpochCheck check = std::move(prepared.check);
+  const SignedRecord& after = prepared.after;
+  const std::uint64_t e = check.epoch;
+  auto fail = [&](std::string what) { check.failures.push_back(epoch_text(e) + ": " + std::move(what)); };
+  if (!prepared.committed) return internal_error(epoch_text(e) + ": judged without a committed fingerprint");
+  const fp::Fingerprint& committed = *prepared.committed;
+  const std::optional<Bytes>& end_bytes = prepared.end;
+  check.replay_notes = replay.notes;
+  check.replay_seconds = replay.seconds;
+  check.replay_root = fp::merkle_root(replay.snapshot);
   check.replay_root_matches = check.replay_root == after.record.root;
 
-  if (summary.data_order_digest != after.record.data_order_digest) {
+  if (replay.data_order_digest != after.record.data_order_digest) {
     fail("the committed data order differs from the task's (data_order_digest " +
          hex_encode(after.record.data_order_digest).substr(0, 16) + "..., replay " +
-         hex_encode(summary.data_order_digest).substr(0, 16) + "...)");
+         hex_encode(replay.data_order_digest).substr(0, 16) + "...)");
   }
-  VT_ASSIGN_OR_RETURN(SafetensorsView replay_view, parse_safetensors(replay));
-  VT_ASSIGN_OR_RETURN(fp::Fingerprint replay_fp, fp::gather(committed->plan, replay_view));
+  VT_ASSIGN_OR_RETURN(SafetensorsView replay_view, parse_safetensors(replay.snapshot));
+  VT_ASSIGN_OR_RETURN(fp::Fingerprint replay_fp, fp::gather(committed.plan, replay_view));
   const fp::CompareMode mode = compare_mode(*ctx.task);
-  VT_ASSIGN_OR_RETURN(check.fingerprint, fp::compare(replay_fp, *committed, mode, tolerance_of(*ctx.task)));
+  VT_ASSIGN_OR_RETURN(check.fingerprint, fp::compare(replay_fp, committed, mode, tolerance_of(*ctx.task)));
   if (!check.fingerprint->match) {
     std::string where;
     if (check.fingerprint->first_mismatch) {
@@ -139,6 +160,14 @@ Result<EpochCheck> check_epoch(EvidenceSource& source, const CheckContext& ctx, 
   }
   check.passed = check.failures.empty();
   return check;
+}
+
+Result<EpochCheck> check_epoch(EvidenceSource& source, const CheckContext& ctx, const SignedRecord& before,
+                               const SignedRecord& after) {
+  VT_ASSIGN_OR_RETURN(PreparedEpoch prepared, prepare_epoch(source, ctx, before, after));
+  if (!prepared.replayable()) return std::move(prepared.check);
+  VT_ASSIGN_OR_RETURN(Replay replay, replay_here(ctx, prepared.start));
+  return judge_epoch(std::move(prepared), replay, ctx);
 }
 
 }  // namespace vt::verifier

@@ -38,6 +38,35 @@ struct EpochCheck {
 Result<EpochCheck> check_epoch(EvidenceSource& source, const CheckContext& ctx, const SignedRecord& before,
                                const SignedRecord& after);
 
+// check_epoch in three parts, so that the replays of several epochs can run at once elsewhere
+// (verifier/replay_jobs.h) while the next snapshots are fetched.
+
+// The part that reads the provider: the snapshots, checked against their commitments.
+struct PreparedEpoch {
+  EpochCheck check;                          // its failures so far
+  SignedRecord after;
+  Bytes start;                               // the committed state before the epoch
+  std::optional<Bytes> end;                  // the committed state after it, when fetched
+  // Set once the start state and the committed fingerprint are usable: the epoch is replayed
+  // then even if the "after" state failed its checks, so the verdict says both.
+  std::optional<fp::Fingerprint> committed;
+  bool replayable() const { return committed.has_value(); }
+};
+Result<PreparedEpoch> prepare_epoch(EvidenceSource& source, const CheckContext& ctx, const SignedRecord& before,
+                                    const SignedRecord& after);
+
+// What re-running the epoch produced.
+struct Replay {
+  Bytes snapshot;  // canonical bytes of the state after the replayed epoch
+  Digest data_order_digest{};
+  std::vector<std::string> notes;  // Trainer::replay_notes()
+  double seconds = 0.0;            // restore + epoch + snapshot
+};
+Result<Replay> replay_here(const CheckContext& ctx, ByteSpan start);
+
+// Compares a replay with the commitments and the fetched "after" state.
+Result<EpochCheck> judge_epoch(PreparedEpoch prepared, const Replay& replay, const CheckContext& ctx);
+
 // The comparison mode and thresholds a task asks for.
 fp::CompareMode compare_mode(const Task& task);
 fp::Tolerance tolerance_of(const Task& task);

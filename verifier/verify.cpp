@@ -1,6 +1,10 @@
 #include "verifier/verify.h"
 
+#include <algorithm>
+#include <deque>
+
 #include "verifier/log_check.h"
+#include "verifier/replay_jobs.h"
 
 namespace vt::verifier {
 namespace {
@@ -38,7 +42,7 @@ class Run {
     verdict_.plan = plan_challenges(derivation, movements, random);
     if (facts.failures.empty()) {
       say("challenging epochs " + list(verdict_.plan.challenged) + " (p = " + std::to_string(derivation.p) + ")");
-      for (std::uint64_t e : verdict_.plan.challenged) VT_RETURN_IF_ERROR(challenge(facts.records, e));
+      VT_RETURN_IF_ERROR(challenge_all(facts.records, verdict_.plan.challenged));
       VT_RETURN_IF_ERROR(check_final_model(source_, facts, facts.failures));
     }
     return finish(facts);
@@ -106,10 +110,60 @@ class Run {
       return {};
     }
     VT_ASSIGN_OR_RETURN(EpochCheck check, check_epoch(source_, ctx_, records[e - 1], records[e]));
-    say("epoch " + std::to_string(e) + ": " + (check.passed ? "replay matches" : check.failures.front()) + " (" +
+    record(std::move(check));
+    return {};
+  }
+
+  void record(EpochCheck check) {
+    const std::string e = std::to_string(check.epoch);
+    say("epoch " + e + ": " + (check.passed ? "replay matches" : check.failures.front()) + " (" +
         std::to_string(check.replay_seconds) + " s)");
-    for (const std::string& n : check.replay_notes) verdict_.notes.push_back("epoch " + std::to_string(e) + ": " + n);
+    for (const std::string& n : check.replay_notes) verdict_.notes.push_back("epoch " + e + ": " + n);
     verdict_.checks.push_back(std::move(check));
+  }
+
+  // The offline challenges, with replays in child processes when more than one can run: each
+  // epoch's snapshots are fetched and checked here, its replay is started, and the next epoch
+  // is fetched while it runs; results are judged in the order the replays were started.
+  Status challenge_all(const std::vector<SignedRecord>& records, const std::vector<std::uint64_t>& epochs) {
+    std::size_t jobs = options_.replay_jobs == 0 ? automatic_replay_jobs(task_, options_.trainer, epochs.size())
+                                                 : options_.replay_jobs;
+    jobs = std::min(jobs, epochs.size());
+    if (jobs <= 1 || options_.replay_program.empty()) {
+      for (std::uint64_t e : epochs) VT_RETURN_IF_ERROR(challenge(records, e));
+      return {};
+    }
+    VT_ASSIGN_OR_RETURN(auto pool, ReplayJobs::create(options_.replay_program, jobs, task_, options_.trainer));
+    say("replaying up to " + std::to_string(jobs) + " epochs at once, in child processes");
+    std::deque<PreparedEpoch> started;
+    auto finish_oldest = [&]() -> Status {
+      std::uint64_t e = 0;
+      VT_ASSIGN_OR_RETURN(Replay replay, pool->finish_oldest(e));
+      PreparedEpoch prepared = std::move(started.front());
+      started.pop_front();
+      if (prepared.check.epoch != e) return internal_error("parallel replays finished out of order");
+      VT_ASSIGN_OR_RETURN(EpochCheck check, judge_epoch(std::move(prepared), replay, ctx_));
+      record(std::move(check));
+      return {};
+    };
+    for (std::uint64_t e : epochs) {
+      if (e == 0 || e >= records.size()) {
+        verdict_.reasons.push_back("epoch " + std::to_string(e) + ": challenged but not committed");
+        continue;
+      }
+      VT_ASSIGN_OR_RETURN(PreparedEpoch prepared, prepare_epoch(source_, ctx_, records[e - 1], records[e]));
+      if (!prepared.replayable()) {
+        record(std::move(prepared.check));
+        continue;
+      }
+      if (pool->running() == pool->capacity()) VT_RETURN_IF_ERROR(finish_oldest());
+      VT_RETURN_IF_ERROR(pool->start(e, prepared.start));
+      Bytes().swap(prepared.start);  // the child has it now; only "after" is needed to judge
+      started.push_back(std::move(prepared));
+    }
+    while (!started.empty()) VT_RETURN_IF_ERROR(finish_oldest());
+    std::stable_sort(verdict_.checks.begin(), verdict_.checks.end(),
+                     [](const EpochCheck& a, const EpochCheck& b) { return a.epoch < b.epoch; });
     return {};
   }
 

@@ -3,6 +3,7 @@
 // secret randomness, re-run the challenged epochs and judge them; offline after training, or
 // online while it runs.
 
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
@@ -20,6 +21,11 @@ struct VerifyOptions {
   training::TrainerOptions trainer;
   std::chrono::milliseconds online_wait{std::chrono::minutes(30)};  // longest gap between commitments
   std::function<void(const std::string&)> on_event;  // one line per step, for people
+  // Offline, independent challenged epochs replay in child processes of `replay_program` (a
+  // veritrain binary), `replay_jobs` at a time (0: automatic_replay_jobs); while they run, the
+  // next epochs' snapshots are fetched. Without a program, or with one job, replays run here.
+  std::size_t replay_jobs = 1;
+  std::filesystem::path replay_program;
 };
 
 // Errors mean the verification could not be carried out (I/O, bad options); a provider's

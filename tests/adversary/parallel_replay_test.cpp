@@ -1,0 +1,104 @@
+// `verify --jobs`: replays in child processes of the veritrain binary judge exactly as replays in
+// the verifier's own process - the same replay roots, the same verdicts - and still catch cheats.
+#include <gtest/gtest.h>
+
+#include "tests/adversary/support.h"
+#include "verifier/replay_jobs.h"
+#include "verifier/verify.h"
+
+namespace vt::adversary {
+namespace {
+
+verifier::Verdict verify_workdir(const std::filesystem::path& workdir, const Task& task, std::size_t jobs) {
+  auto source = verifier::open_workdir_source(workdir);
+  EXPECT_TRUE(source.ok()) << source.error().message;
+  verifier::VerifyOptions o;
+  o.policy.check_probability = 1.0;
+  o.seed_hex = "01";
+  o.replay_jobs = jobs;
+  o.replay_program = VT_BINARY;
+  auto v = verifier::verify(**source, task, o);
+  EXPECT_TRUE(v.ok()) << v.error().message;
+  return v.ok() ? std::move(*v) : verifier::Verdict{};
+}
+
+std::vector<std::string> replay_roots(const verifier::Verdict& v) {
+  std::vector<std::string> out;
+  for (const auto& c : v.checks) out.push_back(std::to_string(c.epoch) + ":" + hex_encode(c.replay_root));
+  return out;
+}
+
+TEST(ParallelReplays, AnHonestRunIsAcceptedWithTheSameReplaysAsInProcess) {
+  testing::ScratchDir dir;
+  const Task task = tiny_task(21, /*epochs=*/4);
+  auto run = write_workdir(task, dir / "wd", {}, provider_key());
+  ASSERT_TRUE(run.ok()) << run.error().message;
+  const verifier::Verdict here = verify_workdir(run->workdir, task, 1);
+  const verifier::Verdict children = verify_workdir(run->workdir, task, 3);
+  EXPECT_TRUE(here.accepted) << joined(here.reasons);
+  EXPECT_TRUE(children.accepted) << joined(children.reasons);
+  ASSERT_EQ(children.checks.size(), 4u);
+  EXPECT_EQ(replay_roots(children), replay_roots(here));
+  for (std::size_t i = 0; i < children.checks.size(); ++i) {
+    EXPECT_EQ(children.checks[i].epoch, i + 1);  // judged and reported in epoch order
+    EXPECT_TRUE(children.checks[i].replay_root_matches);
+  }
+}
+
+TEST(ParallelReplays, CheatsAreCaughtAtTheirEpoch) {
+  for (Strategy s : {Strategy::kLearningRate, Strategy::kNoise, Strategy::kDataOrder, Strategy::kSkipEpoch}) {
+    SCOPED_TRACE(strategy_name(s));
+    testing::ScratchDir dir;
+    const Task task = tiny_task(22);
+    CheatPlan plan;
+    plan.cheats[kCheatEpoch] = s;
+    auto run = write_workdir(task, dir / "wd", plan, provider_key());
+    ASSERT_TRUE(run.ok()) << run.error().message;
+    const verifier::Verdict v = verify_workdir(run->workdir, task, 3);
+    EXPECT_FALSE(v.accepted);
+    ASSERT_EQ(v.checks.size(), 3u);
+    EXPECT_TRUE(v.checks[0].passed);
+    EXPECT_FALSE(v.checks[1].passed);
+    EXPECT_TRUE(v.checks[2].passed) << joined(v.checks[2].failures);
+    ASSERT_FALSE(v.reasons.empty());
+    EXPECT_NE(v.reasons.front().find("epoch 2"), std::string::npos) << joined(v.reasons);
+  }
+}
+
+TEST(ParallelReplays, AFailingChildIsAnErrorThatSaysWhy) {
+  testing::ScratchDir dir;
+  const Task task = tiny_task(23);
+  auto run = write_workdir(task, dir / "wd", {}, provider_key());
+  ASSERT_TRUE(run.ok()) << run.error().message;
+  auto source = verifier::open_workdir_source(run->workdir);
+  ASSERT_TRUE(source.ok());
+  verifier::VerifyOptions o;
+  o.policy.check_probability = 1.0;
+  o.seed_hex = "01";
+  o.replay_jobs = 2;
+  o.replay_program = VT_BINARY;
+  o.trainer.intra_op_threads = 2;  // an exact-mode task refuses another thread count
+  auto v = verifier::verify(**source, task, o);
+  ASSERT_FALSE(v.ok());
+  EXPECT_NE(v.error().message.find("replaying epoch 1 in a child process failed"), std::string::npos)
+      << v.error().message;
+  EXPECT_NE(v.error().message.find("thread"), std::string::npos) << v.error().message;
+
+  o.replay_program = "/nonexistent/veritrain";
+  auto missing = verifier::verify(**source, task, o);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("/nonexistent/veritrain"), std::string::npos) << missing.error().message;
+}
+
+TEST(ParallelReplays, AutomaticJobsFollowCoresAndDevice) {
+  Task task = tiny_task(24);
+  training::TrainerOptions options;
+  EXPECT_EQ(verifier::automatic_replay_jobs(task, options, 1), 1u);
+  EXPECT_GE(verifier::automatic_replay_jobs(task, options, 64), 1u);
+  EXPECT_LE(verifier::automatic_replay_jobs(task, options, 64), std::max(1u, std::thread::hardware_concurrency()));
+  options.device = "cuda";
+  EXPECT_EQ(verifier::automatic_replay_jobs(task, options, 64), 1u);
+}
+
+}  // namespace
+}  // namespace vt::adversary

@@ -1,0 +1,160 @@
+#include "verifier/replay_jobs.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "common/file_io.h"
+
+namespace vt::verifier {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// A file's last lines, for an error message about a child that failed.
+std::string tail_of(const fs::path& path) {
+  auto text = read_text_file(path, std::uint64_t{16} << 20);
+  if (!text.ok() || text->empty()) return "(no output)";
+  std::string t = *text;
+  while (!t.empty() && t.back() == '\n') t.pop_back();
+  // The child reports as the CLI does; inside the parent's message its prefix is noise.
+  const std::string prefix = "veritrain: error: ";
+  for (std::size_t at; (at = t.find(prefix)) != std::string::npos;) t.erase(at, prefix.size());
+  const std::size_t keep = 2000;
+  return t.size() > keep ? "..." + t.substr(t.size() - keep) : t;
+}
+
+// Scratch files live only while this verifier runs: written whole, but not fsync'd.
+Status write_scratch(const fs::path& path, ByteSpan bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) return io_error(errno_text(errno, "writing", path));
+  return {};
+}
+
+Result<fs::path> make_scratch() {
+  std::string pattern = (fs::temp_directory_path() / "veritrain-replay-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) return io_error(errno_text(errno, "creating", pattern));
+  return fs::path(pattern);
+}
+
+}  // namespace
+
+ReplayJobs::ReplayJobs(fs::path program, std::size_t capacity, fs::path scratch, training::TrainerOptions trainer)
+    : program_(std::move(program)), capacity_(capacity), scratch_(std::move(scratch)), trainer_(std::move(trainer)) {}
+
+Result<std::unique_ptr<ReplayJobs>> ReplayJobs::create(const fs::path& program, std::size_t capacity, const Task& task,
+                                                       const training::TrainerOptions& trainer) {
+  if (capacity == 0) return invalid_input("parallel replays: at least one job is needed");
+  if (::access(program.c_str(), X_OK) != 0)
+    return invalid_input("parallel replays: " + program.string() + " is not an executable veritrain");
+  VT_ASSIGN_OR_RETURN(fs::path scratch, make_scratch());
+  std::unique_ptr<ReplayJobs> jobs(new ReplayJobs(program, capacity, scratch, trainer));
+  // The children replay the task this verifier checks, byte for byte, not a file that might
+  // have changed on disk since it was read.
+  VT_RETURN_IF_ERROR(write_scratch(scratch / "task.json", as_bytes(canonical_task_json(task))));
+  return jobs;
+}
+
+ReplayJobs::~ReplayJobs() {
+  jobs_.clear();  // each ChildProcess ends its child
+  std::error_code ignored;
+  fs::remove_all(scratch_, ignored);
+}
+
+fs::path ReplayJobs::file(std::uint64_t epoch, const char* what) const {
+  return scratch_ / ("epoch-" + std::to_string(epoch) + "." + what);
+}
+
+Status ReplayJobs::start(std::uint64_t epoch, ByteSpan start) {
+  if (jobs_.size() >= capacity_) return internal_error("parallel replays: all " + std::to_string(capacity_) + " jobs are busy");
+  VT_RETURN_IF_ERROR(write_scratch(file(epoch, "before.safetensors"), start));
+  std::vector<std::string> argv = {program_.string(),
+                                   "--log-level",
+                                   "warn",
+                                   "replay-epoch",
+                                   "--task",
+                                   (scratch_ / "task.json").string(),
+                                   "--task-dir",
+                                   fs::absolute(trainer_.task_dir).string(),
+                                   "--from",
+                                   file(epoch, "before.safetensors").string(),
+                                   "--out",
+                                   file(epoch, "after.safetensors").string(),
+                                   "--summary",
+                                   file(epoch, "summary.json").string(),
+                                   "--threads",
+                                   std::to_string(trainer_.intra_op_threads)};
+  if (!trainer_.device.empty()) {
+    argv.push_back("--device");
+    argv.push_back(trainer_.device);
+  }
+  VT_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::spawn(argv, file(epoch, "log")));
+  jobs_.push_back(Job{epoch, std::move(child)});
+  return {};
+}
+
+Result<Replay> ReplayJobs::finish_oldest(std::uint64_t& epoch) {
+  if (jobs_.empty()) return internal_error("parallel replays: none is running");
+  Job job = std::move(jobs_.front());
+  jobs_.pop_front();
+  epoch = job.epoch;
+  const int code = job.child.wait();
+  const std::string what = "replaying epoch " + std::to_string(epoch) + " in a child process";
+  std::error_code ignored;
+  fs::remove(file(epoch, "before.safetensors"), ignored);
+  if (code != 0) {
+    // The child's own exit code says whose fault it was (docs/cli.md); a signal is ours.
+    Errc errc = Errc::kInternal;
+    for (Errc c : {Errc::kRejected, Errc::kInvalidInput, Errc::kIo})
+      if (code == exit_code(c)) errc = c;
+    return Error{errc, what + " failed (exit " + std::to_string(code) + "): " + tail_of(file(epoch, "log"))};
+  }
+  Replay r;
+  VT_ASSIGN_OR_RETURN(r.snapshot, read_file(file(epoch, "after.safetensors")));
+  VT_ASSIGN_OR_RETURN(std::string text, read_text_file(file(epoch, "summary.json")));
+  try {
+    const json summary = json::parse(text);
+    VT_ASSIGN_OR_RETURN(r.data_order_digest,
+                        digest_from_hex(summary.at("data_order_digest").get<std::string>(), "data_order_digest"));
+    r.notes = summary.at("notes").get<std::vector<std::string>>();
+    r.seconds = summary.at("seconds").get<double>();
+  } catch (const json::exception& e) {
+    return internal_error(what + ": unreadable summary: " + e.what());
+  }
+  fs::remove(file(epoch, "after.safetensors"), ignored);
+  fs::remove(file(epoch, "summary.json"), ignored);
+  fs::remove(file(epoch, "log"), ignored);
+  return r;
+}
+
+std::size_t automatic_replay_jobs(const Task& task, const training::TrainerOptions& trainer, std::size_t epochs) {
+  const std::string device = trainer.device.empty() ? task.device : trainer.device;
+  if (device.rfind("cuda", 0) == 0 || epochs < 2) return 1;
+  const std::int64_t threads = std::max<std::int64_t>(1, trainer.intra_op_threads > 0 ? trainer.intra_op_threads
+                                                                                       : task.intra_op_threads);
+  const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  return std::clamp<std::size_t>(cores / static_cast<std::size_t>(threads), 1, epochs);
+}
+
+Status run_replay_child(const ReplayChildArgs& args) {
+  VT_ASSIGN_OR_RETURN(Task task, load_task(args.task.string()));
+  VT_ASSIGN_OR_RETURN(Bytes start, read_file(args.from));
+  CheckContext ctx;
+  ctx.task = &task;
+  ctx.task_id = task_id(task);
+  ctx.trainer = args.trainer;
+  VT_ASSIGN_OR_RETURN(Replay r, replay_here(ctx, start));
+  json summary = {{"data_order_digest", hex_encode(r.data_order_digest)}, {"notes", r.notes}, {"seconds", r.seconds}};
+  // Written whole and renamed into place: the parent reads them after this process exits.
+  VT_RETURN_IF_ERROR(write_file_atomic(args.out, r.snapshot));
+  return write_file_atomic(args.summary, summary.dump());
+}
+
+}  // namespace vt::verifier
