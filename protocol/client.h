@@ -74,9 +74,10 @@ class Client {
   // caller's to check (verify_log).
   Result<std::vector<SignedRecord>> get_log(std::uint64_t from_epoch = 0);
 
-  // The container bytes as stored, checked chunk by chunk (xxh3) and whole (SHA-256), with the
-  // committed root checked against the container's header. Resumes after a cut connection up to
-  // max_resumes times.
+  // The container bytes as stored, with the committed root checked against the container's
+  // header; on plain TCP each chunk is also checked against its xxh3 (TLS authenticates every
+  // record). Not yet trustworthy: only decoding with the root check (get_snapshot) proves the
+  // bytes are the committed state. Resumes after a cut connection up to max_resumes times.
   Result<Bytes> fetch_container(const SnapshotRequest& request, const ProgressFn& progress = {},
                                 PartialDownload* partial = nullptr);
   // fetch_container, then decode: the canonical bytes, whose Merkle root is checked to be

@@ -3,7 +3,6 @@
 
 #include <xxhash.h>
 
-#include "common/sha256.h"
 #include "protocol/client.h"
 
 namespace vt {

@@ -75,6 +75,11 @@ fs::path ReplayJobs::file(std::uint64_t epoch, const char* what) const {
 Status ReplayJobs::start(std::uint64_t epoch, ByteSpan start) {
   if (jobs_.size() >= capacity_) return internal_error("parallel replays: all " + std::to_string(capacity_) + " jobs are busy");
   VT_RETURN_IF_ERROR(write_scratch(file(epoch, "before.safetensors"), start));
+  // The child runs in the same working directory, but an absolute folder says so explicitly
+  // ("" is what the parent path of a bare "task.json" is).
+  std::error_code ec;
+  const fs::path task_dir = trainer_.task_dir.empty() ? fs::current_path(ec) : fs::absolute(trainer_.task_dir, ec);
+  if (ec) return io_error("locating the task's folder " + trainer_.task_dir.string() + ": " + ec.message());
   std::vector<std::string> argv = {program_.string(),
                                    "--log-level",
                                    "warn",
@@ -82,7 +87,7 @@ Status ReplayJobs::start(std::uint64_t epoch, ByteSpan start) {
                                    "--task",
                                    (scratch_ / "task.json").string(),
                                    "--task-dir",
-                                   fs::absolute(trainer_.task_dir).string(),
+                                   task_dir.string(),
                                    "--from",
                                    file(epoch, "before.safetensors").string(),
                                    "--out",
