@@ -120,46 +120,40 @@ TEST_F(ServerTest, ResumesADownloadStoppedInTheMiddle) {
   EXPECT_EQ(server_->metrics()->resumes(), 1u);
 }
 
-TEST_F(ServerTest, ResumesAfterTheConnectionIsCut) {
-  auto container = catalog_->container({2, comp::Codec::kRaw, std::nullopt});
+// Downloads epoch 2 (raw) from `server` through a relay that damages the first connection
+// half-way through the container, and checks the client ends with the committed snapshot after
+// exactly one resume on a second connection.
+void expect_one_resume_through(Server& server, CuttingProxy::Fault fault, ClientConfig config, MemoryCatalog& catalog,
+                               const SnapshotRequest& request) {
+  auto container = catalog.container({2, comp::Codec::kRaw, std::nullopt});
   ASSERT_TRUE(container.ok());
-  CuttingProxy proxy(server_->endpoint().port, (*container)->size() / 2);
-  ClientConfig config = client_config();
+  CuttingProxy proxy(server.endpoint().port, (*container)->size() / 2, fault);
   config.port = proxy.port();
   auto client = Client::connect(config);
   ASSERT_TRUE(client.ok()) << client.error().message;
   std::uint64_t resumes = 0;
-  auto snapshot = client->get_snapshot(request(2, comp::Codec::kRaw), [&](const SnapshotProgress& p) {
+  auto snapshot = client->get_snapshot(request, [&](const SnapshotProgress& p) {
     resumes = p.resumes;
     return true;
   });
   ASSERT_TRUE(snapshot.ok()) << snapshot.error().message;
-  EXPECT_EQ(*snapshot, *catalog_->snapshot(2));
+  EXPECT_EQ(*snapshot, *catalog.snapshot(2));
   EXPECT_EQ(resumes, 1u);
   EXPECT_EQ(proxy.connections(), 2);
-  EXPECT_EQ(server_->metrics()->resumes(), 1u);
+  EXPECT_EQ(server.metrics()->resumes(), 1u);
+}
+
+TEST_F(ServerTest, ResumesAfterTheConnectionIsCut) {
+  expect_one_resume_through(*server_, CuttingProxy::Fault::kCut, client_config(), *catalog_,
+                            request(2, comp::Codec::kRaw));
 }
 
 // A bit flipped on the way: over TLS the record's AEAD tag fails and the connection breaks; over
 // plain TCP the data frame's xxh3 fails. Either way the client keeps its verified prefix, resumes
 // on a new connection and ends with the committed snapshot.
 TEST_F(ServerTest, ABitFlippedInTransitOverTlsIsCaughtAndResumed) {
-  auto container = catalog_->container({2, comp::Codec::kRaw, std::nullopt});
-  ASSERT_TRUE(container.ok());
-  CuttingProxy proxy(server_->endpoint().port, (*container)->size() / 2, CuttingProxy::Fault::kFlipBit);
-  ClientConfig config = client_config();
-  config.port = proxy.port();
-  auto client = Client::connect(config);
-  ASSERT_TRUE(client.ok()) << client.error().message;
-  std::uint64_t resumes = 0;
-  auto snapshot = client->get_snapshot(request(2, comp::Codec::kRaw), [&](const SnapshotProgress& p) {
-    resumes = p.resumes;
-    return true;
-  });
-  ASSERT_TRUE(snapshot.ok()) << snapshot.error().message;
-  EXPECT_EQ(*snapshot, *catalog_->snapshot(2));
-  EXPECT_EQ(resumes, 1u);
-  EXPECT_EQ(proxy.connections(), 2);
+  expect_one_resume_through(*server_, CuttingProxy::Fault::kFlipBit, client_config(), *catalog_,
+                            request(2, comp::Codec::kRaw));
 }
 
 TEST_F(ServerTest, ABitFlippedInTransitOverPlainTcpIsCaughtByTheFrameChecksum) {
@@ -167,25 +161,11 @@ TEST_F(ServerTest, ABitFlippedInTransitOverPlainTcpIsCaughtByTheFrameChecksum) {
   insecure.insecure = true;
   auto plain_server = Server::start(std::move(insecure), catalog_);
   ASSERT_TRUE(plain_server.ok()) << plain_server.error().message;
-  auto container = catalog_->container({2, comp::Codec::kRaw, std::nullopt});
-  ASSERT_TRUE(container.ok());
-  // Past the handshake frames and into the second half of the snapshot's data frames.
-  CuttingProxy proxy((*plain_server)->endpoint().port, (*container)->size() / 2, CuttingProxy::Fault::kFlipBit);
   ClientConfig config = client_config();
-  config.port = proxy.port();
   config.insecure = true;
   config.pin_sha256.clear();
-  auto client = Client::connect(config);
-  ASSERT_TRUE(client.ok()) << client.error().message;
-  std::uint64_t resumes = 0;
-  auto snapshot = client->get_snapshot(request(2, comp::Codec::kRaw), [&](const SnapshotProgress& p) {
-    resumes = p.resumes;
-    return true;
-  });
-  ASSERT_TRUE(snapshot.ok()) << snapshot.error().message;
-  EXPECT_EQ(*snapshot, *catalog_->snapshot(2));
-  EXPECT_EQ(resumes, 1u);
-  EXPECT_EQ((*plain_server)->metrics()->resumes(), 1u);
+  expect_one_resume_through(**plain_server, CuttingProxy::Fault::kFlipBit, config, *catalog_,
+                            request(2, comp::Codec::kRaw));
 }
 
 TEST_F(ServerTest, SubscriberSeesCommitmentsAsTheyBecomeDurable) {
