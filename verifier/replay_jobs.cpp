@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -146,6 +147,19 @@ std::size_t automatic_replay_jobs(const Task& task, const training::TrainerOptio
                                                                                        : task.intra_op_threads);
   const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
   return std::clamp<std::size_t>(cores / static_cast<std::size_t>(threads), 1, epochs);
+}
+
+std::size_t replay_jobs_that_fit_in_memory(std::uint64_t snapshot_bytes) {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::uint64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key != "MemAvailable:") continue;
+    const std::uint64_t per_job = (std::uint64_t{512} << 20) + 4 * snapshot_bytes;
+    return static_cast<std::size_t>(std::max<std::uint64_t>(1, kib * 1024 / per_job));
+  }
+  return std::numeric_limits<std::size_t>::max();
 }
 
 Status run_replay_child(const ReplayChildArgs& args) {

@@ -54,6 +54,10 @@ class ReplayJobs {
 // its memory and compute), else as many as the cores hold at the task's thread count, and no
 // more than there are epochs to replay.
 std::size_t automatic_replay_jobs(const Task& task, const training::TrainerOptions& trainer, std::size_t epochs);
+// And no more than the memory the kernel calls available holds, at a rough 512 MiB (LibTorch,
+// data) plus four times the state (weights and optimizer state, the snapshot, gradients and
+// activations) per replay; at least one. Unlimited when /proc/meminfo cannot be read.
+std::size_t replay_jobs_that_fit_in_memory(std::uint64_t snapshot_bytes);
 
 // The child's side: reads the task and the state before the epoch, replays it, and writes the
 // state after it (canonical safetensors) and a JSON summary, each atomically.

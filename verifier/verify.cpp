@@ -133,8 +133,7 @@ class Run {
       for (std::uint64_t e : epochs) VT_RETURN_IF_ERROR(challenge(records, e));
       return {};
     }
-    VT_ASSIGN_OR_RETURN(auto pool, ReplayJobs::create(options_.replay_program, jobs, task_, options_.trainer));
-    say("replaying up to " + std::to_string(jobs) + " epochs at once, in child processes");
+    std::unique_ptr<ReplayJobs> pool;  // made at the first replay, when a state's size is known
     std::deque<PreparedEpoch> started;
     auto finish_oldest = [&]() -> Status {
       std::uint64_t e = 0;
@@ -155,6 +154,15 @@ class Run {
       if (!prepared.replayable()) {
         record(std::move(prepared.check));
         continue;
+      }
+      if (!pool) {
+        if (options_.replay_jobs == 0) {
+          const std::size_t fit = replay_jobs_that_fit_in_memory(prepared.start.size());
+          if (fit < jobs) say("memory available holds " + std::to_string(fit) + " replays of this model at once");
+          jobs = std::min(jobs, fit);
+        }
+        VT_ASSIGN_OR_RETURN(pool, ReplayJobs::create(options_.replay_program, jobs, task_, options_.trainer));
+        say("replaying up to " + std::to_string(jobs) + " epochs at once, in child processes");
       }
       if (pool->running() == pool->capacity()) VT_RETURN_IF_ERROR(finish_oldest());
       VT_RETURN_IF_ERROR(pool->start(e, prepared.start));

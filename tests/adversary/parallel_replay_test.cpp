@@ -98,6 +98,9 @@ TEST(ParallelReplays, AutomaticJobsFollowCoresAndDevice) {
   EXPECT_LE(verifier::automatic_replay_jobs(task, options, 64), std::max(1u, std::thread::hardware_concurrency()));
   options.device = "cuda";
   EXPECT_EQ(verifier::automatic_replay_jobs(task, options, 64), 1u);
+  // Memory: a tiny state fits many times; one the size of all memory still gets one job.
+  EXPECT_GE(verifier::replay_jobs_that_fit_in_memory(1 << 20), 1u);
+  EXPECT_EQ(verifier::replay_jobs_that_fit_in_memory(std::uint64_t{1} << 50), 1u);
 }
 
 }  // namespace
