@@ -44,12 +44,12 @@ using ProgressFn = std::function<bool(const SnapshotProgress&)>;
 
 // What a cut download keeps, so that a later call (even from another Client) continues at
 // bytes.size() instead of starting over. The server refuses to resume if its container for the
-// same request is no longer container_sha256; the download then restarts from 0.
+// same request is no longer container_id; the download then restarts from 0.
 struct PartialDownload {
   std::uint64_t epoch = 0;
   comp::Codec codec = comp::Codec::kPlanes;
   std::optional<Digest> base_root;
-  std::string container_sha256;
+  std::string container_id;
   std::uint64_t total = 0;
   Bytes bytes;
 };

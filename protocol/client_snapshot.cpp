@@ -14,7 +14,7 @@ using wire::MessageType;
 namespace {
 
 bool same_request(const PartialDownload& p, const SnapshotRequest& r, const std::optional<Digest>& base_root) {
-  return !p.container_sha256.empty() && p.epoch == r.epoch && p.codec == r.codec && p.base_root == base_root;
+  return !p.container_id.empty() && p.epoch == r.epoch && p.codec == r.codec && p.base_root == base_root;
 }
 
 std::string xxh3_hex(ByteSpan bytes) {
@@ -31,13 +31,13 @@ Status Client::receive_container(const SnapshotRequest& request, PartialDownload
   if (p.base_root) header["base_root"] = hex_encode(*p.base_root);
   if (!p.bytes.empty()) {
     header["offset"] = p.bytes.size();
-    header["container_sha256"] = p.container_sha256;
+    header["container_id"] = p.container_id;
   }
   VT_ASSIGN_OR_RETURN(Frame begin, this->request(MessageType::kGetSnapshot, header, MessageType::kSnapshotBegin));
   std::string what = "snapshot of epoch " + std::to_string(request.epoch) + " from " + connection_->where();
   VT_ASSIGN_OR_RETURN(std::uint64_t size, wire::get_u64(begin, "size"));
   VT_ASSIGN_OR_RETURN(std::uint64_t offset, wire::get_u64(begin, "offset"));
-  VT_ASSIGN_OR_RETURN(std::string id, wire::get_string(begin, "container_sha256"));
+  VT_ASSIGN_OR_RETURN(std::string id, wire::get_string(begin, "container_id"));
   VT_ASSIGN_OR_RETURN(Digest root, wire::get_digest(begin, "root"));
   if (root != request.root)
     return rejected(what + ": the server offers a snapshot with root " + hex_encode(root) +
@@ -45,10 +45,10 @@ Status Client::receive_container(const SnapshotRequest& request, PartialDownload
   if (size > config_.max_snapshot_bytes)
     return invalid_input(what + ": the container is " + std::to_string(size) + " bytes, over the client's limit of " +
                          std::to_string(config_.max_snapshot_bytes));
-  if (offset != p.bytes.size() || (offset > 0 && (id != p.container_sha256 || size != p.total)))
+  if (offset != p.bytes.size() || (offset > 0 && (id != p.container_id || size != p.total)))
     return io_error(what + ": the server resumed at offset " + std::to_string(offset) + " of container " + id +
                     ", not where this download stopped");
-  p.container_sha256 = id;
+  p.container_id = id;
   p.total = size;
   reserve_large(p.bytes, size);  // bounded by max_snapshot_bytes above; saves regrowth copies
   while (p.bytes.size() < size) {

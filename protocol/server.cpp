@@ -3,7 +3,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 
-#include "common/sha256.h"
 #include "protocol/server_impl.h"
 
 namespace vt {
@@ -26,20 +25,6 @@ void Server::Impl::accept_next() {
     // Running out of descriptors must not end the accept loop; the next accept may succeed.
     accept_next();
   });
-}
-
-Digest Server::Impl::container_sha256(const std::shared_ptr<const Bytes>& container) {
-  {
-    std::lock_guard lock(mutex);
-    auto it = digests.find(container.get());
-    // The address alone could be reused by a new buffer; the weak pointer proves it is the same.
-    if (it != digests.end() && it->second.bytes.lock() == container) return it->second.sha256;
-  }
-  Digest d = sha256(*container);
-  std::lock_guard lock(mutex);
-  std::erase_if(digests, [](const auto& kv) { return kv.second.bytes.expired(); });
-  if (digests.size() < 256) digests[container.get()] = KnownDigest{container, d};
-  return d;
 }
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

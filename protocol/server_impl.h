@@ -38,14 +38,6 @@ struct Server::Impl {
   std::set<std::shared_ptr<CommitSignal>> subscribers;  // GUARDED_BY(mutex)
   bool stopped = false;                                  // GUARDED_BY(mutex)
 
-  // SHA-256 of containers the catalog handed out, so 32 clients of one snapshot hash it once.
-  struct KnownDigest {
-    std::weak_ptr<const Bytes> bytes;
-    Digest sha256;
-  };
-  std::map<const Bytes*, KnownDigest> digests;  // GUARDED_BY(mutex)
-  Digest container_sha256(const std::shared_ptr<const Bytes>& container);
-
   // stop() resets both, the acceptor first: destroying the io_context destroys every suspended
   // session (closing its socket), and those still find the members above alive.
   std::optional<net::tcp::acceptor> acceptor;

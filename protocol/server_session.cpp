@@ -257,9 +257,13 @@ net::awaitable<std::optional<Reply>> Session::get_snapshot(const Frame& request)
   const Bytes& bytes = **container;
   auto info = comp::read_container_info(bytes);
   if (!info.ok()) co_return from_catalog(info.error(), "stored container of epoch " + std::to_string(*epoch));
-  std::string id = hex_encode(server_.container_sha256(*container));
+  // Names the container for a resume. The header and section table carry every section's
+  // XXH3-64, so hashing them tells a changed container from the same one without reading the
+  // payloads; the client's trust comes from the Merkle root after decoding, not from this.
+  const std::uint64_t payloads = info->sections.empty() ? bytes.size() : info->sections.front().payload_offset;
+  std::string id = hex_encode(sha256(ByteSpan(bytes).first(payloads)));
   if (offset > 0) {
-    auto claimed = wire::get_optional_string(request, "container_sha256");
+    auto claimed = wire::get_optional_string(request, "container_id");
     if (!claimed.ok() || !*claimed || **claimed != id)
       co_return Reply{"resume_mismatch", "cannot resume at offset " + std::to_string(offset) +
                                              ": the container is now " + id + "; restart from offset 0"};
@@ -274,7 +278,7 @@ net::awaitable<std::optional<Reply>> Session::get_snapshot(const Frame& request)
                  {"base_root", info->base_root ? json(hex_encode(*info->base_root)) : json(nullptr)},
                  {"size", bytes.size()},
                  {"offset", offset},
-                 {"container_sha256", id},
+                 {"container_id", id},
                  {"chunk", limits_.snapshot_chunk}};
   co_await send(MessageType::kSnapshotBegin, begin);
   auto keep_alive = *container;  // the catalog may drop its copy while this stream runs

@@ -71,6 +71,14 @@ class MemoryCatalog : public Catalog {
   const Digest& task_id() const { return task_id_; }
   const Bytes& task_bytes() const { return task_bytes_; }
   PublicKey signer() const { return key_.public_key(); }
+  // From now on, containers are coded at this zstd level: the same snapshots, other bytes (what
+  // a provider that re-codes its store looks like to a client resuming a download).
+  void recode_at_level(int level) {
+    std::lock_guard lock(mutex_);
+    level_ = level;
+    cache_.clear();
+  }
+
   int containers_built() const {
     std::lock_guard lock(mutex_);
     return built_;
@@ -103,6 +111,7 @@ class MemoryCatalog : public Catalog {
     if (auto it = cache_.find(key); it != cache_.end()) return it->second;
     comp::EncodeOptions options;
     options.codec = codec;
+    options.level = level_;
     options.root = records_[request.epoch].record.root;
     if (base) {
       options.base = *snapshots_[*base];
@@ -125,6 +134,7 @@ class MemoryCatalog : public Catalog {
   std::vector<SignedRecord> records_;                   // GUARDED_BY(mutex_)
   std::vector<std::shared_ptr<const Bytes>> snapshots_;  // GUARDED_BY(mutex_)
   std::map<std::tuple<std::uint64_t, comp::Codec, std::uint64_t>, std::shared_ptr<const Bytes>> cache_;
+  int level_ = 0;  // GUARDED_BY(mutex_)
   int built_ = 0;
 };
 

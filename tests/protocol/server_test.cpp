@@ -120,6 +120,35 @@ TEST_F(ServerTest, ResumesADownloadStoppedInTheMiddle) {
   EXPECT_EQ(server_->metrics()->resumes(), 1u);
 }
 
+TEST_F(ServerTest, AResumeOfAContainerThatChangedRestartsFromTheStart) {
+  Client client = connect();
+  PartialDownload partial;
+  auto first = client.get_snapshot(request(2), [&](const SnapshotProgress& p) { return p.received < p.total / 2; },
+                                   &partial);
+  ASSERT_FALSE(first.ok());
+  ASSERT_GT(partial.bytes.size(), 0u);
+  const std::string old_id = partial.container_id;
+  catalog_->recode_at_level(5);  // same snapshot, other container bytes
+
+  std::uint64_t first_received = 0;
+  auto second = client.get_snapshot(request(2), [&](const SnapshotProgress& p) {
+    if (first_received == 0) first_received = p.received;
+    return true;
+  }, &partial);
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  EXPECT_EQ(*second, *catalog_->snapshot(2));
+  EXPECT_LE(first_received, 256u << 10);  // started over: no byte of the old container was kept
+  EXPECT_EQ(server_->metrics()->resumes(), 0u);
+
+  // The id follows the bytes: the re-coded container has another, asking again gives the same.
+  auto stop_at_once = [](const SnapshotProgress&) { return false; };
+  PartialDownload probe1, probe2;
+  ASSERT_FALSE(client.get_snapshot(request(2), stop_at_once, &probe1).ok());
+  ASSERT_FALSE(client.get_snapshot(request(2), stop_at_once, &probe2).ok());
+  EXPECT_EQ(probe1.container_id, probe2.container_id);
+  EXPECT_NE(probe1.container_id, old_id);
+}
+
 // Downloads epoch 2 (raw) from `server` through a relay that damages the first connection
 // half-way through the container, and checks the client ends with the committed snapshot after
 // exactly one resume on a second connection.
