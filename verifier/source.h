@@ -37,6 +37,10 @@ class EvidenceSource {
 
 Result<std::unique_ptr<EvidenceSource>> open_workdir_source(const std::filesystem::path& workdir);
 
+// `inner`, except that asking again for the snapshot it returned last is answered from memory
+// (the state after a challenged epoch is the state before the next). `inner` must outlive it.
+std::unique_ptr<EvidenceSource> reuse_last_snapshot(EvidenceSource& inner);
+
 }  // namespace vt::verifier
 
 #include "protocol/connection.h"

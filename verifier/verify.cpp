@@ -12,7 +12,7 @@ namespace {
 class Run {
  public:
   Run(EvidenceSource& source, const Task& task, const VerifyOptions& options)
-      : source_(source), task_(task), options_(options) {
+      : reuse_(reuse_last_snapshot(source)), source_(*reuse_), task_(task), options_(options) {
     ctx_.task = &task;
     ctx_.task_id = task_id(task);
     ctx_.trainer = options.trainer;
@@ -194,6 +194,7 @@ class Run {
     return out.empty() ? "(none)" : out;
   }
 
+  std::unique_ptr<EvidenceSource> reuse_;
   EvidenceSource& source_;
   const Task& task_;
   const VerifyOptions& options_;

@@ -1,6 +1,9 @@
 // `verify --jobs`: replays in child processes of the veritrain binary judge exactly as replays in
 // the verifier's own process - the same replay roots, the same verdicts - and still catch cheats.
+// Also what verify fetches: each committed state once, however many checks need it.
 #include <gtest/gtest.h>
+
+#include <map>
 
 #include "tests/adversary/support.h"
 #include "verifier/replay_jobs.h"
@@ -88,6 +91,50 @@ TEST(ParallelReplays, AFailingChildIsAnErrorThatSaysWhy) {
   auto missing = verifier::verify(**source, task, o);
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().message.find("/nonexistent/veritrain"), std::string::npos) << missing.error().message;
+}
+
+// Counts the snapshots asked of a source, by root.
+class CountingSource final : public verifier::EvidenceSource {
+ public:
+  explicit CountingSource(verifier::EvidenceSource& inner) : inner_(inner) {}
+  Result<std::string> task_json() override { return inner_.task_json(); }
+  Result<std::vector<SignedRecord>> log() override { return inner_.log(); }
+  Result<Bytes> snapshot(std::uint64_t epoch, const Digest& root,
+                         const std::optional<std::pair<Digest, ByteSpan>>& base) override {
+    ++asked[hex_encode(root)];
+    return inner_.snapshot(epoch, root, base);
+  }
+  std::uint64_t bytes_fetched() const override { return inner_.bytes_fetched(); }
+  std::string describe() const override { return inner_.describe(); }
+  std::map<std::string, int> asked;
+
+ private:
+  verifier::EvidenceSource& inner_;
+};
+
+TEST(VerifyFetches, EachCommittedStateOnceWhenEveryEpochIsChallenged) {
+  testing::ScratchDir dir;
+  const Task task = tiny_task(25, /*epochs=*/4);
+  auto run = write_workdir(task, dir / "wd", {}, provider_key());
+  ASSERT_TRUE(run.ok()) << run.error().message;
+  for (std::size_t jobs : {1u, 3u}) {
+    SCOPED_TRACE(jobs);
+    auto workdir = verifier::open_workdir_source(run->workdir);
+    ASSERT_TRUE(workdir.ok());
+    CountingSource counting(**workdir);
+    verifier::VerifyOptions o;
+    o.policy.check_probability = 1.0;
+    o.seed_hex = "01";
+    o.replay_jobs = jobs;
+    o.replay_program = VT_BINARY;
+    auto v = verifier::verify(counting, task, o);
+    ASSERT_TRUE(v.ok()) << v.error().message;
+    EXPECT_TRUE(v->accepted) << joined(v->reasons);
+    // Epochs 0..4: the state after each challenged epoch is the one before the next, and the
+    // state after the last is the final model; none is asked for twice.
+    EXPECT_EQ(counting.asked.size(), 5u);
+    for (const auto& [root, times] : counting.asked) EXPECT_EQ(times, 1) << root;
+  }
 }
 
 TEST(ParallelReplays, AutomaticJobsFollowCoresAndDevice) {
