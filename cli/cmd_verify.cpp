@@ -1,4 +1,8 @@
 // `veritrain verify`, `audit` and `plan`: the requestor's and the auditor's commands.
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <filesystem>
 #include <iostream>
 
@@ -105,6 +109,10 @@ struct ReplayEpochArgs {
 };
 
 Result<int> run_replay_epoch(const ReplayEpochArgs& a) {
+  // A replay outliving its verifier (killed, say) would only burn CPU for a result no one reads.
+  const pid_t parent = ::getppid();
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) return io_error("replay-epoch: the verifier that started it is gone");
   verifier::ReplayChildArgs c;
   c.task = a.task;
   c.from = a.from;

@@ -1,5 +1,6 @@
 #include "verifier/replay_jobs.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,8 +40,28 @@ Status write_scratch(const fs::path& path, ByteSpan bytes) {
   return {};
 }
 
+constexpr std::string_view kScratchPrefix = "veritrain-replay-";
+
+// A verifier killed outright (SIGKILL, Ctrl-C) cannot remove its scratch folder, and the states
+// in it can be large: the next one removes the folders whose owner process is gone.
+void remove_abandoned_scratch(const fs::path& tmp) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(tmp, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(kScratchPrefix, 0) != 0) continue;
+    const std::string rest = name.substr(kScratchPrefix.size());
+    const long owner = std::strtol(rest.c_str(), nullptr, 10);
+    if (owner <= 0 || (::kill(static_cast<pid_t>(owner), 0) != 0 && errno == ESRCH)) {
+      std::error_code ignored;
+      fs::remove_all(entry.path(), ignored);
+    }
+  }
+}
+
 Result<fs::path> make_scratch() {
-  std::string pattern = (fs::temp_directory_path() / "veritrain-replay-XXXXXX").string();
+  const fs::path tmp = fs::temp_directory_path();
+  remove_abandoned_scratch(tmp);
+  std::string pattern = (tmp / (std::string(kScratchPrefix) + std::to_string(::getpid()) + "-XXXXXX")).string();
   if (::mkdtemp(pattern.data()) == nullptr) return io_error(errno_text(errno, "creating", pattern));
   return fs::path(pattern);
 }

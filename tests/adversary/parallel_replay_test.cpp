@@ -3,7 +3,12 @@
 // Also what verify fetches: each committed state once, however many checks need it.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <map>
+
+#include "common/file_io.h"
 
 #include "tests/adversary/support.h"
 #include "verifier/replay_jobs.h"
@@ -135,6 +140,28 @@ TEST(VerifyFetches, EachCommittedStateOnceWhenEveryEpochIsChallenged) {
     EXPECT_EQ(counting.asked.size(), 5u);
     for (const auto& [root, times] : counting.asked) EXPECT_EQ(times, 1) << root;
   }
+}
+
+TEST(ParallelReplays, ScratchLeftByAKilledVerifierIsRemovedByTheNextOne) {
+  // A process that has exited: its pid is free (and unlikely to be reused within the test).
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ASSERT_GT(dead, 0);
+  ::waitpid(dead, nullptr, 0);
+  const auto abandoned = std::filesystem::temp_directory_path() / ("veritrain-replay-" + std::to_string(dead) + "-test");
+  const auto alive = std::filesystem::temp_directory_path() / ("veritrain-replay-" + std::to_string(::getpid()) + "-test");
+  std::filesystem::create_directories(abandoned);
+  std::filesystem::create_directories(alive);
+  ASSERT_TRUE(write_file_atomic(abandoned / "epoch-1.before.safetensors", std::string_view("state")).ok());
+
+  testing::ScratchDir dir;
+  const Task task = tiny_task(26);
+  auto run = write_workdir(task, dir / "wd", {}, provider_key());
+  ASSERT_TRUE(run.ok()) << run.error().message;
+  EXPECT_TRUE(verify_workdir(run->workdir, task, 2).accepted);
+  EXPECT_FALSE(std::filesystem::exists(abandoned));
+  EXPECT_TRUE(std::filesystem::exists(alive));  // its owner (this test) still runs
+  std::filesystem::remove_all(alive);
 }
 
 TEST(ParallelReplays, AutomaticJobsFollowCoresAndDevice) {
