@@ -17,15 +17,20 @@
 namespace vt::adversary {
 namespace {
 
-verifier::Verdict verify_workdir(const std::filesystem::path& workdir, const Task& task, std::size_t jobs) {
-  auto source = verifier::open_workdir_source(workdir);
-  EXPECT_TRUE(source.ok()) << source.error().message;
+// Every epoch challenged, reproducibly, with `jobs` replays at once in veritrain children.
+verifier::VerifyOptions challenge_everything(std::size_t jobs) {
   verifier::VerifyOptions o;
   o.policy.check_probability = 1.0;
   o.seed_hex = "01";
   o.replay_jobs = jobs;
   o.replay_program = VT_BINARY;
-  auto v = verifier::verify(**source, task, o);
+  return o;
+}
+
+verifier::Verdict verify_workdir(const std::filesystem::path& workdir, const Task& task, std::size_t jobs) {
+  auto source = verifier::open_workdir_source(workdir);
+  EXPECT_TRUE(source.ok()) << source.error().message;
+  auto v = verifier::verify(**source, task, challenge_everything(jobs));
   EXPECT_TRUE(v.ok()) << v.error().message;
   return v.ok() ? std::move(*v) : verifier::Verdict{};
 }
@@ -80,11 +85,7 @@ TEST(ParallelReplays, AFailingChildIsAnErrorThatSaysWhy) {
   ASSERT_TRUE(run.ok()) << run.error().message;
   auto source = verifier::open_workdir_source(run->workdir);
   ASSERT_TRUE(source.ok());
-  verifier::VerifyOptions o;
-  o.policy.check_probability = 1.0;
-  o.seed_hex = "01";
-  o.replay_jobs = 2;
-  o.replay_program = VT_BINARY;
+  verifier::VerifyOptions o = challenge_everything(2);
   o.trainer.intra_op_threads = 2;  // an exact-mode task refuses another thread count
   auto v = verifier::verify(**source, task, o);
   ASSERT_FALSE(v.ok());
@@ -127,12 +128,7 @@ TEST(VerifyFetches, EachCommittedStateOnceWhenEveryEpochIsChallenged) {
     auto workdir = verifier::open_workdir_source(run->workdir);
     ASSERT_TRUE(workdir.ok());
     CountingSource counting(**workdir);
-    verifier::VerifyOptions o;
-    o.policy.check_probability = 1.0;
-    o.seed_hex = "01";
-    o.replay_jobs = jobs;
-    o.replay_program = VT_BINARY;
-    auto v = verifier::verify(counting, task, o);
+    auto v = verifier::verify(counting, task, challenge_everything(jobs));
     ASSERT_TRUE(v.ok()) << v.error().message;
     EXPECT_TRUE(v->accepted) << joined(v->reasons);
     // Epochs 0..4: the state after each challenged epoch is the one before the next, and the
