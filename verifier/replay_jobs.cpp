@@ -127,11 +127,11 @@ Status ReplayJobs::start(std::uint64_t epoch, ByteSpan start) {
   return {};
 }
 
-Result<Replay> ReplayJobs::finish_oldest(std::uint64_t& epoch) {
+Result<Replay> ReplayJobs::finish_oldest() {
   if (jobs_.empty()) return internal_error("parallel replays: none is running");
   Job job = std::move(jobs_.front());
   jobs_.pop_front();
-  epoch = job.epoch;
+  const std::uint64_t epoch = job.epoch;
   const int code = job.child.wait();
   const std::string what = "replaying epoch " + std::to_string(epoch) + " in a child process";
   std::error_code ignored;
@@ -192,9 +192,9 @@ Status run_replay_child(const ReplayChildArgs& args) {
   ctx.trainer = args.trainer;
   VT_ASSIGN_OR_RETURN(Replay r, replay_here(ctx, start));
   json summary = {{"data_order_digest", hex_encode(r.data_order_digest)}, {"notes", r.notes}, {"seconds", r.seconds}};
-  // Written whole and renamed into place: the parent reads them after this process exits.
-  VT_RETURN_IF_ERROR(write_file_atomic(args.out, r.snapshot));
-  return write_file_atomic(args.summary, summary.dump());
+  // Scratch files: the parent reads them only after this process has exited with 0.
+  VT_RETURN_IF_ERROR(write_scratch(args.out, r.snapshot));
+  return write_scratch(args.summary, as_bytes(summary.dump()));
 }
 
 }  // namespace vt::verifier

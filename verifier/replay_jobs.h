@@ -31,8 +31,8 @@ class ReplayJobs {
 
   // Starts replaying `epoch` from the canonical state `start`; needs running() < capacity().
   Status start(std::uint64_t epoch, ByteSpan start);
-  // Waits for the earliest started replay; `epoch` receives which one it was.
-  Result<Replay> finish_oldest(std::uint64_t& epoch);
+  // Waits for the earliest started replay: replays finish in the order they were started.
+  Result<Replay> finish_oldest();
 
  private:
   struct Job {
