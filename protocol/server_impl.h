@@ -3,7 +3,6 @@
 // server.cpp (listener and lifetime) so that each file stays readable.
 
 #include <atomic>
-#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
