@@ -84,6 +84,7 @@ Result<int> run_demo(Context& ctx, const std::string& out_dir, std::int64_t epoc
   if (!source) return io_error("the provider did not start serving within 30 s");
 
   verifier::VerifyOptions o;
+  o.provider_key = id.signing_fingerprint;  // the requestor got the provider's key out of band
   o.online = true;
   o.policy.confidence = 0.99;
   o.policy.cheat_fraction = 0.25;

@@ -11,6 +11,7 @@
 #include "provider/check.h"
 #include "provider/store.h"
 #include "provider/workdir.h"
+#include "verifier/log_check.h"
 
 namespace vt::cli {
 namespace {
@@ -119,15 +120,30 @@ Result<int> export_epoch(const Context& ctx, const fs::path& dir, std::uint64_t 
 void register_log(CLI::App& app, Context& ctx) {
   auto* log = app.add_subcommand("log", "Check a provider's commitment log and stored snapshots");
   log->require_subcommand(1);
-  auto dir = std::make_shared<std::string>();
+  struct VerifyArgs {
+    std::string dir, provider_key;
+  };
+  auto v = std::make_shared<VerifyArgs>();
   auto* verify = log->add_subcommand("verify", "Signatures, chain, task binding, and every snapshot against its root");
-  verify->add_option("--workdir", *dir, "The provider's workdir")->required();
-  verify->callback([&ctx, dir] {
-    ctx.action = [&ctx, dir]() -> Result<int> {
-      VT_ASSIGN_OR_RETURN(provider::WorkdirReport r, provider::check_workdir(*dir));
+  verify->add_option("--workdir", v->dir, "The provider's workdir")->required();
+  verify->add_option("--provider-key", v->provider_key,
+                     "The provider's signing.pub.pem or its key's SHA-256: a log signed by any other key is rejected");
+  verify->callback([&ctx, v] {
+    ctx.action = [&ctx, v]() -> Result<int> {
+      std::optional<std::string> pinned;
+      if (!v->provider_key.empty()) {
+        VT_ASSIGN_OR_RETURN(pinned, verifier::parse_provider_key(v->provider_key));
+      }
+      VT_ASSIGN_OR_RETURN(provider::WorkdirReport r, provider::check_workdir(v->dir));
+      if (pinned && r.signer_fingerprint != *pinned) {
+        return rejected(v->dir + ": the log is signed by key " + r.signer_fingerprint +
+                        ", not by the provider key given with --provider-key (" + *pinned + ")");
+      }
       nlohmann::json j = report_json(r);
       j["valid"] = true;
-      emit(ctx, j, report_text(r) + "log and snapshots verified\n");
+      j["signer_pinned"] = pinned.has_value();
+      emit(ctx, j, report_text(r) + "log and snapshots verified" +
+                       (pinned ? ", signed by the pinned provider key\n" : " (signer not pinned: give --provider-key)\n"));
       return 0;
     };
   });

@@ -2,7 +2,11 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
@@ -16,6 +20,7 @@
 #include "training/estimate.h"
 #include "verifier/audit.h"
 #include "verifier/html_report.h"
+#include "verifier/log_check.h"
 #include "verifier/plan.h"
 #include "verifier/replay_jobs.h"
 #include "verifier/verify.h"
@@ -39,7 +44,9 @@ void add_source_options(CLI::App* cmd, SourceArgs& s) {
   cmd->add_flag("--insecure", s.insecure, "Plain TCP (loopback only)")->needs(provider);
 }
 
-Result<std::unique_ptr<verifier::EvidenceSource>> open_source(const SourceArgs& s) {
+Result<std::unique_ptr<verifier::EvidenceSource>> open_source(const SourceArgs& s,
+                                                              std::chrono::milliseconds evidence_timeout =
+                                                                  verifier::kDefaultEvidenceTimeout) {
   if (!s.workdir.empty()) return verifier::open_workdir_source(s.workdir);
   if (s.provider.empty()) return invalid_input("give --provider HOST:PORT or --workdir DIR");
   VT_ASSIGN_OR_RETURN(auto hp, parse_host_port(s.provider, "--provider"));
@@ -49,21 +56,76 @@ Result<std::unique_ptr<verifier::EvidenceSource>> open_source(const SourceArgs& 
   config.insecure = s.insecure;
   config.pin_sha256 = s.pin;
   config.ca_file = s.ca_file;
+  config.io_timeout = std::min(config.io_timeout, evidence_timeout);  // one stalled frame cannot outlast it
   if (s.token_file.empty()) return invalid_input("--provider needs --token-file (the provider's serve.token)");
   VT_ASSIGN_OR_RETURN(config.token, read_text_file(s.token_file, 4096));
   while (!config.token.empty() && std::isspace(static_cast<unsigned char>(config.token.back()))) config.token.pop_back();
   if (!s.insecure && s.pin.empty() && s.ca_file.empty()) {
     return invalid_input("--provider over TLS needs --pin SHA256 (printed by the provider) or --ca-file");
   }
-  return verifier::open_provider_source(config);
+  return verifier::open_provider_source(config, evidence_timeout);
 }
 
-Result<SigningKey> verifier_key(const std::string& key_dir, const fs::path& fallback) {
-  return load_or_create_signing_key(key_dir.empty() ? fallback : fs::path(key_dir));
+// The verifier's (and auditor's) own identity persists, so that verdicts from one verifier name
+// one key: $XDG_CONFIG_HOME/veritrain/verifier (or ~/.config/...), made 0700 on first use.
+Result<fs::path> default_key_dir() {
+  const char* xdg = std::getenv("XDG_CONFIG_HOME");
+  const char* home = std::getenv("HOME");
+  fs::path base;
+  if (xdg != nullptr && *xdg == '/') {
+    base = xdg;
+  } else if (home != nullptr && *home == '/') {
+    base = fs::path(home) / ".config";
+  } else {
+    return invalid_input("no $XDG_CONFIG_HOME or $HOME to keep the verifier key in: give --key DIR");
+  }
+  return base / "veritrain" / "verifier";
+}
+
+Result<SigningKey> verifier_key(const std::string& key_dir) {
+  fs::path dir;
+  if (key_dir.empty()) {
+    VT_ASSIGN_OR_RETURN(dir, default_key_dir());
+  } else {
+    dir = key_dir;
+  }
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) {
+    fs::create_directories(dir.parent_path(), ec);
+    if (ec) return io_error("creating " + dir.parent_path().string() + ": " + ec.message());
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return io_error(errno_text(errno, "creating", dir));
+    spdlog::info("verifier key: creating {} (used for every later verdict)", dir.string());
+  }
+  return load_or_create_signing_key(dir);
+}
+
+// --provider-key, when given: the log must be signed by it (docs/verifier.md, "Trust").
+Result<std::optional<std::string>> pinned_provider_key(const std::string& arg, const char* command) {
+  if (arg.empty()) {
+    spdlog::warn("{}: no --provider-key: any key that signed the log is taken, and the verdict says it was not pinned",
+                 command);
+    return std::optional<std::string>();
+  }
+  VT_ASSIGN_OR_RETURN(std::string key, verifier::parse_provider_key(arg));
+  return std::optional<std::string>(key);
+}
+
+// The log's signer against the pinned key, for the commands that read a log without check_log.
+Status check_log_signer(verifier::EvidenceSource& source, const Task& task, const std::optional<std::string>& pinned) {
+  if (!pinned) return {};
+  VT_ASSIGN_OR_RETURN(std::vector<SignedRecord> records, source.log());
+  auto checked = verify_log(records, task_id(task));
+  if (!checked) return rejected(checked.error().message);
+  if (checked->signer_fingerprint != *pinned) {
+    return rejected("the log is signed by key " + checked->signer_fingerprint + ", not by the provider key given with "
+                    "--provider-key (" + *pinned + ")");
+  }
+  return {};
 }
 
 struct VerifyArgs {
-  std::string task, report, key, device, seed;
+  std::string task, report, key, device, seed, provider_key;
+  double evidence_timeout = 600;
   double confidence = 0.99, cheat_fraction = 0.1, check_probability = 0.0;
   bool online = false, fingerprint_only = false;
   std::int64_t threads = 0;
@@ -73,8 +135,14 @@ struct VerifyArgs {
 
 Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
   VT_ASSIGN_OR_RETURN(Task task, load_task(a.task));
-  VT_ASSIGN_OR_RETURN(auto source, open_source(a.source));
+  // The verifier's own inputs first: any error in them is exit 2 before the provider is judged.
+  if (!(a.evidence_timeout > 0)) return invalid_input("--evidence-timeout must be a positive number of seconds");
+  VT_ASSIGN_OR_RETURN(std::optional<std::string> pinned, pinned_provider_key(a.provider_key, "verify"));
+  VT_ASSIGN_OR_RETURN(SigningKey key, verifier_key(a.key));
+  const auto evidence_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(a.evidence_timeout * 1000));
+  VT_ASSIGN_OR_RETURN(auto source, open_source(a.source, evidence_timeout));
   verifier::VerifyOptions o;
+  o.provider_key = pinned;
   o.policy.confidence = a.confidence;
   o.policy.cheat_fraction = a.cheat_fraction;
   if (a.check_probability > 0) o.policy.check_probability = a.check_probability;
@@ -94,11 +162,9 @@ Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
   const fs::path report(a.report);
   fs::create_directories(report, ec);
   if (ec) return io_error("creating " + report.string() + ": " + ec.message());
-  VT_ASSIGN_OR_RETURN(SigningKey key, verifier_key(a.key, report / "verifier-keys"));
   VT_RETURN_IF_ERROR(verifier::write_verdict_file(report / "verdict.json", verdict, key));
-  std::vector<double> loss;
-  if (auto records = source->log(); records.ok()) loss = verifier::losses_from_log(*records);
-  VT_RETURN_IF_ERROR(verifier::write_html_report(report / "report.html", verdict, loss, key.public_key().fingerprint()));
+  VT_RETURN_IF_ERROR(
+      verifier::write_html_report(report / "report.html", verdict, verdict.claimed_loss, key.public_key().fingerprint()));
   emit(ctx, verifier::verdict_to_json(verdict, key.public_key()), verifier::verdict_summary(verdict, report));
   return verdict.accepted ? 0 : exit_code(Errc::kRejected);
 }
@@ -126,14 +192,16 @@ Result<int> run_replay_epoch(const ReplayEpochArgs& a) {
 }
 
 struct AuditArgs {
-  std::string task, workdir, evidence, check, key, device;
+  std::string task, workdir, evidence, check, key, device, provider_key;
   std::uint64_t epoch = 0;
   std::int64_t threads = 0;
 };
 
 Result<int> run_audit(Context& ctx, const AuditArgs& a) {
   VT_ASSIGN_OR_RETURN(Task task, load_task(a.task));
+  VT_ASSIGN_OR_RETURN(std::optional<std::string> pinned, pinned_provider_key(a.provider_key, "audit"));
   VT_ASSIGN_OR_RETURN(auto source, verifier::open_workdir_source(a.workdir));
+  VT_RETURN_IF_ERROR(check_log_signer(*source, task, pinned));
   training::TrainerOptions t;
   t.task_dir = fs::path(a.task).parent_path();
   t.device = a.device;
@@ -151,13 +219,41 @@ Result<int> run_audit(Context& ctx, const AuditArgs& a) {
   nlohmann::json j = verifier::finding_to_json(f);
   if (!a.evidence.empty()) {
     VT_ASSIGN_OR_RETURN(std::vector<SignedRecord> records, source->log());
-    VT_ASSIGN_OR_RETURN(SigningKey key, verifier_key(a.key, fs::path(a.evidence).parent_path() / "auditor-keys"));
+    VT_ASSIGN_OR_RETURN(SigningKey key, verifier_key(a.key));
     VT_ASSIGN_OR_RETURN(std::string text, verifier::make_evidence(f, task, records.at(a.epoch - 1), records.at(a.epoch), key));
     VT_RETURN_IF_ERROR(write_file_atomic(a.evidence, text));
     j["evidence"] = a.evidence;
   }
   emit(ctx, j, f.summary + "\n" + (a.evidence.empty() ? "" : "evidence: " + a.evidence + "\n"));
   return f.bit_identical ? 0 : exit_code(Errc::kRejected);
+}
+
+struct VerdictCheckArgs {
+  std::string file, signer;
+};
+
+// Exit 0 when the file is a well-formed verdict signed as it says (and by --signer when given),
+// whatever the verdict's own result; 1 for a bad signature or another signer; 2 for a malformed file.
+Result<int> run_verdict_check(Context& ctx, const VerdictCheckArgs& a) {
+  std::optional<std::string> expected;
+  if (!a.signer.empty()) {
+    VT_ASSIGN_OR_RETURN(std::string fp, verifier::parse_provider_key(a.signer, "--signer"));
+    expected = fp;
+  }
+  VT_ASSIGN_OR_RETURN(verifier::CheckedVerdict v, verifier::verify_verdict_file(a.file));
+  const std::string signer = v.signer.fingerprint();
+  if (expected && signer != *expected) {
+    return rejected(a.file + ": signed by " + signer + ", not by the expected verifier key " + *expected);
+  }
+  const std::string result = v.accepted ? "accepted" : "rejected";
+  emit(ctx,
+       {{"valid", true}, {"signer", signer}, {"signer_expected", expected.has_value()}, {"result", result},
+        {"task_id", v.task_id}, {"provider_key", v.provider_key}, {"provider_key_pinned", v.provider_key_pinned}},
+       a.file + ": signature and format check out\nsigned by verifier key " + signer +
+           (expected ? " (as expected)" : " (not compared: give --signer)") + "\nresult " + result + " for task " +
+           v.task_id + "\nprovider key " + v.provider_key + (v.provider_key_pinned ? " (pinned)" : " (not pinned)") +
+           "\n");
+  return 0;
 }
 
 struct PlanArgs {
@@ -216,7 +312,12 @@ void register_verify(CLI::App& app, Context& ctx) {
   verify->add_option("--jobs", v->jobs, "Replays at once, each in its own process (default 0: as cores allow; 1 on a GPU)");
   verify->add_option("--seed", v->seed, "Reproduce a run's challenges (hex); default: fresh OS randomness");
   verify->add_option("--report", v->report, "Folder for verdict.json and report.html")->required();
-  verify->add_option("--key", v->key, "Verifier key folder; default: <report>/verifier-keys");
+  verify->add_option("--key", v->key, "Verifier key folder; default: $XDG_CONFIG_HOME/veritrain/verifier");
+  verify->add_option("--provider-key", v->provider_key,
+                     "The provider's signing.pub.pem or its key's SHA-256: a log signed by any other key is rejected");
+  verify->add_option("--evidence-timeout", v->evidence_timeout,
+                     "Seconds the provider has to deliver the log or a snapshot before it counts as withheld")
+      ->capture_default_str();
   verify->callback([&ctx, v] { ctx.action = [&ctx, v] { return run_verify(ctx, *v); }; });
 
   // Internal: one replay for `verify --jobs`, in a process of its own (verifier/replay_jobs.h).
@@ -240,10 +341,19 @@ void register_verify(CLI::App& app, Context& ctx) {
   audit->add_option("--epoch", a->epoch, "The disputed epoch");
   audit->add_option("--evidence", a->evidence, "Write signed evidence here");
   audit->add_option("--check", a->check, "Re-check an evidence file instead");
-  audit->add_option("--key", a->key, "Auditor key folder; default: beside the evidence file");
+  audit->add_option("--key", a->key, "Auditor key folder; default: $XDG_CONFIG_HOME/veritrain/verifier");
+  audit->add_option("--provider-key", a->provider_key, "The provider's signing.pub.pem or its key's SHA-256");
   audit->add_option("--device", a->device, "Replay on cpu, cuda or cuda:N");
   audit->add_option("--threads", a->threads, "Replay with this intra-op thread count");
   audit->callback([&ctx, a] { ctx.action = [&ctx, a] { return run_audit(ctx, *a); }; });
+
+  auto vc = std::make_shared<VerdictCheckArgs>();
+  auto* verdict = app.add_subcommand("verdict", "Check signed verdicts");
+  verdict->require_subcommand(1);
+  auto* check = verdict->add_subcommand("check", "Check a verdict's signature, format and signer");
+  check->add_option("file", vc->file, "A verdict.json written by verify")->required();
+  check->add_option("--signer", vc->signer, "The verifier key that must have signed it: SHA-256 or signing.pub.pem");
+  check->callback([&ctx, vc] { ctx.action = [&ctx, vc] { return run_verdict_check(ctx, *vc); }; });
 
   auto p = std::make_shared<PlanArgs>();
   auto* plan = app.add_subcommand("plan", "How many checks, what they cost, and whether cheating could pay");

@@ -171,7 +171,11 @@ Result<std::string> make_evidence(const AuditFinding& finding, const Task& task,
                                   const SignedRecord& after, const SigningKey& auditor) {
   const Bytes before_line = encode_record(before);
   const Bytes after_line = encode_record(after);
+  VT_ASSIGN_OR_RETURN(PublicKey provider, PublicKey::from_raw(after.record.signer));
+  // Both keys inside the signed body: who signed the records, and who signed this judgement.
   nlohmann::json evidence = {{"format", kEvidenceFormat},
+                             {"provider", {{"key", provider.fingerprint()}}},
+                             {"auditor", {{"key", auditor.public_key().fingerprint()}}},
                              {"task_id", hex_encode(task_id(task))},
                              {"finding", finding_to_json(finding)},
                              {"provider_records", {std::string(before_line.begin(), before_line.end()),

@@ -1,11 +1,15 @@
 #include "verifier/epoch_check.h"
 
+#include <bit>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "common/safetensors.h"
 #include "fingerprint/fingerprint.h"
 #include "fingerprint/merkle.h"
+#include "provider/live_fingerprint.h"
 
 namespace vt::verifier {
 namespace {
@@ -26,8 +30,47 @@ fp::SamplePlan full_plan(const SafetensorsView& view) {
 }
 
 // Fetch failures that are the provider's fault (bytes that do not match the root, a broken
-// container) reject; failures to reach the bytes at all are errors.
+// container, evidence withheld: verifier/source.h) reject; Errc::kIo is the verifier's own side.
 bool is_provider_fault(const Error& e) { return e.code != Errc::kIo; }
+
+// The rest of what the record claims. Counts are the task's in every mode; in exact mode the
+// replay is the epoch, so the trail and the loss must be its very bits.
+template <typename Fail>
+void judge_claims(EpochCheck& check, const CommitRecord& after, const Replay& replay, const Task& task, Fail& fail) {
+  const CommitMetrics& m = after.metrics;
+  check.claimed_loss = m.loss;
+  check.replay_loss = replay.loss;
+  if (m.steps != replay.steps || m.samples != replay.samples) {
+    fail("committed metrics claim " + std::to_string(m.steps) + " steps and " + std::to_string(m.samples) +
+         " samples, the task's epoch has " + std::to_string(replay.steps) + " and " + std::to_string(replay.samples));
+  }
+  if (compare_mode(task) != fp::CompareMode::kExact) return;
+  // The log stores a non-finite loss as null (read back as NaN): any non-finite loss matches it.
+  const bool both_nonfinite = !std::isfinite(m.loss) && !std::isfinite(replay.loss);
+  check.loss_verified =
+      both_nonfinite || std::bit_cast<std::uint64_t>(m.loss) == std::bit_cast<std::uint64_t>(replay.loss);
+  if (!check.loss_verified) {
+    char line[160];
+    std::snprintf(line, sizeof line, "committed loss %.17g is not the replay's %.17g (exact mode)", m.loss, replay.loss);
+    fail(line);
+  }
+  if (after.trail.size() != replay.trail.size()) {
+    fail("the committed trail has " + std::to_string(after.trail.size()) + " fingerprints, the task's epoch takes " +
+         std::to_string(replay.trail.size()));
+    return;
+  }
+  for (std::size_t i = 0; i < after.trail.size(); ++i) {
+    auto committed = fp::fingerprint_from_json(after.trail[i]);
+    auto replayed = fp::fingerprint_from_json(replay.trail[i]);
+    if (!committed || !replayed || !(*committed == *replayed)) {
+      fail("the committed trail fingerprint at step " +
+           std::to_string(static_cast<std::int64_t>(i + 1) * task.fingerprint.trail_interval) +
+           " is not the replay's (exact mode)");
+      return;
+    }
+  }
+  check.trail_verified = true;
+}
 
 }  // namespace
 
@@ -55,19 +98,29 @@ Result<PreparedEpoch> prepare_epoch(EvidenceSource& source, const CheckContext& 
     fail("the snapshot committed for epoch " + std::to_string(e - 1) + " is unusable: " + start_bytes.error().message);
     return p;
   }
+  for (const std::string& problem : check_committed_state(*start_bytes, before, ctx)) {
+    fail("the state committed for epoch " + std::to_string(e - 1) + ": " + problem);
+  }
+  if (!check.failures.empty()) return p;
 
-  // The committed fingerprint must sample the positions its own root dictates (Fiat-Shamir).
+  // The committed fingerprint must sample the positions its own root dictates (Fiat-Shamir),
+  // over the task's tensors with the task's k: a plan the provider chose could avoid what it
+  // tampered with.
   auto committed = fp::fingerprint_from_json(after.record.fingerprint);
   if (!committed) {
     fail("committed fingerprint is malformed: " + committed.error().message);
     return p;
   }
-  if (committed->plan.seed != fp::commitment_seed(ctx.task_id, e, after.record.root)) {
+  VT_ASSIGN_OR_RETURN(fp::SamplePlan expected, expected_commitment_plan(ctx, after.record));
+  if (committed->plan.seed != expected.seed) {
     fail("committed fingerprint positions were not drawn from the committed root");
     return p;
   }
-  if (auto plan_ok = fp::check_plan(committed->plan); !plan_ok) {
-    fail("committed fingerprint positions: " + plan_ok.error().message);
+  if (committed->plan != expected) {
+    fail("committed fingerprint samples other positions than the task derives (" +
+         std::to_string(committed->plan.count()) + " positions over " + std::to_string(committed->plan.tensors.size()) +
+         " tensors; the task's k is " + std::to_string(expected.count()) + " over " +
+         std::to_string(expected.tensors.size()) + ")");
     return p;
   }
 
@@ -77,12 +130,10 @@ Result<PreparedEpoch> prepare_epoch(EvidenceSource& source, const CheckContext& 
       if (!is_provider_fault(fetched.error())) return fetched.error();
       fail("the committed snapshot is unusable: " + fetched.error().message);
     } else {
-      p.end = std::move(*fetched);
-      auto view = parse_safetensors(*p.end);
-      auto own = view.ok() ? fp::gather(committed->plan, *view) : Result<fp::Fingerprint>(view.error());
-      if (!own.ok() || !(*own == *committed)) {
-        fail("the committed fingerprint does not match the committed snapshot's values");
+      for (const std::string& problem : check_committed_state(*fetched, after, ctx)) {
+        fail("the committed state: " + problem);
       }
+      p.end = std::move(*fetched);
     }
   }
   check.bytes_fetched = source.bytes_fetched() - fetched_before;
@@ -97,9 +148,30 @@ Result<Replay> replay_here(const CheckContext& ctx, ByteSpan start) {
   Replay r;
   VT_ASSIGN_OR_RETURN(auto trainer, training::Trainer::restore(*ctx.task, start, ctx.trainer));
   r.notes = trainer->replay_notes();
-  VT_ASSIGN_OR_RETURN(training::EpochSummary summary, trainer->train_epoch());
+  // The trail as an honest provider takes it (provider/provider.cpp), to compare bit for bit.
+  const auto epoch = static_cast<std::uint64_t>(trainer->epoch() + 1);
+  Status trail_status;
+  training::EpochHooks hooks;
+  if (ctx.task->fingerprint.trail_interval > 0) {
+    hooks.trail_every = ctx.task->fingerprint.trail_interval;
+    hooks.on_trail = [&](std::int64_t step, const training::Trainer& t) {
+      if (!trail_status) return;
+      auto f = provider::live_fingerprint(t, fp::trail_seed(ctx.task_id, epoch, static_cast<std::uint64_t>(step)),
+                                          static_cast<std::uint64_t>(ctx.task->fingerprint.tracking_k));
+      if (f) {
+        r.trail.push_back(fp::fingerprint_to_json(*f));
+      } else {
+        trail_status = f.error();
+      }
+    };
+  }
+  VT_ASSIGN_OR_RETURN(training::EpochSummary summary, trainer->train_epoch(hooks));
+  VT_RETURN_IF_ERROR(trail_status);
   VT_ASSIGN_OR_RETURN(r.snapshot, trainer->snapshot());
   r.data_order_digest = summary.data_order_digest;
+  r.loss = summary.mean_loss;
+  r.steps = static_cast<std::uint64_t>(summary.steps);
+  r.samples = static_cast<std::uint64_t>(summary.samples);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
@@ -140,6 +212,7 @@ Result<EpochCheck> judge_epoch(PreparedEpoch prepared, const Replay& replay, con
     fail("replay is not bit-identical: its root " + hex_encode(check.replay_root).substr(0, 16) +
          "... differs from the committed " + hex_encode(after.record.root).substr(0, 16) + "...");
   }
+  judge_claims(check, after.record, replay, *ctx.task, fail);
   if (end_bytes && mode == fp::CompareMode::kTolerance) {
     auto end_view = parse_safetensors(*end_bytes);
     if (end_view.ok()) {

@@ -2,6 +2,7 @@
 // One challenged epoch: fetch the committed states before and after it, check them against the
 // commitments, replay the epoch from the state before, and compare (docs/verifier.md).
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,7 +19,28 @@ struct CheckContext {
   Digest task_id{};
   training::TrainerOptions trainer;
   bool fingerprint_only = false;  // don't fetch the "after" snapshot; judge by fingerprint
+  // The tensors (name, dtype, shape) of every state the task defines, from the verifier's own
+  // initial state: what fingerprint positions are drawn over and what a snapshot must hold.
+  std::vector<TensorEntry> layout;
 };
+
+// A context for `task` with its layout derived here (builds the task's initial state once).
+Result<CheckContext> make_check_context(const Task& task, const training::TrainerOptions& trainer,
+                                        bool fingerprint_only = false);
+
+// The tensor list of a canonical snapshot: names, dtypes and shapes.
+std::vector<TensorEntry> layout_of(const SafetensorsView& view);
+
+// What a fetched state must satisfy beyond its root (docs/verifier.md, "Everything committed is
+// checked"): metadata that agrees with the task and the epoch, the task's tensor list, and the
+// committed fingerprint and tracking fingerprint recomputed from its own bytes at the positions
+// the task, the epoch and its root derive. Returns what is wrong, one item each; the caller names
+// the epoch.
+std::vector<std::string> check_committed_state(ByteSpan canonical, const SignedRecord& record, const CheckContext& ctx);
+
+// The commitment fingerprint plan the task derives for `record` (k from the task, positions from
+// its root, tensors from the task's layout).
+Result<fp::SamplePlan> expected_commitment_plan(const CheckContext& ctx, const CommitRecord& record);
 
 struct EpochCheck {
   std::uint64_t epoch = 0;
@@ -31,6 +53,12 @@ struct EpochCheck {
   double replay_seconds = 0.0;
   std::uint64_t bytes_fetched = 0;
   std::vector<std::string> replay_notes;       // tolerance mode: what differed in the setup
+  // The epoch's claimed mean loss, and whether the replay reproduced its bits (exact mode only):
+  // a report shows a metric as verified only then, else as claimed.
+  double claimed_loss = 0.0;
+  std::optional<double> replay_loss;
+  bool loss_verified = false;
+  bool trail_verified = false;  // exact mode: every committed trail fingerprint equals the replay's
 };
 
 // Errors are reserved for failures to check at all (I/O, a broken local setup); anything the
@@ -61,6 +89,9 @@ struct Replay {
   Digest data_order_digest{};
   std::vector<std::string> notes;  // Trainer::replay_notes()
   double seconds = 0.0;            // restore + epoch + snapshot
+  double loss = 0.0;               // the epoch's mean training loss
+  std::uint64_t steps = 0, samples = 0;
+  std::vector<nlohmann::json> trail;  // at the task's trail seeds every trail_interval steps
 };
 Result<Replay> replay_here(const CheckContext& ctx, ByteSpan start);
 

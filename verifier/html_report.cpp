@@ -76,7 +76,10 @@ std::string y_tick(double y, const std::string& label) {
          num(y + 4, "%.2f") + "\" font-size=\"11\" text-anchor=\"end\">" + html_escape(label) + "</text>\n";
 }
 
-std::string loss_chart(std::span<const double> loss, std::uint64_t n, const std::set<std::uint64_t>& challenged) {
+// Every point is the provider's claim except those a replay reproduced bit for bit (`verified`):
+// those are drawn filled green, claims hollow.
+std::string loss_chart(std::span<const double> loss, std::uint64_t n, const std::set<std::uint64_t>& challenged,
+                       const std::set<std::uint64_t>& verified) {
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   for (std::uint64_t e = 1; e <= n && e < loss.size(); ++e) {
     if (std::isfinite(loss[e])) lo = std::min(lo, loss[e]), hi = std::max(hi, loss[e]);
@@ -93,9 +96,11 @@ std::string loss_chart(std::span<const double> loss, std::uint64_t n, const std:
     if (!std::isfinite(loss[e])) continue;
     const std::string xy = num(x_of(e, n), "%.2f") + "," + num(y_of(loss[e]), "%.2f");
     points += xy + " ";
-    dots += "<circle cx=\"" + num(x_of(e, n), "%.2f") + "\" cy=\"" + num(y_of(loss[e]), "%.2f") +
-            "\" r=\"3\" fill=\"" + (challenged.count(e) ? "#1f4fbf" : "#555") + "\"><title>epoch " + u64(e) +
-            ": loss " + num(loss[e]) + "</title></circle>\n";
+    const bool ok = verified.count(e) > 0;
+    const std::string colour = ok ? "#2e7d32" : challenged.count(e) ? "#1f4fbf" : "#555";
+    dots += "<circle cx=\"" + num(x_of(e, n), "%.2f") + "\" cy=\"" + num(y_of(loss[e]), "%.2f") + "\" r=\"3\" fill=\"" +
+            (ok ? colour : std::string("#fff")) + "\" stroke=\"" + colour + "\"><title>epoch " + u64(e) + ": loss " +
+            num(loss[e]) + (ok ? " (verified: replayed bit for bit)" : " (claimed by the provider)") + "</title></circle>\n";
   }
   s += "<polyline points=\"" + points + "\" fill=\"none\" stroke=\"#555\" stroke-width=\"1.5\"/>\n" + dots;
   return s + "</svg>\n";
@@ -250,6 +255,8 @@ std::string render_html_report(const Verdict& v, std::span<const double> loss, s
     s += "<tr><th class=\"l\">" + html_escape(k) + "</th><td class=\"l\"><code>" + html_escape(value) + "</code></td></tr>";
   };
   row("task_id", v.task_id);
+  row("provider key", (v.provider_key.empty() ? std::string("(unread)") : v.provider_key) +
+                          (v.provider_key_pinned ? " (pinned)" : " (NOT pinned: no --provider-key)"));
   row("log head", v.log_head);
   row("source", v.source + (v.online ? " (online)" : ""));
   row("epochs", u64(v.epochs));
@@ -264,8 +271,16 @@ std::string render_html_report(const Verdict& v, std::span<const double> loss, s
   if (!v.reasons.empty()) s += "<h2>Why it was rejected</h2>\n" + list(v.reasons, "rejected");
   if (!v.notes.empty()) s += "<h2>Notes</h2>\n" + list(v.notes, "");
   s += "<h2>Checks: replay distance against thresholds</h2>\n" + checks_section(v);
-  s += "<h2>Training loss</h2>\n" + (n ? loss_chart(loss, n, challenged) : std::string("<p>No epochs.</p>\n"));
-  s += "<p class=\"legend\"><span><i class=\"sw\" style=\"background:#dbe9ff\"></i>challenged epoch</span></p>\n";
+  std::set<std::uint64_t> verified;
+  for (const EpochCheck& c : v.checks) {
+    if (c.loss_verified) verified.insert(c.epoch);
+  }
+  s += "<h2>Training loss (claimed by the provider unless marked verified)</h2>\n" +
+       (n ? loss_chart(loss, n, challenged, verified) : std::string("<p>No epochs.</p>\n"));
+  s += "<p class=\"legend\"><span><i class=\"sw\" style=\"background:#dbe9ff\"></i>challenged epoch</span>"
+       "<span><i class=\"sw\" style=\"background:#2e7d32\"></i>verified: the replay reproduced this loss bit for bit</span>"
+       "<span><i class=\"sw\" style=\"background:#fff;border:1px solid #555\"></i>claimed: not replayed (or tolerance "
+       "mode)</span></p>\n";
   s += "<h2>Tracking-fingerprint movement (relative L2 between consecutive epochs)</h2>\n" +
        movement_chart(v.plan, challenged);
   s += "<p class=\"legend\"><span><i class=\"sw\" style=\"background:#8a9bb5\"></i>ordinary</span>"

@@ -4,11 +4,13 @@
 // defines (no pretrained or forged start), and that the delivered final model is the last
 // committed state.
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "protocol/task.h"
 #include "training/trainer.h"
+#include "verifier/epoch_check.h"
 #include "verifier/source.h"
 
 namespace vt::verifier {
@@ -16,17 +18,28 @@ namespace vt::verifier {
 struct LogFacts {
   std::vector<SignedRecord> records;
   Digest head{};
-  std::string signer_fingerprint;
+  std::string signer_fingerprint;  // SHA-256 of the key that signed the log (empty if unreadable)
+  bool signer_pinned = false;      // it was checked against the key the verifier was given
+  std::vector<TensorEntry> layout;  // the tensors of the task's states (CheckContext::layout)
   Digest expected_initial_root{};
   std::vector<std::string> failures;  // each a reason to reject
   bool complete = false;              // every epoch 0..task.epochs committed
 };
 
-// `require_complete` is false for online checks while training still runs.
+// `require_complete` is false for online checks while training still runs. `provider_key` (the
+// SHA-256 of the provider's public key, hex) is the trust anchor: a log signed by any other key
+// is rejected. Without it any key is taken, and the verdict says so.
 Result<LogFacts> check_log(EvidenceSource& source, const Task& task, const training::TrainerOptions& trainer,
-                           bool require_complete);
+                           bool require_complete, const std::optional<std::string>& provider_key = std::nullopt);
 
-// Fetches the last committed snapshot (the final model) and checks it against its root.
-Status check_final_model(EvidenceSource& source, const LogFacts& facts, std::vector<std::string>& failures);
+// Fetches the last committed snapshot (the final model), checks it against its root and its
+// committed fingerprints (check_committed_state).
+Status check_final_model(EvidenceSource& source, const LogFacts& facts, const CheckContext& ctx,
+                         std::vector<std::string>& failures);
+
+// The provider key a verifier is given: a PEM public key file (keygen's signing.pub.pem) or the
+// key's SHA-256 fingerprint (64 hex digits). Returns the fingerprint. `option` names the flag in
+// errors.
+Result<std::string> parse_provider_key(const std::string& file_or_sha256, std::string_view option = "--provider-key");
 
 }  // namespace vt::verifier

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
@@ -152,6 +153,11 @@ Result<Replay> ReplayJobs::finish_oldest() {
                         digest_from_hex(summary.at("data_order_digest").get<std::string>(), "data_order_digest"));
     r.notes = summary.at("notes").get<std::vector<std::string>>();
     r.seconds = summary.at("seconds").get<double>();
+    // The loss travels as its bits: the parent compares them exactly.
+    r.loss = std::bit_cast<double>(summary.at("loss_bits").get<std::uint64_t>());
+    r.steps = summary.at("steps").get<std::uint64_t>();
+    r.samples = summary.at("samples").get<std::uint64_t>();
+    r.trail = summary.at("trail").get<std::vector<json>>();
   } catch (const json::exception& e) {
     return internal_error(what + ": unreadable summary: " + e.what());
   }
@@ -191,7 +197,9 @@ Status run_replay_child(const ReplayChildArgs& args) {
   ctx.task_id = task_id(task);
   ctx.trainer = args.trainer;
   VT_ASSIGN_OR_RETURN(Replay r, replay_here(ctx, start));
-  json summary = {{"data_order_digest", hex_encode(r.data_order_digest)}, {"notes", r.notes}, {"seconds", r.seconds}};
+  json summary = {{"data_order_digest", hex_encode(r.data_order_digest)}, {"notes", r.notes}, {"seconds", r.seconds},
+                  {"loss_bits", std::bit_cast<std::uint64_t>(r.loss)}, {"steps", r.steps}, {"samples", r.samples},
+                  {"trail", r.trail}};
   // Scratch files: the parent reads them only after this process has exited with 0.
   VT_RETURN_IF_ERROR(write_scratch(args.out, r.snapshot));
   return write_scratch(args.summary, as_bytes(summary.dump()));

@@ -30,7 +30,14 @@ nlohmann::json check_to_json(const EpochCheck& c) {
           {"replay_root", hex_encode(c.replay_root)},
           {"replay_seconds", json_number(c.replay_seconds)},
           {"bytes_fetched", c.bytes_fetched},
-          {"replay_notes", c.replay_notes}};
+          {"replay_notes", c.replay_notes},
+          // A metric is "verified" only where the replay reproduced its bits (exact mode).
+          {"metrics",
+           {{"loss",
+             {{"claimed", json_number(c.claimed_loss)},
+              {"replayed", c.replay_loss ? json_number(*c.replay_loss) : nlohmann::json(nullptr)},
+              {"status", c.loss_verified ? "verified" : "claimed"}}},
+            {"trail", c.trail_verified ? "verified" : "claimed"}}}};
 }
 
 std::string comparison_line(const char* what, const fp::Comparison& c) {
@@ -74,6 +81,7 @@ nlohmann::json verdict_to_json(const Verdict& v, const PublicKey& verifier) {
           {"log_head", v.log_head},
           {"epochs", v.epochs},
           {"source", v.source},
+          {"provider", {{"key", v.provider_key}, {"pinned", v.provider_key_pinned}}},
           {"online", v.online},
           {"challenge", challenge_plan_to_json(v.plan)},
           {"checks", std::move(checks)},
@@ -89,11 +97,18 @@ nlohmann::json verdict_to_json(const Verdict& v, const PublicKey& verifier) {
 
 Result<std::string> signed_verdict_text(const Verdict& verdict, const SigningKey& key) {
   std::string body;
+  nlohmann::json object = verdict_to_json(verdict, key.public_key());
   try {
-    body = canonical_json(verdict_to_json(verdict, key.public_key()));
-  } catch (const nlohmann::json::exception& e) {
-    // Only invalid UTF-8 in a message (a tensor name, a provider's error text) gets here.
-    return invalid_input(std::string("verdict: cannot serialize: ") + e.what());
+    body = canonical_json(object);
+  } catch (const nlohmann::json::exception&) {
+    // Only invalid UTF-8 in a message (a provider's error text) gets here. The provider must not
+    // escape its verdict that way: such bytes become U+FFFD.
+    try {
+      object = nlohmann::json::parse(object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      body = canonical_json(object);
+    } catch (const nlohmann::json::exception& e) {
+      return internal_error(std::string("verdict: cannot serialize: ") + e.what());
+    }
   }
   const Bytes signature = key.sign(as_bytes(body));
   std::string text;
@@ -149,15 +164,22 @@ Result<CheckedVerdict> verify_verdict_text(std::string_view text, const std::opt
   if (!key || !key->is_object() || !key->contains("key") || (*key)["key"] != hex_encode(signer.raw())) {
     return rejected(w + ": verdict.verifier.key does not name the key that signed it");
   }
+  const nlohmann::json* provider = field("provider");
+  if (!provider || !provider->is_object() || !provider->contains("key") || !(*provider)["key"].is_string() ||
+      !provider->contains("pinned") || !(*provider)["pinned"].is_boolean()) {
+    return invalid_input(w + ": verdict.provider: expected {\"key\": SHA-256 hex, \"pinned\": true|false}");
+  }
   const nlohmann::json* result = field("result");
   const nlohmann::json* task = field("task_id");
   if (!result || (*result != "accepted" && *result != "rejected")) {
     return invalid_input(w + ": verdict.result: expected \"accepted\" or \"rejected\"");
   }
   if (!task || !task->is_string()) return invalid_input(w + ": verdict.task_id: expected a hex string");
-  CheckedVerdict out{std::move(verdict), std::move(signer), false, ""};
+  CheckedVerdict out{std::move(verdict), std::move(signer), false, "", "", false};
   out.accepted = *result == "accepted";
   out.task_id = task->get<std::string>();
+  out.provider_key = (*provider)["key"].get<std::string>();
+  out.provider_key_pinned = (*provider)["pinned"].get<bool>();
   return out;
 }
 
@@ -170,6 +192,8 @@ std::string verdict_summary(const Verdict& v, const std::filesystem::path& repor
   std::string s;
   s += std::string(v.accepted ? "ACCEPTED" : "REJECTED") + "  task " + v.task_id.substr(0, 16) + "..., " +
        std::to_string(v.epochs) + " epochs from " + v.source + "\n";
+  s += "provider key " + (v.provider_key.empty() ? std::string("(unread)") : v.provider_key) +
+       (v.provider_key_pinned ? " (pinned)\n" : " (NOT pinned: give --provider-key)\n");
   char line[256];
   std::snprintf(line, sizeof line, "challenged %zu of %llu epochs (p = %.4g, %s%s)\n", v.plan.challenged.size(),
                 static_cast<unsigned long long>(v.epochs), v.plan.derivation.p, v.plan.derivation.method.c_str(),
@@ -182,6 +206,11 @@ std::string verdict_summary(const Verdict& v, const std::filesystem::path& repor
     s += line;
     if (c.fingerprint) s += "    " + comparison_line("fingerprint", *c.fingerprint) + "\n";
     if (c.full_state) s += "    " + comparison_line("full state", *c.full_state) + "\n";
+    if (c.replay_loss) {
+      std::snprintf(line, sizeof line, "    loss %.6g %s\n", c.claimed_loss,
+                    c.loss_verified ? "(verified: the replay's bits)" : "(claimed; the replay's is not compared in tolerance mode)");
+      s += line;
+    }
     for (const std::string& n : c.replay_notes) s += "    note: " + n + "\n";
   }
   for (const std::string& r : v.reasons) s += "reason: " + r + "\n";

@@ -32,6 +32,8 @@ struct Verdict {
   std::string log_head;  // hex hash of the last record judged
   std::uint64_t epochs = 0;  // N: the task's epochs
   std::string source;    // EvidenceSource::describe()
+  std::string provider_key;          // SHA-256 of the key that signed the log, hex; "" if unread
+  bool provider_key_pinned = false;  // checked against --provider-key
   bool online = false;   // challenges were drawn while training ran
   ChallengePlan plan;
   std::vector<EpochCheck> checks;          // one per challenged epoch, ascending
@@ -39,6 +41,9 @@ struct Verdict {
   std::vector<std::string> notes;          // anything people should know; not a failure
   std::uint64_t bytes_fetched = 0;         // for the whole run
   std::string started, finished;           // UTC, utc_now_iso8601()
+  // Each committed epoch's claimed metrics.loss (index = epoch), for the report's plot; not part
+  // of the signed body (the log holds them, signed by the provider).
+  std::vector<double> claimed_loss;
   // Set by finalize_verdict.
   bool accepted = false;
   std::vector<std::string> reasons;  // why it was rejected, each naming the epoch and what failed
@@ -61,6 +66,8 @@ struct CheckedVerdict {
   PublicKey signer;
   bool accepted = false;
   std::string task_id;
+  std::string provider_key;  // verdict.provider.key
+  bool provider_key_pinned = false;
 };
 
 // Checks the layout, the signature over BODY, that BODY is canonical JSON of a verdict object

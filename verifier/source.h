@@ -1,7 +1,9 @@
 #pragma once
 // Where a verifier or auditor gets a provider's artifacts: its workdir (offline, auditors) or
 // its service over TLS. Every snapshot a source returns has been checked against the Merkle root
-// the caller asked for; a source never vouches for anything else.
+// the caller asked for; a source never vouches for anything else. Evidence the provider does not
+// deliver (a file its workdir lacks; a transfer past the evidence timeout) is Errc::kRejected,
+// "withheld": Errc::kIo from a source means the verifier's own side failed.
 
 #include <chrono>
 #include <filesystem>
@@ -48,7 +50,11 @@ std::unique_ptr<EvidenceSource> reuse_last_snapshot(EvidenceSource& inner);
 namespace vt::verifier {
 
 // A provider's service over TLS (or plain TCP on loopback). Snapshots are fetched as deltas
-// against the epoch before when the caller holds it.
-Result<std::unique_ptr<EvidenceSource>> open_provider_source(const ClientConfig& config);
+// against the epoch before when the caller holds it. Failing to connect is an I/O error (the
+// provider was never reached); once connected, the log or a snapshot not delivered within
+// `evidence_timeout` (retrying on fresh connections) is withheld: Errc::kRejected.
+inline constexpr std::chrono::milliseconds kDefaultEvidenceTimeout{std::chrono::minutes(10)};
+Result<std::unique_ptr<EvidenceSource>> open_provider_source(
+    const ClientConfig& config, std::chrono::milliseconds evidence_timeout = kDefaultEvidenceTimeout);
 
 }  // namespace vt::verifier

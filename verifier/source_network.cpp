@@ -1,13 +1,19 @@
+#include <thread>
+
 #include "protocol/client.h"
 #include "verifier/source.h"
 
 namespace vt::verifier {
 namespace {
 
+// Once the provider has been reached, evidence it fails to deliver is its failure: a transfer
+// that breaks is retried on a fresh connection until `evidence_timeout` has passed since the
+// first attempt, and then the evidence counts as withheld (a rejection, not an I/O error).
 class ProviderSource final : public EvidenceSource {
  public:
-  ProviderSource(Client client, ClientConfig config, std::string where)
-      : client_(std::move(client)), config_(std::move(config)), where_(std::move(where)) {}
+  ProviderSource(Client client, ClientConfig config, std::string where, std::chrono::milliseconds evidence_timeout)
+      : client_(std::move(client)), config_(std::move(config)), where_(std::move(where)),
+        evidence_timeout_(evidence_timeout) {}
 
   // A subscription occupies its connection, and the checks made while it runs fetch snapshots:
   // so it gets a second connection of its own.
@@ -23,10 +29,40 @@ class ProviderSource final : public EvidenceSource {
     return std::string(task.begin(), task.end());
   }
 
-  Result<std::vector<SignedRecord>> log() override { return client_.get_log(0); }
+  Result<std::vector<SignedRecord>> log() override {
+    return until_withheld("the commitment log", [&] { return client_.get_log(0); });
+  }
 
   Result<Bytes> snapshot(std::uint64_t epoch, const Digest& root,
                          const std::optional<std::pair<Digest, ByteSpan>>& base) override {
+    return until_withheld("the epoch " + std::to_string(epoch) + " snapshot",
+                          [&] { return fetch_snapshot(epoch, root, base); });
+  }
+
+  std::uint64_t bytes_fetched() const override { return fetched_; }
+  std::string describe() const override { return "provider " + where_; }
+
+ private:
+  template <typename Fetch>
+  auto until_withheld(const std::string& what, const Fetch& fetch) -> decltype(fetch()) {
+    const auto deadline = std::chrono::steady_clock::now() + evidence_timeout_;
+    for (;;) {
+      auto got = fetch();
+      if (got.ok() || got.error().code != Errc::kIo) return got;
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) {
+        return rejected(what + " is withheld: not delivered within --evidence-timeout " +
+                        std::to_string(evidence_timeout_.count() / 1000) + " s (" + got.error().message + ")");
+      }
+      // A broken connection cannot be reused; wait a little, bounded by the deadline, and reconnect.
+      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(std::chrono::seconds(1), deadline - now));
+      auto fresh = Client::connect(config_);
+      if (fresh) client_ = std::move(*fresh);
+    }
+  }
+
+  Result<Bytes> fetch_snapshot(std::uint64_t epoch, const Digest& root,
+                               const std::optional<std::pair<Digest, ByteSpan>>& base) {
     SnapshotRequest request;
     request.epoch = epoch;
     request.root = root;
@@ -45,23 +81,22 @@ class ProviderSource final : public EvidenceSource {
     return bytes;
   }
 
-  std::uint64_t bytes_fetched() const override { return fetched_; }
-  std::string describe() const override { return "provider " + where_; }
-
- private:
   Client client_;
   ClientConfig config_;
   std::string where_;
+  std::chrono::milliseconds evidence_timeout_;
   std::uint64_t fetched_ = 0;
 };
 
 }  // namespace
 
-Result<std::unique_ptr<EvidenceSource>> open_provider_source(const ClientConfig& config) {
+Result<std::unique_ptr<EvidenceSource>> open_provider_source(const ClientConfig& config,
+                                                             std::chrono::milliseconds evidence_timeout) {
   const std::string where = config.host + ":" + std::to_string(config.port);
   auto client = Client::connect(config);
-  if (!client) return client.error().context("connecting to " + where);
-  return std::unique_ptr<EvidenceSource>(std::make_unique<ProviderSource>(std::move(*client), config, where));
+  if (!client) return client.error().context("connecting to " + where);  // never reached: exit 3
+  return std::unique_ptr<EvidenceSource>(
+      std::make_unique<ProviderSource>(std::move(*client), config, where, evidence_timeout));
 }
 
 }  // namespace vt::verifier

@@ -14,15 +14,18 @@ class WorkdirSource final : public EvidenceSource {
 
   Result<std::string> task_json() override { return read_text_file(workdir_.task_file()); }
 
+  // Offline the workdir is all the provider hands over: a file it lacks or that cannot be read
+  // is evidence withheld, the provider's failure (docs/verifier.md, "Exit codes").
   Result<std::vector<SignedRecord>> log() override {
-    VT_ASSIGN_OR_RETURN(LogFile file, read_log(workdir_.log_file()));
-    return std::move(file.records);
+    auto file = read_log(workdir_.log_file());
+    if (!file) return withheld(file.error(), "the commitment log");
+    return std::move(file->records);
   }
 
   Result<Bytes> snapshot(std::uint64_t epoch, const Digest& root,
                          const std::optional<std::pair<Digest, ByteSpan>>&) override {
     auto bytes = store_.load_canonical(root);  // follows delta bases, checks every root
-    if (!bytes) return bytes.error().context("epoch " + std::to_string(epoch) + " snapshot");
+    if (!bytes) return withheld(bytes.error(), "epoch " + std::to_string(epoch) + " snapshot");
     std::error_code ec;
     fetched_ += std::filesystem::file_size(store_.path_for(root), ec);  // what a transfer would move
     return bytes;
@@ -32,6 +35,11 @@ class WorkdirSource final : public EvidenceSource {
   std::string describe() const override { return "workdir " + workdir_.dir().string(); }
 
  private:
+  static Error withheld(const Error& e, const std::string& what) {
+    if (e.code != Errc::kIo) return e.context(what);
+    return rejected(what + " is withheld: the workdir does not provide it (" + e.message + ")");
+  }
+
   provider::Workdir workdir_;
   provider::SnapshotStore store_;
   std::uint64_t fetched_ = 0;

@@ -25,7 +25,9 @@ class Run {
   }
 
   Result<Verdict> offline() {
-    VT_ASSIGN_OR_RETURN(LogFacts facts, check_log(source_, task_, options_.trainer, /*require_complete=*/true));
+    VT_ASSIGN_OR_RETURN(LogFacts facts, check_log(source_, task_, options_.trainer, /*require_complete=*/true,
+                                                  options_.provider_key));
+    ctx_.layout = facts.layout;
     say("log: " + std::to_string(facts.records.size()) + " commitments, " +
         (facts.failures.empty() ? std::string("signatures, chain, task and initial state check out") : facts.failures.front()));
     VT_ASSIGN_OR_RETURN(ProbabilityDerivation derivation, derive_probability(options_.policy, verdict_.epochs));
@@ -43,12 +45,14 @@ class Run {
     if (facts.failures.empty()) {
       say("challenging epochs " + list(verdict_.plan.challenged) + " (p = " + std::to_string(derivation.p) + ")");
       VT_RETURN_IF_ERROR(challenge_all(facts.records, verdict_.plan.challenged));
-      VT_RETURN_IF_ERROR(check_final_model(source_, facts, facts.failures));
+      VT_RETURN_IF_ERROR(check_final_model(source_, facts, ctx_, facts.failures));
     }
     return finish(facts);
   }
 
   Result<Verdict> online() {
+    VT_ASSIGN_OR_RETURN(CheckContext derived, make_check_context(task_, options_.trainer, options_.fingerprint_only));
+    ctx_.layout = std::move(derived.layout);
     VT_ASSIGN_OR_RETURN(ProbabilityDerivation derivation, derive_probability(options_.policy, verdict_.epochs));
     VT_ASSIGN_OR_RETURN(ChallengeRandom random, make_random());
     ChallengeStream stream(derivation, std::move(random));
@@ -60,6 +64,15 @@ class Run {
       if (auto chain = verify_log(records, ctx_.task_id); !chain) {
         inner = rejected(chain.error().message);
         return false;
+      }
+      if (options_.provider_key) {
+        auto signer = PublicKey::from_raw(r.record.signer);
+        const std::string by = signer ? signer->fingerprint() : std::string("(malformed)");
+        if (by != *options_.provider_key) {
+          inner = rejected("epoch " + std::to_string(r.record.epoch) + ": signed by key " + by +
+                           ", not by the provider key given with --provider-key (" + *options_.provider_key + ")");
+          return false;
+        }
       }
       const std::uint64_t e = r.record.epoch;
       say("epoch " + std::to_string(e) + " committed");
@@ -79,14 +92,16 @@ class Run {
       return e < verdict_.epochs;
     }, options_.online_wait);
     if (!inner && inner.error().code != Errc::kRejected) return inner.error();
-    if (!followed && inner) return followed.error();
-    VT_ASSIGN_OR_RETURN(LogFacts facts, check_log(source_, task_, options_.trainer, /*require_complete=*/true));
+    // A provider that stops committing, or whose stream breaks, is judged on what it committed.
+    if (!followed && inner) verdict_.notes.push_back("following the provider's commitments ended: " + followed.error().message);
+    VT_ASSIGN_OR_RETURN(LogFacts facts, check_log(source_, task_, options_.trainer, /*require_complete=*/true,
+                                                  options_.provider_key));
     if (!inner) facts.failures.push_back(inner.error().message);
     VT_ASSIGN_OR_RETURN(std::optional<std::uint64_t> fallback, stream.finish());
     verdict_.plan = stream.plan();
     if (facts.failures.empty()) {
       if (fallback) VT_RETURN_IF_ERROR(challenge(facts.records, *fallback));
-      VT_RETURN_IF_ERROR(check_final_model(source_, facts, facts.failures));
+      VT_RETURN_IF_ERROR(check_final_model(source_, facts, ctx_, facts.failures));
     }
     return finish(facts);
   }
@@ -177,6 +192,13 @@ class Run {
   Result<Verdict> finish(const LogFacts& facts) {
     verdict_.log_failures = facts.failures;
     verdict_.log_head = hex_encode(facts.head);
+    verdict_.provider_key = facts.signer_fingerprint;
+    for (const SignedRecord& r : facts.records) verdict_.claimed_loss.push_back(r.record.metrics.loss);
+    verdict_.provider_key_pinned = facts.signer_pinned;
+    if (!options_.provider_key && !facts.signer_fingerprint.empty()) {
+      verdict_.notes.push_back("the provider key was not pinned (no --provider-key): the log is signed by " +
+                               facts.signer_fingerprint + "; a log re-signed with anyone's key would pass too");
+    }
     verdict_.bytes_fetched = source_.bytes_fetched();
     verdict_.finished = utc_now_iso8601();
     finalize_verdict(verdict_);

@@ -26,10 +26,14 @@ struct VerifyOptions {
   // next epochs' snapshots are fetched. Without a program, or with one job, replays run here.
   std::size_t replay_jobs = 1;
   std::filesystem::path replay_program;
+  // The trust anchor: SHA-256 of the provider's public signing key (parse_provider_key). A log
+  // signed by another key is rejected; without it the verdict says the key was not pinned.
+  std::optional<std::string> provider_key;
 };
 
-// Errors mean the verification could not be carried out (I/O, bad options); a provider's
-// failure is a verdict with accepted == false.
+// Errors mean the verification could not be carried out: the verifier's own inputs (its task,
+// its options) or its own machine (a local disk). Everything the provider got wrong, withheld
+// evidence included, is a verdict with accepted == false that names the epoch.
 Result<Verdict> verify(EvidenceSource& source, const Task& task, const VerifyOptions& options);
 
 }  // namespace vt::verifier
