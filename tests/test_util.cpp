@@ -17,7 +17,10 @@ static std::string slurp(const std::filesystem::path& p) {
 CommandResult run_command(const std::string& command_line, const std::filesystem::path& scratch) {
   auto out = scratch / "cmd.stdout";
   auto err = scratch / "cmd.stderr";
-  std::string full = command_line + " >" + out.string() + " 2>" + err.string() + " </dev/null";
+  // Keys a command keeps in the user's config folder (the verifier's) land in the scratch folder,
+  // never in the real one.
+  std::string full = "export XDG_CONFIG_HOME=" + (scratch / ".config").string() + "; " + command_line + " >" +
+                     out.string() + " 2>" + err.string() + " </dev/null";
   int status = std::system(full.c_str());
   CommandResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

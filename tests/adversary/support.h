@@ -59,7 +59,10 @@ inline Verification verify_everything(const std::filesystem::path& workdir, cons
   EXPECT_TRUE(facts.ok()) << facts.error().message;
   if (!facts.ok()) return v;
   v.log = std::move(*facts);
-  verifier::CheckContext ctx{&task, task_id(task), options, false};
+  auto made = verifier::make_check_context(task, options);
+  EXPECT_TRUE(made.ok()) << made.error().message;
+  if (!made.ok()) return v;
+  const verifier::CheckContext& ctx = *made;
   for (std::size_t e = 1; e < v.log.records.size(); ++e) {
     auto c = verifier::check_epoch(**source, ctx, v.log.records[e - 1], v.log.records[e]);
     EXPECT_TRUE(c.ok()) << "epoch " << e << ": " << c.error().message;
