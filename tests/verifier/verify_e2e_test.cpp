@@ -108,6 +108,23 @@ TEST(VerifyE2E, ATamperedStoredSnapshotIsRejectedWithItsEpoch) {
   EXPECT_EQ(r.out.find("ACCEPTED"), std::string::npos);
 }
 
+// A provider that is reached but does not deliver a challenged snapshot is judged: a signed
+// rejection naming the epoch, not an error without a verdict (issue 15).
+TEST(VerifyE2E, ASnapshotTheServerDoesNotHaveIsWithheldAndRejected) {
+  testing::ScratchDir dir;
+  auto task = make_task(dir, "task.json", "");
+  Provider p = train(dir, task, "--full-every 1");
+  auto log = read_log(p.workdir / "commitments.log");
+  ASSERT_TRUE(fs::remove(p.workdir / "snapshots" / (hex_encode(log->records[2].record.root) + ".vtc")));
+  testing::Background server(serve_argv(p), dir / "serve.log");
+  auto r = verify(dir, p, task, "--check-probability 1 --seed 01 --evidence-timeout 5");
+  ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["result"], "rejected");
+  EXPECT_NE(j["reasons"].dump().find("epoch 2"), std::string::npos) << j["reasons"].dump();
+  EXPECT_TRUE(fs::exists(dir / "report/verdict.json"));
+}
+
 TEST(VerifyE2E, AWrongTokenIsRefusedAndNeverAccepted) {
   testing::ScratchDir dir;
   auto task = make_task(dir, "task.json", "");
