@@ -61,9 +61,14 @@ void check_metadata(const SafetensorsView& view, std::uint64_t epoch, const Chec
 }
 
 std::string shape_text(const TensorEntry& t) {
-  std::string s = std::string(dtype_name(t.dtype)) + "[";
-  for (std::size_t i = 0; i < t.shape.size(); ++i) s += (i ? "," : "") + std::to_string(t.shape[i]);
-  return s + "]";
+  std::string s(dtype_name(t.dtype));
+  s += '[';
+  for (std::size_t i = 0; i < t.shape.size(); ++i) {
+    if (i > 0) s += ',';
+    s += std::to_string(t.shape[i]);
+  }
+  s += ']';
+  return s;
 }
 
 // The state holds exactly the task's tensors. rng/cuda exists only for states made on a GPU, so
