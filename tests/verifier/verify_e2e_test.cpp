@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "common/file_io.h"
@@ -123,6 +124,42 @@ TEST(VerifyE2E, ASnapshotTheServerDoesNotHaveIsWithheldAndRejected) {
   EXPECT_EQ(j["result"], "rejected");
   EXPECT_NE(j["reasons"].dump().find("epoch 2"), std::string::npos) << j["reasons"].dump();
   EXPECT_TRUE(fs::exists(dir / "report/verdict.json"));
+}
+
+// Once reached, a provider that stops answering has --evidence-timeout to deliver; then the
+// evidence is withheld (a rejection), not an I/O error of the verifier's.
+TEST(VerifyE2E, EvidenceNotDeliveredWithinTheTimeoutIsWithheld) {
+  testing::ScratchDir dir;
+  auto task = make_task(dir, "task.json", "");
+  Provider p = train(dir, task);
+  std::optional<testing::Background> server;
+  server.emplace(serve_argv(p), dir / "serve.log");
+  ClientConfig config;
+  config.port = p.port;
+  config.token = "0123456789abcdef0123456789abcdef";
+  config.pin_sha256 = p.pin;
+  std::unique_ptr<verifier::EvidenceSource> source;
+  for (int i = 0; i < 100 && !source; ++i) {
+    if (auto s = verifier::open_provider_source(config, std::chrono::seconds(2)); s.ok()) {
+      source = std::move(*s);
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  ASSERT_TRUE(source) << *read_text_file(dir / "serve.log");
+  auto log = source->log();
+  ASSERT_TRUE(log.ok()) << log.error().message;
+  server.reset();  // the provider goes away after it was reached
+  const auto t0 = std::chrono::steady_clock::now();
+  auto snapshot = source->snapshot(1, log->at(1).record.root, std::nullopt);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_FALSE(snapshot.ok());
+  EXPECT_EQ(snapshot.error().code, Errc::kRejected) << snapshot.error().message;
+  EXPECT_NE(snapshot.error().message.find("the epoch 1 snapshot is withheld: not delivered within --evidence-timeout 2 s"),
+            std::string::npos)
+      << snapshot.error().message;
+  EXPECT_GE(seconds, 2.0);
+  EXPECT_LT(seconds, 15.0);
 }
 
 TEST(VerifyE2E, AWrongTokenIsRefusedAndNeverAccepted) {
