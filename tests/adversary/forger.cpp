@@ -60,6 +60,17 @@ Result<Bytes> shift_tensor(ByteSpan state, const std::string& name, double fract
   return out;
 }
 
+Result<Bytes> add_tensor(ByteSpan state, const std::string& name, std::vector<std::int64_t> shape) {
+  VT_ASSIGN_OR_RETURN(SafetensorsView view, parse_safetensors(state));
+  std::int64_t numel = 1;
+  for (std::int64_t d : shape) numel *= d;
+  const Bytes zeros(static_cast<std::size_t>(numel) * 4, 0);
+  std::vector<TensorData> tensors;
+  for (const TensorEntry& t : view.tensors) tensors.push_back({{t.name, t.dtype, t.shape}, view.data(t)});
+  tensors.push_back({{name, DType::kF32, std::move(shape)}, zeros});
+  return write_canonical(tensors, view.metadata);
+}
+
 Status reforge_workdir(const std::filesystem::path& dir, const SigningKey& key, const ForgeEdit& edit) {
   VT_ASSIGN_OR_RETURN(provider::Workdir w, provider::Workdir::open_existing(dir));
   VT_ASSIGN_OR_RETURN(LogFile log, read_log(w.log_file()));

@@ -42,4 +42,7 @@ Result<nlohmann::json> fingerprint_over(ByteSpan state, const Digest& seed, cons
 // are rewritten in place, so the file stays canonical).
 Result<Bytes> shift_tensor(ByteSpan state, const std::string& name, double fraction, float delta);
 
+// The state with one more F32 tensor of zeros (the file rewritten canonically).
+Result<Bytes> add_tensor(ByteSpan state, const std::string& name, std::vector<std::int64_t> shape);
+
 }  // namespace vt::adversary

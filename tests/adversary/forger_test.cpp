@@ -169,6 +169,33 @@ TEST(Forger, MetadataThatDisagreesWithTheTaskIsARejection) {
       << reasons(v);
 }
 
+// A state with a tensor the task's model does not have, committed with fingerprints over the
+// task's own tensors (so every plan is the one the task derives): the tensor list gives it away.
+TEST(Forger, StateWithATensorTheTaskLacksIsRejected) {
+  Forged f(tiny_task(29));
+  Status s = reforge_workdir(f.wd, provider_key(), [&](std::uint64_t e, CommitRecord& r, Bytes& state) -> Status {
+    if (e != 1) return {};
+    std::vector<std::string> names;
+    VT_ASSIGN_OR_RETURN(SafetensorsView view, parse_safetensors(state));
+    for (const TensorEntry& t : view.tensors) names.push_back(t.name);
+    VT_ASSIGN_OR_RETURN(state, add_tensor(state, "param/extra", {4}));
+    VT_RETURN_IF_ERROR(commit_state(f.task, e, state, r));
+    const Digest id = task_id(f.task);
+    VT_ASSIGN_OR_RETURN(r.fingerprint, fingerprint_over(state, fp::commitment_seed(id, e, r.root), names,
+                                                        static_cast<std::uint64_t>(f.task.fingerprint.k)));
+    VT_ASSIGN_OR_RETURN(r.tracking_fingerprint, fingerprint_over(state, fp::tracking_seed(id), names,
+                                                                 static_cast<std::uint64_t>(f.task.fingerprint.tracking_k)));
+    return {};
+  });
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  const verifier::Verdict v = verify_all(f);
+  EXPECT_FALSE(v.accepted);
+  EXPECT_TRUE(v.log_failures.empty()) << joined(v.log_failures);
+  EXPECT_NE(reasons(v).find("epoch 1: the committed state: tensor param/extra is not part of the task's model"),
+            std::string::npos)
+      << reasons(v);
+}
+
 TEST(Forger, WithheldSnapshotIsARejection) {
   Forged f(tiny_task(13));
   ASSERT_TRUE(fs::remove(f.snapshot(2)));
