@@ -148,11 +148,12 @@ Result<Replay> replay_here(const CheckContext& ctx, ByteSpan start) {
   Replay r;
   VT_ASSIGN_OR_RETURN(auto trainer, training::Trainer::restore(*ctx.task, start, ctx.trainer));
   r.notes = trainer->replay_notes();
-  // The trail as an honest provider takes it (provider/provider.cpp), to compare bit for bit.
+  // The trail as an honest provider takes it (provider/provider.cpp), to compare bit for bit:
+  // exact mode only, the one mode where it is compared (each point is a device gather).
   const auto epoch = static_cast<std::uint64_t>(trainer->epoch() + 1);
   Status trail_status;
   training::EpochHooks hooks;
-  if (ctx.task->fingerprint.trail_interval > 0) {
+  if (ctx.task->fingerprint.trail_interval > 0 && compare_mode(*ctx.task) == fp::CompareMode::kExact) {
     hooks.trail_every = ctx.task->fingerprint.trail_interval;
     hooks.on_trail = [&](std::int64_t step, const training::Trainer& t) {
       if (!trail_status) return;
