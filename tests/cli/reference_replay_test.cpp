@@ -176,5 +176,61 @@ TEST(ReferenceReplay, ChangedConstantInACopyOfTheReferenceDisagrees) {
   EXPECT_EQ(results[2].reference, results[2].committed) << "the initial state draws no synthetic data";
 }
 
+json audit(const fs::path& task, const fs::path& work, const std::string& extra, const testing::ScratchDir& dir) {
+  auto r = testing::run_command(testing::veritrain_binary() + " --json audit --task " + task.string() + " --workdir " +
+                                    work.string() + " --epoch 1 --second-opinion " + extra,
+                                dir.path());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  auto j = json::parse(r.out, nullptr, false);
+  return j.is_discarded() ? json::object() : j;
+}
+
+// audit --second-opinion: the reference's verdict on veritrain's replay, inside the signed evidence.
+TEST(ReferenceReplay, AuditSecondOpinionIsRecordedInTheEvidence) {
+  if (!have_reference()) GTEST_SKIP() << "python3-torch / python3-numpy not installed (scripts/setup.sh)";
+  testing::ScratchDir dir;
+  const fs::path task = dir / "task.json", work = dir / "w";
+  ASSERT_TRUE(write_file_atomic(task, tiny_task("mlp", {"adamw", "cosine"}, dir).dump()).ok());
+  ASSERT_EQ(testing::run_command(testing::veritrain_binary() + " train --task " + task.string() + " --workdir " + work.string(),
+                                 dir.path()).exit_code, 0);
+  const auto roots = committed_roots(work / "commitments.log");
+  ASSERT_EQ(roots.size(), 3u);
+
+  json agrees = audit(task, work, "--evidence " + (dir / "evidence.json").string(), dir);
+  EXPECT_EQ(agrees["bit_identical"], true);
+  EXPECT_EQ(agrees["second_opinion"]["status"], "agrees") << agrees.dump();
+  EXPECT_EQ(agrees["second_opinion"]["reference_root"], roots[1]);
+  json evidence = json::parse(*read_text_file(dir / "evidence.json"));
+  EXPECT_EQ(evidence["evidence"]["finding"]["second_opinion"], agrees["second_opinion"]);
+  auto check = testing::run_command(testing::veritrain_binary() + " audit --task " + task.string() + " --workdir " +
+                                        work.string() + " --check " + (dir / "evidence.json").string(),
+                                    dir.path());
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+
+  json disagrees = audit(task, work, "--reference " + changed_reference(dir), dir);
+  EXPECT_EQ(disagrees["bit_identical"], true);
+  EXPECT_EQ(disagrees["second_opinion"]["status"], "disagrees") << disagrees.dump();
+  EXPECT_NE(disagrees["second_opinion"]["reference_root"], roots[1]);
+}
+
+TEST(ReferenceReplay, AuditSecondOpinionSaysWhatItDoesNotCover) {
+  if (!have_reference()) GTEST_SKIP() << "python3-torch / python3-numpy not installed (scripts/setup.sh)";
+  testing::ScratchDir dir;
+  const fs::path task = dir / "task.json", work = dir / "w";
+  ASSERT_EQ(testing::run_command(testing::veritrain_binary() + " task init --model conv3d --option size=4 --epochs 1 "
+                                     "--steps-per-epoch 1 --batch-size 2 --data-option samples=2 --k 32 --out " + task.string(),
+                                 dir.path()).exit_code, 0);
+  json t = json::parse(*read_text_file(task));
+  t["fingerprint"]["tracking_k"] = 32;
+  ASSERT_TRUE(write_file_atomic(task, t.dump()).ok());
+  auto train = testing::run_command(testing::veritrain_binary() + " train --task " + task.string() + " --workdir " + work.string(),
+                                    dir.path());
+  ASSERT_EQ(train.exit_code, 0) << train.err;
+  json j = audit(task, work, "", dir);
+  EXPECT_EQ(j["second_opinion"]["status"], "not_covered") << j.dump();
+  EXPECT_TRUE(j["second_opinion"]["reference_root"].is_null());
+  EXPECT_NE(j["second_opinion"]["detail"].get<std::string>().find("conv3d"), std::string::npos) << j.dump();
+}
+
 }  // namespace
 }  // namespace vt
