@@ -34,21 +34,24 @@ inline std::string json_double_text(double v) {
   std::from_chars(sci.data() + e + (sci[e + 1] == '+' ? 2 : 1), sci.data() + sci.size(), exp);
   const std::string digits = sci.substr(0, 1) + (e > 1 ? sci.substr(2, e - 2) : "");
   const auto count = static_cast<int>(digits.size());
+  // Appends only: GCC 12 warns (-Wrestrict, falsely) on "literal" + std::string temporaries.
   std::string out = v < 0 ? "-" : "";
   if (exp >= -4 && exp < 16) {
     if (exp < 0) {
-      out += "0." + std::string(static_cast<std::size_t>(-exp - 1), '0') + digits;
+      out.append("0.").append(static_cast<std::size_t>(-exp - 1), '0').append(digits);
     } else if (count <= exp + 1) {
-      out += digits + std::string(static_cast<std::size_t>(exp + 1 - count), '0') + ".0";
+      out.append(digits).append(static_cast<std::size_t>(exp + 1 - count), '0').append(".0");
     } else {
-      out += digits.substr(0, static_cast<std::size_t>(exp + 1)) + "." + digits.substr(static_cast<std::size_t>(exp + 1));
+      out.append(digits, 0, static_cast<std::size_t>(exp + 1)).append(".").append(digits, static_cast<std::size_t>(exp + 1));
     }
     return out;
   }
-  out += digits.substr(0, 1);
-  if (count > 1) out += "." + digits.substr(1);
+  out.append(digits, 0, 1);
+  if (count > 1) out.append(".").append(digits, 1);
   const std::string magnitude = std::to_string(std::abs(exp));
-  return out + (exp < 0 ? "e-" : "e+") + (magnitude.size() < 2 ? "0" : "") + magnitude;
+  out.append(exp < 0 ? "e-" : "e+");
+  if (magnitude.size() < 2) out.append("0");
+  return out.append(magnitude);
 }
 
 inline void append_canonical_json(const nlohmann::json& value, std::string& out) {
