@@ -23,6 +23,7 @@
 #include "verifier/log_check.h"
 #include "verifier/plan.h"
 #include "verifier/replay_jobs.h"
+#include "verifier/second_opinion.h"
 #include "verifier/verify.h"
 
 namespace vt::cli {
@@ -195,7 +196,26 @@ struct AuditArgs {
   std::string task, workdir, evidence, check, key, device, provider_key;
   std::uint64_t epoch = 0;
   std::int64_t threads = 0;
+  bool second_opinion = false;
+  std::string reference = VT_REFERENCE_SCRIPT, python = "/usr/bin/python3";
 };
+
+// audit --second-opinion: the reference replays the same epoch from the same stored state, and
+// the finding (so the evidence) records whether it lands where veritrain's replay landed.
+Status add_second_opinion(verifier::AuditFinding& f, const Task& task, verifier::EvidenceSource& source,
+                          const AuditArgs& a) {
+  VT_ASSIGN_OR_RETURN(std::vector<SignedRecord> records, source.log());
+  VT_ASSIGN_OR_RETURN(Bytes before, source.snapshot(a.epoch - 1, records.at(a.epoch - 1).record.root, std::nullopt));
+  verifier::SecondOpinionOptions o;
+  o.python = a.python;
+  o.script = a.reference;
+  VT_ASSIGN_OR_RETURN(verifier::SecondOpinion s, verifier::second_opinion(canonical_task_json(task), before, f.replay_root, o));
+  f.second_opinion = verifier::second_opinion_to_json(s);
+  f.summary += s.status == "not_covered" ? "; second opinion: the reference does not cover this task"
+                                         : "; second opinion: the reference replay " + s.status + " with veritrain's (root " +
+                                               hex_encode(s.reference_root) + ")";
+  return {};
+}
 
 Result<int> run_audit(Context& ctx, const AuditArgs& a) {
   VT_ASSIGN_OR_RETURN(Task task, load_task(a.task));
@@ -216,6 +236,7 @@ Result<int> run_audit(Context& ctx, const AuditArgs& a) {
   }
   if (a.epoch == 0) return invalid_input("audit needs --epoch E (1..epochs) or --check evidence.json");
   VT_ASSIGN_OR_RETURN(verifier::AuditFinding f, verifier::audit_epoch(*source, task, a.epoch, t));
+  if (a.second_opinion) VT_RETURN_IF_ERROR(add_second_opinion(f, task, *source, a));
   nlohmann::json j = verifier::finding_to_json(f);
   if (!a.evidence.empty()) {
     VT_ASSIGN_OR_RETURN(std::vector<SignedRecord> records, source->log());
@@ -345,6 +366,10 @@ void register_verify(CLI::App& app, Context& ctx) {
   audit->add_option("--provider-key", a->provider_key, "The provider's signing.pub.pem or its key's SHA-256");
   audit->add_option("--device", a->device, "Replay on cpu, cuda or cuda:N");
   audit->add_option("--threads", a->threads, "Replay with this intra-op thread count");
+  audit->add_flag("--second-opinion", a->second_opinion,
+                  "Also replay with the independent PyTorch reference and record whether it agrees");
+  audit->add_option("--reference", a->reference, "The reference replayer (scripts/replay_ref.py)")->capture_default_str();
+  audit->add_option("--python", a->python, "Interpreter with python3-torch for the reference")->capture_default_str();
   audit->callback([&ctx, a] { ctx.action = [&ctx, a] { return run_audit(ctx, *a); }; });
 
   auto vc = std::make_shared<VerdictCheckArgs>();

@@ -82,10 +82,13 @@ Result<CommitMetrics> read_metrics(const BodyReader& r, const json& m) {
   CommitMetrics out;
   auto loss = m.find("loss");
   auto seconds = m.find("seconds");
-  if (loss == m.end() || !(loss->is_number() || loss->is_null())) {
-    return r.bad("metrics.loss", "expected a number or null");
+  // Written as doubles ("2.0", never "2"): one spelling per value (docs/log.md, "Numbers").
+  if (loss == m.end() || !(loss->is_number_float() || loss->is_null())) {
+    return r.bad("metrics.loss", "expected a number with a fraction or exponent, or null");
   }
-  if (seconds == m.end() || !seconds->is_number()) return r.bad("metrics.seconds", "expected a number");
+  if (seconds == m.end() || !seconds->is_number_float()) {
+    return r.bad("metrics.seconds", "expected a number with a fraction or exponent");
+  }
   out.loss = loss->is_null() ? NAN : loss->get<double>();
   out.seconds = seconds->get<double>();
   VT_ASSIGN_OR_RETURN(out.steps, r.count(m, "steps"));
@@ -179,7 +182,7 @@ Result<std::string> commit_body_json(const CommitRecord& r) {
   body["time"] = r.time;
   body["signer"] = hex_encode(r.signer);
   try {
-    return body.dump();
+    return canonical_json(body);
   } catch (const json::exception& e) {
     // Only the opaque fingerprint values can hold text we did not check.
     return invalid_input(std::string("commit record for epoch ") + std::to_string(r.epoch) +
@@ -233,7 +236,15 @@ Result<SignedRecord> decode_record(ByteSpan line, std::string_view where) {
   if (!value.is_object()) return bad("body is not a JSON object");
   // One record has one byte form: this also refuses duplicate keys, which readers in other
   // languages might resolve differently from us.
-  if (value.dump() != body) return bad("body is not canonical JSON (sorted keys, no whitespace)");
+  std::string canonical;
+  try {
+    canonical = canonical_json(value);
+  } catch (const json::exception& e) {
+    return bad(std::string("body cannot be re-serialized: ") + e.what());
+  }
+  if (canonical != body) {
+    return bad("body is not canonical JSON (sorted keys, no whitespace, numbers as docs/log.md spells them)");
+  }
   SignedRecord out;
   VT_ASSIGN_OR_RETURN(out.record, read_body(value, where));
   out.body = std::string(body);

@@ -2,6 +2,7 @@
 """Independent reference for docs/fingerprint.md, Python 3 standard library only.
 
     fingerprint_ref.py SNAPSHOT.safetensors TASK_ID_HEX EPOCH K
+    fingerprint_ref.py --root FILE...       (one Merkle root per line)
 
 prints {"fingerprint": {...}, "root": "<hex>"} as canonical JSON (sorted keys, no whitespace),
 the same bytes that vt::canonical_json gives for the C++ result. Written from the document,
@@ -129,6 +130,11 @@ def fingerprint(data, task_id, epoch, k):
 
 
 def main(argv):
+    if len(argv) >= 3 and argv[1] == "--root":
+        for path in argv[2:]:
+            with open(path, "rb") as f:
+                print(merkle_root(f.read()).hex())
+        return
     if len(argv) != 5:
         raise SystemExit(__doc__)
     with open(argv[1], "rb") as f:

@@ -12,6 +12,7 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libxxhash-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3
+  python3-torch python3-numpy     # scripts/replay_ref.py: the independent reference replayer
   chromium                          # renders report.html to PNG in the verifier's test
 )
 # `setup.sh --fuzz` (make fuzz) adds clang and its libFuzzer/sanitizer runtimes.

@@ -41,9 +41,16 @@ class Prng {
   float uniform() { return static_cast<float>(next() >> 40) * (1.0f / 16777216.0f); }
 
   // Approximately N(0, 1): the Irwin-Hall sum of four uniforms, rescaled. Only additions and
-  // multiplications, so bit-identical everywhere, unlike Box-Muller's log and cos.
+  // multiplications, so bit-identical everywhere, unlike Box-Muller's log and cos. The float
+  // sum rounds, so its order is part of the data: u1..u4 are drawn in this order, one statement
+  // each (the operands of one `+` chain may be evaluated in any order), and added left to right
+  // (docs/training.md, "PRNG").
   float normal() {
-    float s = uniform() + uniform() + uniform() + uniform();
+    const float u1 = uniform();
+    const float u2 = uniform();
+    const float u3 = uniform();
+    const float u4 = uniform();
+    const float s = ((u1 + u2) + u3) + u4;
     return (s - 2.0f) * 1.7320508f;  // variance of the sum is 4/12
   }
 

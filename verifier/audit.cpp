@@ -69,7 +69,7 @@ nlohmann::json finding_to_json(const AuditFinding& f) {
     diffs.push_back({{"tensor", d.tensor}, {"differing", d.differing}, {"sampled", d.sampled}, {"positions", d.positions}});
   }
   auto opt = [](const std::optional<std::int64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
-  return {{"epoch", f.epoch},
+  nlohmann::json j = {{"epoch", f.epoch},
           {"committed_root", hex_encode(f.committed_root)},
           {"replay_root", hex_encode(f.replay_root)},
           {"bit_identical", f.bit_identical},
@@ -80,6 +80,8 @@ nlohmann::json finding_to_json(const AuditFinding& f) {
           {"first_diverging_step", opt(f.first_diverging_step)},
           {"differences", diffs},
           {"summary", f.summary}};
+  if (!f.second_opinion.is_null()) j["second_opinion"] = f.second_opinion;
+  return j;
 }
 
 Result<AuditFinding> audit_epoch(EvidenceSource& source, const Task& task, std::uint64_t epoch,

@@ -37,6 +37,7 @@ struct AuditFinding {
   std::optional<std::int64_t> first_diverging_step; // a trail step; divergence lies in (last, first]
   std::vector<TensorDifference> differences;        // at first_diverging_step (or the epoch's end)
   std::string summary;
+  nlohmann::json second_opinion;  // null unless audit --second-opinion ran (second_opinion.h)
 };
 
 Result<AuditFinding> audit_epoch(EvidenceSource& source, const Task& task, std::uint64_t epoch,

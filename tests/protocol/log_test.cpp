@@ -356,7 +356,17 @@ TEST(CommitLog, WireFormRoundTripsAndIsStrict) {
   append_bytes(loose, as_bytes(hex_encode(key.sign(as_bytes(spaced)))));
   loose.push_back('\n');
   EXPECT_EQ(decode_record(loose, "msg").error().message,
-            "msg: body is not canonical JSON (sorted keys, no whitespace)");
+            "msg: body is not canonical JSON (sorted keys, no whitespace, numbers as docs/log.md spells them)");
+  // A double written as an integer is another spelling of it (docs/log.md, "Numbers").
+  json integral = json::parse(s.body);
+  integral["metrics"]["seconds"] = 2;
+  const std::string integral_body = integral.dump();
+  Bytes as_integer(integral_body.begin(), integral_body.end());
+  as_integer.push_back('\t');
+  append_bytes(as_integer, as_bytes(hex_encode(key.sign(as_bytes(integral_body)))));
+  as_integer.push_back('\n');
+  EXPECT_EQ(decode_record(as_integer, "msg").error().message,
+            "msg: metrics.seconds: expected a number with a fraction or exponent");
   json extra = json::parse(s.body);
   extra["note"] = "x";
   std::string extra_body = extra.dump();

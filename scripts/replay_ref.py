@@ -1,0 +1,406 @@
+#!/usr/bin/env python3
+"""Reference replayer, written from docs/training.md with plain PyTorch and numpy.
+
+    replay_ref.py TASK.json BEFORE.safetensors AFTER.safetensors [more jobs ...]
+    replay_ref.py --init TASK.json EPOCH0.safetensors OUT.safetensors [more jobs ...]
+
+Replays the epoch after BEFORE (a canonical snapshot, e.g. from `veritrain inspect WORKDIR
+--epoch E --out F`) and writes the state after it as canonical safetensors (docs/snapshot.md).
+Covers the zoo models mlp and cnn on synthetic data, on the CPU in fp32, with sgd (momentum,
+nesterov, weight decay), adam and adamw under the constant, step and cosine schedules (with or
+without warmup). Exit status: 0 written, 3 the task is one it does not cover, 2 bad input.
+--init builds the initial state (epoch 0) from the task seed instead, taking only the
+`__metadata__` of EPOCH0. It shares no code with veritrain: agreeing bit for bit with it means the document is complete.
+"""
+import json
+import math
+import os
+import struct
+import sys
+
+import numpy as np
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+NOT_COVERED = 3
+MASK = (1 << 64) - 1
+GOLDEN = 0x9E3779B97F4A7C15
+STREAM_DATA, STREAM_ORDER = 1, 2            # docs/training.md, "PRNG streams"
+NORMAL_SCALE = np.float32(1.7320508)        # sqrt(12 / 4): the Irwin-Hall sum's variance
+IMAGE_TEMPLATE_WEIGHT = np.float32(0.5)
+BLOB_CENTER_SCALE = np.float32(2.0)
+PI = 3.14159265358979323846
+HALF_PI = 1.57079632679489661923
+COS_TERMS = 25
+OPTIMIZER_DEFAULTS = {"lr": 0.01, "momentum": 0.0, "nesterov": False, "weight_decay": 0.0,
+                      "beta1": 0.9, "beta2": 0.999, "eps": 1e-8}
+SCHEDULE_DEFAULTS = {"name": "constant", "step_size": 1, "gamma": 0.1, "min_lr": 0.0, "warmup_steps": 0}
+MODEL_DEFAULTS = {"mlp": {"input_dim": 32, "hidden": 64, "layers": 2, "classes": 4},
+                  "cnn": {"width": 16, "blocks": 1, "classes": 10}}
+SAMPLES_DEFAULT = {"mlp": 512, "cnn": 256}
+DTYPES = {"F32": (np.float32, 4), "I64": (np.int64, 8), "U8": (np.uint8, 1)}
+
+
+class NotCovered(Exception):
+    pass
+
+
+# --- PRNG: SplitMix64 --------------------------------------------------------------------
+def mix(z):
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
+    return z ^ (z >> 31)
+
+
+class Prng:
+    def __init__(self, seed, a, b=0):
+        self.state = mix(mix(seed ^ 0x657269747261696E) ^ a) ^ mix((b + GOLDEN) & MASK)
+
+    def next(self):
+        self.state = (self.state + GOLDEN) & MASK
+        return mix(self.state)
+
+    def below(self, bound):
+        m = self.next() * bound
+        if m & MASK < bound:
+            threshold = ((1 << 64) - bound) % bound
+            while m & MASK < threshold:
+                m = self.next() * bound
+        return m >> 64
+
+    def next_many(self, n):
+        # Output i is mix(state + (i + 1) * GOLDEN): the same draws as n calls of next().
+        with np.errstate(over="ignore"):
+            z = np.uint64(self.state) + np.arange(1, n + 1, dtype=np.uint64) * np.uint64(GOLDEN)
+            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        self.state = (self.state + n * GOLDEN) & MASK
+        return z ^ (z >> np.uint64(31))
+
+    def uniforms(self, n):
+        return (self.next_many(n) >> np.uint64(40)).astype(np.float32) * np.float32(1.0 / 16777216.0)
+
+    def normals(self, n):
+        u = self.uniforms(4 * n).reshape(n, 4)
+        s = ((u[:, 0] + u[:, 1]) + u[:, 2]) + u[:, 3]
+        return (s - np.float32(2.0)) * NORMAL_SCALE
+
+    def permutation(self, n):
+        p = list(range(n))
+        for i in range(n - 1, 0, -1):
+            j = self.below(i + 1)
+            p[i], p[j] = p[j], p[i]
+        return p
+
+
+# --- synthetic data ----------------------------------------------------------------------
+def blobs(seed, samples, dim, classes):
+    rng = Prng(seed, STREAM_DATA, 1)
+    centers = (BLOB_CENTER_SCALE * rng.normals(classes * dim)).reshape(classes, dim)
+    inputs = np.empty((samples, dim), dtype=np.float32)
+    labels = np.empty(samples, dtype=np.int64)
+    for i in range(samples):
+        labels[i] = rng.below(classes)
+        inputs[i] = centers[labels[i]] + rng.normals(dim)
+    return inputs, labels
+
+
+def images(seed, samples, classes):
+    pixels = 3 * 32 * 32
+    rng = Prng(seed, STREAM_DATA, 2)
+    templates = rng.normals(classes * pixels).reshape(classes, pixels)
+    inputs = np.empty((samples, pixels), dtype=np.float32)
+    labels = np.empty(samples, dtype=np.int64)
+    for i in range(samples):
+        labels[i] = rng.below(classes)
+        inputs[i] = IMAGE_TEMPLATE_WEIGHT * templates[labels[i]] + rng.normals(pixels)
+    return inputs.reshape(samples, 3, 32, 32), labels
+
+
+def epoch_order(seed, epoch, size, needed):
+    order, pass_ = [], 0
+    while len(order) < needed:
+        order += Prng(seed, STREAM_ORDER, (epoch << 20) ^ pass_).permutation(size)[:needed - len(order)]
+        pass_ += 1
+    return order
+
+
+# --- schedule ----------------------------------------------------------------------------
+def power(x, n):
+    result = 1.0
+    while n > 0:
+        if n & 1:
+            result *= x
+        x *= x
+        n >>= 1
+    return result
+
+
+def det_cos(x):
+    y = x - HALF_PI
+    y2 = y * y
+    term = sum_ = y
+    for k in range(1, COS_TERMS):
+        term *= -y2 / float((2 * k) * (2 * k + 1))
+        sum_ += term
+    return max(-1.0, min(1.0, -sum_))
+
+
+def learning_rate(task, step, epoch, total_steps):
+    s, base = task["schedule"], task["optimizer"]["lr"]
+    lr = base
+    if s["name"] == "step":
+        lr = base * power(s["gamma"], (epoch - 1) // s["step_size"])
+    elif s["name"] == "cosine":
+        span = total_steps - 1 if total_steps > 1 else 1
+        t = float(min(step, span)) / float(span)
+        lr = s["min_lr"] + (base - s["min_lr"]) * 0.5 * (1.0 + det_cos(PI * t))
+    if step < s["warmup_steps"]:
+        lr *= float(step + 1) / float(s["warmup_steps"])
+    return lr
+
+
+# --- models ------------------------------------------------------------------------------
+class Mlp(nn.Module):
+    def __init__(self, o):
+        super().__init__()
+        layers, width = [], o["input_dim"]
+        for _ in range(o["layers"]):
+            layers += [nn.Linear(width, o["hidden"]), nn.ReLU()]
+            width = o["hidden"]
+        self.body = nn.Sequential(*layers, nn.Linear(width, o["classes"]))
+
+    def forward(self, x):
+        return self.body(x.flatten(1))
+
+
+def conv3x3(cin, cout, stride):
+    return nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False)
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1, self.bn1 = conv3x3(cin, cout, stride), nn.BatchNorm2d(cout)
+        self.conv2, self.bn2 = conv3x3(cout, cout, 1), nn.BatchNorm2d(cout)
+        self.shortcut = None
+        if stride != 1 or cin != cout:
+            self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride=stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return F.relu(y + (x if self.shortcut is None else self.shortcut(x)))
+
+
+class ResNet(nn.Module):
+    def __init__(self, o):
+        super().__init__()
+        w, blocks = o["width"], o["blocks"]
+        self.stem, self.stem_bn = conv3x3(3, w, 1), nn.BatchNorm2d(w)
+        self.head = nn.Linear(2 * w, o["classes"])  # initialised before the blocks
+        stages = [BasicBlock(w, w, 1) for _ in range(blocks)] + [BasicBlock(w, 2 * w, 2)]
+        stages += [BasicBlock(2 * w, 2 * w, 1) for _ in range(1, blocks)]
+        self.stages = nn.Sequential(*stages)
+
+    def forward(self, x):
+        x = F.relu(self.stem_bn(self.stem(x)))
+        return self.head(self.stages(x).mean((2, 3)))
+
+
+# --- optimizers --------------------------------------------------------------------------
+class HandAdam:
+    """Adam and AdamW as docs/training.md writes them: exp_avg by lerp (torch 1.13's Adam uses
+    mul_/add_, which rounds differently), bias corrections by repeated squaring."""
+
+    def __init__(self, o, adamw):
+        self.o, self.adamw = o, adamw
+
+    def update(self, p, grad, slot, lr):
+        o = self.o
+        if self.adamw:
+            p.mul_(1.0 - lr * o["weight_decay"])
+        elif o["weight_decay"] != 0.0:
+            grad = grad.add(p, alpha=o["weight_decay"])
+        slot["exp_avg"].lerp_(grad, 1.0 - o["beta1"])
+        slot["exp_avg_sq"].mul_(o["beta2"]).addcmul_(grad, grad, value=1.0 - o["beta2"])
+        bias1 = 1.0 - power(o["beta1"], slot["step"])
+        bias2_sqrt = math.sqrt(1.0 - power(o["beta2"], slot["step"]))
+        denom = (slot["exp_avg_sq"].sqrt() / bias2_sqrt).add_(o["eps"])
+        p.addcdiv_(slot["exp_avg"], denom, value=-lr / bias1)
+
+
+# --- safetensors -------------------------------------------------------------------------
+def read_safetensors(path):
+    data = open(path, "rb").read()
+    (n,) = struct.unpack_from("<Q", data, 0)
+    header = json.loads(data[8:8 + n])
+    meta = header.pop("__metadata__", {})
+    tensors = {}
+    for name, info in header.items():
+        if info["dtype"] not in DTYPES:
+            raise SystemExit("%s: tensor %s has dtype %s, which the reference does not read" % (path, name, info["dtype"]))
+        begin, end = info["data_offsets"]
+        array = np.frombuffer(data, dtype=DTYPES[info["dtype"]][0], count=(end - begin) // DTYPES[info["dtype"]][1],
+                              offset=8 + n + begin)
+        tensors[name] = torch.from_numpy(array.copy()).reshape(info["shape"])
+    return meta, tensors
+
+
+def write_safetensors(path, tensors, meta):
+    names = sorted(tensors, key=lambda s: s.encode())
+    header, blobs_, offset = {"__metadata__": meta}, [], 0
+    for name in names:
+        t = tensors[name].detach().contiguous()
+        raw = t.numpy().tobytes()
+        dtype = {torch.float32: "F32", torch.int64: "I64", torch.uint8: "U8"}[t.dtype]
+        header[name] = {"data_offsets": [offset, offset + len(raw)], "dtype": dtype, "shape": list(t.shape)}
+        blobs_.append(raw)
+        offset += len(raw)
+    text = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs_))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+# --- the epoch ---------------------------------------------------------------------------
+def load_task(path):
+    task = json.load(open(path))
+    task["optimizer"] = dict(OPTIMIZER_DEFAULTS, **task.get("optimizer", {}))
+    task["schedule"] = dict(SCHEDULE_DEFAULTS, **task.get("schedule", {}))
+    model = task["model"]["name"]
+    covered = (model in MODEL_DEFAULTS and task["dataset"]["name"] == "synthetic" and
+               task.get("device", "cpu") == "cpu" and task.get("precision", "fp32") == "fp32")
+    if not covered:
+        raise NotCovered("the reference covers mlp and cnn on synthetic data, cpu, fp32; this task is %s on %s, %s, %s"
+                         % (model, task["dataset"]["name"], task.get("device", "cpu"), task.get("precision", "fp32")))
+    task["model"]["options"] = dict(MODEL_DEFAULTS[model], **task["model"].get("options", {}))
+    return task
+
+
+def replay(task, meta, state):
+    torch.set_num_threads(int(meta["intra_op_threads"]))
+    torch.use_deterministic_algorithms(True)
+    name, o, seed = task["model"]["name"], task["model"]["options"], task.get("seed", 0)
+    samples = task["dataset"].get("options", {}).get("samples", SAMPLES_DEFAULT[name])
+    if name == "mlp":
+        net, (x_all, y_all) = Mlp(o), blobs(seed, samples, o["input_dim"], o["classes"])
+    else:
+        net, (x_all, y_all) = ResNet(o), images(seed, samples, o["classes"])
+    with torch.no_grad():
+        for key, t in list(net.named_parameters()) + list(net.named_buffers()):
+            t.copy_(state["param/" + key] if "param/" + key in state else state["buffer/" + key])
+    torch.set_rng_state(state["rng/cpu"])
+    net.train()
+    params = list(net.named_parameters())
+    opt = task["optimizer"]
+    slots = {}
+    for key, p in params:
+        prefix = "optim/" + key + "/"
+        slots[key] = {k[len(prefix):]: v.clone() for k, v in state.items() if k.startswith(prefix)}
+        slots[key]["step"] = int(slots[key]["step"].item())
+    if opt["name"] == "sgd":
+        sgd = torch.optim.SGD([p for _, p in params], lr=opt["lr"], momentum=opt["momentum"], dampening=0,
+                              weight_decay=opt["weight_decay"], nesterov=opt["nesterov"], foreach=False)
+        for key, p in params:
+            if opt["momentum"] != 0.0 and slots[key]["step"] > 0:
+                sgd.state[p]["momentum_buffer"] = slots[key]["momentum_buffer"]
+    else:
+        adam = HandAdam(opt, opt["name"] == "adamw")
+
+    epoch, global_step = int(meta["epoch"]) + 1, int(meta["global_step"])
+    batch = task["batch_size"]
+    steps = task.get("steps_per_epoch", 0) or max(1, samples // batch)
+    inputs, targets = torch.from_numpy(x_all), torch.from_numpy(y_all)
+    order = torch.tensor(epoch_order(seed, epoch, samples, steps * batch), dtype=torch.int64)
+    for s in range(steps):
+        idx = order.narrow(0, s * batch, batch)
+        lr = learning_rate(task, global_step, epoch, steps * task["epochs"])
+        for _, p in params:
+            if p.grad is not None:
+                p.grad.zero_()
+        F.cross_entropy(net(inputs.index_select(0, idx)), targets.index_select(0, idx)).backward()
+        for key, p in params:
+            slots[key]["step"] += p.grad is not None
+        if opt["name"] == "sgd":
+            sgd.param_groups[0]["lr"] = lr
+            sgd.step()
+        else:
+            with torch.no_grad():
+                for key, p in params:
+                    if p.grad is not None:
+                        adam.update(p, p.grad, slots[key], lr)
+        global_step += 1
+
+    out = {"rng/cpu": torch.get_rng_state()}
+    for key, t in net.named_buffers():
+        out["buffer/" + key] = t
+    for key, p in params:
+        out["param/" + key] = p
+        out["optim/%s/step" % key] = torch.tensor(slots[key]["step"], dtype=torch.int64)
+        for slot in ("exp_avg", "exp_avg_sq"):
+            if slot in slots[key]:
+                out["optim/%s/%s" % (key, slot)] = slots[key][slot]
+        if "momentum_buffer" in slots[key]:
+            buf = sgd.state[p].get("momentum_buffer", slots[key]["momentum_buffer"])
+            out["optim/%s/momentum_buffer" % key] = buf
+    meta = dict(meta, epoch=str(epoch), global_step=str(global_step), data_cursor=str(epoch))
+    return out, meta
+
+
+def initial_state(task):
+    """Epoch 0 from the seed alone: the model built in construction order, optimizer slots zero."""
+    torch.manual_seed(task.get("seed", 0))
+    net = (Mlp if task["model"]["name"] == "mlp" else ResNet)(task["model"]["options"])
+    out = {"rng/cpu": torch.get_rng_state()}
+    for key, t in net.named_buffers():
+        out["buffer/" + key] = t
+    slots = {"sgd": ["momentum_buffer"] if task["optimizer"]["momentum"] != 0.0 else []}
+    for key, p in net.named_parameters():
+        out["param/" + key] = p
+        out["optim/%s/step" % key] = torch.tensor(0, dtype=torch.int64)
+        for slot in slots.get(task["optimizer"]["name"], ["exp_avg", "exp_avg_sq"]):
+            out["optim/%s/%s" % (key, slot)] = torch.zeros_like(p)
+    return out
+
+
+def run(job):
+    """job: [TASK, BEFORE, AFTER] or ["--init", TASK, EPOCH0, OUT]."""
+    init = job[0] == "--init"
+    task_path, before, after = job[1:] if init else job
+    task = load_task(task_path)
+    meta, state = read_safetensors(before)
+    if init:
+        out = initial_state(task)
+    else:
+        out, meta = replay(task, meta, state)
+    write_safetensors(after, out, meta)
+
+
+def main(args):
+    """Several jobs may follow one another on the command line: one interpreter start for all."""
+    jobs = []
+    while args:
+        size = 4 if args[0] == "--init" else 3
+        if len(args) < size:
+            raise SystemExit(__doc__)
+        jobs.append(args[:size])
+        args = args[size:]
+    if not jobs:
+        raise SystemExit(__doc__)
+    for job in jobs:
+        try:
+            run(job)
+        except NotCovered as e:
+            print("replay_ref: not covered: %s" % e, file=sys.stderr)
+            return NOT_COVERED
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
