@@ -23,7 +23,7 @@ class ProviderSource final : public EvidenceSource {
     return std::string(task.begin(), task.end());
   }
 
-  Result<std::vector<SignedRecord>> log() override { return client_.get_log(0); }
+  Result<std::vector<SignedRecord>> log() override { return client_.get_log(0, limits_.log_records); }
 
   Result<Bytes> snapshot(std::uint64_t epoch, const Digest& root,
                          const std::optional<std::pair<Digest, ByteSpan>>& base) override {
@@ -45,6 +45,11 @@ class ProviderSource final : public EvidenceSource {
     return bytes;
   }
 
+  void set_limits(const SourceLimits& limits) override {
+    limits_ = limits;
+    config_.max_snapshot_bytes = limits.snapshot_bytes;
+    client_.set_max_snapshot_bytes(limits.snapshot_bytes);
+  }
   std::uint64_t bytes_fetched() const override { return fetched_; }
   std::string describe() const override { return "provider " + where_; }
 
@@ -52,6 +57,7 @@ class ProviderSource final : public EvidenceSource {
   Client client_;
   ClientConfig config_;
   std::string where_;
+  SourceLimits limits_;
   std::uint64_t fetched_ = 0;
 };
 

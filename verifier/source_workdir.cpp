@@ -28,6 +28,7 @@ class WorkdirSource final : public EvidenceSource {
     return bytes;
   }
 
+  void set_limits(const SourceLimits& limits) override { store_.set_max_state_bytes(limits.snapshot_bytes); }
   std::uint64_t bytes_fetched() const override { return fetched_; }
   std::string describe() const override { return "workdir " + workdir_.dir().string(); }
 
