@@ -52,7 +52,46 @@ TEST(Admission, UnauthenticatedPoolPushesOutTheOldestOnlyAfterGrace) {
   EXPECT_EQ(a.authenticated(), 1u);
 }
 
+TEST(DeepJson, LogRecordNestedHundredThousandDeepIsRefusedBeforeAnyWalk) {
+  // A signed-looking line: BODY, a tab, 128 hex digits. The depth check comes before parsing.
+  std::string line = "{\"metrics\":" + std::string(100000, '[') + std::string(100000, ']') + "}\t" +
+                     std::string(128, 'a') + "\n";
+  auto record = decode_record(as_bytes(line), "log epoch 3");
+  ASSERT_FALSE(record.ok());
+  EXPECT_EQ(record.error().message, "log epoch 3: body: JSON nested deeper than 64 levels");
+}
+
 using AbuseTest = ServerFixture;
+
+TEST_F(AbuseTest, HelloNestedHundredThousandDeepIsABadFrameNotACrash) {
+  auto c = Connection::open(client_config());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  const std::string deep = "{\"versions\":[1],\"x\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  Bytes frame = wire::encode_head(wire::MessageType::kHello, nlohmann::json::object(), 0);
+  frame.resize(wire::kPrefixSize);
+  put_u32le(frame.data() + 8, static_cast<std::uint32_t>(deep.size()));
+  frame.insert(frame.end(), deep.begin(), deep.end());
+  ASSERT_TRUE(c->write(frame).ok());
+  auto reply = c->read_frame(milliseconds(5000));
+  ASSERT_TRUE(reply.ok()) << reply.error().message;
+  EXPECT_EQ(reply->header.value("code", ""), "frame_too_large");  // 200 KB: over the 64 KiB header limit
+  // Within the limit, the depth check answers.
+  auto d = Connection::open(client_config());
+  ASSERT_TRUE(d.ok());
+  const std::string deep_small = "{\"versions\":[1],\"x\":" + std::string(20000, '[') + std::string(20000, ']') + "}";
+  Bytes small = wire::encode_head(wire::MessageType::kHello, nlohmann::json::object(), 0);
+  small.resize(wire::kPrefixSize);
+  put_u32le(small.data() + 8, static_cast<std::uint32_t>(deep_small.size()));
+  small.insert(small.end(), deep_small.begin(), deep_small.end());
+  ASSERT_TRUE(d->write(small).ok());
+  auto answer = d->read_frame(milliseconds(5000));
+  ASSERT_TRUE(answer.ok()) << answer.error().message;
+  EXPECT_EQ(answer->header.value("code", ""), "bad_frame");
+  EXPECT_NE(answer->header.value("message", "").find("nested deeper than 64 levels"), std::string::npos)
+      << answer->header.dump();
+  Client good = connect();
+  EXPECT_TRUE(good.get_task().ok());
+}
 
 TEST_F(AbuseTest, TwoHundredIdleSocketsDoNotDelayAVerifier) {
   std::vector<int> idle;
