@@ -196,8 +196,13 @@ Result<int> hostile_verify(const std::string& veritrain, const CheatRun& run, co
   std::string verdict = "(no verdict.json)";
   if (auto text = read_text_file(dir / "report" / "verdict.json"); text.ok()) {
     auto j = parse_json(*text, "verdict");
-    if (j.ok()) verdict = "accepted=" + j->value("accepted", nlohmann::json()).dump() + ", signed=" +
-                          (j->contains("signature") ? "yes" : "no");
+    if (j.ok()) {
+      const nlohmann::json body = j->value("verdict", nlohmann::json::object());
+      const nlohmann::json reasons = body.value("reasons", nlohmann::json::array());
+      verdict = "result " + body.value("result", std::string("?")) + ", signed " +
+                (j->contains("signature") ? "yes" : "no") + ", first reason: " +
+                (reasons.empty() ? std::string("-") : reasons[0].dump());
+    }
   }
   auto state = read_file(run.workdir / "snapshots" / (hex_encode(run.roots[0]) + ".vtc"));
   auto info = state.ok() ? vt::comp::read_container_info(*state) : vt::Result<vt::comp::ContainerInfo>(state.error());

@@ -148,10 +148,13 @@ class HostileProvider {
   }
 
   void serve_log(int fd) {
+    const bool honest_log = options_.mode != Hostility::kEndlessLog && options_.mode != Hostility::kEmptyLogFrames;
     std::uint64_t epoch = 0;
     for (const Bytes& line : options_.log_lines) {
-      if (!send_frame(fd, wire::MessageType::kLog, {{"from_epoch", epoch++}, {"count", 1}, {"more", true}}, line)) return;
+      const bool more = !honest_log || epoch + 1 < options_.log_lines.size();
+      if (!send_frame(fd, wire::MessageType::kLog, {{"from_epoch", epoch++}, {"count", 1}, {"more", more}}, line)) return;
     }
+    if (honest_log) return;
     const Bytes filler = options_.log_lines.empty() ? Bytes{} : options_.log_lines.back();
     while (!stop_) {
       const bool empty = options_.mode == Hostility::kEmptyLogFrames || filler.empty();
