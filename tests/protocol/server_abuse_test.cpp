@@ -152,7 +152,7 @@ TEST_F(AbuseTest, OutOfDescriptorsPausesTheListenerInsteadOfSpinning) {
   std::cout << "abuse: CPU used in 1.5 s at the descriptor limit: " << used << " s, listener pauses "
             << server_->metrics()->accept_pauses() << "\n";
   EXPECT_GT(server_->metrics()->accept_pauses(), 0u);
-  EXPECT_LT(used, 0.5);  // a spinning accept loop burns a whole core: about 1.5 s here
+  EXPECT_LT(used, 0.25);  // paused: ~0.004 s; spinning: 0.73 s on a loaded 2-core machine, 1.5 s idle
   int status = 0;
   ::waitpid(child, &status, 0);
   ::close(go[0]);
