@@ -15,7 +15,11 @@ class WorkdirSource final : public EvidenceSource {
   Result<std::string> task_json() override { return read_text_file(workdir_.task_file()); }
 
   Result<std::vector<SignedRecord>> log() override {
-    VT_ASSIGN_OR_RETURN(LogFile file, read_log(workdir_.log_file()));
+    // Records past what the task allows are a failure anyway; a bigger file is not read.
+    const std::uint64_t max_bytes = limits_.log_records > (std::uint64_t{1} << 40) / kMaxRecordBytes
+                                        ? std::uint64_t{1} << 40
+                                        : limits_.log_records * kMaxRecordBytes;
+    VT_ASSIGN_OR_RETURN(LogFile file, read_log(workdir_.log_file(), max_bytes));
     return std::move(file.records);
   }
 
@@ -28,13 +32,17 @@ class WorkdirSource final : public EvidenceSource {
     return bytes;
   }
 
-  void set_limits(const SourceLimits& limits) override { store_.set_max_state_bytes(limits.snapshot_bytes); }
+  void set_limits(const SourceLimits& limits) override {
+    limits_ = limits;
+    store_.set_max_state_bytes(limits.snapshot_bytes);
+  }
   std::uint64_t bytes_fetched() const override { return fetched_; }
   std::string describe() const override { return "workdir " + workdir_.dir().string(); }
 
  private:
   provider::Workdir workdir_;
   provider::SnapshotStore store_;
+  SourceLimits limits_;
   std::uint64_t fetched_ = 0;
 };
 

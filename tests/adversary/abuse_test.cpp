@@ -64,6 +64,25 @@ TEST(Abuse, SparseSnapshotFarAboveTheTaskStateIsAFailureNotAnAbort) {
   EXPECT_NE(why.find("is 68719476736 bytes, more than the limit of"), std::string::npos) << why;
 }
 
+TEST(Abuse, SparseLogFarAboveTheTaskIsAFailureNotAnAbort) {
+  Stored s;
+  store(s);
+  {
+    int fd = ::open((s.dir / "wd" / "commitments.log").c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::ftruncate(fd, std::int64_t{300} << 30), 0);
+    ::close(fd);
+  }
+  auto source = verifier::open_workdir_source(s.dir / "wd");
+  ASSERT_TRUE(source.ok());
+  auto facts = verifier::check_log(**source, s.task, {}, true);
+  ASSERT_TRUE(facts.ok()) << facts.error().message;
+  const std::string why = joined(facts->failures);
+  // 3 epochs: at most 4 records of at most 64 MiB each.
+  EXPECT_NE(why.find("the commitment log is unreadable"), std::string::npos) << why;
+  EXPECT_NE(why.find("is 322122547200 bytes, more than the limit of 268435456"), std::string::npos) << why;
+}
+
 TEST(Abuse, ResumeSweepsTempFilesOfAKilledWrite) {
   Stored s;
   store(s);
