@@ -49,7 +49,7 @@ clean:
 # $(BUILD)-fuzz/corpus/<name>, crashes to $(BUILD)-fuzz/crash-<name>-*; the checked-in seeds
 # are only read. Any crash fails the target.
 FUZZ_SECONDS ?= 60
-FUZZERS      ?= container frame safetensors log_record task evidence
+FUZZERS      ?= container frame safetensors log_record task evidence json
 .PHONY: fuzz
 fuzz:
 	@bash scripts/setup.sh --fuzz

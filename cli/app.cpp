@@ -37,6 +37,21 @@ int print_version(bool json) {
   return 0;
 }
 
+// The one place an exception that escaped a module becomes an exit code: errors are values
+// across module edges, so anything caught here is a bug (exit 4), reported, never a signal.
+Result<int> run_action(const Context& ctx) {
+  try {
+    return ctx.action();
+  } catch (const std::bad_alloc&) {
+    return internal_error("out of memory (an allocation failed); this is a bug: every size a peer "
+                          "declares should be bounded before it is allocated");
+  } catch (const std::exception& e) {
+    return internal_error(std::string("unexpected exception: ") + e.what());
+  } catch (...) {
+    return internal_error("unexpected exception of unknown type");
+  }
+}
+
 }  // namespace
 
 void emit(const Context& ctx, const nlohmann::json& json, const std::string& human) {
@@ -57,7 +72,7 @@ int run(int argc, char** argv) {
   app.add_option("--log-level", ctx.log_level, "Logging on stderr")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   app.footer("Exit codes: 0 success/accepted, 1 rejected, 2 usage or input error, "
-             "3 I/O or network error. See docs/cli.md.");
+             "3 I/O or network error, 4 internal error (a bug). See docs/cli.md.");
 
   register_keygen(app, ctx);
   register_task(app, ctx);
@@ -87,7 +102,7 @@ int run(int argc, char** argv) {
     std::cerr << app.help();
     return kUsageError;
   }
-  Result<int> result = ctx.action();
+  Result<int> result = run_action(ctx);
   if (!result.ok()) {
     const Error& err = result.error();
     if (ctx.json) {

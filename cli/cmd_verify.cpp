@@ -45,9 +45,9 @@ void add_source_options(CLI::App* cmd, SourceArgs& s) {
   cmd->add_flag("--insecure", s.insecure, "Plain TCP (loopback only)")->needs(provider);
 }
 
-Result<std::unique_ptr<verifier::EvidenceSource>> open_source(const SourceArgs& s,
-                                                              std::chrono::milliseconds evidence_timeout =
-                                                                  verifier::kDefaultEvidenceTimeout) {
+Result<std::unique_ptr<verifier::EvidenceSource>> open_source(
+    const SourceArgs& s, std::chrono::milliseconds evidence_timeout = verifier::kDefaultEvidenceTimeout,
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max()) {
   if (!s.workdir.empty()) return verifier::open_workdir_source(s.workdir);
   if (s.provider.empty()) return invalid_input("give --provider HOST:PORT or --workdir DIR");
   VT_ASSIGN_OR_RETURN(auto hp, parse_host_port(s.provider, "--provider"));
@@ -58,8 +58,9 @@ Result<std::unique_ptr<verifier::EvidenceSource>> open_source(const SourceArgs& 
   config.pin_sha256 = s.pin;
   config.ca_file = s.ca_file;
   config.io_timeout = std::min(config.io_timeout, evidence_timeout);  // one stalled frame cannot outlast it
+  config.deadline = deadline;
   if (s.token_file.empty()) return invalid_input("--provider needs --token-file (the provider's serve.token)");
-  VT_ASSIGN_OR_RETURN(config.token, read_text_file(s.token_file, 4096));
+  VT_ASSIGN_OR_RETURN(config.token, read_secret_file(s.token_file, 4096));
   while (!config.token.empty() && std::isspace(static_cast<unsigned char>(config.token.back()))) config.token.pop_back();
   if (!s.insecure && s.pin.empty() && s.ca_file.empty()) {
     return invalid_input("--provider over TLS needs --pin SHA256 (printed by the provider) or --ca-file");
@@ -131,17 +132,23 @@ struct VerifyArgs {
   bool online = false, fingerprint_only = false;
   std::int64_t threads = 0;
   std::size_t jobs = 0;
+  double deadline_seconds = 0;  // 0: none
   SourceArgs source;
 };
 
 Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
+  auto deadline = std::chrono::steady_clock::time_point::max();
+  if (a.deadline_seconds > 0) {
+    deadline = std::chrono::steady_clock::now() +
+               std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(a.deadline_seconds));
+  }
   VT_ASSIGN_OR_RETURN(Task task, load_task(a.task));
   // The verifier's own inputs first: any error in them is exit 2 before the provider is judged.
   if (!(a.evidence_timeout > 0)) return invalid_input("--evidence-timeout must be a positive number of seconds");
   VT_ASSIGN_OR_RETURN(std::optional<std::string> pinned, pinned_provider_key(a.provider_key, "verify"));
   VT_ASSIGN_OR_RETURN(SigningKey key, verifier_key(a.key));
   const auto evidence_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(a.evidence_timeout * 1000));
-  VT_ASSIGN_OR_RETURN(auto source, open_source(a.source, evidence_timeout));
+  VT_ASSIGN_OR_RETURN(auto source, open_source(a.source, evidence_timeout, deadline));
   verifier::VerifyOptions o;
   o.provider_key = pinned;
   o.policy.confidence = a.confidence;
@@ -332,6 +339,9 @@ void register_verify(CLI::App& app, Context& ctx) {
   verify->add_option("--threads", v->threads, "Replay with this intra-op thread count (tolerance-mode tasks)");
   verify->add_option("--jobs", v->jobs, "Replays at once, each in its own process (default 0: as cores allow; 1 on a GPU)");
   verify->add_option("--seed", v->seed, "Reproduce a run's challenges (hex); default: fresh OS randomness");
+  verify->add_option("--deadline", v->deadline_seconds,
+                     "Seconds the provider has to deliver everything; past it, what is missing rejects it")
+      ->check(CLI::PositiveNumber);
   verify->add_option("--report", v->report, "Folder for verdict.json and report.html")->required();
   verify->add_option("--key", v->key, "Verifier key folder; default: $XDG_CONFIG_HOME/veritrain/verifier");
   verify->add_option("--provider-key", v->provider_key,

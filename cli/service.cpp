@@ -53,7 +53,7 @@ Result<std::string> read_or_create_token(const std::string& workdir, const std::
     VT_RETURN_IF_ERROR(write_file_atomic(file, hex_encode(random) + "\n", 0600, Overwrite::kRefuse));
     spdlog::info("wrote a new access token to {} (give it to verifiers)", file.string());
   }
-  VT_ASSIGN_OR_RETURN(std::string token, read_text_file(file, 4096));
+  VT_ASSIGN_OR_RETURN(std::string token, read_secret_file(file, 4096));
   while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
   if (token.size() < 16) return invalid_input(file.string() + ": a token must have at least 16 characters");
   return token;

@@ -1,11 +1,13 @@
 #include "common/file_io.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 namespace vt {
@@ -48,14 +50,21 @@ Status write_all(int fd, ByteSpan bytes, const fs::path& path) {
   return {};
 }
 
-}  // namespace
+Status private_mode(const fs::path& path, const struct stat& st) {
+  if ((st.st_mode & 077) == 0) return {};
+  char mode[8];
+  std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  return invalid_input(path.string() + " holds a secret but is open to group or others (mode " + mode +
+                       "); make it private with: chmod 600 " + path.string());
+}
 
-Result<Bytes> read_file(const fs::path& path, std::uint64_t max_bytes) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return io_error(errno_text(errno, "opening", path));
+Result<Bytes> read_opened(Fd& fd, const fs::path& path, std::uint64_t max_bytes, bool secret) {
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return io_error(errno_text(errno, "reading", path));
-  if (!S_ISREG(st.st_mode)) return invalid_input(path.string() + " is not a regular file");
+  if (!S_ISREG(st.st_mode)) {
+    return invalid_input(path.string() + " is not a regular file (a FIFO, device or folder)");
+  }
+  if (secret) VT_RETURN_IF_ERROR(private_mode(path, st));
   auto size = static_cast<std::uint64_t>(st.st_size);
   if (size > max_bytes) {
     return invalid_input(path.string() + " is " + std::to_string(size) +
@@ -73,6 +82,31 @@ Result<Bytes> read_file(const fs::path& path, std::uint64_t max_bytes) {
     done += static_cast<std::size_t>(n);
   }
   return out;
+}
+
+// O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer that may never come; on a
+// regular file the flag changes nothing.
+int open_for_reading(const fs::path& path) { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK); }
+
+}  // namespace
+
+Result<Bytes> read_file(const fs::path& path, std::uint64_t max_bytes) {
+  Fd fd(open_for_reading(path));
+  if (fd.get() < 0) return io_error(errno_text(errno, "opening", path));
+  return read_opened(fd, path, max_bytes, /*secret=*/false);
+}
+
+Result<std::string> read_secret_file(const fs::path& path, std::uint64_t max_bytes) {
+  Fd fd(open_for_reading(path));
+  if (fd.get() < 0) return io_error(errno_text(errno, "opening", path));
+  VT_ASSIGN_OR_RETURN(Bytes bytes, read_opened(fd, path, max_bytes, /*secret=*/true));
+  return std::string(bytes.begin(), bytes.end());
+}
+
+Status check_secret_file(const fs::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return io_error(errno_text(errno, "reading", path));
+  return private_mode(path, st);
 }
 
 Result<std::string> read_text_file(const fs::path& path, std::uint64_t max_bytes) {
@@ -117,6 +151,30 @@ Status write_file_atomic(const fs::path& path, ByteSpan bytes, mode_t mode, Over
     return fail(io_error(errno_text(errno, "renaming into", path)));
   }
   return fsync_dir(dir);
+}
+
+std::size_t sweep_temp_files(const fs::path& dir) {
+  std::size_t removed = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    // NAME.tmp.PID.N, as write_file_atomic names them.
+    const auto tmp = name.rfind(".tmp.");
+    if (tmp == std::string::npos) continue;
+    const std::string rest = name.substr(tmp + 5);
+    const auto dot = rest.find('.');
+    if (dot == std::string::npos || dot == 0 || dot + 1 == rest.size()) continue;
+    const std::string pid_text = rest.substr(0, dot);
+    const std::string counter = rest.substr(dot + 1);
+    auto digits = [](const std::string& t) { return t.find_first_not_of("0123456789") == std::string::npos; };
+    if (!digits(pid_text) || !digits(counter) || pid_text.size() > 9) continue;
+    const auto pid = static_cast<pid_t>(std::stol(pid_text));
+    // A live writer (a `serve` writing its token, say) keeps its file.
+    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    std::error_code rm;
+    if (entry.is_regular_file(rm) && fs::remove(entry.path(), rm)) ++removed;
+  }
+  return removed;
 }
 
 Status append_durable(const fs::path& path, ByteSpan bytes) {

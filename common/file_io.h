@@ -16,6 +16,13 @@ Result<Bytes> read_file(const std::filesystem::path& path,
 Result<std::string> read_text_file(const std::filesystem::path& path,
                                    std::uint64_t max_bytes = std::uint64_t{64} << 20);
 
+// read_text_file for a secret (a token, a private key): refused while the file is open to the
+// group or others, with the chmod that fixes it, so a leaked secret is noticed before it is used.
+Result<std::string> read_secret_file(const std::filesystem::path& path,
+                                     std::uint64_t max_bytes = std::uint64_t{1} << 20);
+// The same check without reading, for files another library opens (OpenSSL's TLS key).
+Status check_secret_file(const std::filesystem::path& path);
+
 enum class Overwrite { kAllow, kRefuse };
 
 // Atomically replaces (or, with kRefuse, creates) `path` with `bytes`, created with `mode`.
@@ -25,6 +32,11 @@ inline Status write_file_atomic(const std::filesystem::path& path, std::string_v
                                 mode_t mode = 0644, Overwrite overwrite = Overwrite::kAllow) {
   return write_file_atomic(path, as_bytes(text), mode, overwrite);
 }
+
+// Removes the temp files that write_file_atomic left in `dir` when its process was killed
+// mid-write (NAME.tmp.PID.N of a PID that no longer runs); returns how many. Call it where a
+// writer resumes, under the folder's lock.
+std::size_t sweep_temp_files(const std::filesystem::path& dir);
 
 // Appends `bytes` to `path` (created if absent) and fsyncs it before returning.
 Status append_durable(const std::filesystem::path& path, ByteSpan bytes);

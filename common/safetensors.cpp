@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <array>
-#include <nlohmann/json.hpp>
+
+#include "common/json.h"
 
 namespace vt {
 namespace {
@@ -139,8 +140,10 @@ Result<SafetensorsView> parse_safetensors(ByteSpan bytes, Canonical mode) {
                          " exceeds the file size or the 100 MiB limit");
   }
   std::string_view text(reinterpret_cast<const char*>(bytes.data() + 8), n);
-  nlohmann::json header = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (header.is_discarded() || !header.is_object()) {
+  auto parsed = parse_json_bounded(text, "safetensors: header");
+  if (!parsed.ok()) return parsed.error();
+  nlohmann::json header = std::move(parsed).value();
+  if (!header.is_object()) {
     return invalid_input("safetensors: header is not a JSON object");
   }
   SafetensorsView view;

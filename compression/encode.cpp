@@ -57,12 +57,17 @@ Status check_options(const EncodeOptions& o, int level) {
 
 std::vector<PlannedSection> plan(const SafetensorsView& view, std::uint64_t chunk_size) {
   std::vector<PlannedSection> out;
-  PlannedSection header;
-  header.info.name = "__header__";
-  header.info.word = WordKind::kByte;
-  header.info.raw_offset = 0;
-  header.info.raw_size = view.data_start;
-  out.push_back(header);
+  // The safetensors prefix is cut like a tensor: a header may reach 100 MiB
+  // (kMaxSafetensorsHeader) while the decoder refuses any section above 64 MiB (kMaxSectionRaw).
+  for (std::uint64_t at = 0, chunk = 0; at < view.data_start; at += chunk_size, ++chunk) {
+    PlannedSection header;
+    header.info.name = "__header__";
+    header.info.chunk = static_cast<std::uint32_t>(chunk);
+    header.info.word = WordKind::kByte;
+    header.info.raw_offset = at;
+    header.info.raw_size = std::min(chunk_size, view.data_start - at);
+    out.push_back(header);
+  }
   for (const TensorEntry& t : view.tensors) {
     WordKind word = word_kind_for(t.dtype);
     for (std::uint64_t at = 0, chunk = 0; at < t.nbytes(); at += chunk_size, ++chunk) {
@@ -84,8 +89,8 @@ void match_base(std::vector<PlannedSection>& sections, const SafetensorsView& af
   std::map<std::string_view, const TensorEntry*> by_name;
   for (const TensorEntry& t : base.tensors) by_name[t.name] = &t;
   for (PlannedSection& s : sections) {
-    if (s.info.name == "__header__" && s.info.chunk == 0 && s.info.raw_offset == 0) {
-      if (base.data_start == after.data_start) s.base_offset = 0;
+    if (s.info.name == "__header__" && s.info.raw_offset < after.data_start) {
+      if (base.data_start == after.data_start) s.base_offset = s.info.raw_offset;
       continue;
     }
     auto it = by_name.find(s.info.name);

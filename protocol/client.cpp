@@ -102,20 +102,26 @@ Result<Bytes> Client::get_task() {
   return std::move(frame.payload);
 }
 
-Result<std::vector<SignedRecord>> Client::get_log(std::uint64_t from_epoch) {
-  return in_sync(get_log_frames(from_epoch));
+Result<std::vector<SignedRecord>> Client::get_log(std::uint64_t from_epoch, std::uint64_t max_records) {
+  return in_sync(get_log_frames(from_epoch, max_records));
 }
 
-Result<std::vector<SignedRecord>> Client::get_log_frames(std::uint64_t from_epoch) {
+Result<std::vector<SignedRecord>> Client::get_log_frames(std::uint64_t from_epoch, std::uint64_t max_records) {
   std::string what = "get_log from " + (connection_ ? connection_->where() : config_.host);
   VT_ASSIGN_OR_RETURN(Frame frame, request(MessageType::kGetLog, {{"from_epoch", from_epoch}}, MessageType::kLog));
   std::vector<SignedRecord> records;
   for (;;) {
     ByteSpan payload = frame.payload;
+    const std::size_t held = records.size();
     std::size_t start = 0;
     for (std::size_t i = 0; i < payload.size(); ++i) {
       if (payload[i] != '\n') continue;
       std::uint64_t epoch = from_epoch + records.size();
+      if (records.size() >= max_records) {
+        connection_.reset();
+        return rejected(what + ": the provider sends more than the " + std::to_string(max_records) +
+                        " records the task allows (epoch " + std::to_string(epoch) + " and on)");
+      }
       VT_ASSIGN_OR_RETURN(SignedRecord record,
                           decode_record(payload.subspan(start, i + 1 - start), what + ": epoch " + std::to_string(epoch)));
       if (record.record.epoch != epoch)
@@ -127,6 +133,11 @@ Result<std::vector<SignedRecord>> Client::get_log_frames(std::uint64_t from_epoc
     if (start != payload.size()) return invalid_input(what + ": a log frame ends inside a record");
     auto more = frame.header.find("more");
     if (more == frame.header.end() || !more->is_boolean() || !more->get<bool>()) break;
+    if (records.size() == held) {
+      connection_.reset();
+      return rejected(what + ": a log frame after epoch " + std::to_string(from_epoch + held) +
+                      " promises more records but carries none");
+    }
     VT_ASSIGN_OR_RETURN(frame, next(MessageType::kLog, what));
   }
   return records;

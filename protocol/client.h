@@ -5,6 +5,7 @@
 // one Client per thread.
 
 #include <functional>
+#include <limits>
 #include <optional>
 #include <span>
 #include <vector>
@@ -68,11 +69,15 @@ class Client {
   ~Client();
 
   const ServerHello& hello() const { return hello_; }
+  // The largest canonical snapshot accepted from here on (ClientConfig::max_snapshot_bytes).
+  void set_max_snapshot_bytes(std::uint64_t n) { config_.max_snapshot_bytes = n; }
 
   Result<Bytes> get_task();
   // Records with epoch >= from_epoch, decoded and in order; signatures and the chain are the
-  // caller's to check (verify_log).
-  Result<std::vector<SignedRecord>> get_log(std::uint64_t from_epoch = 0);
+  // caller's to check (verify_log). More than `max_records` (a task has epochs + 1), or a frame
+  // that promises more but carries none, is rejected: an endless log cannot fill memory.
+  Result<std::vector<SignedRecord>> get_log(std::uint64_t from_epoch = 0,
+                                            std::uint64_t max_records = std::numeric_limits<std::uint64_t>::max());
 
   // The container bytes as stored, with the committed root checked against the container's
   // header; on plain TCP each chunk is also checked against its xxh3 (TLS authenticates every
@@ -104,7 +109,7 @@ class Client {
   Result<wire::Frame> request(wire::MessageType type, const nlohmann::json& header, wire::MessageType expect);
   // With `payload_sink` a frame's payload is appended there (Connection::read_frame_into).
   Result<wire::Frame> next(wire::MessageType expect, std::string_view what, Bytes* payload_sink = nullptr);
-  Result<std::vector<SignedRecord>> get_log_frames(std::uint64_t from_epoch);
+  Result<std::vector<SignedRecord>> get_log_frames(std::uint64_t from_epoch, std::uint64_t max_records);
   Result<std::vector<VerifiedChunk>> get_chunk_frames(std::uint64_t epoch, const Digest& root,
                                                       std::span<const std::uint64_t> indices);
   // A call that failed before reading its whole answer leaves frames in the stream; only an

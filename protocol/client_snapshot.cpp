@@ -23,6 +23,35 @@ std::string xxh3_hex(ByteSpan bytes) {
   return sum;
 }
 
+// The minimum-progress rule (ClientConfig::min_transfer_rate): each window of
+// progress_window must add at least rate × window bytes, or the transfer is the provider's fault.
+class ProgressRule {
+ public:
+  ProgressRule(const ClientConfig& config, std::uint64_t held)
+      : config_(config), window_start_(std::chrono::steady_clock::now()), held_at_start_(held) {}
+
+  // Empty while the transfer keeps up; else why it does not.
+  std::string check(std::uint64_t held) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - window_start_ < config_.progress_window) return {};
+    const double seconds = std::chrono::duration<double>(now - window_start_).count();
+    const auto moved = held - held_at_start_;
+    const auto needed = static_cast<std::uint64_t>(static_cast<double>(config_.min_transfer_rate) * seconds);
+    if (moved < needed) {
+      return "only " + std::to_string(moved) + " bytes arrived in the last " + std::to_string(seconds).substr(0, 5) +
+             " s, below the minimum transfer rate of " + std::to_string(config_.min_transfer_rate) + " bytes/s";
+    }
+    window_start_ = now;
+    held_at_start_ = held;
+    return {};
+  }
+
+ private:
+  const ClientConfig& config_;
+  std::chrono::steady_clock::time_point window_start_;
+  std::uint64_t held_at_start_;
+};
+
 }  // namespace
 
 Status Client::receive_container(const SnapshotRequest& request, PartialDownload& p, const ProgressFn& progress,
@@ -42,16 +71,23 @@ Status Client::receive_container(const SnapshotRequest& request, PartialDownload
   if (root != request.root)
     return rejected(what + ": the server offers a snapshot with root " + hex_encode(root) +
                     " but the log commits to " + hex_encode(request.root));
-  if (size > config_.max_snapshot_bytes)
-    return invalid_input(what + ": the container is " + std::to_string(size) + " bytes, over the client's limit of " +
-                         std::to_string(config_.max_snapshot_bytes));
+  // A provider declaring more than the task's state can take is wrong, not unlucky: rejected.
+  const std::uint64_t max_container = config_.max_snapshot_bytes + config_.max_snapshot_bytes / 64 + (1u << 20);
+  if (size > max_container)
+    return rejected(what + ": the container is " + std::to_string(size) + " bytes, more than a snapshot of this task " +
+                    "can take (" + std::to_string(max_container) + ")");
   if (offset != p.bytes.size() || (offset > 0 && (id != p.container_id || size != p.total)))
     return io_error(what + ": the server resumed at offset " + std::to_string(offset) + " of container " + id +
                     ", not where this download stopped");
   p.container_id = id;
   p.total = size;
   reserve_large(p.bytes, size);  // bounded by max_snapshot_bytes above; saves regrowth copies
+  ProgressRule rule(config_, p.bytes.size());
   while (p.bytes.size() < size) {
+    if (auto slow = rule.check(p.bytes.size()); !slow.empty()) {
+      connection_.reset();
+      return rejected(what + ": " + slow);
+    }
     // The payload is read straight into p.bytes; until it has passed its checks, any way out
     // of this iteration cuts it off again, so p.bytes stays a verified prefix to resume from.
     struct Trim {
@@ -67,8 +103,9 @@ Status Client::receive_container(const SnapshotRequest& request, PartialDownload
     VT_ASSIGN_OR_RETURN(std::uint64_t at, wire::get_u64(data, "offset"));
     ByteSpan payload = ByteSpan(p.bytes).subspan(held);
     if (at != held || payload.empty() || payload.size() > size - at) {
+      // A protocol violation, not a bad link: TLS (or, in the clear, TCP) delivers what was sent.
       connection_.reset();
-      return io_error(what + ": data frame at offset " + std::to_string(at) + " with " +
+      return rejected(what + ": data frame at offset " + std::to_string(at) + " with " +
                       std::to_string(payload.size()) + " bytes does not continue the " +
                       std::to_string(held) + " bytes held of " + std::to_string(size));
     }
@@ -140,6 +177,7 @@ Result<Bytes> Client::get_snapshot(const SnapshotRequest& request, const Progres
   }
   options.threads = 0;
   options.verify_root = true;
+  options.max_raw_size = config_.max_snapshot_bytes;
   auto canonical = comp::decode(container, options);
   if (!canonical.ok())
     return rejected("snapshot of epoch " + std::to_string(request.epoch) + " does not decode to its committed root " +

@@ -24,6 +24,15 @@ struct Connection::Impl {
   // which makes the operation finish with an error that is reported as a timeout.
   template <typename T>
   Result<T> run(net::awaitable<T> op, net::Millis timeout, const std::string& what, bool* timed_out_out = nullptr) {
+    // The exchange's deadline shortens every wait; a wait it cuts is reported as the deadline.
+    bool by_deadline = false;
+    if (config.deadline != std::chrono::steady_clock::time_point::max()) {
+      const auto left = std::chrono::duration_cast<net::Millis>(config.deadline - std::chrono::steady_clock::now());
+      if (left <= timeout) {
+        by_deadline = true;
+        timeout = std::max(left, net::Millis(0));
+      }
+    }
     std::optional<T> value;
     std::exception_ptr failure;
     bool done = false;
@@ -41,6 +50,8 @@ struct Connection::Impl {
       io.restart();
       io.run();
     }
+    if (timed_out && by_deadline)
+      return rejected(what + " " + where() + ": the provider had not answered when the verifier's deadline passed");
     if (timed_out)
       return io_error(what + " " + where() + ": no progress within " + std::to_string(timeout.count()) + " ms");
     if (failure) {

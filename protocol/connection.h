@@ -23,9 +23,19 @@ struct ClientConfig {
   bool insecure = false;           // plain TCP; refused unless host resolves to loopback only
   std::chrono::milliseconds connect_timeout{10'000};  // TCP connect, TLS handshake and hello
   std::chrono::milliseconds io_timeout{60'000};       // one frame, either way
+  // The end of the whole exchange (verify --deadline): every wait is cut short to it, and what
+  // it cuts is the provider's fault (kRejected), as is a call made after it.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  // A snapshot download must move at least min_transfer_rate bytes per second, measured over
+  // each progress_window; a provider that drips (one byte a second, a frame at a time, each
+  // within io_timeout) is rejected instead of holding the verifier for ever.
+  std::uint64_t min_transfer_rate = 64u << 10;
+  std::chrono::milliseconds progress_window{10'000};
   int max_resumes = 3;  // reconnect-and-resume attempts within one snapshot download
   wire::FrameLimits limits{1u << 20, 64u << 20};  // what a server frame may declare
-  std::uint64_t max_snapshot_bytes = std::uint64_t{64} << 30;  // container size accepted
+  // The largest canonical snapshot accepted (decoded size; a container may be a little larger,
+  // compression/container.h). Refused before allocating: set it from the task's state size.
+  std::uint64_t max_snapshot_bytes = std::uint64_t{64} << 30;
 };
 
 class Connection {

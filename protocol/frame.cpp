@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "common/json.h"
+
 namespace vt::wire {
 namespace {
 
@@ -99,10 +101,10 @@ Parsed<Frame> parse_header(const FramePrefix& prefix, ByteSpan text) {
   if (text.size() != prefix.header_size)
     return fail<Frame>(FrameErrc::kBadHeader, what + " frame: header is " + std::to_string(text.size()) +
                                                   " bytes, prefix declared " + std::to_string(prefix.header_size));
-  nlohmann::json header = nlohmann::json::parse(text.begin(), text.end(), nullptr,
-                                                /*allow_exceptions=*/false);
-  if (header.is_discarded())
-    return fail<Frame>(FrameErrc::kBadHeader, what + " frame: header is not valid JSON");
+  auto parsed = parse_json_bounded(
+      std::string_view(reinterpret_cast<const char*>(text.data()), text.size()), what + " frame: header");
+  if (!parsed.ok()) return fail<Frame>(FrameErrc::kBadHeader, parsed.error().message);
+  nlohmann::json header = std::move(parsed).value();
   if (!header.is_object())
     return fail<Frame>(FrameErrc::kBadHeader, what + " frame: header must be a JSON object");
   Frame frame;

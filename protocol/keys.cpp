@@ -90,7 +90,7 @@ Result<std::string> self_signed_certificate(EVP_PKEY* key) {
 }
 
 Result<PkeyPtr> read_private_pem(const fs::path& file) {
-  VT_ASSIGN_OR_RETURN(std::string pem, read_text_file(file, 1 << 20));
+  VT_ASSIGN_OR_RETURN(std::string pem, read_secret_file(file, 1 << 20));
   BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
   EVP_PKEY* key = PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr);
   if (key == nullptr) return invalid_input(file.string() + ": not a PEM private key");
@@ -204,8 +204,15 @@ Result<IdentitySummary> generate_identity(const fs::path& dir) {
     }
   }
   std::error_code ec;
+  const bool existed = fs::exists(dir);
   fs::create_directories(dir, ec);
   if (ec) return io_error("creating " + dir.string() + ": " + ec.message());
+  // mkdir applies the umask, which may be 000: the key folder is made private explicitly. A
+  // folder that existed before is the user's to keep as it is; the keys in it are 0600 anyway.
+  if (!existed) {
+    fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace, ec);
+    if (ec) return io_error("making " + dir.string() + " private (0700): " + ec.message());
+  }
   VT_ASSIGN_OR_RETURN(SigningKey signing, SigningKey::generate());
   VT_ASSIGN_OR_RETURN(PkeyPtr tls_key, generate_key("EC"));
   VT_ASSIGN_OR_RETURN(std::string cert, self_signed_certificate(tls_key.get()));

@@ -227,12 +227,9 @@ Result<SignedRecord> decode_record(ByteSpan line, std::string_view where) {
   if (!is_lower_hex(sig_hex, 2 * kEd25519SignatureSize)) {
     return bad("signature: expected 128 lower-case hex digits");
   }
-  json value;
-  try {
-    value = json::parse(body);
-  } catch (const json::exception& e) {
-    return bad(std::string("body is not valid JSON: ") + e.what());
-  }
+  auto parsed = parse_json_bounded(body, "body");
+  if (!parsed.ok()) return bad(parsed.error().message);
+  json value = std::move(parsed).value();
   if (!value.is_object()) return bad("body is not a JSON object");
   // One record has one byte form: this also refuses duplicate keys, which readers in other
   // languages might resolve differently from us.

@@ -97,7 +97,9 @@ struct LogFile {
 // Splits and decodes every line; a malformed complete line is an error naming its epoch,
 // line and offset; an incomplete final line is reported in torn_tail.
 Result<LogFile> read_log(ByteSpan bytes, std::string_view where = "log");
-Result<LogFile> read_log(const std::filesystem::path& path);
+// A file larger than `max_bytes` is refused before it is read (a reader that knows the task
+// passes (epochs + 1) × kMaxRecordBytes).
+Result<LogFile> read_log(const std::filesystem::path& path, std::uint64_t max_bytes = std::uint64_t{1} << 40);
 
 struct LogCheck {
   std::uint64_t records = 0;

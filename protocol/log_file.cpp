@@ -57,8 +57,8 @@ Result<LogFile> read_log(ByteSpan bytes, std::string_view where) {
   return out;
 }
 
-Result<LogFile> read_log(const fs::path& path) {
-  VT_ASSIGN_OR_RETURN(Bytes bytes, read_file(path));
+Result<LogFile> read_log(const fs::path& path, std::uint64_t max_bytes) {
+  VT_ASSIGN_OR_RETURN(Bytes bytes, read_file(path, max_bytes));
   return read_log(bytes, path.string());
 }
 

@@ -86,6 +86,9 @@ std::string Metrics::prometheus_text() const {
       << "# HELP veritrain_snapshot_resumes_total Snapshot downloads resumed at an offset.\n"
          "# TYPE veritrain_snapshot_resumes_total counter\n"
       << "veritrain_snapshot_resumes_total " << resumes() << "\n"
+      << "# HELP veritrain_accept_pauses_total Times the listener paused, out of file descriptors.\n"
+         "# TYPE veritrain_accept_pauses_total counter\n"
+      << "veritrain_accept_pauses_total " << accept_pauses() << "\n"
       << "# HELP veritrain_epochs_committed Epochs with a durable commitment.\n"
          "# TYPE veritrain_epochs_committed gauge\n"
       << "veritrain_epochs_committed " << epochs_committed() << "\n";

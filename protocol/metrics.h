@@ -23,6 +23,8 @@ class Metrics {
   }
   void connection_closed() { active_.fetch_sub(1, std::memory_order_relaxed); }
   void count_resume() { resumes_.fetch_add(1, std::memory_order_relaxed); }
+  // The listener paused because the process was out of file descriptors (or memory).
+  void count_accept_pause() { accept_pauses_.fetch_add(1, std::memory_order_relaxed); }
   // Epochs with a durable commitment (the number of log records).
   void set_epochs_committed(std::uint64_t n);
 
@@ -34,6 +36,7 @@ class Metrics {
   std::int64_t active_connections() const { return active_.load(std::memory_order_relaxed); }
   std::uint64_t connections_total() const { return connections_.load(std::memory_order_relaxed); }
   std::uint64_t resumes() const { return resumes_.load(std::memory_order_relaxed); }
+  std::uint64_t accept_pauses() const { return accept_pauses_.load(std::memory_order_relaxed); }
   std::uint64_t epochs_committed() const { return epochs_.load(std::memory_order_relaxed); }
 
   // Prometheus text exposition format 0.0.4.
@@ -49,6 +52,7 @@ class Metrics {
   std::atomic<std::uint64_t> requests_[wire::kMaxMessageType + 1] = {};
   std::atomic<std::uint64_t> errors_[std::size(kErrorCodes)] = {};
   std::atomic<std::uint64_t> bytes_sent_{0};
+  std::atomic<std::uint64_t> accept_pauses_{0};
   std::atomic<std::int64_t> active_{0};
   std::atomic<std::uint64_t> connections_{0};
   std::atomic<std::uint64_t> resumes_{0};

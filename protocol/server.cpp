@@ -22,7 +22,18 @@ void Server::Impl::accept_next() {
       auto executor = socket.get_executor();
       asio::co_spawn(executor, run_session(*this, std::move(socket)), asio::detached);
     }
-    // Running out of descriptors must not end the accept loop; the next accept may succeed.
+    // Running out of descriptors must not end the accept loop, but retrying at once would spin
+    // a core for as long as the descriptors stay taken (the pending connection stays in the
+    // backlog, so every accept fails again immediately): pause, then try again.
+    if (ec == asio::error::no_descriptors || ec == boost::system::errc::too_many_files_open_in_system ||
+        ec == asio::error::no_buffer_space || ec == asio::error::no_memory) {
+      metrics->count_accept_pause();
+      accept_pause->expires_after(config.limits.accept_backoff);
+      accept_pause->async_wait([this](boost::system::error_code wait_ec) {
+        if (wait_ec != asio::error::operation_aborted && acceptor->is_open()) accept_next();
+      });
+      return;
+    }
     accept_next();
   });
 }
@@ -57,6 +68,11 @@ Result<std::unique_ptr<Server>> Server::start(ServerConfig config, std::shared_p
   impl->metrics->set_epochs_committed(records->size());
 
   tcp::endpoint endpoint(address, config.port);
+  impl->admission.emplace(AdmissionLimits{config.limits.max_connections, config.limits.max_connections_per_address,
+                                         config.limits.max_unauthenticated,
+                                         config.limits.max_unauthenticated_per_address,
+                                         config.limits.unauthenticated_grace});
+  impl->accept_pause.emplace(*impl->io);
   auto& acceptor = impl->acceptor.emplace(*impl->io);
   acceptor.open(endpoint.protocol(), ec);
   if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
@@ -105,6 +121,7 @@ void Server::stop() {
   for (auto& t : impl_->threads) t.join();
   impl_->threads.clear();
   impl_->acceptor.reset();
+  impl_->accept_pause.reset();
   impl_->io.reset();
 }
 

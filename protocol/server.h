@@ -18,12 +18,20 @@ namespace vt {
 struct ServerLimits {
   wire::FrameLimits request{64u << 10, 64u << 10};  // what a client frame may declare
   std::uint32_t snapshot_chunk = 1u << 20;  // payload per snapshot_data frame, <= 16 MiB
-  std::size_t max_connections = 64;         // more are told "busy" and closed
+  // Connection slots (protocol/admission.h): a connection is unauthenticated until its hello
+  // carried the token and only then takes one of max_connections, so idle sockets cannot take
+  // the slots verifiers need.
+  std::size_t max_connections = 64;              // authenticated; more are told "busy" and closed
+  std::size_t max_connections_per_address = 16;  // authenticated, from one IP address
+  std::size_t max_unauthenticated = 32;          // between accept and hello; the oldest past
+  std::size_t max_unauthenticated_per_address = 16;  // `unauthenticated_grace` make room
+  std::chrono::milliseconds unauthenticated_grace{500};
+  std::chrono::milliseconds accept_backoff{200};  // pause when out of file descriptors
   std::size_t max_chunks_per_request = 64;  // get_chunks indices
   // A session writes one frame and waits for it to drain before building the next, so a
   // connection never holds more than one frame (snapshot_chunk + header) in flight: a slow
   // reader slows only its own stream (backpressure through TCP).
-  std::chrono::milliseconds handshake_timeout{10'000};  // TLS handshake and the hello frame
+  std::chrono::milliseconds handshake_timeout{5'000};  // TLS handshake plus the hello frame, together
   std::chrono::milliseconds idle_timeout{300'000};      // between requests
   std::chrono::milliseconds read_timeout{30'000};       // the rest of a frame once begun
   std::chrono::milliseconds write_timeout{60'000};      // one frame to the client

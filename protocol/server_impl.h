@@ -10,6 +10,7 @@
 #include "protocol/server.h"
 #include <boost/asio/io_context.hpp>
 
+#include "protocol/admission.h"
 #include "protocol/transport.h"
 
 namespace vt {
@@ -28,7 +29,7 @@ struct Server::Impl {
   std::shared_ptr<Metrics> metrics = std::make_shared<Metrics>();
   std::shared_ptr<net::ssl::context> tls;  // null when insecure
   std::vector<std::thread> threads;
-  std::atomic<std::size_t> sessions{0};
+  std::optional<Admission> admission;  // set in start()
   // Bumped before subscribers are woken, so one that was busy sending when the notification
   // came sees that it must look again instead of waiting.
   std::atomic<std::uint64_t> commit_generation{0};
@@ -41,6 +42,7 @@ struct Server::Impl {
   // session (closing its socket), and those still find the members above alive.
   std::optional<net::tcp::acceptor> acceptor;
   std::unique_ptr<net::asio::io_context> io = std::make_unique<net::asio::io_context>();
+  std::optional<net::asio::steady_timer> accept_pause;  // on the acceptor's (implicit) strand
 
   void accept_next();
 };

@@ -51,7 +51,9 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   net::awaitable<void> send(MessageType type, const json& header, ByteSpan payload = {});
   net::awaitable<void> send_error(const Reply& reply);
-  net::awaitable<std::optional<Reply>> greet();
+  // Reads and checks the client's hello within `deadline`; a reply when it is refused.
+  net::awaitable<std::optional<Reply>> greet(std::chrono::steady_clock::time_point deadline);
+  net::awaitable<void> send_hello();
   net::awaitable<std::optional<Reply>> handle(const Frame& request);
   net::awaitable<std::optional<Reply>> get_log(const Frame& request);
   net::awaitable<std::optional<Reply>> subscribe(const Frame& request);
@@ -88,17 +90,38 @@ net::awaitable<void> Session::send_error(const Reply& reply) {
 net::awaitable<void> Session::run() {
   auto self = shared_from_this();
   server_.metrics->connection_opened();
-  std::size_t active = server_.sessions.fetch_add(1) + 1;
+  boost::system::error_code ec;
+  const std::string address = stream_.socket().remote_endpoint(ec).address().to_string();
+  // A newer connection may push this one out while it has not said hello yet: closing the
+  // stream on its own strand ends whatever it waits for.
+  auto evict = [weak = weak_from_this(), executor = executor_] {
+    asio::post(executor, [weak] {
+      if (auto session = weak.lock()) session->stream_.close();
+    });
+  };
+  const std::optional<std::uint64_t> slot = server_.admission->enter(address, std::move(evict));
+  if (!slot) {
+    // No room even before TLS: nothing can be said to the peer, so it is only counted.
+    server_.metrics->count_error("busy");
+    stream_.close();
+    server_.metrics->connection_closed();
+    co_return;
+  }
   asio::co_spawn(executor_, [self]() { return self->watchdog_.run(self->stream_); }, asio::detached);
   std::optional<Reply> closing;
   try {
+    // One deadline for the handshake and the hello together, so a peer cannot hold its
+    // unauthenticated slot for the sum of two timeouts.
+    const auto hello_deadline = std::chrono::steady_clock::now() + limits_.handshake_timeout;
     watchdog_.arm(limits_.handshake_timeout);
     co_await stream_.handshake(net::ssl::stream_base::server);
-    if (active > limits_.max_connections) {
-      closing = Reply{"busy", "the server is at its limit of " + std::to_string(limits_.max_connections) +
-                                  " connections; try again later", true};
-    } else {
-      closing = co_await greet();
+    closing = co_await greet(hello_deadline);
+    if (!closing) {
+      if (auto full = server_.admission->authenticate(*slot)) {
+        closing = Reply{"busy", *full, true};
+      } else {
+        co_await send_hello();
+      }
     }
     while (!closing) {
       auto frame = co_await net::read_frame(stream_, &watchdog_, limits_.request, limits_.idle_timeout,
@@ -116,18 +139,20 @@ net::awaitable<void> Session::run() {
     watchdog_.arm(kLinger * 2);
     co_await stream_.close_gracefully(kLinger);
   } catch (const std::exception&) {
-    // The peer left, or the watchdog closed a stalled connection: nothing can be sent anymore.
+    // The peer left, the watchdog closed a stalled connection, or a newer connection took this
+    // one's unauthenticated slot: nothing can be sent anymore.
     if (watchdog_.fired()) server_.metrics->count_error("timeout");
   }
   watchdog_.stop();
   stream_.close();
-  server_.sessions.fetch_sub(1);
+  server_.admission->leave(*slot);
   server_.metrics->connection_closed();
 }
 
-net::awaitable<std::optional<Reply>> Session::greet() {
-  auto frame = co_await net::read_frame(stream_, &watchdog_, limits_.request, limits_.handshake_timeout,
-                                        limits_.handshake_timeout);
+net::awaitable<std::optional<Reply>> Session::greet(std::chrono::steady_clock::time_point deadline) {
+  const auto left = std::max(net::Millis(1), std::chrono::duration_cast<net::Millis>(
+                                                 deadline - std::chrono::steady_clock::now()));
+  auto frame = co_await net::read_frame(stream_, &watchdog_, limits_.request, left, left);
   if (!frame.ok())
     co_return Reply{std::string(wire::frame_errc_code(frame.error.errc)), frame.error.message, true};
   const Frame& hello = *frame.value;
@@ -144,6 +169,10 @@ net::awaitable<std::optional<Reply>> Session::greet() {
   auto token = wire::get_string(hello, "token");
   if (!token.ok() || !net::token_equal(*token, server_.config.token))
     co_return Reply{"unauthorized", "hello: the bearer token is missing or wrong", true};
+  co_return std::nullopt;
+}
+
+net::awaitable<void> Session::send_hello() {
   json limits = {{"max_request_header", limits_.request.max_header},
                  {"snapshot_chunk", limits_.snapshot_chunk},
                  {"max_chunks_per_request", limits_.max_chunks_per_request}};
@@ -153,7 +182,6 @@ net::awaitable<std::optional<Reply>> Session::greet() {
                                       {"codecs", {"raw", "zstd", "planes", "delta", "xz"}},
                                       {"limits", limits}};
   co_await send(MessageType::kHello, header);
-  co_return std::nullopt;
 }
 
 net::awaitable<std::optional<Reply>> Session::handle(const Frame& request) {

@@ -168,12 +168,7 @@ Result<json> parse_without_duplicates(std::string_view text, std::string_view wh
     }
     return true;
   };
-  json value;
-  try {
-    value = json::parse(text, callback);
-  } catch (const json::exception& e) {
-    return invalid_input(std::string(where) + ": not valid JSON: " + e.what());
-  }
+  VT_ASSIGN_OR_RETURN(json value, parse_json_bounded(text, where, kMaxJsonDepth, callback));
   if (!duplicate.empty()) {
     return invalid_input(std::string(where) + ": " + duplicate + ": field appears twice");
   }

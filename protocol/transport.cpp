@@ -11,6 +11,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include "common/file_io.h"
 #include "common/sha256.h"
 
 namespace vt::net {
@@ -272,6 +273,7 @@ Result<std::shared_ptr<ssl::context>> server_tls_context(const std::filesystem::
   VT_ASSIGN_OR_RETURN(auto ctx, tls13_context(ssl::context::tls_server));
   if (SSL_CTX_use_certificate_chain_file(ctx->native_handle(), cert.c_str()) != 1)
     return invalid_input("TLS certificate " + cert.string() + ": " + openssl_error());
+  VT_RETURN_IF_ERROR(check_secret_file(key));
   if (SSL_CTX_use_PrivateKey_file(ctx->native_handle(), key.c_str(), SSL_FILETYPE_PEM) != 1)
     return invalid_input("TLS key " + key.string() + ": " + openssl_error());
   if (SSL_CTX_check_private_key(ctx->native_handle()) != 1)

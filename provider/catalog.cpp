@@ -35,19 +35,29 @@ class WorkdirCatalog final : public Catalog {
 
   Result<std::shared_ptr<const Bytes>> container(const ContainerRequest& request) override {
     VT_ASSIGN_OR_RETURN(Digest root, root_of(request.epoch));
-    VT_ASSIGN_OR_RETURN(Bytes stored, store_.load_container(root));
-    VT_ASSIGN_OR_RETURN(comp::ContainerInfo info, comp::read_container_info(stored));
+    VT_ASSIGN_OR_RETURN(std::shared_ptr<const Bytes> stored, stored_container(root));
+    VT_ASSIGN_OR_RETURN(comp::ContainerInfo info, comp::read_container_info(*stored));
     const bool usable = !info.base_root || (request.base_root && *request.base_root == *info.base_root);
-    if (usable) return std::make_shared<const Bytes>(std::move(stored));
-    // The stored delta needs a base the client lacks: code one it can use, once per request.
-    const std::string key = hex_encode(root) + (request.base_root ? hex_encode(*request.base_root) : "");
+    if (usable) return stored;
+    // The stored delta needs a base the client lacks: code one it can use. A base the workdir
+    // does not hold cannot be used, so it is not part of the key: a client sending made-up
+    // base roots gets the one whole-snapshot container from the cache, not an encode each.
+    const bool have_base = request.base_root && store_.contains(*request.base_root);
+    const std::string key = hex_encode(root) + (have_base ? hex_encode(*request.base_root) : "");
+    {
+      std::lock_guard lock(mutex_);
+      if (auto it = coded_.find(key); it != coded_.end()) return it->second;
+    }
+    // One encode at a time: each holds a snapshot, its base and the output, and uses every core.
+    // A second request for the same container waits here and then finds it in the cache.
+    std::lock_guard encoding(encode_mutex_);
     return cached(coded_, key, [&]() -> Result<Bytes> {
       VT_ASSIGN_OR_RETURN(std::shared_ptr<const Bytes> canonical, canonical_snapshot(request.epoch));
       comp::EncodeOptions enc;
       enc.root = root;
       enc.threads = 0;
       Bytes base;
-      if (request.base_root && store_.contains(*request.base_root)) {
+      if (have_base) {
         VT_ASSIGN_OR_RETURN(base, store_.load_canonical(*request.base_root));
         enc.codec = comp::Codec::kDelta;
         enc.base = base;
@@ -64,6 +74,20 @@ class WorkdirCatalog final : public Catalog {
       return invalid_input("epoch " + std::to_string(epoch) + " is not committed (yet)");
     }
     return records.front().record.root;
+  }
+
+  // The stored container of `root`, read once however many connections stream it at the same
+  // time: each holds the shared buffer while it streams, and the last one to finish frees it.
+  Result<std::shared_ptr<const Bytes>> stored_container(const Digest& root) {
+    std::lock_guard lock(load_mutex_);
+    if (auto it = loaded_.find(root); it != loaded_.end()) {
+      if (auto alive = it->second.lock()) return alive;
+    }
+    VT_ASSIGN_OR_RETURN(Bytes bytes, store_.load_container(root));
+    auto shared = std::make_shared<const Bytes>(std::move(bytes));
+    std::erase_if(loaded_, [](const auto& entry) { return entry.second.expired(); });
+    loaded_[root] = shared;
+    return shared;
   }
 
   // A small cache: a verifier asks for a few epochs, often twice (resume, get_chunks).
@@ -86,6 +110,9 @@ class WorkdirCatalog final : public Catalog {
   Workdir workdir_;
   SnapshotStore store_;
   std::mutex mutex_;
+  std::mutex encode_mutex_;  // held for a whole encode
+  std::mutex load_mutex_;    // held while a stored container is read, so it is read once
+  std::map<Digest, std::weak_ptr<const Bytes>> loaded_;  // GUARDED_BY(load_mutex_)
   std::map<Digest, std::shared_ptr<const Bytes>> canonical_;  // GUARDED_BY(mutex_)
   std::map<std::string, std::shared_ptr<const Bytes>> coded_;  // GUARDED_BY(mutex_)
 };

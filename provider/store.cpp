@@ -51,7 +51,7 @@ Result<StoredSnapshot> SnapshotStore::put(std::uint64_t epoch, const Digest& roo
 Result<Bytes> SnapshotStore::load_container(const Digest& root) const {
   const fs::path file = path_for(root);
   if (!fs::exists(file)) return io_error("snapshot " + hex_encode(root) + " is missing from " + dir_.string());
-  return read_file(file);
+  return read_file(file, options_.max_state_bytes + container_slack(options_.max_state_bytes));
 }
 
 Result<Bytes> SnapshotStore::load_canonical(const Digest& root) const {
@@ -76,6 +76,7 @@ Result<Bytes> SnapshotStore::decode(const Digest& root, ByteSpan container, cons
   }
   comp::DecodeOptions dec;
   dec.pool = &pool_;
+  dec.max_raw_size = options_.max_state_bytes;
   Bytes loaded_base;
   if (info->base_root) {
     if (known && known->first == *info->base_root) {

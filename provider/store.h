@@ -15,7 +15,14 @@ struct StoreOptions {
   int full_every = 4;                 // 1 = every snapshot whole
   std::size_t threads = 0;            // coding threads (0 = one per hardware thread)
   int max_chain = 64;                 // a longer delta chain is refused as corrupt
+  // The largest canonical snapshot a load may produce, and (with container_slack) the largest
+  // container file it reads: checked before allocating, so a reader that knows the task's state
+  // size (a verifier) refuses a huge or sparse file instead of running out of memory.
+  std::uint64_t max_state_bytes = std::uint64_t{64} << 30;
 };
+
+// A container may exceed its raw bytes slightly (incompressible sections, header, table).
+inline std::uint64_t container_slack(std::uint64_t raw) { return raw / 64 + (1u << 20); }
 
 struct StoredSnapshot {
   std::filesystem::path file;
@@ -46,6 +53,8 @@ class SnapshotStore {
   // the caller holds, e.g. the epoch it just decoded) uses it instead of loading the chain.
   using KnownBase = std::optional<std::pair<Digest, ByteSpan>>;
   Result<Bytes> decode(const Digest& root, ByteSpan container, const KnownBase& known) const;
+
+  void set_max_state_bytes(std::uint64_t n) { options_.max_state_bytes = n; }
 
   // Bytes used by containers in the folder.
   std::uint64_t disk_usage() const;

@@ -10,7 +10,8 @@ namespace vt::provider {
 namespace fs = std::filesystem;
 
 Workdir::Workdir(Workdir&& other) noexcept
-    : dir_(std::move(other.dir_)), task_(std::move(other.task_)), task_id_(other.task_id_), lock_fd_(other.lock_fd_) {
+    : dir_(std::move(other.dir_)), task_(std::move(other.task_)), task_id_(other.task_id_), lock_fd_(other.lock_fd_),
+      swept_temp_files_(other.swept_temp_files_) {
   other.lock_fd_ = -1;
 }
 
@@ -21,6 +22,7 @@ Workdir& Workdir::operator=(Workdir&& other) noexcept {
     task_ = std::move(other.task_);
     task_id_ = other.task_id_;
     lock_fd_ = other.lock_fd_;
+    swept_temp_files_ = other.swept_temp_files_;
     other.lock_fd_ = -1;
   }
   return *this;
@@ -75,6 +77,11 @@ Status Workdir::lock() {
     return io_error("workdir " + dir_.string() + " is in use by another veritrain process (" + path.string() + " is locked)");
   }
   lock_fd_ = fd;
+  // A write killed between its temp file and the rename leaves the temp file behind (a whole
+  // snapshot's worth, for a container); whoever holds the lock next clears them.
+  for (const fs::path& d : {dir_, snapshots_dir()}) {
+    swept_temp_files_ += sweep_temp_files(d);
+  }
   return {};
 }
 

@@ -27,8 +27,10 @@ class Workdir {
   Workdir& operator=(const Workdir&) = delete;
   ~Workdir();
 
-  // Takes the folder's write lock; fails at once if another process holds it.
+  // Takes the folder's write lock; fails at once if another process holds it. Then removes the
+  // temp files of writes that were killed (common/file_io.h sweep_temp_files).
   Status lock();
+  std::size_t swept_temp_files() const { return swept_temp_files_; }
 
   const std::filesystem::path& dir() const { return dir_; }
   const Task& task() const { return task_; }
@@ -44,6 +46,7 @@ class Workdir {
   Task task_;
   Digest task_id_{};
   int lock_fd_ = -1;
+  std::size_t swept_temp_files_ = 0;
 };
 
 }  // namespace vt::provider

@@ -106,6 +106,11 @@ Result<LogFacts> check_log(EvidenceSource& source, const Task& task, const train
                            bool require_complete, const std::optional<std::string>& provider_key) {
   LogFacts facts;
   const Digest id = task_id(task);
+  // Epoch 0 must be the state the task defines; the verifier derives it itself. Its size also
+  // bounds what the provider may send from here on.
+  VT_ASSIGN_OR_RETURN(auto initial, training::Trainer::create(task, trainer));
+  VT_ASSIGN_OR_RETURN(Bytes initial_bytes, initial->snapshot());
+  source.set_limits(SourceLimits{static_cast<std::uint64_t>(task.epochs) + 1, snapshot_size_bound(initial_bytes.size())});
   auto records = source.log();
   if (!records) {
     if (records.error().code == Errc::kIo) return records.error();
@@ -149,9 +154,6 @@ Result<LogFacts> check_log(EvidenceSource& source, const Task& task, const train
                              std::to_string(task.epochs) + ": training is incomplete");
   }
 
-  // Epoch 0 must be the state the task defines; the verifier derives it itself.
-  VT_ASSIGN_OR_RETURN(auto initial, training::Trainer::create(task, trainer));
-  VT_ASSIGN_OR_RETURN(Bytes initial_bytes, initial->snapshot());
   facts.layout = initial->layout();
   facts.expected_initial_root = fp::merkle_root(initial_bytes);
   const SignedRecord& first = facts.records.front();

@@ -26,6 +26,11 @@ struct LogFacts {
   bool complete = false;              // every epoch 0..task.epochs committed
 };
 
+// The largest snapshot a provider may send for a task whose initial snapshot is `initial`
+// bytes: every epoch holds the same tensors, plus optimizer state that may appear after the
+// first step (at most two moments per parameter) and a little metadata.
+inline std::uint64_t snapshot_size_bound(std::uint64_t initial) { return 4 * initial + (16u << 20); }
+
 // `require_complete` is false for online checks while training still runs. `provider_key` (the
 // SHA-256 of the provider's public key, hex) is the trust anchor: a log signed by any other key
 // is rejected. Without it any key is taken, and the verdict says so.

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +17,11 @@
 #include "protocol/log.h"
 
 namespace vt::verifier {
+
+struct SourceLimits {
+  std::uint64_t log_records = std::numeric_limits<std::uint64_t>::max();  // task epochs + 1
+  std::uint64_t snapshot_bytes = std::uint64_t{64} << 30;  // canonical bytes of one snapshot
+};
 
 class EvidenceSource {
  public:
@@ -26,6 +32,9 @@ class EvidenceSource {
   // snapshot the caller already holds) lets a network source fetch a delta instead.
   virtual Result<Bytes> snapshot(std::uint64_t epoch, const Digest& root,
                                  const std::optional<std::pair<Digest, ByteSpan>>& base) = 0;
+  // What the task implies a provider may send: more records, or a snapshot declared or decoded
+  // larger, is refused as the provider's fault before it is allocated.
+  virtual void set_limits(const SourceLimits& limits) { (void)limits; }
   virtual std::uint64_t bytes_fetched() const = 0;  // on the wire, or read from disk
   virtual std::string describe() const = 0;         // for reports: "workdir /x" or "provider h:p"
   // Calls on_commit with each durable record of epoch >= from as it appears, until on_commit

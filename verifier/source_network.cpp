@@ -30,13 +30,20 @@ class ProviderSource final : public EvidenceSource {
   }
 
   Result<std::vector<SignedRecord>> log() override {
-    return until_withheld("the commitment log", [&] { return client_.get_log(0); });
+    return until_withheld("the commitment log", [&] { return client_.get_log(0, limits_.log_records); });
   }
 
   Result<Bytes> snapshot(std::uint64_t epoch, const Digest& root,
                          const std::optional<std::pair<Digest, ByteSpan>>& base) override {
     return until_withheld("the epoch " + std::to_string(epoch) + " snapshot",
                           [&] { return fetch_snapshot(epoch, root, base); });
+  }
+
+  void set_limits(const SourceLimits& limits) override {
+    limits_ = limits;
+    // Kept in the config too, so a connection made after a broken transfer keeps the bound.
+    config_.max_snapshot_bytes = limits.snapshot_bytes;
+    client_.set_max_snapshot_bytes(limits.snapshot_bytes);
   }
 
   std::uint64_t bytes_fetched() const override { return fetched_; }
@@ -85,6 +92,7 @@ class ProviderSource final : public EvidenceSource {
   ClientConfig config_;
   std::string where_;
   std::chrono::milliseconds evidence_timeout_;
+  SourceLimits limits_;
   std::uint64_t fetched_ = 0;
 };
 

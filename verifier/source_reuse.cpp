@@ -22,6 +22,7 @@ class ReuseLastSnapshot final : public EvidenceSource {
     return bytes;
   }
 
+  void set_limits(const SourceLimits& limits) override { inner_.set_limits(limits); }
   std::uint64_t bytes_fetched() const override { return inner_.bytes_fetched(); }
   std::string describe() const override { return inner_.describe(); }
   Status follow(std::uint64_t from, const std::function<bool(const SignedRecord&)>& on_commit,

@@ -17,7 +17,11 @@ class WorkdirSource final : public EvidenceSource {
   // Offline the workdir is all the provider hands over: a file it lacks or that cannot be read
   // is evidence withheld, the provider's failure (docs/verifier.md, "Exit codes").
   Result<std::vector<SignedRecord>> log() override {
-    auto file = read_log(workdir_.log_file());
+    // Records past what the task allows are a failure anyway; a bigger file is not read.
+    const std::uint64_t max_bytes = limits_.log_records > (std::uint64_t{1} << 40) / kMaxRecordBytes
+                                        ? std::uint64_t{1} << 40
+                                        : limits_.log_records * kMaxRecordBytes;
+    auto file = read_log(workdir_.log_file(), max_bytes);
     if (!file) return withheld(file.error(), "the commitment log");
     return std::move(file->records);
   }
@@ -31,6 +35,10 @@ class WorkdirSource final : public EvidenceSource {
     return bytes;
   }
 
+  void set_limits(const SourceLimits& limits) override {
+    limits_ = limits;
+    store_.set_max_state_bytes(limits.snapshot_bytes);
+  }
   std::uint64_t bytes_fetched() const override { return fetched_; }
   std::string describe() const override { return "workdir " + workdir_.dir().string(); }
 
@@ -42,6 +50,7 @@ class WorkdirSource final : public EvidenceSource {
 
   provider::Workdir workdir_;
   provider::SnapshotStore store_;
+  SourceLimits limits_;
   std::uint64_t fetched_ = 0;
 };
 

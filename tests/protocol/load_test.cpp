@@ -13,6 +13,10 @@ class LoadTest : public ServerFixture {
     config.limits.snapshot_chunk = 1u << 20;
     config.limits.handshake_timeout = std::chrono::seconds(30);
     config.limits.read_timeout = std::chrono::seconds(30);
+    // Every client comes from 127.0.0.1 at once: lift the per-address shares for this test.
+    config.limits.max_connections_per_address = 64;
+    config.limits.max_unauthenticated = 64;
+    config.limits.max_unauthenticated_per_address = 64;
     return config;
   }
 };

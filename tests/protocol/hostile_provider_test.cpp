@@ -1,0 +1,132 @@
+// A provider that answers, but never finishes or answers too much: the client ends every such
+// exchange with a rejection (the provider's fault) within its limits, holding bounded memory.
+
+#include <gtest/gtest.h>
+
+#include "protocol/client.h"
+#include "tests/protocol/hostile_provider.h"
+#include "tests/protocol/memory_catalog.h"
+
+namespace vt::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+ClientConfig plain_config(std::uint16_t port) {
+  ClientConfig c;
+  c.port = port;
+  c.insecure = true;
+  c.token = "any token will do here";
+  c.connect_timeout = std::chrono::seconds(5);
+  c.io_timeout = std::chrono::seconds(5);
+  return c;
+}
+
+// A log of 10 well-formed epochs: more than the tests' task of 3 epochs allows.
+HostileOptions with_log(Hostility mode) {
+  MemoryCatalog catalog(1024);
+  for (int e = 0; e < 10; ++e) catalog.add_epoch();
+  HostileOptions o;
+  o.mode = mode;
+  o.task = catalog.task_bytes();
+  auto records = catalog.log_records(0);
+  EXPECT_TRUE(records.ok());
+  for (const SignedRecord& r : *records) o.log_lines.push_back(encode_record(r));
+  return o;
+}
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+TEST(HostileProvider, HelloNestedHundredThousandDeepIsRefusedNotACrash) {
+  HostileOptions o;
+  o.mode = Hostility::kDeepHello;
+  HostileProvider provider(o);
+  auto client = Client::connect(plain_config(provider.port()));
+  ASSERT_FALSE(client.ok());
+  EXPECT_NE(client.error().message.find("JSON nested deeper than 64 levels"), std::string::npos)
+      << client.error().message;
+}
+
+TEST(HostileProvider, EndlessLogStopsAtTheRecordsTheTaskAllows) {
+  HostileProvider provider(with_log(Hostility::kEndlessLog));
+  auto client = Client::connect(plain_config(provider.port()));
+  ASSERT_TRUE(client.ok()) << client.error().message;
+  auto log = client->get_log(0, /*max_records=*/4);  // a task of 3 epochs: records 0..3
+  ASSERT_FALSE(log.ok());
+  EXPECT_EQ(log.error().code, Errc::kRejected);
+  EXPECT_NE(log.error().message.find("more than the 4 records the task allows (epoch 4 and on)"), std::string::npos)
+      << log.error().message;
+}
+
+TEST(HostileProvider, EmptyLogFramesForEverAreRejected) {
+  HostileProvider provider(with_log(Hostility::kEmptyLogFrames));
+  auto client = Client::connect(plain_config(provider.port()));
+  ASSERT_TRUE(client.ok()) << client.error().message;
+  auto log = client->get_log(0, 100);  // the cap is not what ends it
+  ASSERT_FALSE(log.ok());
+  EXPECT_EQ(log.error().code, Errc::kRejected);
+  EXPECT_NE(log.error().message.find("a log frame after epoch 10 promises more records but carries none"), std::string::npos)
+      << log.error().message;
+}
+
+TEST(HostileProvider, DeclaredSnapshotFarAboveTheStateIsRefusedBeforeAllocating) {
+  HostileOptions o;
+  o.declared_size = std::uint64_t{60} << 30;  // 60 GiB for a task whose state is 1 MiB
+  HostileProvider provider(o);
+  ClientConfig config = plain_config(provider.port());
+  config.max_snapshot_bytes = 1u << 20;
+  auto client = Client::connect(config);
+  ASSERT_TRUE(client.ok()) << client.error().message;
+  SnapshotRequest request;
+  request.root = Digest{};
+  auto got = client->fetch_container(request);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.error().code, Errc::kRejected);
+  EXPECT_NE(got.error().message.find("the container is 64424509440 bytes, more than a snapshot of this task can take"),
+            std::string::npos)
+      << got.error().message;
+}
+
+TEST(HostileProvider, DrippingSnapshotFailsTheMinimumTransferRate) {
+  HostileOptions o;
+  o.drip_every = milliseconds(50);  // 20 bytes a second, each frame far within io_timeout
+  HostileProvider provider(o);
+  ClientConfig config = plain_config(provider.port());
+  config.progress_window = milliseconds(1000);
+  auto client = Client::connect(config);
+  ASSERT_TRUE(client.ok()) << client.error().message;
+  SnapshotRequest request;
+  const auto start = Clock::now();
+  auto got = client->fetch_container(request);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.error().code, Errc::kRejected);
+  EXPECT_NE(got.error().message.find("below the minimum transfer rate of 65536 bytes/s"), std::string::npos)
+      << got.error().message;
+  EXPECT_LT(seconds_since(start), 3.0);
+}
+
+TEST(HostileProvider, DeadlineEndsADripThatKeepsTheRate) {
+  HostileOptions o;
+  o.drip_every = milliseconds(20);
+  HostileProvider provider(o);
+  ClientConfig config = plain_config(provider.port());
+  config.min_transfer_rate = 0;  // only the deadline can end it
+  config.deadline = Clock::now() + milliseconds(1500);
+  auto client = Client::connect(config);
+  ASSERT_TRUE(client.ok()) << client.error().message;
+  SnapshotRequest request;
+  const auto start = Clock::now();
+  auto got = client->fetch_container(request);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.error().code, Errc::kRejected);
+  EXPECT_NE(got.error().message.find("the verifier's deadline passed"), std::string::npos) << got.error().message;
+  EXPECT_LT(seconds_since(start), 2.5);
+  // Past the deadline every call is refused at once, as the provider's fault.
+  auto task = client->get_task();
+  ASSERT_FALSE(task.ok());
+  EXPECT_EQ(task.error().code, Errc::kRejected);
+}
+
+}  // namespace
+}  // namespace vt::testing
