@@ -8,7 +8,7 @@
 #include <string>
 
 #include "common/result.h"
-#include "protocol/frame.h"
+#include "protocol/net/frame.h"
 
 namespace vt {
 

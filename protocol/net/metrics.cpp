@@ -1,4 +1,4 @@
-#include "protocol/metrics.h"
+#include "protocol/net/metrics.h"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>

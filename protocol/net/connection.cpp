@@ -1,10 +1,10 @@
-#include "protocol/connection.h"
+#include "protocol/net/connection.h"
 
 #include <boost/asio/connect.hpp>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
-#include "protocol/transport.h"
+#include "protocol/net/transport.h"
 
 namespace vt {
 

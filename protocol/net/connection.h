@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "protocol/frame.h"
+#include "protocol/net/frame.h"
 
 namespace vt {
 

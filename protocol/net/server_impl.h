@@ -7,10 +7,10 @@
 #include <set>
 #include <thread>
 
-#include "protocol/server.h"
+#include "protocol/net/server.h"
 #include <boost/asio/io_context.hpp>
 
-#include "protocol/transport.h"
+#include "protocol/net/transport.h"
 
 namespace vt {
 
