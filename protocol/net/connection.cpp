@@ -180,7 +180,6 @@ void Connection::close() {
 
 bool Connection::is_open() const { return impl_ && impl_->stream && impl_->stream->socket().is_open(); }
 
-const std::string& Connection::peer_fingerprint() const { return impl_->fingerprint; }
 
 std::string Connection::where() const { return impl_ ? impl_->where() : std::string("(closed)"); }
 

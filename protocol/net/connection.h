@@ -49,8 +49,6 @@ class Connection {
   void close();
   bool is_open() const;
 
-  // SHA-256 hex of the server certificate's DER; empty over plain TCP.
-  const std::string& peer_fingerprint() const;
   std::string where() const;  // "host:port" for messages
 
   struct Impl;

@@ -44,12 +44,6 @@ std::uint64_t Metrics::requests(wire::MessageType type) const {
   return i <= wire::kMaxMessageType ? requests_[i].load(std::memory_order_relaxed) : 0;
 }
 
-std::uint64_t Metrics::requests_total() const {
-  std::uint64_t n = 0;
-  for (const auto& r : requests_) n += r.load(std::memory_order_relaxed);
-  return n;
-}
-
 std::uint64_t Metrics::errors(std::string_view code) const {
   return errors_[error_index(code)].load(std::memory_order_relaxed);
 }
@@ -92,8 +86,8 @@ std::string Metrics::prometheus_text() const {
   return out.str();
 }
 
-// One request per connection, served synchronously: a scrape is tiny and rare, so the listener
-// needs no concurrency, but it must never block the protocol server, hence its own thread.
+// One request per connection, served asynchronously on the listener's one thread: a scrape is
+// tiny and rare, so that thread is enough, and being its own it never blocks the protocol server.
 struct MetricsServer::Impl {
   asio::io_context io;
   tcp::acceptor acceptor{io};
