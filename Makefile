@@ -5,7 +5,7 @@ BUILD       ?= build
 JOBS        ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: setup configure build demo test bench sanitize format clean
+.PHONY: setup configure build demo test lint lint-changed bench sanitize format clean
 
 setup:
 	@echo "== setup: Debian packages"
@@ -23,9 +23,21 @@ demo: build
 	@echo "== demo: veritrain demo"
 	@$(BUILD)/cli/veritrain demo
 
-test: build
+test: build lint-changed
 	@echo "== test: ctest (labels unit, integration, slow, gpu; gpu skips without CUDA)"
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
+
+# clang-tidy with .clang-tidy's checks, warnings as errors. `make lint` reads every source file
+# (minutes: the LibTorch files are slow to parse); `make test` runs it over the files changed
+# relative to the merge base with $(LINT_BASE), which is none on a clean clone of main.
+LINT_BASE ?= main
+lint: configure
+	@echo "== lint: clang-tidy, every file"
+	@bash scripts/lint.sh $(BUILD) --all
+
+lint-changed: configure
+	@echo "== lint: clang-tidy, files changed since the merge base with $(LINT_BASE)"
+	@LINT_BASE=$(LINT_BASE) bash scripts/lint.sh $(BUILD)
 
 bench: setup
 	@cmake -S . -B $(BUILD)-bench -DCMAKE_BUILD_TYPE=Release -DVT_BUILD_BENCH=ON -DVT_BUILD_TESTS=OFF >/dev/null

@@ -33,7 +33,7 @@
 #include "common/file_io.h"
 #include "common/sha256.h"
 #include "fingerprint/sampling.h"
-#include "provider/live_fingerprint.h"
+#include "training/live_fingerprint.h"
 #include "provider/provider.h"
 #include "training/runtime.h"
 #include "training/zoo.h"

@@ -25,9 +25,9 @@
 #include <vector>
 
 #include "bench/bench_util.h"
-#include "protocol/client.h"
+#include "protocol/net/client.h"
 #include "protocol/keys.h"
-#include "protocol/server.h"
+#include "protocol/net/server.h"
 #include "tests/protocol/memory_catalog.h"
 
 namespace {

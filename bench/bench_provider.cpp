@@ -31,7 +31,7 @@
 #include "protocol/keys.h"
 #include "protocol/log.h"
 #include "provider/provider.h"
-#include "provider/store.h"
+#include "provider/workdir/store.h"
 #include "training/zoo.h"
 
 namespace {

@@ -4,7 +4,9 @@
 // message on stderr and an exit code (docs/cli.md).
 
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <functional>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -31,5 +33,15 @@ void register_verify(CLI::App& app, Context& ctx);
 void register_demo(CLI::App& app, Context& ctx);
 
 int run(int argc, char** argv);
+
+// `text` as a whole integer in `base`, or nothing: no sign where T is unsigned, no blanks, no
+// trailing characters, no overflow.
+template <typename T>
+std::optional<T> parse_integer(std::string_view text, int base = 10) {
+  T value{};
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, base);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  return value;
+}
 
 }  // namespace vt::cli

@@ -9,8 +9,8 @@
 #include "protocol/log.h"
 #include "protocol/task.h"
 #include "provider/check.h"
-#include "provider/store.h"
-#include "provider/workdir.h"
+#include "provider/workdir/store.h"
+#include "provider/workdir/workdir.h"
 #include "verifier/log_check.h"
 
 namespace vt::cli {

@@ -27,14 +27,9 @@ Status parse_options(const std::vector<std::string>& pairs, Options& into, const
   for (const std::string& p : pairs) {
     auto eq = p.find('=');
     if (eq == std::string::npos || eq == 0) return invalid_input(what + ": expected key=value, got \"" + p + "\"");
-    try {
-      std::size_t used = 0;
-      std::int64_t v = std::stoll(p.substr(eq + 1), &used);
-      if (used != p.size() - eq - 1) throw std::invalid_argument(p);
-      into[p.substr(0, eq)] = v;
-    } catch (const std::exception&) {
-      return invalid_input(what + ": value of \"" + p.substr(0, eq) + "\" is not an integer");
-    }
+    const std::optional<std::int64_t> v = parse_integer<std::int64_t>(std::string_view(p).substr(eq + 1));
+    if (!v) return invalid_input(what + ": value of \"" + p.substr(0, eq) + "\" is not an integer");
+    into[p.substr(0, eq)] = *v;
   }
   return {};
 }
@@ -98,11 +93,12 @@ Result<Task> build_task(const InitArgs& a) {
     task.tolerance = convolutional ? ToleranceSpec{2.3e-3, 0.0, 1.0e-3, 0.0} : ToleranceSpec{2.9e-4, 0.0, 1.1e-5, 0.0};
   }
   if (!a.seed.empty()) {
-    try {
-      task.seed = std::stoull(a.seed, nullptr, 0);
-    } catch (const std::exception&) {
-      return invalid_input("--seed: \"" + a.seed + "\" is not an unsigned integer");
-    }
+    // Decimal, or hex after 0x as before; a sign or trailing characters are refused.
+    const std::string_view s = a.seed;
+    const bool hex = s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+    const std::optional<std::uint64_t> seed = parse_integer<std::uint64_t>(hex ? s.substr(2) : s, hex ? 16 : 10);
+    if (!seed) return invalid_input("--seed: \"" + a.seed + "\" is not an unsigned integer");
+    task.seed = *seed;
   }
   if (!a.data_dir.empty()) VT_RETURN_IF_ERROR(pin_data_files(task, a.data_dir));
   if (!a.model_file.empty()) {

@@ -9,7 +9,7 @@
 #include "cli/app.h"
 #include "cli/progress.h"
 #include "cli/service.h"
-#include "provider/workdir.h"
+#include "provider/workdir/workdir.h"
 #include "protocol/task.h"
 #include "provider/provider.h"
 

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "cli/app.h"
 #include "common/file_io.h"
 #include "protocol/keys.h"
 #include "provider/catalog.h"
@@ -32,14 +33,9 @@ Result<std::pair<std::string, std::uint16_t>> parse_host_port(const std::string&
   if (colon == std::string::npos || colon == 0) return invalid_input(flag + ": expected HOST:PORT, got \"" + text + "\"");
   std::string host = text.substr(0, colon);
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  try {
-    std::size_t used = 0;
-    int port = std::stoi(text.substr(colon + 1), &used);
-    if (used != text.size() - colon - 1 || port < 0 || port > 65535) throw std::out_of_range(text);
-    return std::make_pair(host, static_cast<std::uint16_t>(port));
-  } catch (const std::exception&) {
-    return invalid_input(flag + ": \"" + text.substr(colon + 1) + "\" is not a port number");
-  }
+  const std::optional<std::uint16_t> port = parse_integer<std::uint16_t>(std::string_view(text).substr(colon + 1));
+  if (!port) return invalid_input(flag + ": \"" + text.substr(colon + 1) + "\" is not a port number");
+  return std::make_pair(host, *port);
 }
 
 namespace {

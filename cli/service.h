@@ -6,8 +6,8 @@
 #include <string>
 
 #include "cli/app.h"
-#include "protocol/metrics.h"
-#include "protocol/server.h"
+#include "protocol/net/metrics.h"
+#include "protocol/net/server.h"
 
 namespace vt::cli {
 

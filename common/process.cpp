@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 
 extern char** environ;
@@ -55,8 +56,14 @@ bool ChildProcess::running() const {
 int ChildProcess::wait() {
   if (pid_ <= 0) return -1;
   int status = 0;
-  ::waitpid(pid_, &status, 0);
+  // A signal landing in the parent interrupts waitpid; retry, or the child would stay a zombie
+  // and its status would read as "exited 0".
+  pid_t rc = 0;
+  do {
+    rc = ::waitpid(pid_, &status, 0);
+  } while (rc < 0 && errno == EINTR);
   pid_ = -1;
+  if (rc < 0) return -1;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 

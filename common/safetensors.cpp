@@ -199,7 +199,7 @@ Result<SafetensorsView> parse_safetensors(ByteSpan bytes, Canonical mode) {
   }
   if (mode == Canonical::kAllowAny) return view;
 
-  // header.items() iterates keys sorted, so file order here is name order.
+  // header.items() iterates keys sorted: canonical data lies in that order, back to back.
   std::uint64_t expected = 0;
   for (const TensorEntry& t : view.tensors) {
     if (t.begin != expected) {

@@ -69,7 +69,7 @@ struct SafetensorsView {
   ByteSpan bytes;
   std::uint64_t data_start = 0;
   Metadata metadata;
-  std::vector<TensorEntry> tensors;  // in file order (sorted by name when canonical)
+  std::vector<TensorEntry> tensors;  // sorted by name (header key order), whatever the data order
 
   const TensorEntry* find(std::string_view name) const;
   ByteSpan data(const TensorEntry& entry) const {

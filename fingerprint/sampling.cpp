@@ -92,32 +92,18 @@ Digest trail_seed(const Digest& task_id, std::uint64_t epoch, std::uint64_t step
   return hash_with_u64s("veritrain/fingerprint/trail/v1", task_id, {epoch, step});
 }
 
-PrfStream::PrfStream(const Digest& seed, std::string_view name) {
-  prefix_.assign(seed.begin(), seed.end());
-  append_u64le(prefix_, name.size());
-  append_bytes(prefix_, as_bytes(name));
+namespace {
+
+Bytes tensor_prefix(const Digest& seed, std::string_view name) {
+  Bytes prefix(seed.begin(), seed.end());
+  append_u64le(prefix, name.size());
+  append_bytes(prefix, as_bytes(name));
+  return prefix;
 }
 
-std::uint64_t PrfStream::next_u64() {
-  if (used_ == sizeof(Digest)) {
-    Bytes input = prefix_;
-    append_u64le(input, counter_++);
-    block_ = sha256(input);
-    used_ = 0;
-  }
-  std::uint64_t w = get_u64le(block_.data() + used_);
-  used_ += 8;
-  return w;
-}
+}  // namespace
 
-std::uint64_t PrfStream::uniform(std::uint64_t bound) {
-  // 2^64 mod bound, computed in 64 bits: (2^64 - bound) mod bound.
-  const std::uint64_t excess = (0 - bound) % bound;
-  for (;;) {
-    std::uint64_t w = next_u64();
-    if (excess == 0 || w < 0 - excess) return w % bound;
-  }
-}
+PrfStream::PrfStream(const Digest& seed, std::string_view name) : Sha256Stream(tensor_prefix(seed, name)) {}
 
 std::uint64_t SamplePlan::count() const {
   std::uint64_t n = 0;

@@ -16,6 +16,7 @@
 
 #include "common/bytes.h"
 #include "common/safetensors.h"
+#include "common/sha256_stream.h"
 
 namespace vt::fp {
 
@@ -31,21 +32,11 @@ Digest tracking_seed(const Digest& task_id);
 // u64le step). Binds nothing (the root does); only locates the first diverging step.
 Digest trail_seed(const Digest& task_id, std::uint64_t epoch, std::uint64_t step);
 
-// The PRF stream of one tensor: block j = SHA-256(seed || u64le len(name) || name || u64le j),
-// read as consecutive little-endian u64 words (four per block).
-class PrfStream {
+// The PRF stream of one tensor: the Sha256Stream keyed by seed || u64le len(name) || name, so
+// block j = SHA-256(seed || u64le len(name) || name || u64le j).
+class PrfStream : public Sha256Stream {
  public:
   PrfStream(const Digest& seed, std::string_view name);
-  std::uint64_t next_u64();
-  // Uniform in [0, bound) by rejection: words >= 2^64 - (2^64 mod bound) are skipped, the rest
-  // taken mod bound. bound must be >= 1.
-  std::uint64_t uniform(std::uint64_t bound);
-
- private:
-  Bytes prefix_;  // seed || u64le len(name) || name
-  std::uint64_t counter_ = 0;
-  Digest block_{};
-  std::size_t used_ = sizeof(Digest);  // words of block_ consumed, in bytes
 };
 
 struct TensorSamples {

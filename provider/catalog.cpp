@@ -4,8 +4,8 @@
 #include <mutex>
 
 #include "common/file_io.h"
-#include "provider/store.h"
-#include "provider/workdir.h"
+#include "provider/workdir/store.h"
+#include "provider/workdir/workdir.h"
 
 namespace vt::provider {
 namespace {

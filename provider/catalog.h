@@ -1,11 +1,11 @@
 #pragma once
-// The provider's side of the wire protocol: a Catalog (protocol/catalog.h) over a workdir,
+// The provider's side of the wire protocol: a Catalog (protocol/net/catalog.h) over a workdir,
 // safe for the server's concurrent I/O threads while `train` keeps appending.
 
 #include <filesystem>
 #include <memory>
 
-#include "protocol/catalog.h"
+#include "protocol/net/catalog.h"
 
 namespace vt::provider {
 

@@ -2,8 +2,8 @@
 
 #include "common/file_io.h"
 #include "protocol/log.h"
-#include "provider/store.h"
-#include "provider/workdir.h"
+#include "provider/workdir/store.h"
+#include "provider/workdir/workdir.h"
 
 namespace vt::provider {
 namespace fs = std::filesystem;

@@ -10,9 +10,9 @@
 #include "fingerprint/merkle.h"
 #include "protocol/keys.h"
 #include "provider/crash_point.h"
-#include "provider/live_fingerprint.h"
-#include "provider/store.h"
-#include "provider/workdir.h"
+#include "training/live_fingerprint.h"
+#include "provider/workdir/store.h"
+#include "provider/workdir/workdir.h"
 
 namespace vt::provider {
 namespace {

@@ -10,9 +10,10 @@ PACKAGES=(
   libzstd-dev zstd liblzma-dev xz-utils
   libboost-dev                      # Asio and Beast (header-only)
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libxxhash-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
-  python3
-  python3-torch python3-numpy     # scripts/replay_ref.py: the independent reference replayer
+  libgtest-dev
+  python3                           # the layering test, reference scripts
+  python3-torch python3-numpy       # scripts/replay_ref.py: the independent reference replayer
+  clang-tidy                        # make lint (clang-tidy 14)
   chromium                          # renders report.html to PNG in the verifier's test
 )
 # `setup.sh --fuzz` (make fuzz) adds clang and its libFuzzer/sanitizer runtimes.

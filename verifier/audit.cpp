@@ -6,7 +6,7 @@
 #include "common/json.h"
 #include "fingerprint/fingerprint.h"
 #include "fingerprint/merkle.h"
-#include "provider/live_fingerprint.h"
+#include "training/live_fingerprint.h"
 #include "verifier/epoch_check.h"
 
 namespace vt::verifier {

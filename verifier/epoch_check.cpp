@@ -9,7 +9,7 @@
 #include "common/safetensors.h"
 #include "fingerprint/fingerprint.h"
 #include "fingerprint/merkle.h"
-#include "provider/live_fingerprint.h"
+#include "training/live_fingerprint.h"
 
 namespace vt::verifier {
 namespace {

@@ -113,10 +113,18 @@ nlohmann::json derivation_to_json(const ProbabilityDerivation& d) {
 
 // --- randomness -------------------------------------------------------------------------
 
-ChallengeRandom::ChallengeRandom(Bytes seed, std::string seed_hex) : seed_hex_(std::move(seed_hex)) {
-  append_bytes(prefix_, as_bytes(kStreamDomain));
-  append_bytes(prefix_, seed);
+namespace {
+
+Bytes challenge_prefix(const Bytes& seed) {
+  Bytes prefix(kStreamDomain.begin(), kStreamDomain.end());
+  append_bytes(prefix, seed);
+  return prefix;
 }
+
+}  // namespace
+
+ChallengeRandom::ChallengeRandom(Bytes seed, std::string seed_hex)
+    : seed_hex_(std::move(seed_hex)), stream_(challenge_prefix(seed)) {}
 
 Result<ChallengeRandom> ChallengeRandom::from_os() {
   Bytes seed(kSecretSeedBytes);
@@ -136,27 +144,6 @@ Result<ChallengeRandom> ChallengeRandom::from_seed_hex(std::string_view hex) {
   return ChallengeRandom(std::move(seed).value(), std::move(canonical));
 }
 
-std::uint64_t ChallengeRandom::next_u64() {
-  if (used_ == sizeof(Digest)) {
-    Bytes input = prefix_;
-    append_u64le(input, counter_++);
-    block_ = sha256(input);
-    used_ = 0;
-  }
-  const std::uint64_t w = get_u64le(block_.data() + used_);
-  used_ += 8;
-  return w;
-}
-
-double ChallengeRandom::uniform01() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
-
-std::uint64_t ChallengeRandom::uniform(std::uint64_t bound) {
-  const std::uint64_t excess = (0 - bound) % bound;  // 2^64 mod bound
-  for (;;) {
-    const std::uint64_t w = next_u64();
-    if (excess == 0 || w < 0 - excess) return w % bound;
-  }
-}
 
 // --- movement ---------------------------------------------------------------------------
 

@@ -32,7 +32,7 @@
 // Randomness. Every draw reads one stream: block j = SHA-256("veritrain/challenge/v1" || seed
 // || u64le j), consumed as consecutive little-endian u64 words; a uniform in [0, 1) is the top
 // 53 bits of one word times 2^−53. Epoch e (1..N, in order) is challenged iff its word's
-// uniform < p_e. The fallback epoch is 1 + uniform(N) by rejection (as fp::PrfStream). The seed
+// uniform < p_e. The fallback epoch is 1 + uniform(N) by rejection (Sha256Stream, as fp::PrfStream). The seed
 // is 32 bytes from the OS CSPRNG (OpenSSL RAND_bytes) and never written anywhere, or the bytes
 // of `--seed HEX` when a run is to be reproduced (and then recorded in the plan).
 
@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "common/bytes.h"
+#include "common/sha256_stream.h"
 #include "fingerprint/fingerprint.h"
 #include "protocol/log.h"
 
@@ -88,19 +89,16 @@ class ChallengeRandom {
   // 1..64 bytes as hex; errors name `--seed`.
   static Result<ChallengeRandom> from_seed_hex(std::string_view hex);
 
-  std::uint64_t next_u64();
-  double uniform01();                           // [0, 1), 53 bits
-  std::uint64_t uniform(std::uint64_t bound);  // [0, bound), bound ≥ 1
+  std::uint64_t next_u64() { return stream_.next_u64(); }
+  double uniform01() { return stream_.uniform01(); }                                 // [0, 1), 53 bits
+  std::uint64_t uniform(std::uint64_t bound) { return stream_.uniform(bound); }  // [0, bound), bound ≥ 1
   // The seed as hex when it came from `--seed`; empty for an OS seed, which stays secret.
   const std::string& seed_hex() const { return seed_hex_; }
 
  private:
   ChallengeRandom(Bytes seed, std::string seed_hex);
-  Bytes prefix_;  // "veritrain/challenge/v1" || seed
   std::string seed_hex_;
-  std::uint64_t counter_ = 0;
-  Digest block_{};
-  std::size_t used_ = sizeof(Digest);
+  Sha256Stream stream_;  // keyed by "veritrain/challenge/v1" || seed
 };
 
 // Relative L2 distance between two tracking fingerprints. Errors (rejected) when they do not

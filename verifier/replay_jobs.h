@@ -60,7 +60,8 @@ std::size_t automatic_replay_jobs(const Task& task, const training::TrainerOptio
 std::size_t replay_jobs_that_fit_in_memory(std::uint64_t snapshot_bytes);
 
 // The child's side: reads the task and the state before the epoch, replays it, and writes the
-// state after it (canonical safetensors) and a JSON summary, each atomically.
+// state after it (canonical safetensors) and a JSON summary as plain writes: the folder is
+// scratch, and the parent reads them only once the child has exited with status 0.
 struct ReplayChildArgs {
   std::filesystem::path task, from, out, summary;
   training::TrainerOptions trainer;

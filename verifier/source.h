@@ -54,7 +54,7 @@ std::unique_ptr<EvidenceSource> reuse_last_snapshot(EvidenceSource& inner);
 
 }  // namespace vt::verifier
 
-#include "protocol/connection.h"
+#include "protocol/net/connection.h"
 
 namespace vt::verifier {
 

@@ -1,6 +1,6 @@
 #include <thread>
 
-#include "protocol/client.h"
+#include "protocol/net/client.h"
 #include "verifier/source.h"
 
 namespace vt::verifier {

@@ -1,6 +1,6 @@
 #include "common/file_io.h"
-#include "provider/store.h"
-#include "provider/workdir.h"
+#include "provider/workdir/store.h"
+#include "provider/workdir/workdir.h"
 #include "verifier/source.h"
 
 namespace vt::verifier {

@@ -23,7 +23,7 @@
 
 #include "common/file_io.h"
 #include "common/json.h"
-#include "protocol/client.h"
+#include "protocol/net/client.h"
 #include "tests/adversary/support.h"
 #include "tests/protocol/hostile_provider.h"
 #include "tests/protocol/net_util.h"

@@ -10,7 +10,7 @@
 
 #include "common/file_io.h"
 #include "provider/catalog.h"
-#include "provider/workdir.h"
+#include "provider/workdir/workdir.h"
 #include "tests/adversary/support.h"
 
 namespace vt::adversary {

@@ -9,9 +9,9 @@
 #include "fingerprint/fingerprint.h"
 #include "fingerprint/merkle.h"
 #include "protocol/log.h"
-#include "provider/live_fingerprint.h"
-#include "provider/store.h"
-#include "provider/workdir.h"
+#include "training/live_fingerprint.h"
+#include "provider/workdir/store.h"
+#include "provider/workdir/workdir.h"
 #include "training/data.h"
 
 namespace vt::adversary {

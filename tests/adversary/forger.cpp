@@ -12,8 +12,8 @@
 #include "common/sha256.h"
 #include "fingerprint/fingerprint.h"
 #include "fingerprint/merkle.h"
-#include "provider/store.h"
-#include "provider/workdir.h"
+#include "provider/workdir/store.h"
+#include "provider/workdir/workdir.h"
 
 namespace vt::adversary {
 

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "common/json.h"
-#include "provider/live_fingerprint.h"
+#include "training/live_fingerprint.h"
 #include "verifier/audit.h"
 
 namespace vt::training {

@@ -1,4 +1,4 @@
-// libFuzzer target for the wire frame parser (protocol/frame.h): any byte string must parse to a
+// libFuzzer target for the wire frame parser (protocol/net/frame.h): any byte string must parse to a
 // frame, ask for more bytes, or be refused with a FrameError - never crash, never read out of
 // bounds, never allocate more than the limits allow. A frame that parses must re-encode to a
 // frame that parses to the same type, header and payload.
@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "protocol/frame.h"
+#include "protocol/net/frame.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace vt::wire;

@@ -1,9 +1,9 @@
-#include "protocol/frame.h"
+#include "protocol/net/frame.h"
 
 #include <gtest/gtest.h>
 
 #include "common/sha256.h"
-#include "protocol/chunk_proofs.h"
+#include "protocol/net/chunk_proofs.h"
 
 namespace vt::wire {
 namespace {

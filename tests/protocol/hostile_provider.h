@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "protocol/frame.h"
+#include "protocol/net/frame.h"
 
 namespace vt::testing {
 

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "protocol/client.h"
+#include "protocol/net/client.h"
 #include "tests/protocol/hostile_provider.h"
 #include "tests/protocol/memory_catalog.h"
 

@@ -10,7 +10,7 @@
 #include "common/safetensors.h"
 #include "common/sha256.h"
 #include "fingerprint/merkle.h"
-#include "protocol/catalog.h"
+#include "protocol/net/catalog.h"
 #include "protocol/task.h"
 
 namespace vt::testing {

@@ -6,7 +6,7 @@
 
 #include <thread>
 
-#include "protocol/admission.h"
+#include "protocol/net/admission.h"
 #include "tests/protocol/net_util.h"
 #include "tests/protocol/server_fixture.h"
 

@@ -25,7 +25,7 @@
 #include <optional>
 #include <vector>
 
-#include "protocol/frame.h"
+#include "protocol/net/frame.h"
 
 namespace vt::net {
 

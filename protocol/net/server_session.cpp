@@ -6,8 +6,8 @@
 #include <boost/asio/post.hpp>
 
 #include "common/sha256.h"
-#include "protocol/chunk_proofs.h"
-#include "protocol/server_impl.h"
+#include "protocol/net/chunk_proofs.h"
+#include "protocol/net/server_impl.h"
 
 namespace vt {
 

@@ -1,4 +1,4 @@
-#include "protocol/frame.h"
+#include "protocol/net/frame.h"
 
 #include <cstring>
 

@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "protocol/frame.h"
+#include "protocol/net/frame.h"
 
 namespace vt {
 
@@ -59,8 +59,6 @@ class Connection {
   void close();
   bool is_open() const;
 
-  // SHA-256 hex of the server certificate's DER; empty over plain TCP.
-  const std::string& peer_fingerprint() const;
   std::string where() const;  // "host:port" for messages
 
   struct Impl;

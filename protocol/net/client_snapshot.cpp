@@ -3,7 +3,7 @@
 
 #include <xxhash.h>
 
-#include "protocol/client.h"
+#include "protocol/net/client.h"
 
 namespace vt {
 

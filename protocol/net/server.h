@@ -9,9 +9,9 @@
 #include <memory>
 #include <string>
 
-#include "protocol/catalog.h"
-#include "protocol/frame.h"
-#include "protocol/metrics.h"
+#include "protocol/net/catalog.h"
+#include "protocol/net/frame.h"
+#include "protocol/net/metrics.h"
 
 namespace vt {
 

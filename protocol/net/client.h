@@ -12,7 +12,7 @@
 
 #include "compression/container.h"
 #include "fingerprint/merkle.h"
-#include "protocol/connection.h"
+#include "protocol/net/connection.h"
 #include "protocol/log.h"
 
 namespace vt {

@@ -1,4 +1,4 @@
-#include "provider/live_fingerprint.h"
+#include "training/live_fingerprint.h"
 
 namespace vt::provider {
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "common/result.h"
-#include "protocol/frame.h"
+#include "protocol/net/frame.h"
 
 namespace vt {
 
@@ -29,7 +29,6 @@ class Metrics {
   void set_epochs_committed(std::uint64_t n);
 
   std::uint64_t requests(wire::MessageType type) const;
-  std::uint64_t requests_total() const;
   std::uint64_t errors(std::string_view code) const;
   std::uint64_t errors_total() const;
   std::uint64_t bytes_sent() const { return bytes_sent_.load(std::memory_order_relaxed); }

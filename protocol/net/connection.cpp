@@ -1,10 +1,10 @@
-#include "protocol/connection.h"
+#include "protocol/net/connection.h"
 
 #include <boost/asio/connect.hpp>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
-#include "protocol/transport.h"
+#include "protocol/net/transport.h"
 
 namespace vt {
 
@@ -191,7 +191,6 @@ void Connection::close() {
 
 bool Connection::is_open() const { return impl_ && impl_->stream && impl_->stream->socket().is_open(); }
 
-const std::string& Connection::peer_fingerprint() const { return impl_->fingerprint; }
 
 std::string Connection::where() const { return impl_ ? impl_->where() : std::string("(closed)"); }
 

@@ -1,4 +1,4 @@
-#include "provider/workdir.h"
+#include "provider/workdir/workdir.h"
 
 #include <fcntl.h>
 #include <sys/file.h>

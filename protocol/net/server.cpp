@@ -1,9 +1,9 @@
-#include "protocol/server.h"
+#include "protocol/net/server.h"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 
-#include "protocol/server_impl.h"
+#include "protocol/net/server_impl.h"
 
 namespace vt {
 

@@ -1,4 +1,4 @@
-#include "protocol/metrics.h"
+#include "protocol/net/metrics.h"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
@@ -42,12 +42,6 @@ void Metrics::set_epochs_committed(std::uint64_t n) {
 std::uint64_t Metrics::requests(wire::MessageType type) const {
   auto i = static_cast<std::size_t>(type);
   return i <= wire::kMaxMessageType ? requests_[i].load(std::memory_order_relaxed) : 0;
-}
-
-std::uint64_t Metrics::requests_total() const {
-  std::uint64_t n = 0;
-  for (const auto& r : requests_) n += r.load(std::memory_order_relaxed);
-  return n;
 }
 
 std::uint64_t Metrics::errors(std::string_view code) const {
@@ -95,8 +89,8 @@ std::string Metrics::prometheus_text() const {
   return out.str();
 }
 
-// One request per connection, served synchronously: a scrape is tiny and rare, so the listener
-// needs no concurrency, but it must never block the protocol server, hence its own thread.
+// One request per connection, served asynchronously on the listener's one thread: a scrape is
+// tiny and rare, so that thread is enough, and being its own it never blocks the protocol server.
 struct MetricsServer::Impl {
   asio::io_context io;
   tcp::acceptor acceptor{io};

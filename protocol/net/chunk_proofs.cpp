@@ -1,4 +1,4 @@
-#include "protocol/chunk_proofs.h"
+#include "protocol/net/chunk_proofs.h"
 
 #include <algorithm>
 

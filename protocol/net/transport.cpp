@@ -1,4 +1,4 @@
-#include "protocol/transport.h"
+#include "protocol/net/transport.h"
 
 #include <sys/socket.h>
 

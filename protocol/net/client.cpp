@@ -1,4 +1,4 @@
-#include "protocol/client.h"
+#include "protocol/net/client.h"
 
 namespace vt {
 

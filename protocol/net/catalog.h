@@ -1,6 +1,6 @@
 #pragma once
 // What the server serves. provider/ implements this over its workdir; protocol/ never depends
-// on provider/ (docs/design.md: the arrow points from provider to protocol).
+// on provider/ (docs/architecture.md, "Allowed includes").
 //
 // Thread safety: the server calls every method from its I/O threads, concurrently and for
 // different connections at once. Implementations must be safe for that; returned buffers are

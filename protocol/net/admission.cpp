@@ -1,4 +1,4 @@
-#include "protocol/admission.h"
+#include "protocol/net/admission.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "provider/store.h"
+#include "provider/workdir/store.h"
 
 #include "common/file_io.h"
 

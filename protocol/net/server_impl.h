@@ -7,11 +7,11 @@
 #include <set>
 #include <thread>
 
-#include "protocol/server.h"
+#include "protocol/net/server.h"
 #include <boost/asio/io_context.hpp>
 
-#include "protocol/admission.h"
-#include "protocol/transport.h"
+#include "protocol/net/admission.h"
+#include "protocol/net/transport.h"
 
 namespace vt {
 
