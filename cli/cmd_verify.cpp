@@ -63,7 +63,7 @@ Result<SigningKey> verifier_key(const std::string& key_dir, const fs::path& fall
 }
 
 struct VerifyArgs {
-  std::string task, report, key, device, seed;
+  std::string task, report, key, device, seed, fetch_after = "auto";
   double confidence = 0.99, cheat_fraction = 0.1, check_probability = 0.0;
   bool online = false, fingerprint_only = false;
   std::int64_t threads = 0;
@@ -80,7 +80,11 @@ Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
   if (a.check_probability > 0) o.policy.check_probability = a.check_probability;
   if (!a.seed.empty()) o.seed_hex = a.seed;
   o.online = a.online;
-  o.fingerprint_only = a.fingerprint_only;
+  if (a.fingerprint_only && a.fetch_after == "always")
+    return invalid_input("--fingerprint-only and --fetch-after always contradict each other");
+  o.fetch_after = a.fingerprint_only          ? verifier::FetchAfter::kNever
+                  : a.fetch_after == "always" ? verifier::FetchAfter::kAlways
+                                              : verifier::FetchAfter::kAuto;
   o.trainer.task_dir = fs::path(a.task).parent_path();
   o.trainer.device = a.device;
   o.trainer.intra_op_threads = a.threads;
@@ -161,7 +165,7 @@ Result<int> run_audit(Context& ctx, const AuditArgs& a) {
 }
 
 struct PlanArgs {
-  std::string task;
+  std::string task, fetch_after = "auto";
   std::uint64_t epochs = 0;
   double confidence = 0.99, cheat_fraction = 0.1, check_probability = 0.0, reward = -1, penalty = -1, cost = -1;
 };
@@ -191,6 +195,7 @@ Result<int> run_plan(Context& ctx, const PlanArgs& a) {
   if (a.check_probability > 0) in.policy.check_probability = a.check_probability;
   VT_ASSIGN_OR_RETURN(in.estimate, training::estimate(task, t));
   VT_ASSIGN_OR_RETURN(in.codec_ratio, measured_codec_ratio(task, t));
+  in.fetches_after = a.fetch_after == "always" || verifier::compare_mode(task) == fp::CompareMode::kTolerance;
   if (a.reward >= 0) in.reward = a.reward;
   if (a.penalty >= 0) in.penalty = a.penalty;
   if (a.cost >= 0) in.honest_cost = a.cost;
@@ -211,6 +216,11 @@ void register_verify(CLI::App& app, Context& ctx) {
   verify->add_option("--check-probability", v->check_probability, "Challenge each epoch with this p instead");
   verify->add_flag("--online", v->online, "Check epochs as they are committed, while training runs");
   verify->add_flag("--fingerprint-only", v->fingerprint_only, "Judge replays by fingerprint; don't fetch 'after' snapshots");
+  verify->add_option("--fetch-after", v->fetch_after,
+                     "auto: fetch an epoch's 'after' state only when it is needed (tolerance mode, a missed root, "
+                     "the next challenged epoch's start); always: every time (a storage audit)")
+      ->check(CLI::IsMember({"auto", "always"}))
+      ->capture_default_str();
   verify->add_option("--device", v->device, "Replay on cpu, cuda or cuda:N");
   verify->add_option("--threads", v->threads, "Replay with this intra-op thread count (tolerance-mode tasks)");
   verify->add_option("--jobs", v->jobs, "Replays at once, each in its own process (default 0: as cores allow; 1 on a GPU)");
@@ -252,6 +262,9 @@ void register_verify(CLI::App& app, Context& ctx) {
   plan->add_option("--confidence", p->confidence, "Wanted probability of catching the cheat")->capture_default_str();
   plan->add_option("--cheat-fraction", p->cheat_fraction, "Fraction of epochs cheated")->capture_default_str();
   plan->add_option("--check-probability", p->check_probability, "Evaluate this p instead");
+  plan->add_option("--fetch-after", p->fetch_after, "As verify's: auto or always (a storage audit)")
+      ->check(CLI::IsMember({"auto", "always"}))
+      ->capture_default_str();
   plan->add_option("--reward", p->reward, "R: payment to an accepted provider");
   plan->add_option("--penalty", p->penalty, "D: the provider's deposit, forfeited when caught");
   plan->add_option("--cost", p->cost, "K: the honest training cost (default: measured device-seconds)");

@@ -29,6 +29,32 @@ fp::SamplePlan full_plan(const SafetensorsView& view) {
 // container) reject; failures to reach the bytes at all are errors.
 bool is_provider_fault(const Error& e) { return e.code != Errc::kIo; }
 
+// Fetches the committed "after" state (as a delta against `start` when given) and checks that
+// the committed fingerprint samples its values. Fetch failures the provider caused are failures.
+Status fetch_after_state(EvidenceSource& source, PreparedEpoch& p, const Digest& before_root,
+                         std::optional<ByteSpan> start) {
+  EpochCheck& check = p.check;
+  const std::uint64_t fetched_before = source.bytes_fetched();
+  std::optional<std::pair<Digest, ByteSpan>> base;
+  if (start) base = std::make_pair(before_root, *start);
+  auto fetched = source.snapshot(check.epoch, p.after.record.root, base);
+  check.bytes_fetched += source.bytes_fetched() - fetched_before;
+  if (!fetched) {
+    if (!is_provider_fault(fetched.error())) return fetched.error();
+    check.failures.push_back(epoch_text(check.epoch) + ": the committed snapshot is unusable: " + fetched.error().message);
+    return {};
+  }
+  check.after_fetched = true;
+  p.end = std::move(*fetched);
+  auto view = parse_safetensors(*p.end);
+  auto own = view.ok() ? fp::gather(p.committed->plan, *view) : Result<fp::Fingerprint>(view.error());
+  if (!own.ok() || !(*own == *p.committed)) {
+    check.failures.push_back(epoch_text(check.epoch) + ": the committed fingerprint does not match the committed "
+                             "snapshot's values");
+  }
+  return {};
+}
+
 }  // namespace
 
 fp::CompareMode compare_mode(const Task& task) {
@@ -40,7 +66,7 @@ fp::Tolerance tolerance_of(const Task& task) {
 }
 
 Result<PreparedEpoch> prepare_epoch(EvidenceSource& source, const CheckContext& ctx, const SignedRecord& before,
-                                    const SignedRecord& after) {
+                                    const SignedRecord& after, bool after_needed_later) {
   const std::uint64_t e = after.record.epoch;
   PreparedEpoch p;
   p.after = after;
@@ -71,23 +97,13 @@ Result<PreparedEpoch> prepare_epoch(EvidenceSource& source, const CheckContext& 
     return p;
   }
 
-  if (!ctx.fingerprint_only) {
-    auto fetched = source.snapshot(e, after.record.root, std::make_pair(before.record.root, ByteSpan(*start_bytes)));
-    if (!fetched) {
-      if (!is_provider_fault(fetched.error())) return fetched.error();
-      fail("the committed snapshot is unusable: " + fetched.error().message);
-    } else {
-      p.end = std::move(*fetched);
-      auto view = parse_safetensors(*p.end);
-      auto own = view.ok() ? fp::gather(committed->plan, *view) : Result<fp::Fingerprint>(view.error());
-      if (!own.ok() || !(*own == *committed)) {
-        fail("the committed fingerprint does not match the committed snapshot's values");
-      }
-    }
-  }
   check.bytes_fetched = source.bytes_fetched() - fetched_before;
-  p.start = std::move(*start_bytes);
   p.committed = std::move(*committed);
+  const bool wanted_now = ctx.fetch_after == FetchAfter::kAlways ||
+                          (ctx.fetch_after == FetchAfter::kAuto &&
+                           (after_needed_later || compare_mode(*ctx.task) == fp::CompareMode::kTolerance));
+  if (wanted_now) VT_RETURN_IF_ERROR(fetch_after_state(source, p, before.record.root, ByteSpan(*start_bytes)));
+  p.start = std::move(*start_bytes);
   return p;
 }
 
@@ -99,9 +115,19 @@ Result<Replay> replay_here(const CheckContext& ctx, ByteSpan start) {
   r.notes = trainer->replay_notes();
   VT_ASSIGN_OR_RETURN(training::EpochSummary summary, trainer->train_epoch());
   VT_ASSIGN_OR_RETURN(r.snapshot, trainer->snapshot());
+  r.root = fp::merkle_root(r.snapshot);
   r.data_order_digest = summary.data_order_digest;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
+}
+
+Status fetch_after_if_replay_missed(EvidenceSource& source, const CheckContext& ctx, PreparedEpoch& prepared,
+                                    const Replay& replay) {
+  if (prepared.end || prepared.check.after_fetched || ctx.fetch_after == FetchAfter::kNever) return {};
+  if (!prepared.committed || replay.root == prepared.after.record.root) return {};
+  // No delta base: the start state may be gone (a child process replayed it), and this is the
+  // rare path of a provider caught out.
+  return fetch_after_state(source, prepared, Digest{}, std::nullopt);
 }
 
 Result<EpochCheck> judge_epoch(PreparedEpoch prepared, const Replay& replay, const CheckContext& ctx) {
@@ -114,7 +140,7 @@ Result<EpochCheck> judge_epoch(PreparedEpoch prepared, const Replay& replay, con
   const std::optional<Bytes>& end_bytes = prepared.end;
   check.replay_notes = replay.notes;
   check.replay_seconds = replay.seconds;
-  check.replay_root = fp::merkle_root(replay.snapshot);
+  check.replay_root = replay.root;
   check.replay_root_matches = check.replay_root == after.record.root;
 
   if (replay.data_order_digest != after.record.data_order_digest) {
@@ -163,10 +189,11 @@ Result<EpochCheck> judge_epoch(PreparedEpoch prepared, const Replay& replay, con
 }
 
 Result<EpochCheck> check_epoch(EvidenceSource& source, const CheckContext& ctx, const SignedRecord& before,
-                               const SignedRecord& after) {
-  VT_ASSIGN_OR_RETURN(PreparedEpoch prepared, prepare_epoch(source, ctx, before, after));
+                               const SignedRecord& after, bool after_needed_later) {
+  VT_ASSIGN_OR_RETURN(PreparedEpoch prepared, prepare_epoch(source, ctx, before, after, after_needed_later));
   if (!prepared.replayable()) return std::move(prepared.check);
   VT_ASSIGN_OR_RETURN(Replay replay, replay_here(ctx, prepared.start));
+  VT_RETURN_IF_ERROR(fetch_after_if_replay_missed(source, ctx, prepared, replay));
   return judge_epoch(std::move(prepared), replay, ctx);
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// One challenged epoch: fetch the committed states before and after it, check them against the
-// commitments, replay the epoch from the state before, and compare (docs/verifier.md).
+// One challenged epoch: fetch the committed state before it, check it against its commitment,
+// replay the epoch from it, and compare (docs/verifier.md). The committed state after the epoch
+// crosses the network only when something needs it (see AfterState).
 
 #include <optional>
 #include <string>
@@ -13,11 +14,17 @@
 
 namespace vt::verifier {
 
+// When the committed state after a challenged epoch is fetched. In exact mode a replay whose
+// root equals the committed root has proven that state byte for byte, so by default it is fetched
+// only when it is needed anyway: the next challenged epoch starts from it (or it is the final
+// model), the task compares by tolerance, or the replay missed the root (the state is evidence).
+enum class FetchAfter { kAuto, kAlways, kNever };
+
 struct CheckContext {
   const Task* task = nullptr;
   Digest task_id{};
   training::TrainerOptions trainer;
-  bool fingerprint_only = false;  // don't fetch the "after" snapshot; judge by fingerprint
+  FetchAfter fetch_after = FetchAfter::kAuto;  // kNever: `--fingerprint-only`
 };
 
 struct EpochCheck {
@@ -30,13 +37,16 @@ struct EpochCheck {
   Digest replay_root{};
   double replay_seconds = 0.0;
   std::uint64_t bytes_fetched = 0;
+  bool after_fetched = false;                  // the committed "after" state crossed the network
   std::vector<std::string> replay_notes;       // tolerance mode: what differed in the setup
 };
 
 // Errors are reserved for failures to check at all (I/O, a broken local setup); anything the
 // provider got wrong is a failed EpochCheck.
+// `after_needed_later`: the committed state after this epoch is the next challenged epoch's
+// start, or the final model, so fetching it now (as a delta) costs less than fetching it later.
 Result<EpochCheck> check_epoch(EvidenceSource& source, const CheckContext& ctx, const SignedRecord& before,
-                               const SignedRecord& after);
+                               const SignedRecord& after, bool after_needed_later);
 
 // check_epoch in three parts, so that the replays of several epochs can run at once elsewhere
 // (verifier/replay_jobs.h) while the next snapshots are fetched.
@@ -53,16 +63,22 @@ struct PreparedEpoch {
   bool replayable() const { return committed.has_value(); }
 };
 Result<PreparedEpoch> prepare_epoch(EvidenceSource& source, const CheckContext& ctx, const SignedRecord& before,
-                                    const SignedRecord& after);
+                                    const SignedRecord& after, bool after_needed_later);
 
 // What re-running the epoch produced.
 struct Replay {
   Bytes snapshot;  // canonical bytes of the state after the replayed epoch
+  Digest root{};   // its Merkle root
   Digest data_order_digest{};
   std::vector<std::string> notes;  // Trainer::replay_notes()
   double seconds = 0.0;            // restore + epoch + snapshot
 };
 Result<Replay> replay_here(const CheckContext& ctx, ByteSpan start);
+
+// Fetches the committed "after" state when prepare_epoch left it and the replay missed the
+// committed root (exact mode): the state is then evidence, and is checked like any other.
+Status fetch_after_if_replay_missed(EvidenceSource& source, const CheckContext& ctx, PreparedEpoch& prepared,
+                                    const Replay& replay);
 
 // Compares a replay with the commitments and the fetched "after" state.
 Result<EpochCheck> judge_epoch(PreparedEpoch prepared, const Replay& replay, const CheckContext& ctx);

@@ -150,6 +150,9 @@ Result<Replay> ReplayJobs::finish_oldest() {
     const json summary = json::parse(text);
     VT_ASSIGN_OR_RETURN(r.data_order_digest,
                         digest_from_hex(summary.at("data_order_digest").get<std::string>(), "data_order_digest"));
+    // The root is the child's own hash of the bytes it wrote: this verifier's code, hashing on a
+    // core the parent does not need.
+    VT_ASSIGN_OR_RETURN(r.root, digest_from_hex(summary.at("root").get<std::string>(), "root"));
     r.notes = summary.at("notes").get<std::vector<std::string>>();
     r.seconds = summary.at("seconds").get<double>();
   } catch (const json::exception& e) {
@@ -191,7 +194,10 @@ Status run_replay_child(const ReplayChildArgs& args) {
   ctx.task_id = task_id(task);
   ctx.trainer = args.trainer;
   VT_ASSIGN_OR_RETURN(Replay r, replay_here(ctx, start));
-  json summary = {{"data_order_digest", hex_encode(r.data_order_digest)}, {"notes", r.notes}, {"seconds", r.seconds}};
+  json summary = {{"data_order_digest", hex_encode(r.data_order_digest)},
+                  {"root", hex_encode(r.root)},
+                  {"notes", r.notes},
+                  {"seconds", r.seconds}};
   // Scratch files: the parent reads them only after this process has exited with 0.
   VT_RETURN_IF_ERROR(write_scratch(args.out, r.snapshot));
   return write_scratch(args.summary, as_bytes(summary.dump()));

@@ -35,8 +35,9 @@ std::string challenge(const Stored& s, std::uint64_t epoch) {
   if (!source) return "error: " + source.error().message;
   auto log = (*source)->log();
   if (!log) return "error: " + log.error().message;
-  verifier::CheckContext ctx{&s.task, task_id(s.task), {}, false};
-  auto c = verifier::check_epoch(**source, ctx, log->at(epoch - 1), log->at(epoch));
+  // A storage audit: the "after" state is fetched even when the replay proves it.
+  verifier::CheckContext ctx{&s.task, task_id(s.task), {}, verifier::FetchAfter::kAlways};
+  auto c = verifier::check_epoch(**source, ctx, log->at(epoch - 1), log->at(epoch), false);
   if (!c) return "error: " + c.error().message;
   return c->passed ? "passed" : "failed: " + joined(c->failures);
 }

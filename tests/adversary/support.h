@@ -59,9 +59,10 @@ inline Verification verify_everything(const std::filesystem::path& workdir, cons
   EXPECT_TRUE(facts.ok()) << facts.error().message;
   if (!facts.ok()) return v;
   v.log = std::move(*facts);
-  verifier::CheckContext ctx{&task, task_id(task), options, false};
+  verifier::CheckContext ctx{&task, task_id(task), options, verifier::FetchAfter::kAuto};
   for (std::size_t e = 1; e < v.log.records.size(); ++e) {
-    auto c = verifier::check_epoch(**source, ctx, v.log.records[e - 1], v.log.records[e]);
+    // Every epoch is challenged: each "after" state is the next one's start, or the final model.
+    auto c = verifier::check_epoch(**source, ctx, v.log.records[e - 1], v.log.records[e], true);
     EXPECT_TRUE(c.ok()) << "epoch " << e << ": " << c.error().message;
     if (!c.ok()) return v;
     v.epochs.push_back(std::move(*c));
