@@ -91,7 +91,7 @@ Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
   o.on_event = [](const std::string& line) { spdlog::info("verify: {}", line); };
   o.replay_jobs = a.jobs;
   std::error_code ec;
-  o.replay_program = fs::read_symlink("/proc/self/exe", ec);  // this binary: its replay-epoch command
+  o.replay_program = fs::read_symlink("/proc/self/exe", ec);  // this binary: its replay-worker command
   if (ec && a.jobs != 1) spdlog::warn("verify: cannot locate this program ({}); replaying in this process", ec.message());
   VT_ASSIGN_OR_RETURN(verifier::Verdict verdict, verifier::verify(*source, task, o));
 
@@ -107,25 +107,22 @@ Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
   return verdict.accepted ? 0 : exit_code(Errc::kRejected);
 }
 
-struct ReplayEpochArgs {
-  std::string task, task_dir, from, out, summary, device;
+struct ReplayWorkerArgs {
+  std::string task, task_dir, device;
   std::int64_t threads = 0;
 };
 
-Result<int> run_replay_epoch(const ReplayEpochArgs& a) {
-  // A replay outliving its verifier (killed, say) would only burn CPU for a result no one reads.
+Result<int> run_replay_worker(const ReplayWorkerArgs& a) {
+  // A worker outliving its verifier (killed, say) would only burn CPU for results no one reads.
   const pid_t parent = ::getppid();
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) return io_error("replay-epoch: the verifier that started it is gone");
-  verifier::ReplayChildArgs c;
-  c.task = a.task;
-  c.from = a.from;
-  c.out = a.out;
-  c.summary = a.summary;
-  c.trainer.task_dir = a.task_dir.empty() ? fs::path(a.task).parent_path() : fs::path(a.task_dir);
-  c.trainer.device = a.device;
-  c.trainer.intra_op_threads = a.threads;
-  VT_RETURN_IF_ERROR(verifier::run_replay_child(c));
+  if (::getppid() != parent) return io_error("replay-worker: the verifier that started it is gone");
+  verifier::ReplayWorkerArgs w;
+  w.task = a.task;
+  w.trainer.task_dir = a.task_dir.empty() ? fs::path(a.task).parent_path() : fs::path(a.task_dir);
+  w.trainer.device = a.device;
+  w.trainer.intra_op_threads = a.threads;
+  VT_RETURN_IF_ERROR(verifier::run_replay_worker(w, std::cin, std::cout));
   return 0;
 }
 
@@ -229,19 +226,16 @@ void register_verify(CLI::App& app, Context& ctx) {
   verify->add_option("--key", v->key, "Verifier key folder; default: <report>/verifier-keys");
   verify->callback([&ctx, v] { ctx.action = [&ctx, v] { return run_verify(ctx, *v); }; });
 
-  // Internal: one replay for `verify --jobs`, in a process of its own (verifier/replay_jobs.h).
-  // Not in --help: its files are the parent's scratch files.
-  auto r = std::make_shared<ReplayEpochArgs>();
-  auto* replay = app.add_subcommand("replay-epoch", "Replay one epoch from a state file (used by verify --jobs)");
+  // Internal: a long-lived replay process for `verify --jobs` (verifier/replay_jobs.h), talking
+  // JSON lines on stdin and stdout. Not in --help: its files are the parent's scratch files.
+  auto r = std::make_shared<ReplayWorkerArgs>();
+  auto* replay = app.add_subcommand("replay-worker", "Replay epochs from state files on request (used by verify --jobs)");
   replay->group("");
   replay->add_option("--task", r->task, "task.json")->required();
   replay->add_option("--task-dir", r->task_dir, "Where the task's relative paths resolve");
-  replay->add_option("--from", r->from, "The state before the epoch (canonical safetensors)")->required();
-  replay->add_option("--out", r->out, "Write the state after the epoch here")->required();
-  replay->add_option("--summary", r->summary, "Write the replay's summary (JSON) here")->required();
   replay->add_option("--device", r->device, "Replay on cpu, cuda or cuda:N");
   replay->add_option("--threads", r->threads, "Intra-op thread count (0: the task's)");
-  replay->callback([&ctx, r] { ctx.action = [r] { return run_replay_epoch(*r); }; });
+  replay->callback([&ctx, r] { ctx.action = [r] { return run_replay_worker(*r); }; });
 
   auto a = std::make_shared<AuditArgs>();
   auto* audit = app.add_subcommand("audit", "Replay a disputed epoch offline and write signed evidence");
