@@ -24,8 +24,8 @@
 //   --repeat N                    N (off, on) pairs back to back; the epoch figures are medians
 //                                 over the pairs and overhead_fraction_runs lists each pair's
 //   --before                      each round also runs the pipeline as before issue 20 (hardware
-//                                 threads + 1 coding threads at training's priority) between off
-//                                 and on: overhead_fraction_before[_runs], against the same off run
+//                                 threads + 1 hashing and coding threads) between off and on:
+//                                 overhead_fraction_before[_runs], against the same off run
 //   pipeline_threads              the pipeline's threads now (cores training leaves spare)
 //
 //   bench_provider [--json] [--d-model N] [--layers N] [--vocab N] [--seq-len N] [--batch N]
@@ -140,7 +140,7 @@ struct Run {
 };
 
 // How the committing run's pipeline is set up: as the provider does now, or as before issue 20
-// (as many coding threads as hardware threads beside the pipeline's own, at training's priority).
+// (as many hashing and coding threads as hardware threads beside the pipeline's own).
 enum class Pipeline { kOff, kBefore, kNow };
 
 vt::Result<Run> run(const vt::Task& task, const fs::path& workdir, Pipeline pipeline) {
@@ -154,7 +154,6 @@ vt::Result<Run> run(const vt::Task& task, const fs::path& workdir, Pipeline pipe
   o.commit = commit;
   if (pipeline == Pipeline::kBefore) {
     o.pipeline_threads = vt::hardware_threads() + 1;
-    o.pipeline_background = false;
   }
   o.on_step = [&](const vt::training::StepMetrics& m) {
     if (m.step_in_epoch == m.steps_in_epoch) r.epoch_end.push_back(seconds_since(start));

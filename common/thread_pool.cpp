@@ -1,9 +1,5 @@
 #include "common/thread_pool.h"
 
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <exception>
 
@@ -14,22 +10,10 @@ std::size_t hardware_threads() {
   return n == 0 ? 1 : n;
 }
 
-void lower_this_thread_priority() {
-#ifdef __linux__
-  // Linux keeps a nice value per thread: PRIO_PROCESS with a thread id sets that thread's alone.
-  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 19);
-#endif
-}
-
-ThreadPool::ThreadPool(std::size_t threads, bool background) {
+ThreadPool::ThreadPool(std::size_t threads) {
   if (threads == 0) threads = hardware_threads();
   workers_.reserve(threads);
-  for (std::size_t i = 0; i < threads; ++i) {
-    workers_.emplace_back([this, background] {
-      if (background) lower_this_thread_priority();
-      run_worker();
-    });
-  }
+  for (std::size_t i = 0; i < threads; ++i) workers_.emplace_back([this] { run_worker(); });
 }
 
 ThreadPool::~ThreadPool() {

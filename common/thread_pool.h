@@ -15,10 +15,8 @@ namespace vt {
 
 class ThreadPool {
  public:
-  // threads == 0 means one per hardware thread. `background` workers run at the lowest
-  // scheduling priority (lower_this_thread_priority), for work that must not slow the thread
-  // that feeds it (the provider's commit pipeline beside training).
-  explicit ThreadPool(std::size_t threads = 0, bool background = false);
+  // threads == 0 means one per hardware thread.
+  explicit ThreadPool(std::size_t threads = 0);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -49,10 +47,5 @@ class ThreadPool {
 };
 
 std::size_t hardware_threads();
-
-// Lowers the calling thread (not its process) to the lowest priority, nice 19: on a busy core it
-// gets ~1.5% of the time beside a nice-0 thread, on an idle core all of it. Best effort: a
-// platform without per-thread priorities leaves it as it is.
-void lower_this_thread_priority();
 
 }  // namespace vt

@@ -42,7 +42,8 @@ class Pipeline {
   Pipeline(const Task& task, const Workdir& workdir, const SigningKey& key, CommitLog& log,
            SnapshotStore& store, const ProviderOptions& options, std::size_t threads)
       : task_(task), workdir_(workdir), key_(key), log_(log), store_(store), options_(options) {
-    if (threads > 1) hash_pool_ = std::make_unique<ThreadPool>(threads - 1, options.pipeline_background);
+    // merkle_root hashes on the calling thread too: the pool holds the other threads.
+    if (threads > 1) hash_pool_ = std::make_unique<ThreadPool>(threads - 1);
   }
 
   // The last committed epoch when resuming: the next snapshot is coded as a delta against it.
@@ -58,10 +59,7 @@ class Pipeline {
     VT_RETURN_IF_ERROR(wait());
     job.timings.wait = seconds_since(t);
     auto shared = std::make_shared<CommitJob>(std::move(job));
-    pending_ = std::async(std::launch::async, [this, shared] {
-      if (options_.pipeline_background) lower_this_thread_priority();
-      return commit(*shared);
-    });
+    pending_ = std::async(std::launch::async, [this, shared] { return commit(*shared); });
     return {};
   }
 
@@ -153,11 +151,11 @@ Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& op
                       load_or_create_signing_key(options.key_dir.empty() ? workdir.keys_dir() : options.key_dir));
   VT_ASSIGN_OR_RETURN(CommitLog log, CommitLog::open(workdir.log_file(), id, LogMode::kAppend, key.public_key()));
   if (!log.notice().empty() && options.on_notice) options.on_notice(log.notice());
-  // The pipeline overlaps training on the cores training leaves spare, and at the lowest
-  // priority: given more threads than cores, or an equal share of a core, it slowed training
-  // by more than its own CPU time (issue 20; docs/provider.md, "Overhead").
+  // The pipeline overlaps training on the cores training leaves spare: with a hash pool and a
+  // coding pool of one thread per core each beside its own, it put more runnable threads than
+  // cores beside training (issue 20; docs/benchmarks.md, "Provider overhead").
   const std::size_t pipeline_threads = spare_threads(task, options);
-  SnapshotStore store(workdir.snapshots_dir(), {options.full_every, pipeline_threads, 64, options.pipeline_background});
+  SnapshotStore store(workdir.snapshots_dir(), {options.full_every, pipeline_threads, 64});
 
   training::TrainerOptions topts;
   topts.task_dir = options.task_dir;

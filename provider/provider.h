@@ -45,7 +45,6 @@ struct ProviderOptions {
   int full_every = 4;                 // a whole snapshot every N epochs, deltas between
   bool commit = true;                 // false: train only (the overhead benchmark's baseline)
   std::size_t pipeline_threads = 0;   // commit pipeline's threads; 0 = the cores training leaves spare
-  bool pipeline_background = true;    // pipeline threads at the lowest priority (false: as training's)
   std::function<void(const training::StepMetrics&)> on_step;  // progress, every step
   std::function<void(const CommitEvent&)> on_commit;          // after each durable commitment
   std::function<void(const std::string&)> on_notice;          // recoveries worth telling

@@ -9,7 +9,7 @@ SnapshotStore::SnapshotStore(fs::path dir, StoreOptions options) : dir_(std::mov
   // Coding runs jobs on the calling thread too: a pool as large as the thread count would
   // put one thread more than asked on the cores.
   const std::size_t threads = options.threads == 0 ? hardware_threads() : options.threads;
-  if (threads > 1) pool_ = std::make_unique<ThreadPool>(threads - 1, options.background);
+  if (threads > 1) pool_ = std::make_unique<ThreadPool>(threads - 1);
 }
 
 fs::path SnapshotStore::path_for(const Digest& root) const { return dir_ / (hex_encode(root) + ".vtc"); }

@@ -16,7 +16,6 @@ struct StoreOptions {
   int full_every = 4;                 // 1 = every snapshot whole
   std::size_t threads = 0;            // coding threads, the caller's included (0 = one per hardware thread)
   int max_chain = 64;                 // a longer delta chain is refused as corrupt
-  bool background = false;            // coding threads at the lowest priority (the provider's)
 };
 
 struct StoredSnapshot {
