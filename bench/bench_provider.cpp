@@ -15,14 +15,29 @@
 //                                 root, fingerprint, stored container (3 deltas : 1 full, as the
 //                                 default full_every = 4 stores them), signed log append
 //   params                        the model's parameter count
+//   stage_*_seconds               medians over the committed epochs >= 1 of the run with
+//                                 commitments (provider::CommitTimings): capture and wait on the
+//                                 training thread, hash, fingerprint, store, log on the pipeline's
+//   cpu_seconds_on|off, minor_faults_on|off, involuntary_switches_on|off, voluntary_switches_on|off
+//                                 getrusage(RUSAGE_SELF) over each run: CPU time, page faults,
+//                                 context switches (a thrashing or serialising pipeline shows here)
+//   --repeat N                    N (off, on) pairs back to back; the epoch figures are medians
+//                                 over the pairs and overhead_fraction_runs lists each pair's
+//   --before                      each round also runs the pipeline as before issue 20 (hardware
+//                                 threads + 1 hashing and coding threads) between off and on:
+//                                 overhead_fraction_before[_runs], against the same off run
+//   pipeline_threads              the pipeline's threads now (cores training leaves spare)
 //
 //   bench_provider [--json] [--d-model N] [--layers N] [--vocab N] [--seq-len N] [--batch N]
-//                  [--steps N] [--epochs N] [--threads N] [--dir SCRATCH]
+//                  [--steps N] [--epochs N] [--threads N] [--repeat N] [--before] [--dir SCRATCH]
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
-#include <unistd.h>
 
 #include "bench/bench_util.h"
 #include "common/thread_pool.h"
@@ -45,7 +60,8 @@ struct Args {
   // tokens per step: Debian's LibTorch multiplies matrices with the reference BLAS (~2 GFLOP/s
   // on one core), so a step of 2 x 16 tokens already takes about a second.
   std::int64_t d_model = 256, layers = 12, vocab = 4096, seq_len = 16, batch = 2;
-  std::int64_t steps = 8, epochs = 4, threads = 1;
+  std::int64_t steps = 8, epochs = 4, threads = 1, repeat = 1;
+  bool before = false;
   fs::path dir = fs::temp_directory_path();
 };
 
@@ -53,6 +69,10 @@ bool parse(int argc, char** argv, Args& a) {
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--json") continue;
+    if (flag == "--before") {
+      a.before = true;
+      continue;
+    }
     if (i + 1 >= argc) return false;
     const char* v = argv[++i];
     if (flag == "--d-model") a.d_model = std::atoll(v);
@@ -63,10 +83,11 @@ bool parse(int argc, char** argv, Args& a) {
     else if (flag == "--steps") a.steps = std::atoll(v);
     else if (flag == "--epochs") a.epochs = std::atoll(v);
     else if (flag == "--threads") a.threads = std::atoll(v);
+    else if (flag == "--repeat") a.repeat = std::atoll(v);
     else if (flag == "--dir") a.dir = v;
     else return false;
   }
-  return a.epochs >= 3 && a.steps >= 1 && a.threads >= 1;
+  return a.epochs >= 3 && a.steps >= 1 && a.threads >= 1 && a.repeat >= 1;
 }
 
 vt::Result<vt::Task> make_task(const Args& a) {
@@ -86,16 +107,44 @@ vt::Result<vt::Task> make_task(const Args& a) {
   return task;
 }
 
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+struct Usage {
+  double cpu = 0;
+  long minor_faults = 0, voluntary = 0, involuntary = 0;
+  static Usage now() {
+    rusage u{};
+    ::getrusage(RUSAGE_SELF, &u);
+    auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
+    return {sec(u.ru_utime) + sec(u.ru_stime), u.ru_minflt, u.ru_nvcsw, u.ru_nivcsw};
+  }
+  Usage operator-(const Usage& o) const {
+    return {cpu - o.cpu, minor_faults - o.minor_faults, voluntary - o.voluntary, involuntary - o.involuntary};
+  }
+};
+
 struct Run {
   std::vector<double> epoch_end;  // seconds since the run started, per trained epoch
   std::vector<double> committed;  // the same for each epoch's durable commitment (epoch >= 1)
+  std::vector<vt::provider::CommitTimings> timings;  // per committed epoch >= 1
+  Usage usage;
   double total = 0;
   double steady_epoch() const {
     return (epoch_end.back() - epoch_end.front()) / static_cast<double>(epoch_end.size() - 1);
   }
 };
 
-vt::Result<Run> run(const vt::Task& task, const fs::path& workdir, bool commit) {
+// How the committing run's pipeline is set up: as the provider does now, or as before issue 20
+// (as many hashing and coding threads as hardware threads beside the pipeline's own).
+enum class Pipeline { kOff, kBefore, kNow };
+
+vt::Result<Run> run(const vt::Task& task, const fs::path& workdir, Pipeline pipeline) {
+  const bool commit = pipeline != Pipeline::kOff;
   fs::remove_all(workdir);
   Run r;
   std::mutex mu;  // on_commit comes from the pipeline's thread
@@ -103,15 +152,22 @@ vt::Result<Run> run(const vt::Task& task, const fs::path& workdir, bool commit) 
   vt::provider::ProviderOptions o;
   o.workdir = workdir;
   o.commit = commit;
+  if (pipeline == Pipeline::kBefore) {
+    o.pipeline_threads = vt::hardware_threads() + 1;
+  }
   o.on_step = [&](const vt::training::StepMetrics& m) {
     if (m.step_in_epoch == m.steps_in_epoch) r.epoch_end.push_back(seconds_since(start));
   };
   o.on_commit = [&](const vt::provider::CommitEvent& e) {
     std::lock_guard<std::mutex> lock(mu);
-    if (e.epoch > 0) r.committed.push_back(seconds_since(start));
+    if (e.epoch == 0) return;
+    r.committed.push_back(seconds_since(start));
+    r.timings.push_back(e.timings);
   };
+  const Usage before = Usage::now();
   VT_RETURN_IF_ERROR(vt::provider::run_provider(task, o));
   r.total = seconds_since(start);
+  r.usage = Usage::now() - before;
   return r;
 }
 
@@ -171,7 +227,7 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, args)) {
     std::fprintf(stderr,
                  "usage: bench_provider [--json] [--d-model N] [--layers N] [--vocab N] [--seq-len N] [--batch N] [--steps N] "
-                 "[--epochs N>=3] [--threads N] [--dir SCRATCH]\n");
+                 "[--epochs N>=3] [--threads N] [--repeat N] [--before] [--dir SCRATCH]\n");
     return 2;
   }
   auto fail = [](const std::string& what, const vt::Error& e) {
@@ -181,12 +237,33 @@ int main(int argc, char** argv) {
   auto task = make_task(args);
   if (!task) return fail("task", task.error());
   const fs::path scratch = args.dir / ("vt-bench-provider-" + std::to_string(::getpid()));
-  // Off first: both runs then start from the same warm process (allocator, page cache of
-  // nothing yet written), and the committing run cannot profit from the other's files.
-  auto off = run(*task, scratch / "off", false);
-  if (!off) return fail("run without commitments", off.error());
-  auto on = run(*task, scratch / "on", true);
-  if (!on) return fail("run with commitments", on.error());
+  // Off first in each pair: both runs then start from the same warm process (allocator, page
+  // cache of nothing yet written), and the committing run cannot profit from the other's files.
+  // Pairs back to back, so that a machine whose load changes affects both sides of each.
+  // With --before, each round also runs the pipeline as it was set up before issue 20.
+  std::vector<Run> offs, ons, befores;
+  for (std::int64_t i = 0; i < args.repeat; ++i) {
+    auto off_i = run(*task, scratch / "off", Pipeline::kOff);
+    if (!off_i) return fail("run without commitments", off_i.error());
+    offs.push_back(std::move(*off_i));
+    if (args.before) {
+      auto before_i = run(*task, scratch / "before", Pipeline::kBefore);
+      if (!before_i) return fail("run with commitments as before", before_i.error());
+      befores.push_back(std::move(*before_i));
+    }
+    auto on_i = run(*task, scratch / "on", Pipeline::kNow);
+    if (!on_i) return fail("run with commitments", on_i.error());
+    ons.push_back(std::move(*on_i));
+  }
+  std::vector<double> off_epoch, on_epoch, fractions, before_fractions;
+  for (std::size_t i = 0; i < offs.size(); ++i) {
+    off_epoch.push_back(offs[i].steady_epoch());
+    on_epoch.push_back(ons[i].steady_epoch());
+    fractions.push_back(on_epoch.back() / off_epoch.back() - 1.0);
+    if (args.before) before_fractions.push_back(befores[i].steady_epoch() / off_epoch.back() - 1.0);
+  }
+  const Run* off = &offs.back();
+  const Run* on = &ons.back();
   auto cost = pipeline_alone(*task, scratch / "on", scratch);
   if (!cost) return fail("pipeline alone", cost.error());
   std::int64_t params = 0;
@@ -206,9 +283,18 @@ int main(int argc, char** argv) {
   report.add("steps_per_epoch", task->steps_per_epoch);
   report.add("threads", task->intra_op_threads);
   report.add("hardware_threads", vt::hardware_threads());
-  report.add("epoch_seconds_off", off->steady_epoch());
-  report.add("epoch_seconds_on", on->steady_epoch());
-  report.add("overhead_fraction", on->steady_epoch() / off->steady_epoch() - 1.0);
+  report.add("pipeline_threads", vt::hardware_threads() > static_cast<std::size_t>(args.threads)
+                                     ? vt::hardware_threads() - static_cast<std::size_t>(args.threads)
+                                     : std::size_t{1});
+  report.add("repeat", args.repeat);
+  report.add("epoch_seconds_off", median(off_epoch));
+  report.add("epoch_seconds_on", median(on_epoch));
+  report.add("overhead_fraction", median(fractions));
+  report.add("overhead_fraction_runs", fractions);
+  if (args.before) {
+    report.add("overhead_fraction_before", median(before_fractions));
+    report.add("overhead_fraction_before_runs", before_fractions);
+  }
   report.add("total_seconds_off", off->total);
   report.add("total_seconds_on", on->total);
   report.add("overhead_fraction_total", on->total / off->total - 1.0);
@@ -219,5 +305,25 @@ int main(int argc, char** argv) {
   report.add("pipeline_store_delta_seconds", cost->store_delta);
   report.add("pipeline_store_full_seconds", cost->store_full);
   report.add("pipeline_log_append_seconds", cost->log);
+  auto stage = [&](double vt::provider::CommitTimings::*field) {
+    std::vector<double> v;
+    for (const Run& r : ons)
+      for (const auto& t : r.timings) v.push_back(t.*field);
+    return median(v);
+  };
+  report.add("stage_capture_seconds", stage(&vt::provider::CommitTimings::capture));
+  report.add("stage_wait_seconds", stage(&vt::provider::CommitTimings::wait));
+  report.add("stage_hash_seconds", stage(&vt::provider::CommitTimings::hash));
+  report.add("stage_fingerprint_seconds", stage(&vt::provider::CommitTimings::fingerprint));
+  report.add("stage_store_seconds", stage(&vt::provider::CommitTimings::store));
+  report.add("stage_log_seconds", stage(&vt::provider::CommitTimings::log));
+  report.add("cpu_seconds_off", off->usage.cpu);
+  report.add("cpu_seconds_on", on->usage.cpu);
+  report.add("minor_faults_off", off->usage.minor_faults);
+  report.add("minor_faults_on", on->usage.minor_faults);
+  report.add("voluntary_switches_off", off->usage.voluntary);
+  report.add("voluntary_switches_on", on->usage.voluntary);
+  report.add("involuntary_switches_off", off->usage.involuntary);
+  report.add("involuntary_switches_on", on->usage.involuntary);
   return 0;
 }

@@ -126,7 +126,7 @@ Status check_log_signer(verifier::EvidenceSource& source, const Task& task, cons
 }
 
 struct VerifyArgs {
-  std::string task, report, key, device, seed, provider_key;
+  std::string task, report, key, device, seed, provider_key, fetch_after = "auto";
   double evidence_timeout = 600;
   double confidence = 0.99, cheat_fraction = 0.1, check_probability = 0.0;
   bool online = false, fingerprint_only = false;
@@ -156,14 +156,18 @@ Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
   if (a.check_probability > 0) o.policy.check_probability = a.check_probability;
   if (!a.seed.empty()) o.seed_hex = a.seed;
   o.online = a.online;
-  o.fingerprint_only = a.fingerprint_only;
+  if (a.fingerprint_only && a.fetch_after == "always")
+    return invalid_input("--fingerprint-only and --fetch-after always contradict each other");
+  o.fetch_after = a.fingerprint_only          ? verifier::FetchAfter::kNever
+                  : a.fetch_after == "always" ? verifier::FetchAfter::kAlways
+                                              : verifier::FetchAfter::kAuto;
   o.trainer.task_dir = fs::path(a.task).parent_path();
   o.trainer.device = a.device;
   o.trainer.intra_op_threads = a.threads;
   o.on_event = [](const std::string& line) { spdlog::info("verify: {}", line); };
   o.replay_jobs = a.jobs;
   std::error_code ec;
-  o.replay_program = fs::read_symlink("/proc/self/exe", ec);  // this binary: its replay-epoch command
+  o.replay_program = fs::read_symlink("/proc/self/exe", ec);  // this binary: its replay-worker command
   if (ec && a.jobs != 1) spdlog::warn("verify: cannot locate this program ({}); replaying in this process", ec.message());
   VT_ASSIGN_OR_RETURN(verifier::Verdict verdict, verifier::verify(*source, task, o));
 
@@ -177,25 +181,22 @@ Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
   return verdict.accepted ? 0 : exit_code(Errc::kRejected);
 }
 
-struct ReplayEpochArgs {
-  std::string task, task_dir, from, out, summary, device;
+struct ReplayWorkerArgs {
+  std::string task, task_dir, device;
   std::int64_t threads = 0;
 };
 
-Result<int> run_replay_epoch(const ReplayEpochArgs& a) {
-  // A replay outliving its verifier (killed, say) would only burn CPU for a result no one reads.
+Result<int> run_replay_worker(const ReplayWorkerArgs& a) {
+  // A worker outliving its verifier (killed, say) would only burn CPU for results no one reads.
   const pid_t parent = ::getppid();
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) return io_error("replay-epoch: the verifier that started it is gone");
-  verifier::ReplayChildArgs c;
-  c.task = a.task;
-  c.from = a.from;
-  c.out = a.out;
-  c.summary = a.summary;
-  c.trainer.task_dir = a.task_dir.empty() ? fs::path(a.task).parent_path() : fs::path(a.task_dir);
-  c.trainer.device = a.device;
-  c.trainer.intra_op_threads = a.threads;
-  VT_RETURN_IF_ERROR(verifier::run_replay_child(c));
+  if (::getppid() != parent) return io_error("replay-worker: the verifier that started it is gone");
+  verifier::ReplayWorkerArgs w;
+  w.task = a.task;
+  w.trainer.task_dir = a.task_dir.empty() ? fs::path(a.task).parent_path() : fs::path(a.task_dir);
+  w.trainer.device = a.device;
+  w.trainer.intra_op_threads = a.threads;
+  VT_RETURN_IF_ERROR(verifier::run_replay_worker(w, std::cin, std::cout));
   return 0;
 }
 
@@ -285,7 +286,7 @@ Result<int> run_verdict_check(Context& ctx, const VerdictCheckArgs& a) {
 }
 
 struct PlanArgs {
-  std::string task;
+  std::string task, fetch_after = "auto";
   std::uint64_t epochs = 0;
   double confidence = 0.99, cheat_fraction = 0.1, check_probability = 0.0, reward = -1, penalty = -1, cost = -1;
 };
@@ -315,6 +316,7 @@ Result<int> run_plan(Context& ctx, const PlanArgs& a) {
   if (a.check_probability > 0) in.policy.check_probability = a.check_probability;
   VT_ASSIGN_OR_RETURN(in.estimate, training::estimate(task, t));
   VT_ASSIGN_OR_RETURN(in.codec_ratio, measured_codec_ratio(task, t));
+  in.fetches_after = a.fetch_after == "always" || verifier::compare_mode(task) == fp::CompareMode::kTolerance;
   if (a.reward >= 0) in.reward = a.reward;
   if (a.penalty >= 0) in.penalty = a.penalty;
   if (a.cost >= 0) in.honest_cost = a.cost;
@@ -335,6 +337,11 @@ void register_verify(CLI::App& app, Context& ctx) {
   verify->add_option("--check-probability", v->check_probability, "Challenge each epoch with this p instead");
   verify->add_flag("--online", v->online, "Check epochs as they are committed, while training runs");
   verify->add_flag("--fingerprint-only", v->fingerprint_only, "Judge replays by fingerprint; don't fetch 'after' snapshots");
+  verify->add_option("--fetch-after", v->fetch_after,
+                     "auto: fetch an epoch's 'after' state only when it is needed (tolerance mode, a missed root, "
+                     "the next challenged epoch's start); always: every time (a storage audit)")
+      ->check(CLI::IsMember({"auto", "always"}))
+      ->capture_default_str();
   verify->add_option("--device", v->device, "Replay on cpu, cuda or cuda:N");
   verify->add_option("--threads", v->threads, "Replay with this intra-op thread count (tolerance-mode tasks)");
   verify->add_option("--jobs", v->jobs, "Replays at once, each in its own process (default 0: as cores allow; 1 on a GPU)");
@@ -351,19 +358,16 @@ void register_verify(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   verify->callback([&ctx, v] { ctx.action = [&ctx, v] { return run_verify(ctx, *v); }; });
 
-  // Internal: one replay for `verify --jobs`, in a process of its own (verifier/replay_jobs.h).
-  // Not in --help: its files are the parent's scratch files.
-  auto r = std::make_shared<ReplayEpochArgs>();
-  auto* replay = app.add_subcommand("replay-epoch", "Replay one epoch from a state file (used by verify --jobs)");
+  // Internal: a long-lived replay process for `verify --jobs` (verifier/replay_jobs.h), talking
+  // JSON lines on stdin and stdout. Not in --help: its files are the parent's scratch files.
+  auto r = std::make_shared<ReplayWorkerArgs>();
+  auto* replay = app.add_subcommand("replay-worker", "Replay epochs from state files on request (used by verify --jobs)");
   replay->group("");
   replay->add_option("--task", r->task, "task.json")->required();
   replay->add_option("--task-dir", r->task_dir, "Where the task's relative paths resolve");
-  replay->add_option("--from", r->from, "The state before the epoch (canonical safetensors)")->required();
-  replay->add_option("--out", r->out, "Write the state after the epoch here")->required();
-  replay->add_option("--summary", r->summary, "Write the replay's summary (JSON) here")->required();
   replay->add_option("--device", r->device, "Replay on cpu, cuda or cuda:N");
   replay->add_option("--threads", r->threads, "Intra-op thread count (0: the task's)");
-  replay->callback([&ctx, r] { ctx.action = [r] { return run_replay_epoch(*r); }; });
+  replay->callback([&ctx, r] { ctx.action = [r] { return run_replay_worker(*r); }; });
 
   auto a = std::make_shared<AuditArgs>();
   auto* audit = app.add_subcommand("audit", "Replay a disputed epoch offline and write signed evidence");
@@ -397,6 +401,9 @@ void register_verify(CLI::App& app, Context& ctx) {
   plan->add_option("--confidence", p->confidence, "Wanted probability of catching the cheat")->capture_default_str();
   plan->add_option("--cheat-fraction", p->cheat_fraction, "Fraction of epochs cheated")->capture_default_str();
   plan->add_option("--check-probability", p->check_probability, "Evaluate this p instead");
+  plan->add_option("--fetch-after", p->fetch_after, "As verify's: auto or always (a storage audit)")
+      ->check(CLI::IsMember({"auto", "always"}))
+      ->capture_default_str();
   plan->add_option("--reward", p->reward, "R: payment to an accepted provider");
   plan->add_option("--penalty", p->penalty, "D: the provider's deposit, forfeited when caught");
   plan->add_option("--cost", p->cost, "K: the honest training cost (default: measured device-seconds)");

@@ -33,18 +33,91 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& args, c
   return child;
 }
 
-ChildProcess::ChildProcess(ChildProcess&& other) noexcept : pid_(other.pid_) { other.pid_ = -1; }
+Result<ChildProcess> ChildProcess::spawn_talking(const std::vector<std::string>& args,
+                                                 const std::filesystem::path& output) {
+  if (args.empty()) return invalid_input("spawn: no program given");
+  int pair[2];
+  // Close-on-exec: only the dup2'd copies reach the child, and no later child inherits ours.
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+    return io_error(std::string("socketpair for ") + args[0] + ": " + std::strerror(errno));
+  }
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, pair[1], STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, pair[1], STDOUT_FILENO);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(pair[1]);
+  if (rc != 0) {
+    ::close(pair[0]);
+    return io_error("starting " + args[0] + ": " + std::strerror(rc));
+  }
+  ChildProcess child;
+  child.pid_ = pid;
+  child.channel_ = pair[0];
+  return child;
+}
+
+ChildProcess::ChildProcess(ChildProcess&& other) noexcept
+    : pid_(other.pid_), channel_(other.channel_), pending_(std::move(other.pending_)) {
+  other.pid_ = -1;
+  other.channel_ = -1;
+}
 
 ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
   if (this != &other) {
     terminate();
     pid_ = other.pid_;
+    channel_ = other.channel_;
+    pending_ = std::move(other.pending_);
     other.pid_ = -1;
+    other.channel_ = -1;
   }
   return *this;
 }
 
 ChildProcess::~ChildProcess() { terminate(); }
+
+void ChildProcess::close_channel() {
+  if (channel_ >= 0) ::close(channel_);
+  channel_ = -1;
+}
+
+Status ChildProcess::write_line(std::string_view line) {
+  if (channel_ < 0) return internal_error("write_line: the child was not spawned talking");
+  std::string out(line);
+  out += '\n';
+  for (std::size_t sent = 0; sent < out.size();) {
+    const ssize_t n = ::send(channel_, out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return io_error(std::string("writing to a child process: ") + std::strerror(errno));
+    sent += static_cast<std::size_t>(n);
+  }
+  return {};
+}
+
+Result<std::string> ChildProcess::read_line(std::size_t max) {
+  if (channel_ < 0) return internal_error("read_line: the child was not spawned talking");
+  for (;;) {
+    if (const std::size_t end = pending_.find('\n'); end != std::string::npos) {
+      std::string line = pending_.substr(0, end);
+      pending_.erase(0, end + 1);
+      return line;
+    }
+    if (pending_.size() > max) return io_error("a child process sent a line longer than " + std::to_string(max) + " bytes");
+    char buf[4096];
+    const ssize_t n = ::recv(channel_, buf, sizeof buf, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return io_error(std::string("reading from a child process: ") + std::strerror(errno));
+    if (n == 0) return io_error("the child process ended without answering");
+    pending_.append(buf, static_cast<std::size_t>(n));
+  }
+}
 
 bool ChildProcess::running() const {
   if (pid_ <= 0) return false;
@@ -54,6 +127,7 @@ bool ChildProcess::running() const {
 }
 
 int ChildProcess::wait() {
+  close_channel();  // a talking child reads end of input: its cue to exit
   if (pid_ <= 0) return -1;
   int status = 0;
   // A signal landing in the parent interrupts waitpid; retry, or the child would stay a zombie
@@ -68,6 +142,7 @@ int ChildProcess::wait() {
 }
 
 int ChildProcess::terminate() {
+  close_channel();
   if (pid_ <= 0) return -1;
   ::kill(pid_, SIGTERM);
   return wait();

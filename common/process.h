@@ -1,10 +1,13 @@
 #pragma once
 // A child process with its stdout and stderr in a file, ended (SIGTERM, then waited for) when
-// the object goes away: the demo's provider, and the providers that tests verify.
+// the object goes away: the demo's provider, and the providers that tests verify. Or one that
+// talks in lines over a socket on its stdin and stdout (stderr in the file): the long-lived
+// replay workers of `verify --jobs`.
 
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -15,6 +18,9 @@ class ChildProcess {
  public:
   // argv[0] is a path (no PATH search); output is truncated and receives both streams.
   static Result<ChildProcess> spawn(const std::vector<std::string>& argv, const std::filesystem::path& output);
+  // As spawn, but the child's stdin and stdout are one end of a socket pair, this object holds
+  // the other (for write_line and read_line); only stderr goes to `output`.
+  static Result<ChildProcess> spawn_talking(const std::vector<std::string>& argv, const std::filesystem::path& output);
   ChildProcess(ChildProcess&& other) noexcept;
   ChildProcess& operator=(ChildProcess&& other) noexcept;
   ChildProcess(const ChildProcess&) = delete;
@@ -22,12 +28,21 @@ class ChildProcess {
   ~ChildProcess();
 
   bool running() const;
-  int wait();       // exit code, or 128 + the signal that ended it
+  int wait();       // exit code, or 128 + the signal that ended it (a talking child: after end of input)
   int terminate();  // SIGTERM, then wait()
+
+  // A spawn_talking child only. write_line appends '\n'; a child that is gone is an I/O error,
+  // never a SIGPIPE. read_line blocks for one line (without its '\n') of at most `max` bytes;
+  // end of stream (the child exited) is an I/O error.
+  Status write_line(std::string_view line);
+  Result<std::string> read_line(std::size_t max = 1 << 16);
 
  private:
   ChildProcess() = default;
+  void close_channel();
   int pid_ = -1;
+  int channel_ = -1;     // our end of the socket pair, or -1
+  std::string pending_;  // bytes read past the last line
 };
 
 // A loopback TCP port that was free a moment ago (bound, read back, released).

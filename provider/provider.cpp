@@ -33,13 +33,18 @@ struct CommitJob {
   EpochFingerprints fingerprints;
   Digest data_order_digest{};
   CommitMetrics metrics;
+  CommitTimings timings;  // capture and wait filled in by the training thread
 };
 
 class Pipeline {
  public:
+  // `threads`: the cores training leaves spare, the pipeline's own thread included.
   Pipeline(const Task& task, const Workdir& workdir, const SigningKey& key, CommitLog& log,
-           SnapshotStore& store, const ProviderOptions& options)
-      : task_(task), workdir_(workdir), key_(key), log_(log), store_(store), options_(options), hash_pool_(0) {}
+           SnapshotStore& store, const ProviderOptions& options, std::size_t threads)
+      : task_(task), workdir_(workdir), key_(key), log_(log), store_(store), options_(options) {
+    // merkle_root hashes on the calling thread too: the pool holds the other threads.
+    if (threads > 1) hash_pool_ = std::make_unique<ThreadPool>(threads - 1);
+  }
 
   // The last committed epoch when resuming: the next snapshot is coded as a delta against it.
   void resume_after(const Digest& root, std::shared_ptr<const Bytes> canonical) {
@@ -50,7 +55,9 @@ class Pipeline {
   // Runs `job` on the background thread after the previous job finished; returns when the
   // previous job is durable. In flight at most: this job's snapshot and its delta base.
   Status submit(CommitJob job) {
+    const auto t = Clock::now();
     VT_RETURN_IF_ERROR(wait());
+    job.timings.wait = seconds_since(t);
     auto shared = std::make_shared<CommitJob>(std::move(job));
     pending_ = std::async(std::launch::async, [this, shared] { return commit(*shared); });
     return {};
@@ -65,15 +72,24 @@ class Pipeline {
   Status commit(const CommitJob& job) {
     const Digest id = workdir_.task_id();
     const Bytes& canonical = *job.canonical;
-    const Digest root = fp::merkle_root(canonical, &hash_pool_);
+    CommitTimings timings = job.timings;
+    auto t = Clock::now();
+    auto lap = [&t](double& into) {
+      into = seconds_since(t);
+      t = Clock::now();
+    };
+    const Digest root = fp::merkle_root(canonical, hash_pool_.get());
+    lap(timings.hash);
     VT_ASSIGN_OR_RETURN(SafetensorsView view, parse_safetensors(canonical));
     VT_ASSIGN_OR_RETURN(fp::Fingerprint f,
                         fp::fingerprint_snapshot(view, fp::commitment_seed(id, job.epoch, root),
                                                  static_cast<std::uint64_t>(task_.fingerprint.k)));
+    lap(timings.fingerprint);
     crash_point("before_snapshot_write", job.epoch);
     std::optional<std::pair<Digest, ByteSpan>> base;
     if (last_canonical_) base = std::make_pair(last_root_, ByteSpan(*last_canonical_));
     VT_ASSIGN_OR_RETURN(StoredSnapshot stored, store_.put(job.epoch, root, canonical, base));
+    lap(timings.store);
     crash_point("after_snapshot_write", job.epoch);
     CommitRecord record;
     record.task_id = id;
@@ -85,10 +101,11 @@ class Pipeline {
     record.data_order_digest = job.data_order_digest;
     record.metrics = job.metrics;
     VT_RETURN_IF_ERROR(log_.append(std::move(record), key_));
+    lap(timings.log);
     crash_point("after_log_append", job.epoch);
     if (options_.on_commit) {
       options_.on_commit({job.epoch, root, job.metrics.loss, job.metrics.seconds, stored.stored_size,
-                          stored.raw_size, stored.already_present});
+                          stored.raw_size, stored.already_present, timings});
     }
     last_root_ = root;
     last_canonical_ = job.canonical;
@@ -101,7 +118,7 @@ class Pipeline {
   CommitLog& log_;
   SnapshotStore& store_;
   const ProviderOptions& options_;
-  ThreadPool hash_pool_;
+  std::unique_ptr<ThreadPool> hash_pool_;  // null when the pipeline has one thread
   std::future<Status> pending_;
   Digest last_root_{};  // of the last committed epoch, and its bytes: the next delta's base
   std::shared_ptr<const Bytes> last_canonical_;
@@ -115,6 +132,14 @@ Result<EpochFingerprints> tracking_only(const training::Trainer& trainer, const 
   return f;
 }
 
+// Hardware threads minus training's intra-op threads, at least one; or as the options say.
+std::size_t spare_threads(const Task& task, const ProviderOptions& options) {
+  if (options.pipeline_threads > 0) return options.pipeline_threads;
+  const std::size_t training = static_cast<std::size_t>(std::max<std::int64_t>(1, task.intra_op_threads));
+  const std::size_t cores = hardware_threads();
+  return cores > training ? cores - training : 1;
+}
+
 }  // namespace
 
 Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& options) {
@@ -126,13 +151,17 @@ Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& op
                       load_or_create_signing_key(options.key_dir.empty() ? workdir.keys_dir() : options.key_dir));
   VT_ASSIGN_OR_RETURN(CommitLog log, CommitLog::open(workdir.log_file(), id, LogMode::kAppend, key.public_key()));
   if (!log.notice().empty() && options.on_notice) options.on_notice(log.notice());
-  SnapshotStore store(workdir.snapshots_dir(), {options.full_every, 0, 64});
+  // The pipeline overlaps training on the cores training leaves spare: with a hash pool and a
+  // coding pool of one thread per core each beside its own, it put more runnable threads than
+  // cores beside training (issue 20; docs/benchmarks.md, "Provider overhead").
+  const std::size_t pipeline_threads = spare_threads(task, options);
+  SnapshotStore store(workdir.snapshots_dir(), {options.full_every, pipeline_threads, 64});
 
   training::TrainerOptions topts;
   topts.task_dir = options.task_dir;
   topts.device = options.device;
   std::unique_ptr<training::Trainer> trainer;
-  Pipeline pipeline(task, workdir, key, log, store, options);
+  Pipeline pipeline(task, workdir, key, log, store, options, pipeline_threads);
   ProviderSummary summary;
   const std::uint64_t next = log.next_epoch();
   summary.resumed_from = next;
@@ -153,14 +182,20 @@ Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& op
     if (options.on_notice) options.on_notice("resuming after committed epoch " + std::to_string(last.record.epoch));
   }
 
-  auto submit = [&](std::uint64_t epoch, EpochFingerprints f, const Digest& order, CommitMetrics m) -> Status {
+  // `captured`: when the epoch's training ended, so that capture time includes the tracking
+  // fingerprint taken before this is called.
+  auto submit = [&](std::uint64_t epoch, EpochFingerprints f, const Digest& order, CommitMetrics m,
+                    Clock::time_point captured) -> Status {
     VT_ASSIGN_OR_RETURN(Bytes canonical, trainer->snapshot());
-    return pipeline.submit({epoch, std::make_shared<const Bytes>(std::move(canonical)), std::move(f), order, m});
+    CommitJob job{epoch, std::make_shared<const Bytes>(std::move(canonical)), std::move(f), order, m, {}};
+    job.timings.capture = seconds_since(captured);
+    return pipeline.submit(std::move(job));
   };
 
   if (next == 0 && options.commit) {
+    const auto captured = Clock::now();
     VT_ASSIGN_OR_RETURN(EpochFingerprints f, tracking_only(*trainer, task, id));
-    VT_RETURN_IF_ERROR(submit(0, std::move(f), Digest{}, CommitMetrics{}));
+    VT_RETURN_IF_ERROR(submit(0, std::move(f), Digest{}, CommitMetrics{}, captured));
   }
   for (std::int64_t e = trainer->epoch() + 1; e <= task.epochs; ++e) {
     EpochFingerprints f;
@@ -187,10 +222,11 @@ Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& op
     VT_RETURN_IF_ERROR(trail_status);
     summary.train_seconds += s.seconds;
     if (!options.commit) continue;
+    const auto captured = Clock::now();
     VT_ASSIGN_OR_RETURN(EpochFingerprints tracking, tracking_only(*trainer, task, id));
     f.tracking = std::move(tracking.tracking);
     CommitMetrics m{s.mean_loss, static_cast<std::uint64_t>(s.steps), s.seconds, static_cast<std::uint64_t>(s.samples)};
-    VT_RETURN_IF_ERROR(submit(static_cast<std::uint64_t>(e), std::move(f), s.data_order_digest, m));
+    VT_RETURN_IF_ERROR(submit(static_cast<std::uint64_t>(e), std::move(f), s.data_order_digest, m, captured));
   }
   VT_RETURN_IF_ERROR(pipeline.wait());
   if (!log.records().empty()) summary.final_root = log.records().back().record.root;

@@ -15,6 +15,17 @@
 
 namespace vt::provider {
 
+// Where one epoch's commitment spent its time (seconds): the first two on the training thread,
+// which waits for nothing else, the rest on the pipeline's thread while the next epoch trains.
+struct CommitTimings {
+  double capture = 0.0;      // snapshot bytes and tracking fingerprint out of the trainer
+  double wait = 0.0;         // training blocked until the previous epoch's commitment was durable
+  double hash = 0.0;         // Merkle root
+  double fingerprint = 0.0;  // parse and sample at positions from the root
+  double store = 0.0;        // encode, write, fsync the container
+  double log = 0.0;          // sign, append, fsync the record
+};
+
 struct CommitEvent {
   std::uint64_t epoch = 0;
   Digest root{};
@@ -23,6 +34,7 @@ struct CommitEvent {
   std::uint64_t stored_bytes = 0;
   std::uint64_t raw_bytes = 0;
   bool resumed_file = false;  // the container was already on disk (a resumed epoch)
+  CommitTimings timings;
 };
 
 struct ProviderOptions {
@@ -32,6 +44,7 @@ struct ProviderOptions {
   std::string device;                 // "" = the task's
   int full_every = 4;                 // a whole snapshot every N epochs, deltas between
   bool commit = true;                 // false: train only (the overhead benchmark's baseline)
+  std::size_t pipeline_threads = 0;   // commit pipeline's threads; 0 = the cores training leaves spare
   std::function<void(const training::StepMetrics&)> on_step;  // progress, every step
   std::function<void(const CommitEvent&)> on_commit;          // after each durable commitment
   std::function<void(const std::string&)> on_notice;          // recoveries worth telling

@@ -72,6 +72,29 @@ void judge_claims(EpochCheck& check, const CommitRecord& after, const Replay& re
   check.trail_verified = true;
 }
 
+// Fetches the committed "after" state (as a delta against `start` when given) and checks it like
+// every fetched state (check_committed_state). Fetch failures the provider caused are failures.
+Status fetch_after_state(EvidenceSource& source, const CheckContext& ctx, PreparedEpoch& p, const Digest& before_root,
+                         std::optional<ByteSpan> start) {
+  EpochCheck& check = p.check;
+  const std::uint64_t fetched_before = source.bytes_fetched();
+  std::optional<std::pair<Digest, ByteSpan>> base;
+  if (start) base = std::make_pair(before_root, *start);
+  auto fetched = source.snapshot(check.epoch, p.after.record.root, base);
+  check.bytes_fetched += source.bytes_fetched() - fetched_before;
+  if (!fetched) {
+    if (!is_provider_fault(fetched.error())) return fetched.error();
+    check.failures.push_back(epoch_text(check.epoch) + ": the committed snapshot is unusable: " + fetched.error().message);
+    return {};
+  }
+  check.after_fetched = true;
+  for (const std::string& problem : check_committed_state(*fetched, p.after, ctx)) {
+    check.failures.push_back(epoch_text(check.epoch) + ": the committed state: " + problem);
+  }
+  p.end = std::move(*fetched);
+  return {};
+}
+
 }  // namespace
 
 fp::CompareMode compare_mode(const Task& task) {
@@ -83,7 +106,7 @@ fp::Tolerance tolerance_of(const Task& task) {
 }
 
 Result<PreparedEpoch> prepare_epoch(EvidenceSource& source, const CheckContext& ctx, const SignedRecord& before,
-                                    const SignedRecord& after) {
+                                    const SignedRecord& after, bool after_needed_later) {
   const std::uint64_t e = after.record.epoch;
   PreparedEpoch p;
   p.after = after;
@@ -124,21 +147,13 @@ Result<PreparedEpoch> prepare_epoch(EvidenceSource& source, const CheckContext& 
     return p;
   }
 
-  if (!ctx.fingerprint_only) {
-    auto fetched = source.snapshot(e, after.record.root, std::make_pair(before.record.root, ByteSpan(*start_bytes)));
-    if (!fetched) {
-      if (!is_provider_fault(fetched.error())) return fetched.error();
-      fail("the committed snapshot is unusable: " + fetched.error().message);
-    } else {
-      for (const std::string& problem : check_committed_state(*fetched, after, ctx)) {
-        fail("the committed state: " + problem);
-      }
-      p.end = std::move(*fetched);
-    }
-  }
   check.bytes_fetched = source.bytes_fetched() - fetched_before;
-  p.start = std::move(*start_bytes);
   p.committed = std::move(*committed);
+  const bool wanted_now = ctx.fetch_after == FetchAfter::kAlways ||
+                          (ctx.fetch_after == FetchAfter::kAuto &&
+                           (after_needed_later || compare_mode(*ctx.task) == fp::CompareMode::kTolerance));
+  if (wanted_now) VT_RETURN_IF_ERROR(fetch_after_state(source, ctx, p, before.record.root, ByteSpan(*start_bytes)));
+  p.start = std::move(*start_bytes);
   return p;
 }
 
@@ -169,12 +184,22 @@ Result<Replay> replay_here(const CheckContext& ctx, ByteSpan start) {
   VT_ASSIGN_OR_RETURN(training::EpochSummary summary, trainer->train_epoch(hooks));
   VT_RETURN_IF_ERROR(trail_status);
   VT_ASSIGN_OR_RETURN(r.snapshot, trainer->snapshot());
+  r.root = fp::merkle_root(r.snapshot);
   r.data_order_digest = summary.data_order_digest;
   r.loss = summary.mean_loss;
   r.steps = static_cast<std::uint64_t>(summary.steps);
   r.samples = static_cast<std::uint64_t>(summary.samples);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
+}
+
+Status fetch_after_if_replay_missed(EvidenceSource& source, const CheckContext& ctx, PreparedEpoch& prepared,
+                                    const Replay& replay) {
+  if (prepared.end || prepared.check.after_fetched || ctx.fetch_after == FetchAfter::kNever) return {};
+  if (!prepared.committed || replay.root == prepared.after.record.root) return {};
+  // No delta base: the start state may be gone (a child process replayed it), and this is the
+  // rare path of a provider caught out.
+  return fetch_after_state(source, ctx, prepared, Digest{}, std::nullopt);
 }
 
 Result<EpochCheck> judge_epoch(PreparedEpoch prepared, const Replay& replay, const CheckContext& ctx) {
@@ -187,7 +212,7 @@ Result<EpochCheck> judge_epoch(PreparedEpoch prepared, const Replay& replay, con
   const std::optional<Bytes>& end_bytes = prepared.end;
   check.replay_notes = replay.notes;
   check.replay_seconds = replay.seconds;
-  check.replay_root = fp::merkle_root(replay.snapshot);
+  check.replay_root = replay.root;
   check.replay_root_matches = check.replay_root == after.record.root;
 
   if (replay.data_order_digest != after.record.data_order_digest) {
@@ -237,10 +262,11 @@ Result<EpochCheck> judge_epoch(PreparedEpoch prepared, const Replay& replay, con
 }
 
 Result<EpochCheck> check_epoch(EvidenceSource& source, const CheckContext& ctx, const SignedRecord& before,
-                               const SignedRecord& after) {
-  VT_ASSIGN_OR_RETURN(PreparedEpoch prepared, prepare_epoch(source, ctx, before, after));
+                               const SignedRecord& after, bool after_needed_later) {
+  VT_ASSIGN_OR_RETURN(PreparedEpoch prepared, prepare_epoch(source, ctx, before, after, after_needed_later));
   if (!prepared.replayable()) return std::move(prepared.check);
   VT_ASSIGN_OR_RETURN(Replay replay, replay_here(ctx, prepared.start));
+  VT_RETURN_IF_ERROR(fetch_after_if_replay_missed(source, ctx, prepared, replay));
   return judge_epoch(std::move(prepared), replay, ctx);
 }
 

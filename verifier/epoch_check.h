@@ -1,6 +1,7 @@
 #pragma once
-// One challenged epoch: fetch the committed states before and after it, check them against the
-// commitments, replay the epoch from the state before, and compare (docs/verifier.md).
+// One challenged epoch: fetch the committed state before it, check it against its commitment,
+// replay the epoch from it, and compare (docs/verifier.md). The committed state after the epoch
+// crosses the network only when something needs it (see AfterState).
 
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -14,11 +15,17 @@
 
 namespace vt::verifier {
 
+// When the committed state after a challenged epoch is fetched. In exact mode a replay whose
+// root equals the committed root has proven that state byte for byte, so by default it is fetched
+// only when it is needed anyway: the next challenged epoch starts from it (or it is the final
+// model), the task compares by tolerance, or the replay missed the root (the state is evidence).
+enum class FetchAfter { kAuto, kAlways, kNever };
+
 struct CheckContext {
   const Task* task = nullptr;
   Digest task_id{};
   training::TrainerOptions trainer;
-  bool fingerprint_only = false;  // don't fetch the "after" snapshot; judge by fingerprint
+  FetchAfter fetch_after = FetchAfter::kAuto;  // kNever: `--fingerprint-only`
   // The tensors (name, dtype, shape) of every state the task defines, from the verifier's own
   // initial state: what fingerprint positions are drawn over and what a snapshot must hold.
   std::vector<TensorEntry> layout;
@@ -26,7 +33,7 @@ struct CheckContext {
 
 // A context for `task` with its layout derived here (builds the task's initial state once).
 Result<CheckContext> make_check_context(const Task& task, const training::TrainerOptions& trainer,
-                                        bool fingerprint_only = false);
+                                        FetchAfter fetch_after = FetchAfter::kAuto);
 
 // The tensor list of a canonical snapshot: names, dtypes and shapes.
 std::vector<TensorEntry> layout_of(const SafetensorsView& view);
@@ -52,6 +59,7 @@ struct EpochCheck {
   Digest replay_root{};
   double replay_seconds = 0.0;
   std::uint64_t bytes_fetched = 0;
+  bool after_fetched = false;                  // the committed "after" state crossed the network
   std::vector<std::string> replay_notes;       // tolerance mode: what differed in the setup
   // The epoch's claimed mean loss, and whether the replay reproduced its bits (exact mode only):
   // a report shows a metric as verified only then, else as claimed.
@@ -63,8 +71,10 @@ struct EpochCheck {
 
 // Errors are reserved for failures to check at all (I/O, a broken local setup); anything the
 // provider got wrong is a failed EpochCheck.
+// `after_needed_later`: the committed state after this epoch is the next challenged epoch's
+// start, or the final model, so fetching it now (as a delta) costs less than fetching it later.
 Result<EpochCheck> check_epoch(EvidenceSource& source, const CheckContext& ctx, const SignedRecord& before,
-                               const SignedRecord& after);
+                               const SignedRecord& after, bool after_needed_later);
 
 // check_epoch in three parts, so that the replays of several epochs can run at once elsewhere
 // (verifier/replay_jobs.h) while the next snapshots are fetched.
@@ -81,11 +91,12 @@ struct PreparedEpoch {
   bool replayable() const { return committed.has_value(); }
 };
 Result<PreparedEpoch> prepare_epoch(EvidenceSource& source, const CheckContext& ctx, const SignedRecord& before,
-                                    const SignedRecord& after);
+                                    const SignedRecord& after, bool after_needed_later);
 
 // What re-running the epoch produced.
 struct Replay {
   Bytes snapshot;  // canonical bytes of the state after the replayed epoch
+  Digest root{};   // its Merkle root
   Digest data_order_digest{};
   std::vector<std::string> notes;  // Trainer::replay_notes()
   double seconds = 0.0;            // restore + epoch + snapshot
@@ -94,6 +105,11 @@ struct Replay {
   std::vector<nlohmann::json> trail;  // at the task's trail seeds every trail_interval steps
 };
 Result<Replay> replay_here(const CheckContext& ctx, ByteSpan start);
+
+// Fetches the committed "after" state when prepare_epoch left it and the replay missed the
+// committed root (exact mode): the state is then evidence, and is checked like any other.
+Status fetch_after_if_replay_missed(EvidenceSource& source, const CheckContext& ctx, PreparedEpoch& prepared,
+                                    const Replay& replay);
 
 // Compares a replay with the commitments and the fetched "after" state.
 Result<EpochCheck> judge_epoch(PreparedEpoch prepared, const Replay& replay, const CheckContext& ctx);

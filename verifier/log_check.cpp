@@ -157,7 +157,7 @@ Result<LogFacts> check_log(EvidenceSource& source, const Task& task, const train
   facts.layout = initial->layout();
   facts.expected_initial_root = fp::merkle_root(initial_bytes);
   const SignedRecord& first = facts.records.front();
-  CheckContext ctx{&task, id, trainer, false, facts.layout};
+  CheckContext ctx{&task, id, trainer, FetchAfter::kAuto, facts.layout};
   VT_RETURN_IF_ERROR(check_plans(facts.records, ctx, initial->steps_per_epoch(), facts.failures));
   if (first.record.root == facts.expected_initial_root) {
     // The verifier holds these bytes itself: the fingerprints committed for them are checked

@@ -130,7 +130,9 @@ Result<Plan> make_plan(const PlanInputs& in) {
     CheckCost c;
     c.raw_snapshot_bytes = est.snapshot_bytes;
     c.codec_ratio = in.codec_ratio;
-    c.bytes_per_check = static_cast<std::uint64_t>(std::ceil(2.0 * static_cast<double>(est.snapshot_bytes) * in.codec_ratio));
+    c.states_per_check = in.fetches_after ? 2 : 1;
+    c.bytes_per_check = static_cast<std::uint64_t>(
+        std::ceil(static_cast<double>(c.states_per_check) * static_cast<double>(est.snapshot_bytes) * in.codec_ratio));
     c.replay_seconds = static_cast<double>(est.steps_per_epoch) * est.step_seconds;
     c.device_bytes = est.snapshot_bytes + est.step_peak_bytes;
     c.host_bytes = 2 * est.snapshot_bytes + c.bytes_per_check;
@@ -158,7 +160,8 @@ nlohmann::json plan_to_json(const Plan& plan) {
   if (plan.per_check) {
     const CheckCost& c = *plan.per_check;
     j["per_check"] = {{"raw_snapshot_bytes", c.raw_snapshot_bytes}, {"codec_ratio", json_number(c.codec_ratio)},
-                      {"bytes", c.bytes_per_check},        {"replay_seconds", json_number(c.replay_seconds)},
+                      {"states", c.states_per_check},      {"bytes", c.bytes_per_check},
+                      {"replay_seconds", json_number(c.replay_seconds)},
                       {"device_bytes", c.device_bytes},    {"host_bytes", c.host_bytes},
                       {"device", c.device}};
   }
@@ -193,7 +196,8 @@ std::string plan_text(const Plan& plan) {
        fmt(" (%.4g without the at-least-one fallback)\n", plan.detection_lower_bound);
   if (plan.per_check) {
     const CheckCost& c = *plan.per_check;
-    s += "per check          " + bytes_text(static_cast<double>(c.bytes_per_check)) + " fetched (2 x " +
+    s += "per check          " + bytes_text(static_cast<double>(c.bytes_per_check)) + " fetched (" +
+         std::to_string(c.states_per_check) + " x " +
          bytes_text(static_cast<double>(c.raw_snapshot_bytes)) + fmt(" x ratio %.3g), ", c.codec_ratio) +
          fmt("replay %.2f s on ", c.replay_seconds) + c.device + ", " +
          bytes_text(static_cast<double>(c.device_bytes)) + " device, " + bytes_text(static_cast<double>(c.host_bytes)) +

@@ -19,16 +19,21 @@ struct PlanInputs {
   // Measured by `estimate`; without it the plan has no per-check cost and K must be given.
   std::optional<training::MemoryEstimate> estimate;
   double codec_ratio = 1.0;  // compressed / raw bytes of a snapshot container, in (0, 1]ish
+  // Whether each check also fetches the committed state after its epoch: tolerance-mode tasks
+  // and `--fetch-after always`. An exact check whose replay reaches the root needs only the
+  // state before (docs/verifier.md, "What crosses the network").
+  bool fetches_after = false;
   std::optional<double> reward;       // R, paid to an accepted provider
   std::optional<double> penalty;      // D, the provider's deposit, forfeited when caught
   std::optional<double> honest_cost;  // K; default N × epoch seconds (device-seconds)
 };
 
-// One check moves snapshots e−1 and e and replays one epoch.
+// One check moves snapshot e−1 (and e, when it fetches the "after" state) and replays one epoch.
 struct CheckCost {
   std::uint64_t raw_snapshot_bytes = 0;
   double codec_ratio = 1.0;
-  std::uint64_t bytes_per_check = 0;  // 2 × raw × ratio, rounded up
+  std::uint64_t states_per_check = 1;  // 1, or 2 when the "after" state is fetched too
+  std::uint64_t bytes_per_check = 0;   // states × raw × ratio, rounded up
   double replay_seconds = 0.0;        // steps_per_epoch × step_seconds
   std::uint64_t device_bytes = 0;     // resting state (snapshot bytes) + one step's peak
   std::uint64_t host_bytes = 0;       // two decoded snapshots + their compressed forms

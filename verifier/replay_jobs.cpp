@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/file_io.h"
+#include "protocol/log.h"
 
 namespace vt::verifier {
 namespace fs = std::filesystem;
@@ -69,8 +70,7 @@ Result<fs::path> make_scratch() {
 
 }  // namespace
 
-ReplayJobs::ReplayJobs(fs::path program, std::size_t capacity, fs::path scratch, training::TrainerOptions trainer)
-    : program_(std::move(program)), capacity_(capacity), scratch_(std::move(scratch)), trainer_(std::move(trainer)) {}
+ReplayJobs::ReplayJobs(fs::path scratch) : scratch_(std::move(scratch)) {}
 
 Result<std::unique_ptr<ReplayJobs>> ReplayJobs::create(const fs::path& program, std::size_t capacity, const Task& task,
                                                        const training::TrainerOptions& trainer) {
@@ -78,15 +78,32 @@ Result<std::unique_ptr<ReplayJobs>> ReplayJobs::create(const fs::path& program, 
   if (::access(program.c_str(), X_OK) != 0)
     return invalid_input("parallel replays: " + program.string() + " is not an executable veritrain");
   VT_ASSIGN_OR_RETURN(fs::path scratch, make_scratch());
-  std::unique_ptr<ReplayJobs> jobs(new ReplayJobs(program, capacity, scratch, trainer));
-  // The children replay the task this verifier checks, byte for byte, not a file that might
+  std::unique_ptr<ReplayJobs> jobs(new ReplayJobs(scratch));
+  // The workers replay the task this verifier checks, byte for byte, not a file that might
   // have changed on disk since it was read.
   VT_RETURN_IF_ERROR(write_scratch(scratch / "task.json", as_bytes(canonical_task_json(task))));
+  // The workers run in the same working directory, but an absolute folder says so explicitly
+  // ("" is what the parent path of a bare "task.json" is).
+  std::error_code ec;
+  const fs::path task_dir = trainer.task_dir.empty() ? fs::current_path(ec) : fs::absolute(trainer.task_dir, ec);
+  if (ec) return io_error("locating the task's folder " + trainer.task_dir.string() + ": " + ec.message());
+  std::vector<std::string> argv = {program.string(), "--log-level", "warn", "replay-worker",
+                                   "--task", (scratch / "task.json").string(), "--task-dir", task_dir.string(),
+                                   "--threads", std::to_string(trainer.intra_op_threads)};
+  if (!trainer.device.empty()) {
+    argv.push_back("--device");
+    argv.push_back(trainer.device);
+  }
+  for (std::size_t i = 0; i < capacity; ++i) {
+    const fs::path log = scratch / ("worker-" + std::to_string(i) + ".log");
+    VT_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::spawn_talking(argv, log));
+    jobs->workers_.push_back(Worker{std::move(child), log, false});
+  }
   return jobs;
 }
 
 ReplayJobs::~ReplayJobs() {
-  jobs_.clear();  // each ChildProcess ends its child
+  workers_.clear();  // each ChildProcess ends its worker
   std::error_code ignored;
   fs::remove_all(scratch_, ignored);
 }
@@ -95,75 +112,75 @@ fs::path ReplayJobs::file(std::uint64_t epoch, const char* what) const {
   return scratch_ / ("epoch-" + std::to_string(epoch) + "." + what);
 }
 
+Error ReplayJobs::worker_failed(Worker& w, const std::string& what, const std::string& why) {
+  const int code = w.child.wait();  // it is gone or broken: reap it for its exit code
+  return Error{Errc::kInternal, what + " failed (" + why + ", exit " + std::to_string(code) + "): " + tail_of(w.log)};
+}
+
 Status ReplayJobs::start(std::uint64_t epoch, ByteSpan start) {
-  if (jobs_.size() >= capacity_) return internal_error("parallel replays: all " + std::to_string(capacity_) + " jobs are busy");
-  VT_RETURN_IF_ERROR(write_scratch(file(epoch, "before.safetensors"), start));
-  // The child runs in the same working directory, but an absolute folder says so explicitly
-  // ("" is what the parent path of a bare "task.json" is).
-  std::error_code ec;
-  const fs::path task_dir = trainer_.task_dir.empty() ? fs::current_path(ec) : fs::absolute(trainer_.task_dir, ec);
-  if (ec) return io_error("locating the task's folder " + trainer_.task_dir.string() + ": " + ec.message());
-  std::vector<std::string> argv = {program_.string(),
-                                   "--log-level",
-                                   "warn",
-                                   "replay-epoch",
-                                   "--task",
-                                   (scratch_ / "task.json").string(),
-                                   "--task-dir",
-                                   task_dir.string(),
-                                   "--from",
-                                   file(epoch, "before.safetensors").string(),
-                                   "--out",
-                                   file(epoch, "after.safetensors").string(),
-                                   "--summary",
-                                   file(epoch, "summary.json").string(),
-                                   "--threads",
-                                   std::to_string(trainer_.intra_op_threads)};
-  if (!trainer_.device.empty()) {
-    argv.push_back("--device");
-    argv.push_back(trainer_.device);
+  std::size_t idle = workers_.size();
+  for (std::size_t i = 0; i < workers_.size(); ++i) {
+    if (!workers_[i].busy) {
+      idle = i;
+      break;
+    }
   }
-  VT_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::spawn(argv, file(epoch, "log")));
-  jobs_.push_back(Job{epoch, std::move(child)});
+  if (idle == workers_.size())
+    return internal_error("parallel replays: all " + std::to_string(workers_.size()) + " jobs are busy");
+  VT_RETURN_IF_ERROR(write_scratch(file(epoch, "before.safetensors"), start));
+  const json request = {{"epoch", epoch},
+                        {"from", file(epoch, "before.safetensors").string()},
+                        {"out", file(epoch, "after.safetensors").string()}};
+  Worker& w = workers_[idle];
+  if (Status sent = w.child.write_line(request.dump()); !sent) {
+    return worker_failed(w, "replaying epoch " + std::to_string(epoch) + " in a child process", sent.error().message);
+  }
+  w.busy = true;
+  jobs_.push_back(Job{epoch, idle});
   return {};
 }
 
 Result<Replay> ReplayJobs::finish_oldest() {
   if (jobs_.empty()) return internal_error("parallel replays: none is running");
-  Job job = std::move(jobs_.front());
+  const Job job = jobs_.front();
   jobs_.pop_front();
+  Worker& w = workers_[job.worker];
+  w.busy = false;
   const std::uint64_t epoch = job.epoch;
-  const int code = job.child.wait();
   const std::string what = "replaying epoch " + std::to_string(epoch) + " in a child process";
   std::error_code ignored;
+  // The answer carries the replay's trail, as large as a committed record's may be.
+  auto line = w.child.read_line(kMaxRecordBytes);
   fs::remove(file(epoch, "before.safetensors"), ignored);
-  if (code != 0) {
-    // The child's own exit code says whose fault it was (docs/cli.md); a signal is ours.
-    Errc errc = Errc::kInternal;
-    for (Errc c : {Errc::kRejected, Errc::kInvalidInput, Errc::kIo})
-      if (code == exit_code(c)) errc = c;
-    return Error{errc, what + " failed (exit " + std::to_string(code) + "): " + tail_of(file(epoch, "log"))};
-  }
+  if (!line) return worker_failed(w, what, line.error().message);
   Replay r;
-  VT_ASSIGN_OR_RETURN(r.snapshot, read_file(file(epoch, "after.safetensors")));
-  VT_ASSIGN_OR_RETURN(std::string text, read_text_file(file(epoch, "summary.json")));
   try {
-    const json summary = json::parse(text);
+    const json answer = json::parse(*line);
+    if (!answer.at("ok").get<bool>()) {
+      // The worker's own exit code for the failure says whose fault it was (docs/cli.md).
+      const int code = answer.at("code").get<int>();
+      Errc errc = Errc::kInternal;
+      for (Errc c : {Errc::kRejected, Errc::kInvalidInput, Errc::kIo})
+        if (code == exit_code(c)) errc = c;
+      return Error{errc, what + " failed (exit " + std::to_string(code) + "): " + answer.at("error").get<std::string>()};
+    }
+    // The root is the worker's own hash of the bytes it wrote: this verifier's code, hashing on
+    // a core the parent does not need.
+    VT_ASSIGN_OR_RETURN(r.root, digest_from_hex(answer.at("root").get<std::string>(), "root"));
     VT_ASSIGN_OR_RETURN(r.data_order_digest,
-                        digest_from_hex(summary.at("data_order_digest").get<std::string>(), "data_order_digest"));
-    r.notes = summary.at("notes").get<std::vector<std::string>>();
-    r.seconds = summary.at("seconds").get<double>();
+                        digest_from_hex(answer.at("data_order_digest").get<std::string>(), "data_order_digest"));
+    r.notes = answer.at("notes").get<std::vector<std::string>>();
+    r.seconds = answer.at("seconds").get<double>();
     // The loss travels as its bits: the parent compares them exactly.
-    r.loss = std::bit_cast<double>(summary.at("loss_bits").get<std::uint64_t>());
-    r.steps = summary.at("steps").get<std::uint64_t>();
-    r.samples = summary.at("samples").get<std::uint64_t>();
-    r.trail = summary.at("trail").get<std::vector<json>>();
+    r.loss = std::bit_cast<double>(answer.at("loss_bits").get<std::uint64_t>());
+    r.steps = answer.at("steps").get<std::uint64_t>();
+    r.samples = answer.at("samples").get<std::uint64_t>();
+    r.trail = answer.at("trail").get<std::vector<json>>();
   } catch (const json::exception& e) {
-    return internal_error(what + ": unreadable summary: " + e.what());
+    return internal_error(what + ": unreadable answer: " + e.what());
   }
+  VT_ASSIGN_OR_RETURN(r.snapshot, read_file(file(epoch, "after.safetensors")));
   fs::remove(file(epoch, "after.safetensors"), ignored);
-  fs::remove(file(epoch, "summary.json"), ignored);
-  fs::remove(file(epoch, "log"), ignored);
   return r;
 }
 
@@ -189,20 +206,46 @@ std::size_t replay_jobs_that_fit_in_memory(std::uint64_t snapshot_bytes) {
   return std::numeric_limits<std::size_t>::max();
 }
 
-Status run_replay_child(const ReplayChildArgs& args) {
+Status run_replay_worker(const ReplayWorkerArgs& args, std::istream& in, std::ostream& out_lines) {
   VT_ASSIGN_OR_RETURN(Task task, load_task(args.task.string()));
-  VT_ASSIGN_OR_RETURN(Bytes start, read_file(args.from));
   CheckContext ctx;
   ctx.task = &task;
   ctx.task_id = task_id(task);
   ctx.trainer = args.trainer;
-  VT_ASSIGN_OR_RETURN(Replay r, replay_here(ctx, start));
-  json summary = {{"data_order_digest", hex_encode(r.data_order_digest)}, {"notes", r.notes}, {"seconds", r.seconds},
-                  {"loss_bits", std::bit_cast<std::uint64_t>(r.loss)}, {"steps", r.steps}, {"samples", r.samples},
-                  {"trail", r.trail}};
-  // Scratch files: the parent reads them only after this process has exited with 0.
-  VT_RETURN_IF_ERROR(write_scratch(args.out, r.snapshot));
-  return write_scratch(args.summary, as_bytes(summary.dump()));
+  for (std::string line; std::getline(in, line);) {
+    fs::path from, out;
+    try {
+      const json request = json::parse(line);
+      from = request.at("from").get<std::string>();
+      out = request.at("out").get<std::string>();
+    } catch (const json::exception& e) {
+      return invalid_input(std::string("replay-worker: unreadable request: ") + e.what());
+    }
+    auto replayed = [&]() -> Result<Replay> {
+      VT_ASSIGN_OR_RETURN(Bytes start, read_file(from));
+      VT_ASSIGN_OR_RETURN(Replay r, replay_here(ctx, start));
+      // A scratch file: the parent reads it only after this answer.
+      VT_RETURN_IF_ERROR(write_scratch(out, r.snapshot));
+      return r;
+    }();
+    json answer;
+    if (replayed) {
+      answer = {{"ok", true},
+                {"root", hex_encode(replayed->root)},
+                {"data_order_digest", hex_encode(replayed->data_order_digest)},
+                {"notes", replayed->notes},
+                {"seconds", replayed->seconds},
+                {"loss_bits", std::bit_cast<std::uint64_t>(replayed->loss)},
+                {"steps", replayed->steps},
+                {"samples", replayed->samples},
+                {"trail", replayed->trail}};
+    } else {
+      answer = {{"ok", false}, {"code", exit_code(replayed.error().code)}, {"error", replayed.error().message}};
+    }
+    out_lines << answer.dump() << '\n' << std::flush;
+    if (!out_lines) return io_error("replay-worker: its verifier stopped listening");
+  }
+  return {};
 }
 
 }  // namespace vt::verifier

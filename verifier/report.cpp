@@ -30,6 +30,7 @@ nlohmann::json check_to_json(const EpochCheck& c) {
           {"replay_root", hex_encode(c.replay_root)},
           {"replay_seconds", json_number(c.replay_seconds)},
           {"bytes_fetched", c.bytes_fetched},
+          {"after_fetched", c.after_fetched},
           {"replay_notes", c.replay_notes},
           // A metric is "verified" only where the replay reproduced its bits (exact mode).
           {"metrics",
@@ -200,9 +201,9 @@ std::string verdict_summary(const Verdict& v, const std::filesystem::path& repor
                 v.plan.fallback_used ? "; none drawn, one picked uniformly" : "");
   s += line;
   for (const EpochCheck& c : v.checks) {
-    std::snprintf(line, sizeof line, "  epoch %llu  %s  replay %.2f s, %llu bytes fetched\n",
+    std::snprintf(line, sizeof line, "  epoch %llu  %s  replay %.2f s, %llu bytes fetched%s\n",
                   static_cast<unsigned long long>(c.epoch), c.passed ? "passed" : "FAILED", c.replay_seconds,
-                  static_cast<unsigned long long>(c.bytes_fetched));
+                  static_cast<unsigned long long>(c.bytes_fetched), c.after_fetched ? "" : " (before state only)");
     s += line;
     if (c.fingerprint) s += "    " + comparison_line("fingerprint", *c.fingerprint) + "\n";
     if (c.full_state) s += "    " + comparison_line("full state", *c.full_state) + "\n";

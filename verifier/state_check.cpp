@@ -122,12 +122,12 @@ std::vector<TensorEntry> layout_of(const SafetensorsView& view) {
 }
 
 Result<CheckContext> make_check_context(const Task& task, const training::TrainerOptions& trainer,
-                                        bool fingerprint_only) {
+                                        FetchAfter fetch_after) {
   CheckContext ctx;
   ctx.task = &task;
   ctx.task_id = task_id(task);
   ctx.trainer = trainer;
-  ctx.fingerprint_only = fingerprint_only;
+  ctx.fetch_after = fetch_after;
   VT_ASSIGN_OR_RETURN(auto initial, training::Trainer::create(task, trainer));
   ctx.layout = initial->layout();
   return ctx;

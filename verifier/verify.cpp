@@ -16,7 +16,7 @@ class Run {
     ctx_.task = &task;
     ctx_.task_id = task_id(task);
     ctx_.trainer = options.trainer;
-    ctx_.fingerprint_only = options.fingerprint_only;
+    ctx_.fetch_after = options.fetch_after;
     verdict_.task_id = hex_encode(ctx_.task_id);
     verdict_.epochs = static_cast<std::uint64_t>(task.epochs);
     verdict_.source = source.describe();
@@ -51,7 +51,7 @@ class Run {
   }
 
   Result<Verdict> online() {
-    VT_ASSIGN_OR_RETURN(CheckContext derived, make_check_context(task_, options_.trainer, options_.fingerprint_only));
+    VT_ASSIGN_OR_RETURN(CheckContext derived, make_check_context(task_, options_.trainer, options_.fetch_after));
     ctx_.layout = std::move(derived.layout);
     VT_ASSIGN_OR_RETURN(ProbabilityDerivation derivation, derive_probability(options_.policy, verdict_.epochs));
     VT_ASSIGN_OR_RETURN(ChallengeRandom random, make_random());
@@ -84,7 +84,7 @@ class Run {
       }
       if (*decided) {
         say("epoch " + std::to_string(e) + " challenged while training runs");
-        if (auto s = challenge(records, e); !s) {
+        if (auto s = challenge(records, e, e == verdict_.epochs); !s) {
           inner = s;
           return false;
         }
@@ -100,7 +100,7 @@ class Run {
     VT_ASSIGN_OR_RETURN(std::optional<std::uint64_t> fallback, stream.finish());
     verdict_.plan = stream.plan();
     if (facts.failures.empty()) {
-      if (fallback) VT_RETURN_IF_ERROR(challenge(facts.records, *fallback));
+      if (fallback) VT_RETURN_IF_ERROR(challenge(facts.records, *fallback, *fallback + 1 == facts.records.size()));
       VT_RETURN_IF_ERROR(check_final_model(source_, facts, ctx_, facts.failures));
     }
     return finish(facts);
@@ -126,9 +126,18 @@ class Run {
     return false;
   }
 
-  Status challenge(const std::vector<SignedRecord>& records, std::uint64_t e) {
+  // Whether the committed state after epoch e will be fetched anyway: as the start of the next
+  // challenged epoch, or as the final model (check_final_model). Online, later challenges are
+  // not drawn yet: only the final model counts.
+  static bool after_needed_later(const std::vector<SignedRecord>& records, const std::vector<std::uint64_t>& epochs,
+                                 std::uint64_t e) {
+    const bool next = std::find(epochs.begin(), epochs.end(), e + 1) != epochs.end();
+    return next || e + 1 == records.size();
+  }
+
+  Status challenge(const std::vector<SignedRecord>& records, std::uint64_t e, bool after_later) {
     if (!committed(records, e)) return {};
-    VT_ASSIGN_OR_RETURN(EpochCheck check, check_epoch(source_, ctx_, records[e - 1], records[e]));
+    VT_ASSIGN_OR_RETURN(EpochCheck check, check_epoch(source_, ctx_, records[e - 1], records[e], after_later));
     record(std::move(check));
     return {};
   }
@@ -149,7 +158,7 @@ class Run {
                                                  : options_.replay_jobs;
     jobs = std::min(jobs, epochs.size());
     if (jobs <= 1 || options_.replay_program.empty()) {
-      for (std::uint64_t e : epochs) VT_RETURN_IF_ERROR(challenge(records, e));
+      for (std::uint64_t e : epochs) VT_RETURN_IF_ERROR(challenge(records, e, after_needed_later(records, epochs, e)));
       return {};
     }
     std::unique_ptr<ReplayJobs> pool;  // made at the first replay, when a state's size is known
@@ -158,13 +167,15 @@ class Run {
       VT_ASSIGN_OR_RETURN(Replay replay, pool->finish_oldest());  // the replay of started.front()
       PreparedEpoch prepared = std::move(started.front());
       started.pop_front();
+      VT_RETURN_IF_ERROR(fetch_after_if_replay_missed(source_, ctx_, prepared, replay));
       VT_ASSIGN_OR_RETURN(EpochCheck check, judge_epoch(std::move(prepared), replay, ctx_));
       record(std::move(check));
       return {};
     };
     for (std::uint64_t e : epochs) {
       if (!committed(records, e)) continue;
-      VT_ASSIGN_OR_RETURN(PreparedEpoch prepared, prepare_epoch(source_, ctx_, records[e - 1], records[e]));
+      VT_ASSIGN_OR_RETURN(PreparedEpoch prepared,
+                          prepare_epoch(source_, ctx_, records[e - 1], records[e], after_needed_later(records, epochs, e)));
       if (!prepared.replayable()) {
         record(std::move(prepared.check));
         continue;

@@ -17,7 +17,7 @@ struct VerifyOptions {
   PolicyRequest policy;
   std::optional<std::string> seed_hex;  // reproduce a run; default: OS CSPRNG
   bool online = false;                  // subscribe and check epochs as they are committed
-  bool fingerprint_only = false;        // don't fetch "after" snapshots
+  FetchAfter fetch_after = FetchAfter::kAuto;  // when "after" snapshots cross the network
   training::TrainerOptions trainer;
   std::chrono::milliseconds online_wait{std::chrono::minutes(30)};  // longest gap between commitments
   std::function<void(const std::string&)> on_event;  // one line per step, for people

@@ -5,8 +5,12 @@
 namespace vt::provider {
 namespace fs = std::filesystem;
 
-SnapshotStore::SnapshotStore(fs::path dir, StoreOptions options)
-    : dir_(std::move(dir)), options_(options), pool_(options.threads) {}
+SnapshotStore::SnapshotStore(fs::path dir, StoreOptions options) : dir_(std::move(dir)), options_(options) {
+  // Coding runs jobs on the calling thread too: a pool as large as the thread count would
+  // put one thread more than asked on the cores.
+  const std::size_t threads = options.threads == 0 ? hardware_threads() : options.threads;
+  if (threads > 1) pool_ = std::make_unique<ThreadPool>(threads - 1);
+}
 
 fs::path SnapshotStore::path_for(const Digest& root) const { return dir_ / (hex_encode(root) + ".vtc"); }
 
@@ -33,7 +37,8 @@ Result<StoredSnapshot> SnapshotStore::put(std::uint64_t epoch, const Digest& roo
   fs::create_directories(dir_, ec);
   if (ec) return io_error("creating " + dir_.string() + ": " + ec.message());
   comp::EncodeOptions enc;
-  enc.pool = &pool_;
+  enc.pool = pool_.get();
+  enc.threads = 1;  // without a pool: the calling thread alone
   enc.root = root;
   const bool full = !base || options_.full_every <= 1 || epoch % static_cast<std::uint64_t>(options_.full_every) == 0;
   enc.codec = full ? comp::Codec::kPlanes : comp::Codec::kDelta;
@@ -75,7 +80,8 @@ Result<Bytes> SnapshotStore::decode(const Digest& root, ByteSpan container, cons
     return invalid_input(where + ": holds root " + hex_encode(info->root) + ", its name says " + hex_encode(root));
   }
   comp::DecodeOptions dec;
-  dec.pool = &pool_;
+  dec.pool = pool_.get();
+  dec.threads = 1;
   dec.max_raw_size = options_.max_state_bytes;
   Bytes loaded_base;
   if (info->base_root) {

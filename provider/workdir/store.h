@@ -4,6 +4,7 @@
 // one every `full_every` epochs bounds how many decodes a load takes.
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 
 #include "common/thread_pool.h"
@@ -13,7 +14,7 @@ namespace vt::provider {
 
 struct StoreOptions {
   int full_every = 4;                 // 1 = every snapshot whole
-  std::size_t threads = 0;            // coding threads (0 = one per hardware thread)
+  std::size_t threads = 0;            // coding threads, the caller's included (0 = one per hardware thread)
   int max_chain = 64;                 // a longer delta chain is refused as corrupt
   // The largest canonical snapshot a load may produce, and (with container_slack) the largest
   // container file it reads: checked before allocating, so a reader that knows the task's state
@@ -63,7 +64,7 @@ class SnapshotStore {
   Result<Bytes> decode(const Digest& root, ByteSpan container, const KnownBase& known, int depth) const;
   std::filesystem::path dir_;
   StoreOptions options_;
-  mutable ThreadPool pool_;
+  std::unique_ptr<ThreadPool> pool_;  // threads - 1 workers beside the caller; null for one thread
 };
 
 }  // namespace vt::provider

@@ -35,9 +35,10 @@ std::string challenge(const Stored& s, std::uint64_t epoch) {
   if (!source) return "error: " + source.error().message;
   auto log = (*source)->log();
   if (!log) return "error: " + log.error().message;
-  auto ctx = verifier::make_check_context(s.task, {});
+  // A storage audit: the "after" state is fetched even when the replay proves it.
+  auto ctx = verifier::make_check_context(s.task, {}, verifier::FetchAfter::kAlways);
   if (!ctx) return "error: " + ctx.error().message;
-  auto c = verifier::check_epoch(**source, *ctx, log->at(epoch - 1), log->at(epoch));
+  auto c = verifier::check_epoch(**source, *ctx, log->at(epoch - 1), log->at(epoch), false);
   if (!c) return "error: " + c.error().message;
   return c->passed ? "passed" : "failed: " + joined(c->failures);
 }

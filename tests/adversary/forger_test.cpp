@@ -45,7 +45,7 @@ verifier::Verdict verify_all(const Forged& f, bool fingerprint_only = false,
   verifier::VerifyOptions o;
   o.policy.check_probability = 1.0;
   o.seed_hex = "01";
-  o.fingerprint_only = fingerprint_only;
+  o.fetch_after = fingerprint_only ? verifier::FetchAfter::kNever : verifier::FetchAfter::kAuto;
   o.provider_key = std::move(provider_key);
   auto v = verifier::verify(**source, f.task, o);
   EXPECT_TRUE(v.ok()) << "a provider's failure must be a verdict, not an error: " << v.error().message;

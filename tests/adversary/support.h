@@ -59,12 +59,13 @@ inline Verification verify_everything(const std::filesystem::path& workdir, cons
   EXPECT_TRUE(facts.ok()) << facts.error().message;
   if (!facts.ok()) return v;
   v.log = std::move(*facts);
-  auto made = verifier::make_check_context(task, options);
+  auto made = verifier::make_check_context(task, options, verifier::FetchAfter::kAuto);
   EXPECT_TRUE(made.ok()) << made.error().message;
   if (!made.ok()) return v;
   const verifier::CheckContext& ctx = *made;
   for (std::size_t e = 1; e < v.log.records.size(); ++e) {
-    auto c = verifier::check_epoch(**source, ctx, v.log.records[e - 1], v.log.records[e]);
+    // Every epoch is challenged: each "after" state is the next one's start, or the final model.
+    auto c = verifier::check_epoch(**source, ctx, v.log.records[e - 1], v.log.records[e], true);
     EXPECT_TRUE(c.ok()) << "epoch " << e << ": " << c.error().message;
     if (!c.ok()) return v;
     v.epochs.push_back(std::move(*c));

@@ -169,16 +169,28 @@ TEST(Plan, PerCheckCostComesFromTheEstimateAndCodecRatio) {
   Result<Plan> plan = make_plan(in);
   ASSERT_TRUE(plan.ok()) << plan.error().message;
   ASSERT_TRUE(plan->per_check);
-  EXPECT_EQ(plan->per_check->bytes_per_check, 800u);
+  // Exact mode by default: one compressed state (the one before the epoch) per check.
+  EXPECT_EQ(plan->per_check->states_per_check, 1u);
+  EXPECT_EQ(plan->per_check->bytes_per_check, 400u);
   EXPECT_DOUBLE_EQ(plan->per_check->replay_seconds, 20.0);
   EXPECT_EQ(plan->per_check->device_bytes, 1300u);
-  EXPECT_EQ(plan->per_check->host_bytes, 2800u);
-  EXPECT_NEAR(plan->expected_bytes, plan->expected_checks * 800, 1e-9);
+  EXPECT_EQ(plan->per_check->host_bytes, 2400u);
+  EXPECT_NEAR(plan->expected_bytes, plan->expected_checks * 400, 1e-9);
   EXPECT_DOUBLE_EQ(plan->economics->honest_cost, 8 * 20.0);  // K from N x epoch seconds
   EXPECT_NE(plan->economics->cost_basis.find("estimated"), std::string::npos);
   const nlohmann::json j = plan_to_json(*plan);
-  EXPECT_EQ(j["per_check"]["bytes"], 800);
+  EXPECT_EQ(j["per_check"]["bytes"], 400);
+  EXPECT_EQ(j["per_check"]["states"], 1);
   EXPECT_EQ(j["probability"]["cheated_epochs"], 2);
+
+  // Tolerance mode or `--fetch-after always`: the state after the epoch crosses too.
+  in.fetches_after = true;
+  Result<Plan> both = make_plan(in);
+  ASSERT_TRUE(both.ok()) << both.error().message;
+  EXPECT_EQ(both->per_check->states_per_check, 2u);
+  EXPECT_EQ(both->per_check->bytes_per_check, 800u);
+  EXPECT_EQ(both->per_check->host_bytes, 2800u);
+  EXPECT_NE(plan_text(*both).find("(2 x "), std::string::npos);
 }
 
 TEST(Plan, RejectsInputsItCannotPlanWith) {
