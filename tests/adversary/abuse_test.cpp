@@ -18,20 +18,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Stored {
-  testing::ScratchDir dir;
-  Task task = tiny_task(31);
-  CheatRun run;
-  fs::path snapshot(std::uint64_t epoch) const {
-    return dir / "wd" / "snapshots" / (hex_encode(run.roots.at(epoch)) + ".vtc");
-  }
+struct Stored : StoredRun {
+  Stored() : StoredRun(31) {}
 };
-
-void store(Stored& s) {
-  auto run = write_workdir(s.task, s.dir / "wd", {}, provider_key());
-  ASSERT_TRUE(run.ok()) << run.error().message;
-  s.run = *run;
-}
 
 pid_t exited_pid() {
   pid_t pid = ::fork();

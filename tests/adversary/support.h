@@ -134,4 +134,22 @@ inline int honest_rejections(int seeds, std::int64_t epochs) {
   return rejections;
 }
 
+// An honest workdir of tiny_task(seed) in a scratch folder, for tests that then damage it.
+struct StoredRun {
+  explicit StoredRun(std::uint64_t seed) : task(tiny_task(seed)) {}
+  testing::ScratchDir dir;
+  Task task;
+  CheatRun run;
+  std::filesystem::path workdir() const { return dir / "wd"; }
+  std::filesystem::path snapshot(std::uint64_t epoch) const {
+    return workdir() / "snapshots" / (hex_encode(run.roots.at(epoch)) + ".vtc");
+  }
+};
+
+inline void store(StoredRun& s) {
+  auto run = write_workdir(s.task, s.workdir(), {}, provider_key());
+  ASSERT_TRUE(run.ok()) << run.error().message;
+  s.run = *run;
+}
+
 }  // namespace vt::adversary
