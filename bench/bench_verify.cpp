@@ -21,6 +21,9 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
+
+#include <CLI/CLI.hpp>
 
 #include "bench/bench_util.h"
 #include "compression/container.h"
@@ -44,20 +47,23 @@ struct Args {
   fs::path dir = fs::temp_directory_path();
 };
 
-bool parse(int argc, char** argv, Args& a) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--json") continue;
-    if (i + 1 >= argc) return false;
-    const char* v = argv[++i];
-    if (flag == "--epochs") a.epochs = std::atoll(v);
-    else if (flag == "--steps") a.steps = std::atoll(v);
-    else if (flag == "--width") a.width = std::atoll(v);
-    else if (flag == "--jobs") a.jobs = static_cast<std::size_t>(std::atoll(v));
-    else if (flag == "--dir") a.dir = v;
-    else return false;
+// Flags through CLI11, as the veritrain binary takes them. Returns the exit code when the
+// program should stop (help, or a flag that is wrong), nothing to go on.
+std::optional<int> parse(int argc, char** argv, Args& a) {
+  CLI::App app{"bench_verify: verify wall time against the sum of its replays, bytes per check"};
+  bool json = false;  // the output is JSON either way; accepted for `make bench`'s uniform calls
+  app.add_flag("--json", json, "Print the figures as JSON (always)");
+  app.add_option("--epochs", a.epochs, "Epochs of the task, all challenged")->check(CLI::Range(2, 1 << 20));
+  app.add_option("--steps", a.steps, "Steps per epoch")->check(CLI::PositiveNumber);
+  app.add_option("--width", a.width, "cnn width")->check(CLI::PositiveNumber);
+  app.add_option("--jobs", a.jobs, "verify --jobs (0: automatic)");
+  app.add_option("--dir", a.dir, "Scratch folder");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
   }
-  return a.epochs >= 2 && a.steps >= 1 && a.width >= 1;
+  return std::nullopt;
 }
 
 vt::Result<vt::Task> make_task(const Args& a) {
@@ -111,10 +117,7 @@ vt::Result<std::uint64_t> isolated_check_bytes(const vt::Task& task, const fs::p
 
 int main(int argc, char** argv) {
   Args args;
-  if (!parse(argc, argv, args)) {
-    std::fprintf(stderr, "usage: bench_verify [--json] [--epochs E>=2] [--steps N] [--width N] [--jobs N] [--dir SCRATCH]\n");
-    return 2;
-  }
+  if (auto stop = parse(argc, argv, args)) return *stop;
   auto fail = [](const std::string& what, const vt::Error& e) {
     std::fprintf(stderr, "bench_verify: %s: %s\n", what.c_str(), e.message.c_str());
     return 1;
