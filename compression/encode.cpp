@@ -102,19 +102,92 @@ void match_base(std::vector<PlannedSection>& sections, const SafetensorsView& af
   }
 }
 
+// The sections of `view`, numbered, with names the container can hold.
+Result<std::vector<PlannedSection>> plan_sections(const SafetensorsView& view, std::uint64_t chunk_size) {
+  std::vector<PlannedSection> sections = plan(view, chunk_size);
+  if (sections.size() > UINT32_MAX) return invalid_input("too many sections; raise chunk_size");
+  for (std::size_t i = 0; i < sections.size(); ++i) {
+    SectionInfo& s = sections[i].info;
+    if (s.name.size() > format::kMaxNameSize) {
+      return invalid_input("tensor name '" + s.name.substr(0, 64) + "...' is longer than the container's " +
+                           std::to_string(format::kMaxNameSize) + "-byte limit");
+    }
+    s.index = static_cast<std::uint32_t>(i);
+  }
+  return sections;
+}
+
+// The table's size is known before coding (entries are fixed-size plus names), so every section
+// is coded straight into its own slot of the output, sized by its bound; slot[i]..slot[i+1] is
+// section i's, slot[0] is where the first payload may start.
+std::vector<std::uint64_t> payload_slots(const std::vector<PlannedSection>& sections, Codec codec) {
+  std::uint64_t table_size = 0;
+  std::vector<std::uint64_t> slot(sections.size() + 1);
+  slot[0] = format::kHeaderSize;
+  for (std::size_t i = 0; i < sections.size(); ++i) {
+    table_size += format::kEntryFixedSize + sections[i].info.name.size();
+    slot[i + 1] = slot[i] + payload_bound(codec, sections[i].info.word, sections[i].info.raw_size);
+  }
+  for (std::uint64_t& at : slot) at += table_size;
+  return slot;
+}
+
+// Codes section `section` into `payload` (its info's method, payload fields and delta fields
+// filled in).
+Result<std::uint64_t> code_section(PlannedSection& section, ByteSpan canonical, const EncodeOptions& o, int level,
+                                   Bytes& payload) {
+  thread_local Bytes alternative;
+  SectionInfo& s = section.info;
+  ByteSpan raw = canonical.subspan(s.raw_offset, s.raw_size);
+  s.method = primary_method(o.codec);
+  ByteSpan base;
+  if (s.method == Method::kDeltaPlanes) {
+    if (section.base_offset) {
+      base = o.base.subspan(*section.base_offset, s.raw_size);
+    } else {
+      s.method = Method::kPlanes;
+    }
+  }
+  auto changed = encode_section(s.method, s.word, raw, base, level, payload);
+  // A delta of unrelated values (optimizer moments re-estimated over an epoch) codes worse
+  // than the values themselves; keep whichever is smaller.
+  if (changed.ok() && s.method == Method::kDeltaPlanes && payload.size() > s.raw_size / 2) {
+    auto planes = encode_section(Method::kPlanes, s.word, raw, {}, level, alternative);
+    if (planes.ok() && alternative.size() < payload.size()) {
+      s.method = Method::kPlanes;
+      changed = planes;
+      payload.swap(alternative);
+    }
+  }
+  if (!changed.ok()) return changed.error().context(s.label());
+  if (s.method == Method::kDeltaPlanes) {
+    s.base_offset = *section.base_offset;
+    s.changed = *changed;
+  }
+  s.payload_size = payload.size();
+  s.payload_xxh3 = format::xxh3(payload);
+  s.raw_xxh3 = format::xxh3(raw);
+  return payload.size();
+}
+
+// Moves the coded payloads together (each sits at the start of its slot) and shrinks `out`.
+void pack_payloads(Bytes& out, const std::vector<PlannedSection>& sections, const std::vector<std::uint64_t>& slot) {
+  std::uint64_t end = slot[0];
+  for (std::size_t i = 0; i < sections.size(); ++i) {
+    std::uint64_t n = sections[i].info.payload_size;
+    if (slot[i] != end) std::memmove(out.data() + end, out.data() + slot[i], n);
+    end += n;
+  }
+  out.resize(end);
+  // Slots are sized for incompressible data; give the slack back when it is large.
+  if (out.capacity() > out.size() + out.size() / 4) out.shrink_to_fit();
+}
+
 Result<Bytes> encode_impl(ByteSpan canonical, const EncodeOptions& o) {
   int level = o.level != 0 ? o.level : default_level(o.codec);
   VT_RETURN_IF_ERROR(check_options(o, level));
   VT_ASSIGN_OR_RETURN(SafetensorsView view, parse_safetensors(canonical, Canonical::kRequire));
-  std::vector<PlannedSection> sections = plan(view, o.chunk_size);
-  if (sections.size() > UINT32_MAX) return invalid_input("too many sections; raise chunk_size");
-  for (const PlannedSection& s : sections) {
-    if (s.info.name.size() > format::kMaxNameSize) {
-      return invalid_input("tensor name '" + s.info.name.substr(0, 64) + "...' is longer than the container's " +
-                           std::to_string(format::kMaxNameSize) + "-byte limit");
-    }
-  }
-  for (std::size_t i = 0; i < sections.size(); ++i) sections[i].info.index = static_cast<std::uint32_t>(i);
+  VT_ASSIGN_OR_RETURN(std::vector<PlannedSection> sections, plan_sections(view, o.chunk_size));
 
   std::unique_ptr<ThreadPool> owned;
   ThreadPool* pool = resolve_pool(o.pool, o.threads, owned);
@@ -132,73 +205,25 @@ Result<Bytes> encode_impl(ByteSpan canonical, const EncodeOptions& o) {
     info.base_size = o.base.size();
   }
 
-  // The table's size is known before coding (entries are fixed-size plus names), so every section
-  // is coded straight into its own slot of the output, sized by its bound; the slots are then
-  // packed in order. The output is the only large buffer this touches.
-  std::uint64_t table_size = 0;
-  std::vector<std::uint64_t> slot(sections.size() + 1);
-  slot[0] = format::kHeaderSize;
-  for (std::size_t i = 0; i < sections.size(); ++i) {
-    table_size += format::kEntryFixedSize + sections[i].info.name.size();
-    slot[i + 1] = slot[i] + payload_bound(o.codec, sections[i].info.word, sections[i].info.raw_size);
-  }
-  for (std::uint64_t& at : slot) at += table_size;
-  Bytes out;
+  const std::vector<std::uint64_t> slot = payload_slots(sections, o.codec);
+  Bytes out;  // the only large buffer this touches
   reserve_large(out, slot.back());
   out.resize(slot.back());
-
   std::vector<std::optional<Error>> errors(sections.size());
   for_each_index(pool, sections.size(), [&](std::size_t i) {
-    thread_local Bytes payload, alternative;
-    SectionInfo& s = sections[i].info;
-    ByteSpan raw = canonical.subspan(s.raw_offset, s.raw_size);
-    s.method = primary_method(o.codec);
-    ByteSpan base;
-    if (s.method == Method::kDeltaPlanes) {
-      if (sections[i].base_offset) {
-        base = o.base.subspan(*sections[i].base_offset, s.raw_size);
-      } else {
-        s.method = Method::kPlanes;
-      }
-    }
-    auto changed = encode_section(s.method, s.word, raw, base, level, payload);
-    // A delta of unrelated values (optimizer moments re-estimated over an epoch) codes worse
-    // than the values themselves; keep whichever is smaller.
-    if (changed.ok() && s.method == Method::kDeltaPlanes && payload.size() > s.raw_size / 2) {
-      auto planes = encode_section(Method::kPlanes, s.word, raw, {}, level, alternative);
-      if (planes.ok() && alternative.size() < payload.size()) {
-        s.method = Method::kPlanes;
-        changed = planes;
-        payload.swap(alternative);
-      }
-    }
-    if (changed.ok() && payload.size() > slot[i + 1] - slot[i]) changed = internal_error("payload exceeds its bound");
-    if (!changed.ok()) {
-      errors[i] = changed.error().context(s.label());
+    thread_local Bytes payload;
+    auto coded = code_section(sections[i], canonical, o, level, payload);
+    if (coded.ok() && *coded > slot[i + 1] - slot[i]) coded = internal_error(sections[i].info.label() + ": payload exceeds its bound");
+    if (!coded.ok()) {
+      errors[i] = coded.error();
       return;
     }
-    if (s.method == Method::kDeltaPlanes) {
-      s.base_offset = *sections[i].base_offset;
-      s.changed = *changed;
-    }
     std::copy(payload.begin(), payload.end(), out.begin() + static_cast<std::ptrdiff_t>(slot[i]));
-    s.payload_size = payload.size();
-    s.payload_xxh3 = format::xxh3(payload);
-    s.raw_xxh3 = format::xxh3(raw);
   });
   for (auto& e : errors) {
     if (e) return *e;
   }
-
-  std::uint64_t end = slot[0];
-  for (std::size_t i = 0; i < sections.size(); ++i) {
-    std::uint64_t n = sections[i].info.payload_size;
-    if (slot[i] != end) std::memmove(out.data() + end, out.data() + slot[i], n);
-    end += n;
-  }
-  out.resize(end);
-  // Slots are sized for incompressible data; give the slack back when it is large.
-  if (out.capacity() > out.size() + out.size() / 4) out.shrink_to_fit();
+  pack_payloads(out, sections, slot);
 
   info.sections.reserve(sections.size());
   for (PlannedSection& s : sections) info.sections.push_back(std::move(s.info));
