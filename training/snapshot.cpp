@@ -67,9 +67,23 @@ std::vector<TensorSpec> tensor_specs(const NamedTensors& tensors) {
 }
 
 Result<Bytes> encode_snapshot(const NamedTensors& tensors, const Metadata& metadata) {
+  Bytes out;
+  VT_RETURN_IF_ERROR(encode_snapshot_into(tensors, metadata, out));
+  return out;
+}
+
+Status encode_snapshot_into(const NamedTensors& tensors, const Metadata& metadata, Bytes& out) {
   for (const auto& [name, t] : tensors) VT_RETURN_IF_ERROR(to_dtype(t.scalar_type(), name));
   VT_ASSIGN_OR_RETURN(CanonicalLayout layout, plan_canonical(tensor_specs(tensors), metadata));
-  Bytes out(layout.total_size);
+  // Every byte is written below (prefix, then tensors that tile the data section), so a reused
+  // buffer of the same size needs no clearing.
+  if (out.capacity() < layout.total_size) {
+    // The header grows by a few bytes as the epoch and cursor in its metadata gain digits;
+    // slack keeps a recycled buffer from being reallocated (and its old bytes copied) for that.
+    out.clear();
+    out.reserve(layout.total_size + 4096);
+  }
+  out.resize(layout.total_size);
   std::memcpy(out.data(), layout.prefix.data(), layout.prefix.size());
   std::map<std::string_view, const TensorEntry*> by_name;
   for (const TensorEntry& e : layout.tensors) by_name[e.name] = &e;
@@ -78,7 +92,7 @@ Result<Bytes> encode_snapshot(const NamedTensors& tensors, const Metadata& metad
     at::Tensor host = t.detach().to(at::kCPU).contiguous();
     if (e.nbytes() > 0) std::memcpy(out.data() + layout.data_start() + e.begin, host.data_ptr(), e.nbytes());
   }
-  return out;
+  return {};
 }
 
 Status load_state(const SafetensorsView& view, const NamedTensors& live, const at::Device& device) {

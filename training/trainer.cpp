@@ -315,6 +315,12 @@ Result<Bytes> Trainer::snapshot() const {
   });
 }
 
+Status Trainer::snapshot_into(Bytes& out) const {
+  return guarded("capturing a snapshot", [&]() -> Status {
+    return encode_snapshot_into(impl_->state_tensors(), impl_->metadata(), out);
+  });
+}
+
 std::vector<TensorEntry> Trainer::layout() const {
   auto planned = plan_canonical(tensor_specs(impl_->state_tensors()), impl_->metadata());
   return planned.ok() ? planned->tensors : std::vector<TensorEntry>{};

@@ -70,6 +70,9 @@ class Trainer {
 
   // Canonical snapshot bytes of the current state.
   Result<Bytes> snapshot() const;
+  // The same into `out`, reusing its memory: a provider capturing every epoch writes the pages
+  // it already has instead of faulting in and zero-filling a fresh state-sized buffer.
+  Status snapshot_into(Bytes& out) const;
   // Names, dtypes and shapes of the snapshot's tensors, sorted by name (what fingerprint
   // positions are drawn over).
   std::vector<TensorEntry> layout() const;

@@ -14,6 +14,9 @@ std::vector<TensorSpec> tensor_specs(const NamedTensors& tensors);
 
 // Canonical safetensors bytes of `tensors`: one host buffer, each tensor copied into its place.
 Result<Bytes> encode_snapshot(const NamedTensors& tensors, const Metadata& metadata);
+// The same bytes into `out`, reusing its memory: when `out` already has the snapshot's size
+// nothing is allocated or zero-filled.
+Status encode_snapshot_into(const NamedTensors& tensors, const Metadata& metadata, Bytes& out);
 
 // Copies every tensor of `view` into the live tensor of the same name. The set of names, their
 // dtypes and shapes must match exactly (RNG states excepted: "rng/cuda" may be absent or extra
