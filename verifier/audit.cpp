@@ -97,7 +97,17 @@ Result<AuditFinding> audit_epoch(EvidenceSource& source, const Task& task, std::
                          std::to_string(records.size() - 1));
   }
   VT_ASSIGN_OR_RETURN(Bytes start, source.snapshot(epoch - 1, before->record.root, std::nullopt));
-  VT_ASSIGN_OR_RETURN(auto trainer, training::Trainer::restore(task, start, trainer_options));
+  // The same checks a verifier makes before replaying (epoch_check.h): what the provider got
+  // wrong in the state it committed is a rejection naming the epoch, not an input error.
+  VT_ASSIGN_OR_RETURN(CheckContext ctx, make_check_context(task, trainer_options));
+  if (auto problems = check_committed_state(start, *before, ctx); !problems.empty()) {
+    return rejected("epoch " + std::to_string(epoch - 1) + ": the committed state: " + problems.front());
+  }
+  auto restored = restore_committed(task, start, trainer_options);
+  if (!restored && restored.error().code == Errc::kRejected) {
+    return rejected("epoch " + std::to_string(epoch - 1) + ": " + restored.error().message);
+  }
+  VT_ASSIGN_OR_RETURN(auto trainer, std::move(restored));
 
   // Replay, gathering the trail at the committed positions as the steps pass.
   std::vector<fp::Fingerprint> committed_trail;

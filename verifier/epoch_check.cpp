@@ -161,7 +161,7 @@ Result<Replay> replay_here(const CheckContext& ctx, ByteSpan start) {
   // From bytes only: nothing is shared with the provider's run.
   const auto t0 = std::chrono::steady_clock::now();
   Replay r;
-  VT_ASSIGN_OR_RETURN(auto trainer, training::Trainer::restore(*ctx.task, start, ctx.trainer));
+  VT_ASSIGN_OR_RETURN(auto trainer, restore_committed(*ctx.task, start, ctx.trainer));
   r.notes = trainer->replay_notes();
   // The trail as an honest provider takes it (provider/provider.cpp), to compare bit for bit:
   // exact mode only, the one mode where it is compared (each point is a device gather).
@@ -265,9 +265,24 @@ Result<EpochCheck> check_epoch(EvidenceSource& source, const CheckContext& ctx, 
                                const SignedRecord& after, bool after_needed_later) {
   VT_ASSIGN_OR_RETURN(PreparedEpoch prepared, prepare_epoch(source, ctx, before, after, after_needed_later));
   if (!prepared.replayable()) return std::move(prepared.check);
-  VT_ASSIGN_OR_RETURN(Replay replay, replay_here(ctx, prepared.start));
-  VT_RETURN_IF_ERROR(fetch_after_if_replay_missed(source, ctx, prepared, replay));
-  return judge_epoch(std::move(prepared), replay, ctx);
+  auto replay = replay_here(ctx, prepared.start);
+  if (!replay) return unreplayable(std::move(prepared), replay.error());
+  VT_RETURN_IF_ERROR(fetch_after_if_replay_missed(source, ctx, prepared, *replay));
+  return judge_epoch(std::move(prepared), *replay, ctx);
+}
+
+Result<std::unique_ptr<training::Trainer>> restore_committed(const Task& task, ByteSpan state,
+                                                             const training::TrainerOptions& options) {
+  auto restored = training::Trainer::restore(task, state, options);
+  if (restored || restored.error().code == Errc::kIo) return restored;
+  if (auto fresh = training::Trainer::create(task, options); !fresh) return restored.error();
+  return rejected("the committed state cannot be restored: " + restored.error().message);
+}
+
+Result<EpochCheck> unreplayable(PreparedEpoch prepared, const Error& replay_error) {
+  if (replay_error.code != Errc::kRejected) return replay_error;
+  prepared.check.failures.push_back(epoch_text(prepared.check.epoch) + ": " + replay_error.message);
+  return std::move(prepared.check);
 }
 
 }  // namespace vt::verifier

@@ -105,6 +105,14 @@ struct Replay {
   std::vector<nlohmann::json> trail;  // at the task's trail seeds every trail_interval steps
 };
 Result<Replay> replay_here(const CheckContext& ctx, ByteSpan start);
+// Restores a committed state that passed check_committed_state. It can still fail to restore
+// (RNG or optimizer bytes of the right size but no valid content); when this verifier can build
+// the task's fresh state, its own setup is sound and the failure is the provider's: rejected.
+Result<std::unique_ptr<training::Trainer>> restore_committed(const Task& task, ByteSpan state,
+                                                             const training::TrainerOptions& options);
+// A replay that failed: the provider's fault (rejected) becomes the epoch's failure, anything
+// else stays an error.
+Result<EpochCheck> unreplayable(PreparedEpoch prepared, const Error& replay_error);
 
 // Fetches the committed "after" state when prepare_epoch left it and the replay missed the
 // committed root (exact mode): the state is then evidence, and is checked like any other.

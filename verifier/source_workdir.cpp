@@ -57,7 +57,7 @@ class WorkdirSource final : public EvidenceSource {
 }  // namespace
 
 Result<std::unique_ptr<EvidenceSource>> open_workdir_source(const std::filesystem::path& workdir) {
-  VT_ASSIGN_OR_RETURN(provider::Workdir w, provider::Workdir::open_existing(workdir));
+  VT_ASSIGN_OR_RETURN(provider::Workdir w, provider::Workdir::layout_of(workdir));
   return std::unique_ptr<EvidenceSource>(std::make_unique<WorkdirSource>(std::move(w)));
 }
 

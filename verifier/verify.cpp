@@ -164,11 +164,16 @@ class Run {
     std::unique_ptr<ReplayJobs> pool;  // made at the first replay, when a state's size is known
     std::deque<PreparedEpoch> started;
     auto finish_oldest = [&]() -> Status {
-      VT_ASSIGN_OR_RETURN(Replay replay, pool->finish_oldest());  // the replay of started.front()
+      auto replay = pool->finish_oldest();  // the replay of started.front()
       PreparedEpoch prepared = std::move(started.front());
       started.pop_front();
-      VT_RETURN_IF_ERROR(fetch_after_if_replay_missed(source_, ctx_, prepared, replay));
-      VT_ASSIGN_OR_RETURN(EpochCheck check, judge_epoch(std::move(prepared), replay, ctx_));
+      if (!replay) {
+        VT_ASSIGN_OR_RETURN(EpochCheck check, unreplayable(std::move(prepared), replay.error()));
+        record(std::move(check));
+        return {};
+      }
+      VT_RETURN_IF_ERROR(fetch_after_if_replay_missed(source_, ctx_, prepared, *replay));
+      VT_ASSIGN_OR_RETURN(EpochCheck check, judge_epoch(std::move(prepared), *replay, ctx_));
       record(std::move(check));
       return {};
     };

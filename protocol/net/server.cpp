@@ -1,5 +1,7 @@
 #include "protocol/net/server.h"
 
+#include <exception>
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 
@@ -85,7 +87,18 @@ Result<std::unique_ptr<Server>> Server::start(ServerConfig config, std::shared_p
   impl->accept_next();
   for (std::size_t i = 0; i < impl->config.threads; ++i) {
     Impl* raw = impl.get();
-    impl->threads.emplace_back([raw] { raw->io->run(); });
+    impl->threads.emplace_back([raw] {
+      // A handler that throws (out of memory, a bug) must cost one connection, not the whole
+      // provider: an exception leaving a thread's entry function would terminate the process.
+      for (;;) {
+        try {
+          raw->io->run();
+          return;
+        } catch (const std::exception&) {
+          raw->metrics->count_error("internal");
+        }
+      }
+    });
   }
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }

@@ -43,6 +43,14 @@ Result<Workdir> Workdir::open_existing(const fs::path& dir) {
   return w;
 }
 
+Result<Workdir> Workdir::layout_of(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return invalid_input(dir.string() + " is not a folder (give the provider's workdir)");
+  Workdir w;
+  w.dir_ = dir;
+  return w;
+}
+
 Result<Workdir> Workdir::open_for(const fs::path& dir, const Task& task) {
   std::error_code ec;
   fs::create_directories(dir, ec);

@@ -20,6 +20,9 @@ class Workdir {
   static Result<Workdir> open_for(const std::filesystem::path& dir, const Task& task);
   // Opens an existing workdir and reads its task.
   static Result<Workdir> open_existing(const std::filesystem::path& dir);
+  // The layout of `dir` without reading its task.json: for a verifier, which judges by its own
+  // task and must not let a provider's broken task.json decide the outcome. task() is empty.
+  static Result<Workdir> layout_of(const std::filesystem::path& dir);
 
   Workdir(Workdir&& other) noexcept;
   Workdir& operator=(Workdir&& other) noexcept;

@@ -60,6 +60,16 @@ Result<Bytes> shift_tensor(ByteSpan state, const std::string& name, double fract
   return out;
 }
 
+Result<Bytes> fill_tensor(ByteSpan state, const std::string& name, std::uint8_t byte) {
+  VT_ASSIGN_OR_RETURN(SafetensorsView view, parse_safetensors(state));
+  const TensorEntry* t = view.find(name);
+  if (t == nullptr) return invalid_input("forger: no tensor " + name);
+  Bytes out(state.begin(), state.end());
+  const std::size_t data_at = static_cast<std::size_t>(view.data(*t).data() - state.data());
+  std::memset(out.data() + data_at, byte, t->nbytes());
+  return out;
+}
+
 Result<Bytes> add_tensor(ByteSpan state, const std::string& name, std::vector<std::int64_t> shape) {
   VT_ASSIGN_OR_RETURN(SafetensorsView view, parse_safetensors(state));
   std::int64_t numel = 1;

@@ -42,6 +42,9 @@ Result<nlohmann::json> fingerprint_over(ByteSpan state, const Digest& seed, cons
 // are rewritten in place, so the file stays canonical).
 Result<Bytes> shift_tensor(ByteSpan state, const std::string& name, double fraction, float delta);
 
+// Every byte of tensor `name` (any dtype) set to `byte`, in place: the file stays canonical.
+Result<Bytes> fill_tensor(ByteSpan state, const std::string& name, std::uint8_t byte);
+
 // The state with one more F32 tensor of zeros (the file rewritten canonically).
 Result<Bytes> add_tensor(ByteSpan state, const std::string& name, std::vector<std::int64_t> shape);
 

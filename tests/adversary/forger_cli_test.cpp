@@ -102,6 +102,47 @@ TEST(ForgerCli, BadMetadataIsExitOneNotAnInputError) {
   EXPECT_EQ(nlohmann::json::parse(r.out)["provider"]["pinned"], false);
 }
 
+// The verifier judges by its own task file: a workdir whose task.json is broken or missing is
+// still judged, by its log and snapshots.
+TEST(ForgerCli, BrokenWorkdirTaskJsonDoesNotStopTheVerdict) {
+  Cli c;
+  const fs::path own_task = c.dir / "task.json";
+  fs::copy_file(c.wd / "task.json", own_task);
+  ASSERT_TRUE(write_file_atomic(c.wd / "task.json", "{ not json").ok());
+  auto r = run_command(veritrain_binary() + " --json verify --task " + own_task.string() + " --workdir " +
+                           c.wd.string() + " --check-probability 1 --seed 01 --jobs 1 --report " +
+                           (c.dir / "report").string() + " --provider-key " + provider_fp(),
+                       c.dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["result"], "accepted");
+  fs::remove(c.wd / "task.json");
+  r = run_command(veritrain_binary() + " verify --task " + own_task.string() + " --workdir " + c.wd.string() +
+                      " --check-probability 1 --seed 01 --jobs 1 --report " + (c.dir / "report2").string(),
+                  c.dir.path());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+// A committed state that cannot be restored: verify rejects with a verdict, audit exits 1
+// naming the epoch (neither is the auditor's input error).
+TEST(ForgerCli, UnrestorableStateIsExitOneForVerifyAndAudit) {
+  Cli c;
+  Status s = reforge_workdir(c.wd, provider_key(), [&](std::uint64_t e, CommitRecord& r, Bytes& state) -> Status {
+    if (e != 1) return {};
+    VT_ASSIGN_OR_RETURN(state, fill_tensor(state, "rng/cpu", 0xff));
+    return commit_state(c.task, e, state, r);
+  });
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  auto v = c.verify("--provider-key " + provider_fp());
+  ASSERT_EQ(v.exit_code, 1) << v.out << v.err;
+  EXPECT_NE(v.out.find("epoch 2: the committed state cannot be restored"), std::string::npos) << v.out;
+  EXPECT_TRUE(fs::exists(c.dir / "report/verdict.json"));
+  auto audit = run_command(veritrain_binary() + " audit --task " + c.task_file() + " --workdir " + c.wd.string() +
+                               " --epoch 2 --provider-key " + provider_fp(),
+                           c.dir.path());
+  EXPECT_EQ(audit.exit_code, 1) << audit.out << audit.err;
+  EXPECT_NE(audit.err.find("epoch 1: the committed state cannot be restored"), std::string::npos) << audit.err;
+}
+
 TEST(ForgerCli, TrustAnchorOnVerifyLogVerifyAndAudit) {
   Cli c;
   const SigningKey fresh = *SigningKey::generate();

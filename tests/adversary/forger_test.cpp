@@ -169,6 +169,21 @@ TEST(Forger, MetadataThatDisagreesWithTheTaskIsARejection) {
       << reasons(v);
 }
 
+// A state whose RNG bytes are no generator state at all (the right size, so every plan and list
+// check passes): restoring it fails, and that is the provider's failure, named with the epoch.
+TEST(Forger, StateThatCannotBeRestoredIsARejection) {
+  Forged f(tiny_task(17));
+  Status s = reforge_workdir(f.wd, provider_key(), [&](std::uint64_t e, CommitRecord& r, Bytes& state) -> Status {
+    if (e != 1) return {};
+    VT_ASSIGN_OR_RETURN(state, fill_tensor(state, "rng/cpu", 0xff));
+    return commit_state(f.task, e, state, r);
+  });
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  const verifier::Verdict v = verify_all(f);
+  EXPECT_FALSE(v.accepted);
+  EXPECT_NE(reasons(v).find("epoch 2: the committed state cannot be restored"), std::string::npos) << reasons(v);
+}
+
 // A state with a tensor the task's model does not have, committed with fingerprints over the
 // task's own tensors (so every plan is the one the task derives): the tensor list gives it away.
 TEST(Forger, StateWithATensorTheTaskLacksIsRejected) {
