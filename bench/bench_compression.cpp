@@ -183,20 +183,23 @@ T must(vt::Result<T> r, const char* what) {
 double ratio(double raw, double coded) { return std::round(raw / coded * 1000) / 1000; }
 double mb_s(double bytes, double s) { return std::round(bytes / s / 1e6); }
 
-const char* flag(int argc, char** argv, const char* name) {
-  for (int i = 1; i + 1 < argc; ++i) if (std::string(argv[i]) == name) return argv[i + 1];
-  return nullptr;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::int64_t params = 8'000'000;
+  double rel = 1e-4;
+  double xz_sample_mb = 32;
+  std::string snapshot_file, after_file_name;
+  CLI::App app{"bench_compression: container ratio and per-core speed against zstd and xz"};
+  app.add_option("--params", params, "Parameters of the synthetic state")->check(CLI::PositiveNumber);
+  app.add_option("--rel-update", rel, "Relative size of the synthetic update")->check(CLI::PositiveNumber);
+  app.add_option("--xz-sample-mb", xz_sample_mb, "Megabytes xz compresses (it is slow)")->check(CLI::PositiveNumber);
+  app.add_option("--snapshot", snapshot_file, "A real snapshot instead of the synthetic state")->check(CLI::ExistingFile);
+  app.add_option("--after", after_file_name, "The snapshot after it, for the pair figures")->check(CLI::ExistingFile);
+  if (auto stop = vt::bench::parse_flags(app, argc, argv)) return *stop;
+  const char* snapshot = snapshot_file.empty() ? nullptr : snapshot_file.c_str();
+  const char* after_file = after_file_name.empty() ? nullptr : after_file_name.c_str();
   vt::bench::Report report(argc, argv);
-  std::int64_t params = flag(argc, argv, "--params") ? std::atoll(flag(argc, argv, "--params")) : 8'000'000;
-  double rel = flag(argc, argv, "--rel-update") ? std::atof(flag(argc, argv, "--rel-update")) : 1e-4;
-  double xz_sample_mb = flag(argc, argv, "--xz-sample-mb") ? std::atof(flag(argc, argv, "--xz-sample-mb")) : 32;
-  const char* snapshot = flag(argc, argv, "--snapshot");
-  const char* after_file = flag(argc, argv, "--after");
 
   Bytes before, dense, sparse, epoch;
   if (snapshot) {

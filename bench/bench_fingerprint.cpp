@@ -55,6 +55,8 @@ double openssl_cli_seconds(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  CLI::App app{"bench_fingerprint: Merkle root and fingerprint speed against OpenSSL's SHA-256"};
+  if (auto stop = vt::bench::parse_flags(app, argc, argv)) return *stop;
   vt::bench::Report report(argc, argv);
   const vt::Bytes snapshot = make_snapshot();
   const double gb = static_cast<double>(snapshot.size()) / 1e9;

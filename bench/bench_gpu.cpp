@@ -64,7 +64,7 @@ vt::Result<vt::Task> gpt_task(const Size& s, const std::string& device) {
   task.epochs = s.epochs;
   task.steps_per_epoch = s.steps;
   task.batch_size = s.batch;
-  task.optimizer = {"adamw", 3e-4, 0.0, false, 0.01, 0.9, 0.999, 1e-8};
+  task.optimizer = {.name = "adamw", .lr = 3e-4, .weight_decay = 0.01};
   task.model.options = {{"vocab", s.vocab},     {"d_model", s.d_model}, {"layers", s.layers},
                         {"heads", s.heads},     {"seq_len", s.seq_len}, {"mlp_ratio", 4},
                         {"dropout_permille", 0}};
@@ -268,15 +268,10 @@ int main(int argc, char** argv) {
   const auto info = vt::training::runtime_info();
   std::string device = info.cuda_available ? "cuda" : "cpu";
   fs::path dir = fs::temp_directory_path();
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--device" && i + 1 < argc) device = argv[++i];
-    else if (flag == "--dir" && i + 1 < argc) dir = argv[++i];
-    else if (flag != "--json") {
-      std::fprintf(stderr, "usage: bench_gpu [--json] [--device cpu|cuda] [--dir SCRATCH]\n");
-      return 2;
-    }
-  }
+  CLI::App app{"bench_gpu: the issue-11 figures on the machine's device"};
+  app.add_option("--device", device, "cpu or cuda (default: cuda when present)")->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--dir", dir, "Scratch folder");
+  if (auto stop = vt::bench::parse_flags(app, argc, argv)) return *stop;
   const bool cuda = device != "cpu";
   const fs::path scratch = dir / ("vt-bench-gpu-" + std::to_string(::getpid()));
   fs::create_directories(scratch);

@@ -87,6 +87,8 @@ int fail(const std::string& what, const Error& e) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  CLI::App app{"bench_protocol: TLS transfer speed against plain TCP and a memory copy"};
+  if (auto stop = vt::bench::parse_flags(app, argc, argv)) return *stop;
   bench::Report report(argc, argv);
   const std::size_t floats = std::size_t{16} << 20;  // 64 MiB of weights
   auto catalog = std::make_shared<testing::MemoryCatalog>(floats);

@@ -65,29 +65,20 @@ struct Args {
   fs::path dir = fs::temp_directory_path();
 };
 
-bool parse(int argc, char** argv, Args& a) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--json") continue;
-    if (flag == "--before") {
-      a.before = true;
-      continue;
-    }
-    if (i + 1 >= argc) return false;
-    const char* v = argv[++i];
-    if (flag == "--d-model") a.d_model = std::atoll(v);
-    else if (flag == "--layers") a.layers = std::atoll(v);
-    else if (flag == "--vocab") a.vocab = std::atoll(v);
-    else if (flag == "--seq-len") a.seq_len = std::atoll(v);
-    else if (flag == "--batch") a.batch = std::atoll(v);
-    else if (flag == "--steps") a.steps = std::atoll(v);
-    else if (flag == "--epochs") a.epochs = std::atoll(v);
-    else if (flag == "--threads") a.threads = std::atoll(v);
-    else if (flag == "--repeat") a.repeat = std::atoll(v);
-    else if (flag == "--dir") a.dir = v;
-    else return false;
-  }
-  return a.epochs >= 3 && a.steps >= 1 && a.threads >= 1 && a.repeat >= 1;
+std::optional<int> parse(int argc, char** argv, Args& a) {
+  CLI::App app{"bench_provider: epoch time with commitments against without, per-stage times"};
+  app.add_option("--d-model", a.d_model, "gpt width")->check(CLI::PositiveNumber);
+  app.add_option("--layers", a.layers, "gpt blocks")->check(CLI::PositiveNumber);
+  app.add_option("--vocab", a.vocab, "gpt vocabulary")->check(CLI::PositiveNumber);
+  app.add_option("--seq-len", a.seq_len, "Tokens per example")->check(CLI::PositiveNumber);
+  app.add_option("--batch", a.batch, "Examples per step")->check(CLI::PositiveNumber);
+  app.add_option("--steps", a.steps, "Steps per epoch")->check(CLI::PositiveNumber);
+  app.add_option("--epochs", a.epochs, "Epochs (one warm-up, at least two timed)")->check(CLI::Range(3, 1 << 20));
+  app.add_option("--threads", a.threads, "The task's intra-op threads")->check(CLI::PositiveNumber);
+  app.add_option("--repeat", a.repeat, "Rounds; figures are medians")->check(CLI::PositiveNumber);
+  app.add_flag("--before", a.before, "Also run the old pipeline set-up in each round");
+  app.add_option("--dir", a.dir, "Scratch folder");
+  return vt::bench::parse_flags(app, argc, argv);
 }
 
 vt::Result<vt::Task> make_task(const Args& a) {
@@ -96,7 +87,7 @@ vt::Result<vt::Task> make_task(const Args& a) {
   task.steps_per_epoch = a.steps;
   task.batch_size = a.batch;
   task.intra_op_threads = a.threads;
-  task.optimizer = {"adamw", 3e-4, 0.0, false, 0.01, 0.9, 0.999, 1e-8};
+  task.optimizer = {.name = "adamw", .lr = 3e-4, .weight_decay = 0.01};
   task.model.options = {{"vocab", a.vocab}, {"d_model", a.d_model}, {"layers", a.layers}, {"heads", 4},
                         {"seq_len", a.seq_len}, {"mlp_ratio", 4},       {"dropout_permille", 0}};
   task.dataset.options = {{"samples", a.steps * task.batch_size}};
@@ -224,12 +215,7 @@ vt::Result<PipelineCost> pipeline_alone(const vt::Task& task, const fs::path& wo
 
 int main(int argc, char** argv) {
   Args args;
-  if (!parse(argc, argv, args)) {
-    std::fprintf(stderr,
-                 "usage: bench_provider [--json] [--d-model N] [--layers N] [--vocab N] [--seq-len N] [--batch N] [--steps N] "
-                 "[--epochs N>=3] [--threads N] [--repeat N] [--before] [--dir SCRATCH]\n");
-    return 2;
-  }
+  if (auto stop = parse(argc, argv, args)) return *stop;
   auto fail = [](const std::string& what, const vt::Error& e) {
     std::fprintf(stderr, "bench_provider: %s: %s\n", what.c_str(), e.message.c_str());
     return 1;

@@ -37,21 +37,15 @@ struct Args {
   std::int64_t threads = 1;    // the task's intra-op threads
 };
 
-bool parse(int argc, char** argv, Args& a) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--json") continue;
-    if (i + 1 >= argc) return false;
-    const char* v = argv[++i];
-    if (flag == "--model") a.model = v;
-    else if (flag == "--width") a.width = std::atoll(v);
-    else if (flag == "--d-model") a.d_model = std::atoll(v);
-    else if (flag == "--steps") a.steps = std::atoll(v);
-    else if (flag == "--epochs") a.epochs = std::atoll(v);
-    else if (flag == "--threads") a.threads = std::atoll(v);
-    else return false;
-  }
-  return a.epochs >= 3 && a.steps >= 1 && a.threads >= 1;
+std::optional<int> parse(int argc, char** argv, Args& a) {
+  CLI::App app{"bench_training: samples/s per model, and a replay against its training"};
+  app.add_option("--model", a.model, "cnn, gpt or all")->check(CLI::IsMember({"cnn", "gpt", "all"}));
+  app.add_option("--width", a.width, "cnn width")->check(CLI::PositiveNumber);
+  app.add_option("--d-model", a.d_model, "gpt width")->check(CLI::PositiveNumber);
+  app.add_option("--steps", a.steps, "Steps per epoch")->check(CLI::PositiveNumber);
+  app.add_option("--epochs", a.epochs, "Epochs (one warm-up, at least two timed)")->check(CLI::Range(3, 1 << 20));
+  app.add_option("--threads", a.threads, "The task's intra-op threads")->check(CLI::PositiveNumber);
+  return vt::bench::parse_flags(app, argc, argv);
 }
 
 vt::Result<vt::Task> make_task(const std::string& model, const Args& a) {
@@ -60,7 +54,7 @@ vt::Result<vt::Task> make_task(const std::string& model, const Args& a) {
   task.steps_per_epoch = a.steps;
   task.intra_op_threads = a.threads;
   // AdamW: its two moments make the snapshot three times the weights, as in real jobs.
-  task.optimizer = {"adamw", 1e-3, 0.0, false, 0.01, 0.9, 0.999, 1e-8};
+  task.optimizer = {.name = "adamw", .lr = 1e-3, .weight_decay = 0.01};
   if (model == "cnn") {
     task.model.options = {{"width", a.width}, {"blocks", 1}, {"classes", 10}};
     task.batch_size = 32;
@@ -125,12 +119,7 @@ vt::Result<Figures> measure(const vt::Task& task) {
 
 int main(int argc, char** argv) {
   Args args;
-  if (!parse(argc, argv, args)) {
-    std::fprintf(stderr,
-                 "usage: bench_training [--json] [--model cnn|gpt|all] [--width N] [--d-model N] "
-                 "[--steps N] [--epochs E>=3] [--threads N]\n");
-    return 2;
-  }
+  if (auto stop = parse(argc, argv, args)) return *stop;
   std::vector<std::string> models{"cnn", "gpt"};
   if (args.model != "all") models = {args.model};
   vt::bench::Report report(argc, argv);

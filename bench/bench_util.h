@@ -2,9 +2,11 @@
 // Every bench_<module> prints one "key: value" line per figure, or with --json the same keys as
 // one JSON object. Baselines are measured in the same run and reported beside our figures.
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -28,6 +30,19 @@ class Report {
   bool json_ = false;
   nlohmann::json out_ = nlohmann::json::object();
 };
+
+// Parses `app` (every bench also takes --json, read by Report) the way the veritrain binary
+// parses its flags. Returns the exit code when the program should stop (--help, or a flag that
+// is wrong, which CLI11 names), nothing to go on.
+inline std::optional<int> parse_flags(CLI::App& app, int argc, char** argv) {
+  app.add_flag("--json", "Print the figures as one JSON object");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return std::nullopt;
+}
 
 inline double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -51,19 +51,12 @@ struct Args {
 // program should stop (help, or a flag that is wrong), nothing to go on.
 std::optional<int> parse(int argc, char** argv, Args& a) {
   CLI::App app{"bench_verify: verify wall time against the sum of its replays, bytes per check"};
-  bool json = false;  // the output is JSON either way; accepted for `make bench`'s uniform calls
-  app.add_flag("--json", json, "Print the figures as JSON (always)");
   app.add_option("--epochs", a.epochs, "Epochs of the task, all challenged")->check(CLI::Range(2, 1 << 20));
   app.add_option("--steps", a.steps, "Steps per epoch")->check(CLI::PositiveNumber);
   app.add_option("--width", a.width, "cnn width")->check(CLI::PositiveNumber);
   app.add_option("--jobs", a.jobs, "verify --jobs (0: automatic)");
   app.add_option("--dir", a.dir, "Scratch folder");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  return std::nullopt;
+  return vt::bench::parse_flags(app, argc, argv);
 }
 
 vt::Result<vt::Task> make_task(const Args& a) {
@@ -72,7 +65,7 @@ vt::Result<vt::Task> make_task(const Args& a) {
   task.steps_per_epoch = a.steps;
   task.intra_op_threads = 1;
   task.determinism = "exact";
-  task.optimizer = {"adamw", 1e-3, 0.0, false, 0.01, 0.9, 0.999, 1e-8};
+  task.optimizer = {.name = "adamw", .lr = 1e-3, .weight_decay = 0.01};
   task.model.options = {{"width", a.width}, {"blocks", 1}, {"classes", 10}};
   task.batch_size = 32;
   task.dataset.options = {{"samples", a.steps * task.batch_size}};

@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
   task.tolerance = {1e-6, 1e-5, 1e-4, 0.01};
   task.model = {"gpt", {{"vocab", 16}, {"d_model", 8}, {"layers", 1}, {"heads", 2}, {"seq_len", 4}}, "", ""};
   task.dataset.options = {{"samples", 8}};
-  task.optimizer = {"adamw", 3e-3, 0.0, false, 0.01, 0.9, 0.95, 1e-8};
+  task.optimizer = {.name = "adamw", .lr = 3e-3, .weight_decay = 0.01, .beta2 = 0.95};
   task.schedule = {"cosine", 1, 0.1, 3e-4, 8};
   put(out / "task" / "gpt_tolerance.json", vt::as_bytes(vt::pretty_task_json(task)));
 

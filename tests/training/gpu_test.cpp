@@ -29,7 +29,7 @@ Task cuda_task(const std::string& model) {
   task.steps_per_epoch = 4;
   task.batch_size = 8;
   task.dataset.options = {{"samples", 32}};
-  task.optimizer = {"adamw", 1e-3, 0.0, false, 0.01, 0.9, 0.999, 1e-8};
+  task.optimizer = {.name = "adamw", .lr = 1e-3, .weight_decay = 0.01};
   if (model == "cnn") {
     task.model.options = {{"width", 8}, {"blocks", 1}, {"classes", 10}};
   } else {

@@ -1,1 +1,0 @@
-set(VT_VERIFIER_POLICY_SOURCES policy.cpp plan.cpp report.cpp html_report.cpp)
