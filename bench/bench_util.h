@@ -35,11 +35,11 @@ class Report {
 // parses its flags. Returns the exit code when the program should stop (--help, or a flag that
 // is wrong, which CLI11 names), nothing to go on.
 inline std::optional<int> parse_flags(CLI::App& app, int argc, char** argv) {
-  app.add_flag("--json", "Print the figures as one JSON object");
+  app.add_flag("--json")->description("Print the figures as one JSON object");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return app.exit(e) == 0 ? 0 : 2;  // usage errors exit 2, as the veritrain binary's do
   }
   return std::nullopt;
 }
