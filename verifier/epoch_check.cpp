@@ -274,7 +274,10 @@ Result<EpochCheck> check_epoch(EvidenceSource& source, const CheckContext& ctx, 
 Result<std::unique_ptr<training::Trainer>> restore_committed(const Task& task, ByteSpan state,
                                                              const training::TrainerOptions& options) {
   auto restored = training::Trainer::restore(task, state, options);
-  if (restored || restored.error().code == Errc::kIo) return restored;
+  // Refused settings (a thread count or device this verifier was told to use) come back as
+  // input errors and stay the verifier's; only a state whose bytes LibTorch cannot load is
+  // the provider's.
+  if (restored || restored.error().code != Errc::kInternal) return restored;
   if (auto fresh = training::Trainer::create(task, options); !fresh) return restored.error();
   return rejected("the committed state cannot be restored: " + restored.error().message);
 }

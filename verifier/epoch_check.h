@@ -106,8 +106,9 @@ struct Replay {
 };
 Result<Replay> replay_here(const CheckContext& ctx, ByteSpan start);
 // Restores a committed state that passed check_committed_state. It can still fail to restore
-// (RNG or optimizer bytes of the right size but no valid content); when this verifier can build
-// the task's fresh state, its own setup is sound and the failure is the provider's: rejected.
+// (RNG or optimizer bytes of the right size but no valid content, which LibTorch throws on);
+// when this verifier can build the task's fresh state, its own setup is sound and the failure
+// is the provider's: rejected. Settings this replay refuses stay input errors.
 Result<std::unique_ptr<training::Trainer>> restore_committed(const Task& task, ByteSpan state,
                                                              const training::TrainerOptions& options);
 // A replay that failed: the provider's fault (rejected) becomes the epoch's failure, anything
