@@ -49,9 +49,8 @@ Result<Economics> economics(const PlanInputs& in, double p) {
     e.honest_cost = *in.honest_cost;
     e.cost_basis = "given";
   } else if (in.estimate) {
-    e.honest_cost = static_cast<double>(in.epochs) * static_cast<double>(in.estimate->steps_per_epoch) *
-                    in.estimate->step_seconds;
-    e.cost_basis = "estimated: N x epoch seconds (device-seconds; R and D in the same unit)";
+    e.honest_cost = estimated_honest_cost(*in.estimate, in.epochs);
+    e.cost_basis = kEstimatedCostBasis;
   } else {
     return invalid_input("--reward/--penalty: the honest cost K is unknown; pass --cost or let plan measure an estimate");
   }
@@ -91,6 +90,10 @@ Result<Economics> economics(const PlanInputs& in, double p) {
 }
 
 }  // namespace
+
+double estimated_honest_cost(const training::MemoryEstimate& estimate, std::uint64_t epochs) {
+  return static_cast<double>(epochs) * static_cast<double>(estimate.steps_per_epoch) * estimate.step_seconds;
+}
 
 double detection_probability(double p, std::uint64_t cheated, std::uint64_t epochs) {
   if (epochs == 0) return 0.0;

@@ -189,6 +189,32 @@ Result<CheckedVerdict> verify_verdict_file(const std::filesystem::path& path, co
   return verify_verdict_text(text, expected, path.string());
 }
 
+std::string verdict_sentence(const Verdict& v) {
+  std::size_t passed = 0;
+  for (const EpochCheck& c : v.checks) passed += c.passed ? 1 : 0;
+  const ProbabilityDerivation& d = v.plan.derivation;
+  const std::string replayed = std::to_string(v.checks.size()) + " of " + std::to_string(v.epochs) + " epochs replayed";
+  if (v.accepted) {
+    std::string s = "Accepted: " + replayed + ", each matching the provider's commitments";
+    if (!d.method.empty()) s += "; " + detection_claim(d);
+    if (d.economics) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "; with R = %g, D = %g and K = %g, cheating on any number of epochs does not pay",
+                    d.economics->reward, d.economics->penalty, d.economics->cost);
+      s += buf;
+    }
+    return s + ".";
+  }
+  std::string s = "Rejected: ";
+  if (!v.checks.empty()) {
+    s += replayed + ", " + std::to_string(v.checks.size() - passed) + " failed; ";
+  }
+  if (v.reasons.empty()) return s + "no reason was recorded.";
+  s += v.reasons.front();
+  if (v.reasons.size() > 1) s += " (and " + std::to_string(v.reasons.size() - 1) + " more reasons below)";
+  return s + ".";
+}
+
 std::string verdict_summary(const Verdict& v, const std::filesystem::path& report_dir) {
   std::string s;
   s += std::string(v.accepted ? "ACCEPTED" : "REJECTED") + "  task " + v.task_id.substr(0, 16) + "..., " +
@@ -200,6 +226,7 @@ std::string verdict_summary(const Verdict& v, const std::filesystem::path& repor
                 static_cast<unsigned long long>(v.epochs), v.plan.derivation.p, v.plan.derivation.method.c_str(),
                 v.plan.fallback_used ? "; none drawn, one picked uniformly" : "");
   s += line;
+  if (!v.plan.derivation.guarantee.empty()) s += "policy: " + v.plan.derivation.guarantee + "\n";
   for (const EpochCheck& c : v.checks) {
     std::snprintf(line, sizeof line, "  epoch %llu  %s  replay %.2f s, %llu bytes fetched%s\n",
                   static_cast<unsigned long long>(c.epoch), c.passed ? "passed" : "FAILED", c.replay_seconds,
@@ -216,6 +243,7 @@ std::string verdict_summary(const Verdict& v, const std::filesystem::path& repor
   }
   for (const std::string& r : v.reasons) s += "reason: " + r + "\n";
   for (const std::string& n : v.notes) s += "note: " + n + "\n";
+  s += verdict_sentence(v) + "\n";
   if (!report_dir.empty()) {
     s += "report: " + (report_dir / "report.html").string() + ", signed verdict: " +
          (report_dir / "verdict.json").string() + "\n";
