@@ -47,7 +47,7 @@ void check_page(const fs::path& page, const fs::path& scratch, const std::string
   EXPECT_EQ(view.inner_width, 1280);
   EXPECT_LE(view.scroll_width, view.inner_width) << page << " scrolls horizontally";
   if (const char* out = std::getenv("VT_SCREENSHOT_DIR"); out != nullptr && *out != '\0') {
-    EXPECT_TRUE(testing::screenshot(page, fs::path(out) / keep_as, scratch, 1500));
+    EXPECT_TRUE(testing::screenshot(page, fs::path(out) / keep_as, scratch, 1150, 0.625));
   }
 }
 

@@ -72,11 +72,12 @@ inline BrowserView view_in_chromium(const std::filesystem::path& page, const std
   return v;
 }
 
-// A PNG of the page's first `height` pixels at 1280 px wide.
+// A PNG of the page's first `height` CSS pixels laid out 1280 px wide, drawn at `scale` (0.625:
+// an 800 px wide image, small enough for docs/).
 inline bool screenshot(const std::filesystem::path& page, const std::filesystem::path& png,
-                       const std::filesystem::path& scratch, int height) {
-  CommandResult r = run_command(chromium_command(scratch / "profile", "--screenshot=" + png.string(), page, height),
-                                scratch);
+                       const std::filesystem::path& scratch, int height, double scale = 1.0) {
+  const std::string action = "--force-device-scale-factor=" + std::to_string(scale) + " --screenshot=" + png.string();
+  CommandResult r = run_command(chromium_command(scratch / "profile", action, page, height), scratch);
   return r.exit_code == 0 && std::filesystem::exists(png);
 }
 
