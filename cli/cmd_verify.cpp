@@ -210,7 +210,9 @@ Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
   if (ec && a.jobs != 1) spdlog::warn("verify: cannot locate this program ({}); replaying in this process", ec.message());
   if (!a.online) o.state_dir = verifier::state_dir(report);
   o.resume = !a.resume.empty();
-  VT_ASSIGN_OR_RETURN(verifier::Verdict verdict, verifier::verify(*source, task, o));
+  Result<verifier::Verdict> judged = verifier::verify(*source, task, o);
+  bar->finish();
+  VT_ASSIGN_OR_RETURN(verifier::Verdict verdict, std::move(judged));
 
   const std::string next = verifier::audit_command(verdict, a.task, a.source.workdir);
   VT_RETURN_IF_ERROR(verifier::write_report_folder(report, verdict, key, next));

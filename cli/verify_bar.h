@@ -21,8 +21,14 @@ class VerifyBar {
   VerifyBar() : on_(::isatty(STDERR_FILENO) == 1) {}
   VerifyBar(const VerifyBar&) = delete;
   VerifyBar& operator=(const VerifyBar&) = delete;
-  ~VerifyBar() {
+  ~VerifyBar() { finish(); }
+
+  // Clears the bar, so that the verdict printed next starts on a clean line.
+  void finish() {
+    std::lock_guard lock(mutex_);
     if (on_ && drawn_) std::fputs("\r\033[K", stderr);
+    std::fflush(stderr);
+    drawn_ = false;
   }
 
   bool on() const { return on_; }

@@ -6,6 +6,7 @@
 #include "common/file_io.h"
 #include "common/json.h"
 #include "protocol/log.h"
+#include "verifier/html_page.h"
 
 namespace vt::verifier {
 namespace {
@@ -43,6 +44,18 @@ nlohmann::json check_to_json(const EpochCheck& c) {
 
 std::string comparison_line(const char* what, const fp::Comparison& c) {
   char buf[320];
+  // Exact mode has no thresholds to quote: its values are bit-identical or they are not.
+  if (c.mode == fp::CompareMode::kExact && c.mismatches == 0) {
+    std::snprintf(buf, sizeof buf, "%s exact: bit-identical over %llu values", what,
+                  static_cast<unsigned long long>(c.compared));
+    return buf;
+  }
+  if (c.mode == fp::CompareMode::kExact) {
+    std::snprintf(buf, sizeof buf, "%s exact: %llu of %llu values differ (none allowed), max abs %.3g, rel L2 %.3g", what,
+                  static_cast<unsigned long long>(c.mismatches), static_cast<unsigned long long>(c.compared),
+                  c.max_abs_diff, c.rel_l2);
+    return buf;
+  }
   std::snprintf(buf, sizeof buf, "%s %s: %llu of %llu values differ (allowed %llu), max abs %.3g, rel L2 %.3g (limit %.3g)",
                 what, std::string(fp::compare_mode_name(c.mode)).c_str(),
                 static_cast<unsigned long long>(c.mismatches), static_cast<unsigned long long>(c.compared),
@@ -228,9 +241,9 @@ std::string verdict_summary(const Verdict& v, const std::filesystem::path& repor
   s += line;
   if (!v.plan.derivation.guarantee.empty()) s += "policy: " + v.plan.derivation.guarantee + "\n";
   for (const EpochCheck& c : v.checks) {
-    std::snprintf(line, sizeof line, "  epoch %llu  %s  replay %.2f s, %llu bytes fetched%s\n",
+    std::snprintf(line, sizeof line, "  epoch %llu  %s  replay %.2f s, %s fetched%s\n",
                   static_cast<unsigned long long>(c.epoch), c.passed ? "passed" : "FAILED", c.replay_seconds,
-                  static_cast<unsigned long long>(c.bytes_fetched), c.after_fetched ? "" : " (before state only)");
+                  html::bytes(c.bytes_fetched).c_str(), c.after_fetched ? "" : " (before state only)");
     s += line;
     if (c.fingerprint) s += "    " + comparison_line("fingerprint", *c.fingerprint) + "\n";
     if (c.full_state) s += "    " + comparison_line("full state", *c.full_state) + "\n";
