@@ -87,6 +87,9 @@ TEST(ReportCli, EconomicsSetsTheCheckProbabilityAndTheVerdictSaysWhatItGuarantee
   EXPECT_EQ(r.exit_code, 2) << r.err;
   r = run_command(w.verify("--cost 10 --report " + (w.dir / "r5").string()), w.dir.path());
   EXPECT_EQ(r.exit_code, 2) << r.err;
+  r = run_command(w.verify(""), w.dir.path());  // neither --report nor --resume
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("verify needs --report DIR (or --resume DIR)"), std::string::npos) << r.err;
 }
 
 TEST(ReportCli, ARejectionNamesTheAuditCommandAndItsPageReadsInABrowser) {
@@ -154,7 +157,7 @@ TEST(VerifyResume, AKilledVerifyContinuesWithTheSameChallengesAndReplaysOnlyTheR
   const fs::path report = dir / "report";
   const fs::path state = report / ".verify-state";
   std::vector<std::string> argv = {veritrain_binary(), "verify", "--task", (wd / "task.json").string(), "--workdir",
-                                   wd.string(), "--jobs", "1", "--check-probability", "0.6", "--key",
+                                   wd.string(), "--jobs", "1", "--check-probability", "0.8", "--key",
                                    (dir / "vkey").string(), "--provider-key", provider_key().public_key().fingerprint()};
   std::vector<std::string> first = argv;
   first.insert(first.end(), {"--report", report.string()});
