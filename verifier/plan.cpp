@@ -218,6 +218,12 @@ std::string plan_text(const Plan& plan) {
       s += fmt("                   counting the at-least-one fallback, the best cheat (%.0f epochs) gains %.4g\n",
                static_cast<double>(e.best_cheat_epochs), e.best_cheat_gain);
     }
+    if (e.can_be_safe) {
+      const double n = static_cast<double>(d.epochs);
+      s += fmt("                   verify --reward %g --penalty %g", e.reward, e.penalty) +
+           fmt(" --cost %g uses the smallest such p, %.4g: ", e.honest_cost, e.required_probability) +
+           fmt("%.2f checks expected\n", n * e.required_probability + (1.0 - e.cost_ratio));
+    }
   }
   return s;
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "verifier/plan.h"
@@ -105,6 +106,11 @@ TEST(EconomicsPolicy, AgreesWithThePlannersRequiredProbability) {
   Result<ProbabilityDerivation> d = derive_probability(economics(30, 70, 95), 40);
   ASSERT_TRUE(d.ok());
   EXPECT_NEAR(d->p, plan->economics->required_probability, 1e-15);
+  // plan says what verify would use, with the same expected checks.
+  char expected[128];
+  std::snprintf(expected, sizeof expected, "verify --reward 30 --penalty 70 --cost 95 uses the smallest such p, %.4g: %.2f",
+                d->p, d->expected_checks);
+  EXPECT_NE(plan_text(*plan).find(expected), std::string::npos) << plan_text(*plan);
 }
 
 TEST(EconomicsPolicy, OtherPoliciesStateTheirGuaranteeToo) {
