@@ -17,7 +17,7 @@
 #include "protocol/keys.h"
 #include "training/runtime.h"
 #include "training/zoo.h"
-#include "verifier/html_report.h"
+#include "verifier/report_folder.h"
 #include "verifier/verify.h"
 
 
@@ -96,14 +96,9 @@ Result<int> run_demo(Context& ctx, const std::string& out_dir, std::int64_t epoc
   provider.terminate();
 
   const fs::path report = out / "report";
-  fs::create_directories(report, ec);
   VT_ASSIGN_OR_RETURN(SigningKey key, load_or_create_signing_key(out / "verifier-keys"));
-  VT_RETURN_IF_ERROR(verifier::write_verdict_file(report / "verdict.json", verdict, key));
-  std::vector<double> loss;
-  if (auto log = verifier::open_workdir_source(work / "dir"); log.ok()) {
-    if (auto records = (*log)->log(); records.ok()) loss = verifier::losses_from_log(*records);
-  }
-  VT_RETURN_IF_ERROR(verifier::write_html_report(report / "report.html", verdict, loss, key.public_key().fingerprint()));
+  const std::string next = verifier::audit_command(verdict, task_file.string(), (work / "dir").string());
+  VT_RETURN_IF_ERROR(verifier::write_report_folder(report, verdict, key, next));
   fs::remove_all(work / "dir" / "snapshots", ec);  // the bulky part; the log and report stay
   emit(ctx, verifier::verdict_to_json(verdict, key.public_key()), verifier::verdict_summary(verdict, report));
   return verdict.accepted ? 0 : exit_code(Errc::kRejected);

@@ -14,12 +14,16 @@
 
 #include "cli/app.h"
 #include "cli/service.h"
+#include "cli/verify_bar.h"
 #include "common/file_io.h"
 #include "compression/container.h"
 #include "protocol/keys.h"
 #include "training/estimate.h"
 #include "verifier/audit.h"
+#include "verifier/evidence_page.h"
 #include "verifier/html_report.h"
+#include "verifier/report_folder.h"
+#include "verifier/verify_state.h"
 #include "verifier/log_check.h"
 #include "verifier/plan.h"
 #include "verifier/replay_jobs.h"
@@ -126,15 +130,35 @@ Status check_log_signer(verifier::EvidenceSource& source, const Task& task, cons
 }
 
 struct VerifyArgs {
-  std::string task, report, key, device, seed, provider_key, fetch_after = "auto";
+  std::string task, report, key, device, seed, provider_key, fetch_after = "auto", resume;
   double evidence_timeout = 600;
   double confidence = 0.99, cheat_fraction = 0.1, check_probability = 0.0;
+  std::optional<double> reward, penalty, cost;  // p from the economics (docs/plan.md)
   bool online = false, fingerprint_only = false;
   std::int64_t threads = 0;
   std::size_t jobs = 0;
   double deadline_seconds = 0;  // 0: none
   SourceArgs source;
 };
+
+// R, D and K for `verify --reward`; K is measured (plan's estimate) when --cost is not given.
+Result<verifier::EconomicsRequest> economics_request(const Task& task, const VerifyArgs& a) {
+  verifier::EconomicsRequest e;
+  e.reward = *a.reward;
+  e.penalty = a.penalty.value_or(0.0);
+  if (a.cost) {
+    e.cost = *a.cost;
+    return e;
+  }
+  training::TrainerOptions t;
+  t.task_dir = fs::path(a.task).parent_path();
+  t.device = a.device;
+  t.intra_op_threads = a.threads;
+  VT_ASSIGN_OR_RETURN(training::MemoryEstimate est, training::estimate(task, t));
+  e.cost = verifier::estimated_honest_cost(est, static_cast<std::uint64_t>(task.epochs));
+  e.cost_basis = verifier::kEstimatedCostBasis;
+  return e;
+}
 
 Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
   auto deadline = std::chrono::steady_clock::time_point::max();
@@ -144,6 +168,16 @@ Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
   }
   VT_ASSIGN_OR_RETURN(Task task, load_task(a.task));
   // The verifier's own inputs first: any error in them is exit 2 before the provider is judged.
+  if (!a.resume.empty() && !a.report.empty() && fs::path(a.resume) != fs::path(a.report)) {
+    return invalid_input("--resume " + a.resume + " and --report " + a.report + ": the resumed run writes its verdict "
+                         "where the interrupted one would have; give one of them");
+  }
+  if (!a.resume.empty() && a.online) {
+    return invalid_input("--resume: only an offline verify can be resumed (an online one draws its challenges as "
+                         "epochs arrive); run it again without --online");
+  }
+  const fs::path report(a.report.empty() ? a.resume : a.report);
+  if (report.empty()) return invalid_input("verify needs --report DIR (or --resume DIR)");
   if (!(a.evidence_timeout > 0)) return invalid_input("--evidence-timeout must be a positive number of seconds");
   VT_ASSIGN_OR_RETURN(std::optional<std::string> pinned, pinned_provider_key(a.provider_key, "verify"));
   VT_ASSIGN_OR_RETURN(SigningKey key, verifier_key(a.key));
@@ -154,6 +188,9 @@ Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
   o.policy.confidence = a.confidence;
   o.policy.cheat_fraction = a.cheat_fraction;
   if (a.check_probability > 0) o.policy.check_probability = a.check_probability;
+  if (a.reward) {
+    VT_ASSIGN_OR_RETURN(o.policy.economics, economics_request(task, a));
+  }
   if (!a.seed.empty()) o.seed_hex = a.seed;
   o.online = a.online;
   if (a.fingerprint_only && a.fetch_after == "always")
@@ -164,20 +201,24 @@ Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
   o.trainer.task_dir = fs::path(a.task).parent_path();
   o.trainer.device = a.device;
   o.trainer.intra_op_threads = a.threads;
-  o.on_event = [](const std::string& line) { spdlog::info("verify: {}", line); };
+  auto bar = std::make_shared<VerifyBar>();
+  o.on_event = [bar](const std::string& line) { bar->event(line); };
+  if (bar->on()) o.on_progress = [bar](const verifier::VerifyProgress& p) { bar->update(p); };
   o.replay_jobs = a.jobs;
   std::error_code ec;
   o.replay_program = fs::read_symlink("/proc/self/exe", ec);  // this binary: its replay-worker command
   if (ec && a.jobs != 1) spdlog::warn("verify: cannot locate this program ({}); replaying in this process", ec.message());
-  VT_ASSIGN_OR_RETURN(verifier::Verdict verdict, verifier::verify(*source, task, o));
+  if (!a.online) o.state_dir = verifier::state_dir(report);
+  o.resume = !a.resume.empty();
+  Result<verifier::Verdict> judged = verifier::verify(*source, task, o);
+  bar->finish();
+  VT_ASSIGN_OR_RETURN(verifier::Verdict verdict, std::move(judged));
 
-  const fs::path report(a.report);
-  fs::create_directories(report, ec);
-  if (ec) return io_error("creating " + report.string() + ": " + ec.message());
-  VT_RETURN_IF_ERROR(verifier::write_verdict_file(report / "verdict.json", verdict, key));
-  VT_RETURN_IF_ERROR(
-      verifier::write_html_report(report / "report.html", verdict, verdict.claimed_loss, key.public_key().fingerprint()));
-  emit(ctx, verifier::verdict_to_json(verdict, key.public_key()), verifier::verdict_summary(verdict, report));
+  const std::string next = verifier::audit_command(verdict, a.task, a.source.workdir);
+  VT_RETURN_IF_ERROR(verifier::write_report_folder(report, verdict, key, next));
+  fs::remove_all(verifier::state_dir(report), ec);  // it holds the secret seed; the verdict stands now
+  emit(ctx, verifier::verdict_to_json(verdict, key.public_key()),
+       verifier::verdict_summary(verdict, report) + (next.empty() ? "" : "next: " + next + "\n"));
   return verdict.accepted ? 0 : exit_code(Errc::kRejected);
 }
 
@@ -201,7 +242,7 @@ Result<int> run_replay_worker(const ReplayWorkerArgs& a) {
 }
 
 struct AuditArgs {
-  std::string task, workdir, evidence, check, key, device, provider_key;
+  std::string task, workdir, evidence, check, key, device, provider_key, report;
   std::uint64_t epoch = 0;
   std::int64_t threads = 0;
   bool second_opinion = false;
@@ -246,14 +287,22 @@ Result<int> run_audit(Context& ctx, const AuditArgs& a) {
   VT_ASSIGN_OR_RETURN(verifier::AuditFinding f, verifier::audit_epoch(*source, task, a.epoch, t));
   if (a.second_opinion) VT_RETURN_IF_ERROR(add_second_opinion(f, task, *source, a));
   nlohmann::json j = verifier::finding_to_json(f);
+  VT_ASSIGN_OR_RETURN(std::vector<SignedRecord> records, source->log());
+  verifier::EvidencePageInfo page{hex_encode(task_id(task)), a.task, a.workdir, "", pinned.has_value(), "", a.evidence};
+  if (auto signer = PublicKey::from_raw(records.at(a.epoch).record.signer)) page.provider_key = signer->fingerprint();
   if (!a.evidence.empty()) {
-    VT_ASSIGN_OR_RETURN(std::vector<SignedRecord> records, source->log());
     VT_ASSIGN_OR_RETURN(SigningKey key, verifier_key(a.key));
     VT_ASSIGN_OR_RETURN(std::string text, verifier::make_evidence(f, task, records.at(a.epoch - 1), records.at(a.epoch), key));
     VT_RETURN_IF_ERROR(write_file_atomic(a.evidence, text));
     j["evidence"] = a.evidence;
+    page.auditor_key = key.public_key().fingerprint();
   }
-  emit(ctx, j, f.summary + "\n" + (a.evidence.empty() ? "" : "evidence: " + a.evidence + "\n"));
+  if (!a.report.empty()) {
+    VT_RETURN_IF_ERROR(verifier::write_evidence_page(a.report, f, page));
+    j["report"] = (fs::path(a.report) / "report.html").string();
+  }
+  emit(ctx, j, f.summary + "\n" + (a.evidence.empty() ? "" : "evidence: " + a.evidence + "\n") +
+                   (a.report.empty() ? "" : "report: " + (fs::path(a.report) / "report.html").string() + "\n"));
   return f.bit_identical ? 0 : exit_code(Errc::kRejected);
 }
 
@@ -332,9 +381,15 @@ void register_verify(CLI::App& app, Context& ctx) {
   auto* verify = app.add_subcommand("verify", "Challenge random epochs, replay them, and judge the provider");
   verify->add_option("--task", v->task, "Your task.json (what you paid for)")->required();
   add_source_options(verify, v->source);
-  verify->add_option("--confidence", v->confidence, "Probability of catching the cheat below")->capture_default_str();
+  auto* confidence =
+      verify->add_option("--confidence", v->confidence, "Probability of catching the cheat below")->capture_default_str();
   verify->add_option("--cheat-fraction", v->cheat_fraction, "Fraction of epochs a cheater skips")->capture_default_str();
-  verify->add_option("--check-probability", v->check_probability, "Challenge each epoch with this p instead");
+  auto* fixed = verify->add_option("--check-probability", v->check_probability, "Challenge each epoch with this p instead");
+  auto* reward = verify->add_option("--reward", v->reward,
+                                    "R: payment to an accepted provider; sets p so that cheating never pays (with --penalty)");
+  verify->add_option("--penalty", v->penalty, "D: the provider's deposit, forfeited when caught")->needs(reward);
+  verify->add_option("--cost", v->cost, "K: the honest training cost (default: measured device-seconds)")->needs(reward);
+  reward->excludes(fixed)->excludes(confidence);
   verify->add_flag("--online", v->online, "Check epochs as they are committed, while training runs");
   verify->add_flag("--fingerprint-only", v->fingerprint_only, "Judge replays by fingerprint; don't fetch 'after' snapshots");
   verify->add_option("--fetch-after", v->fetch_after,
@@ -349,7 +404,10 @@ void register_verify(CLI::App& app, Context& ctx) {
   verify->add_option("--deadline", v->deadline_seconds,
                      "Seconds the provider has to deliver everything; past it, what is missing rejects it")
       ->check(CLI::PositiveNumber);
-  verify->add_option("--report", v->report, "Folder for verdict.json and report.html")->required();
+  verify->add_option("--report", v->report, "Folder for verdict.json and report.html");
+  verify->add_option("--resume", v->resume,
+                     "Continue the interrupted offline verify that was writing to this --report folder: the same "
+                     "challenges, without replaying epochs it already judged");
   verify->add_option("--key", v->key, "Verifier key folder; default: $XDG_CONFIG_HOME/veritrain/verifier");
   verify->add_option("--provider-key", v->provider_key,
                      "The provider's signing.pub.pem or its key's SHA-256: a log signed by any other key is rejected");
@@ -375,6 +433,7 @@ void register_verify(CLI::App& app, Context& ctx) {
   audit->add_option("--workdir", a->workdir, "The provider's workdir (or a copy)")->required();
   audit->add_option("--epoch", a->epoch, "The disputed epoch");
   audit->add_option("--evidence", a->evidence, "Write signed evidence here");
+  audit->add_option("--report", a->report, "Folder for report.html: the finding as a page an arbiter can read");
   audit->add_option("--check", a->check, "Re-check an evidence file instead");
   audit->add_option("--key", a->key, "Auditor key folder; default: $XDG_CONFIG_HOME/veritrain/verifier");
   audit->add_option("--provider-key", a->provider_key, "The provider's signing.pub.pem or its key's SHA-256");

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <set>
 
@@ -11,94 +10,42 @@
 namespace vt::verifier {
 namespace {
 
+using html::Frame;
+using html::num;
+
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-// Plot geometry, in SVG user units; the page scales it with the window.
-constexpr double kW = 1100, kH = 250, kLeft = 70, kRight = 20, kTop = 20, kBottom = 40;
-constexpr double kPlotW = kW - kLeft - kRight, kPlotH = kH - kTop - kBottom;
 constexpr std::size_t kMaxTableRows = 200;
-
-constexpr std::string_view kStyle = R"(
-body{font-family:sans-serif;margin:24px;color:#222;max-width:1150px}
-h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ccc}
-.accepted{color:#1a7f37}.rejected{color:#c62828}
-table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}
-th{background:#f2f2f2}td.l,th.l{text-align:left}code{font-size:12px;word-break:break-all}
-svg{width:100%;height:auto;background:#fff}.legend span{margin-right:18px;font-size:13px}
-.sw{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle}
-)";
-
-std::string num(double v, const char* format = "%.4g") {
-  if (std::isnan(v)) return "n/a";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
 
 std::string u64(std::uint64_t v) { return std::to_string(v); }
 
-// x of the centre of epoch e's band, for e = 1..n.
-double x_of(std::uint64_t e, std::uint64_t n) {
-  return kLeft + (static_cast<double>(e) - 0.5) / static_cast<double>(n) * kPlotW;
-}
-
-std::string svg_open(std::string_view label) {
-  return "<svg viewBox=\"0 0 " + num(kW, "%.0f") + " " + num(kH, "%.0f") + "\" role=\"img\" aria-label=\"" +
-         html_escape(label) + "\" xmlns=\"http://www.w3.org/2000/svg\">\n";
-}
-
-// Shaded bands behind challenged epochs, the x axis with its labels, and the y axis.
-std::string svg_frame(std::uint64_t n, const std::set<std::uint64_t>& challenged) {
-  std::string s;
-  const double band = kPlotW / static_cast<double>(n);
-  for (std::uint64_t e : challenged) {
-    s += "<rect x=\"" + num(x_of(e, n) - band / 2, "%.2f") + "\" y=\"" + num(kTop, "%.0f") + "\" width=\"" +
-         num(band, "%.2f") + "\" height=\"" + num(kPlotH, "%.0f") + "\" fill=\"#dbe9ff\"/>\n";
-  }
-  const double y0 = kTop + kPlotH;
-  s += "<line x1=\"" + num(kLeft, "%.0f") + "\" y1=\"" + num(y0, "%.0f") + "\" x2=\"" + num(kLeft + kPlotW, "%.0f") +
-       "\" y2=\"" + num(y0, "%.0f") + "\" stroke=\"#444\"/>\n";
-  s += "<line x1=\"" + num(kLeft, "%.0f") + "\" y1=\"" + num(kTop, "%.0f") + "\" x2=\"" + num(kLeft, "%.0f") +
-       "\" y2=\"" + num(y0, "%.0f") + "\" stroke=\"#444\"/>\n";
-  const std::uint64_t every = std::max<std::uint64_t>(1, (n + 19) / 20);
-  for (std::uint64_t e = 1; e <= n; e += every) {
-    s += "<text x=\"" + num(x_of(e, n), "%.2f") + "\" y=\"" + num(y0 + 16, "%.0f") +
-         "\" font-size=\"11\" text-anchor=\"middle\">" + u64(e) + "</text>\n";
-  }
-  s += "<text x=\"" + num(kLeft + kPlotW / 2, "%.0f") + "\" y=\"" + num(kH - 4, "%.0f") +
-       "\" font-size=\"12\" text-anchor=\"middle\">epoch</text>\n";
-  return s;
-}
-
-std::string y_tick(double y, const std::string& label) {
-  return "<line x1=\"" + num(kLeft - 4, "%.0f") + "\" y1=\"" + num(y, "%.2f") + "\" x2=\"" + num(kLeft + kPlotW, "%.0f") +
-         "\" y2=\"" + num(y, "%.2f") + "\" stroke=\"#eee\"/><text x=\"" + num(kLeft - 6, "%.0f") + "\" y=\"" +
-         num(y + 4, "%.2f") + "\" font-size=\"11\" text-anchor=\"end\">" + html_escape(label) + "</text>\n";
-}
-
 // Every point is the provider's claim except those a replay reproduced bit for bit (`verified`):
-// those are drawn filled green, claims hollow.
-std::string loss_chart(std::span<const double> loss, std::uint64_t n, const std::set<std::uint64_t>& challenged,
+// those are drawn filled green, claims hollow. The y axis starts at zero when every loss is
+// non-negative and near zero; it never goes below zero unless a loss does.
+std::string loss_chart(std::span<const double> loss, std::uint64_t n, const std::vector<std::uint64_t>& challenged,
                        const std::set<std::uint64_t>& verified) {
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   for (std::uint64_t e = 1; e <= n && e < loss.size(); ++e) {
     if (std::isfinite(loss[e])) lo = std::min(lo, loss[e]), hi = std::max(hi, loss[e]);
   }
   if (!(lo <= hi)) return "<p>No finite loss was committed for epochs 1.." + u64(n) + ".</p>\n";
-  const double pad = hi > lo ? 0.05 * (hi - lo) : std::max(std::abs(hi) * 0.05, 1e-6);
+  const double pad = hi > lo ? 0.08 * (hi - lo) : std::max(std::abs(hi) * 0.1, 1e-6);
+  const bool non_negative = lo >= 0.0;
   lo -= pad, hi += pad;
-  const auto y_of = [&](double v) { return kTop + (hi - v) / (hi - lo) * kPlotH; };
-  std::string s = svg_open("mean training loss per epoch") + svg_frame(n, challenged);
-  for (int i = 0; i <= 4; ++i) s += y_tick(y_of(lo + (hi - lo) * i / 4), num(lo + (hi - lo) * i / 4));
-  std::string points;
-  std::string dots;
+  if (non_negative && (lo < 0.0 || lo < 0.25 * hi)) lo = 0.0;
+  const auto y_of = [&](double v) { return Frame::kTop + (hi - v) / (hi - lo) * Frame::kPlotH; };
+  Frame f;
+  f.n = n;
+  std::string s = html::svg_open(f, "mean training loss per epoch", "epoch", "mean training loss", challenged);
+  for (double t : html::nice_ticks(lo, hi)) s += html::y_tick(y_of(t), num(t));
+  std::string points, dots;
   for (std::uint64_t e = 1; e <= n && e < loss.size(); ++e) {
     if (!std::isfinite(loss[e])) continue;
-    const std::string xy = num(x_of(e, n), "%.2f") + "," + num(y_of(loss[e]), "%.2f");
-    points += xy + " ";
+    const std::string x = num(f.x_of(e), "%.2f"), y = num(y_of(loss[e]), "%.2f");
+    points += x + "," + y + " ";
     const bool ok = verified.count(e) > 0;
-    const std::string colour = ok ? "#2e7d32" : challenged.count(e) ? "#1f4fbf" : "#555";
-    dots += "<circle cx=\"" + num(x_of(e, n), "%.2f") + "\" cy=\"" + num(y_of(loss[e]), "%.2f") + "\" r=\"3\" fill=\"" +
+    const bool was_challenged = std::find(challenged.begin(), challenged.end(), e) != challenged.end();
+    const std::string colour = ok ? "#2e7d32" : was_challenged ? "#1f4fbf" : "#555";
+    dots += "<circle cx=\"" + x + "\" cy=\"" + y + "\" r=\"" + (ok ? "4" : "3") + "\" fill=\"" +
             (ok ? colour : std::string("#fff")) + "\" stroke=\"" + colour + "\"><title>epoch " + u64(e) + ": loss " +
             num(loss[e]) + (ok ? " (verified: replayed bit for bit)" : " (claimed by the provider)") + "</title></circle>\n";
   }
@@ -116,99 +63,113 @@ const char* boost_colour(Boost b) {
 }
 
 // Bars on a log10 scale: movement spans orders of magnitude over a learning-rate schedule.
-std::string movement_chart(const ChallengePlan& plan, const std::set<std::uint64_t>& challenged) {
+std::string movement_chart(const ChallengePlan& plan) {
   const std::uint64_t n = plan.epochs.size();
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   for (const EpochChance& c : plan.epochs) {
     if (std::isfinite(c.movement) && c.movement > 0) lo = std::min(lo, c.movement), hi = std::max(hi, c.movement);
   }
   if (n == 0 || !(lo <= hi)) return "<p>No tracking-fingerprint movement is known for this run.</p>\n";
-  double top = std::ceil(std::log10(hi) + 1e-9), bottom = std::floor(std::log10(lo)) - 1;
+  const double top = std::ceil(std::log10(hi) + 1e-9);
+  double bottom = std::floor(std::log10(lo)) - 1;
   if (top - bottom < 2) bottom = top - 2;
-  const auto y_of = [&](double v) { return kTop + (top - std::log10(v)) / (top - bottom) * kPlotH; };
-  std::string s = svg_open("tracking-fingerprint movement per epoch, log scale") + svg_frame(n, challenged);
+  const auto y_of = [&](double v) { return Frame::kTop + (top - std::log10(v)) / (top - bottom) * Frame::kPlotH; };
+  Frame f;
+  f.n = n;
+  std::string s = html::svg_open(f, "tracking-fingerprint movement per epoch, log scale", "epoch",
+                                 "movement (relative L2, log scale)", plan.challenged);
   const int steps = static_cast<int>(top - bottom);
   const int stride = std::max(1, steps / 6);
-  for (int k = 0; k <= steps; k += stride) s += y_tick(y_of(std::pow(10.0, bottom + k)), "1e" + num(bottom + k, "%.0f"));
-  const double band = kPlotW / static_cast<double>(n);
-  const double y0 = kTop + kPlotH;
+  for (int k = 0; k <= steps; k += stride) s += html::y_tick(y_of(std::pow(10.0, bottom + k)), "1e" + num(bottom + k, "%.0f"));
+  const double y0 = Frame::kTop + Frame::kPlotH;
   for (const EpochChance& c : plan.epochs) {
     if (std::isnan(c.movement)) continue;
     double y = y0 - 3;  // zero movement: a sliver at the floor, coloured as a stall
-    if (std::isinf(c.movement)) y = kTop;
+    if (std::isinf(c.movement)) y = Frame::kTop;
     else if (c.movement > 0) y = y_of(c.movement);
-    s += "<rect x=\"" + num(x_of(c.epoch, n) - band * 0.35, "%.2f") + "\" y=\"" + num(y, "%.2f") + "\" width=\"" +
-         num(band * 0.7, "%.2f") + "\" height=\"" + num(y0 - y, "%.2f") + "\" fill=\"" + boost_colour(c.boost) +
+    s += "<rect x=\"" + num(f.x_of(c.epoch) - f.band() * 0.35, "%.2f") + "\" y=\"" + num(y, "%.2f") + "\" width=\"" +
+         num(f.band() * 0.7, "%.2f") + "\" height=\"" + num(y0 - y, "%.2f") + "\" fill=\"" + boost_colour(c.boost) +
          "\"><title>epoch " + u64(c.epoch) + ": movement " + num(c.movement) + ", p = " + num(c.probability) +
          (c.boost != Boost::kNone ? ", boosted (" + std::string(boost_name(c.boost)) + ")" : "") + "</title></rect>\n";
-    if (challenged.count(c.epoch)) {
-      const double x = x_of(c.epoch, n);
-      s += "<path d=\"M" + num(x, "%.2f") + " " + num(y0 + 20, "%.0f") + " l-5 8 h10 z\" fill=\"#1f4fbf\"/>\n";
+    if (c.challenged) {
+      s += "<path d=\"M" + num(f.x_of(c.epoch), "%.2f") + " " + num(y0 + 20, "%.0f") + " l-5 8 h10 z\" fill=\"#1f4fbf\"/>\n";
     }
   }
   return s + "</svg>\n";
 }
 
-// A bar of measured/limit; the tick marks the limit. Exact mode has limit 0: then all or nothing.
-std::string gauge(double measured, double limit) {
-  const bool ok = measured <= limit;
-  const double scale = std::max(2.0 * limit, measured);
-  double frac = scale > 0 && std::isfinite(measured) ? measured / scale : (ok ? 0.0 : 1.0);
-  if (std::isnan(measured)) frac = 1.0;
-  const double limit_x = scale > 0 ? 160.0 * limit / scale : 0.0;
-  return "<svg viewBox=\"0 0 164 14\" width=\"164\" height=\"14\" xmlns=\"http://www.w3.org/2000/svg\">"
-         "<rect x=\"0\" y=\"2\" width=\"160\" height=\"10\" fill=\"#eee\"/><rect x=\"0\" y=\"2\" width=\"" +
-         num(std::max(160.0 * frac, ok ? 0.0 : 3.0), "%.2f") + "\" height=\"10\" fill=\"" + (ok ? "#2e9d4f" : "#c62828") +
-         "\"/><line x1=\"" + num(limit_x, "%.2f") + "\" y1=\"0\" x2=\"" + num(limit_x, "%.2f") +
-         "\" y2=\"14\" stroke=\"#222\" stroke-width=\"2\"/></svg>";
-}
-
-std::string comparison_row(std::uint64_t epoch, std::string_view what, const fp::Comparison& c) {
-  return "<tr><td>" + u64(epoch) + "</td><td class=\"l\">" + html_escape(what) + " (" +
-         html_escape(fp::compare_mode_name(c.mode)) + ")</td><td class=\"l " + (c.match ? "accepted\">match" : "rejected\">MISMATCH") +
-         "</td><td>" + u64(c.compared) + "</td><td>" + u64(c.mismatches) + " / " + u64(c.allowed_mismatches) +
-         "</td><td>" + gauge(static_cast<double>(c.mismatches), static_cast<double>(c.allowed_mismatches)) + "</td><td>" +
-         num(c.max_abs_diff) + "</td><td>" + num(c.max_rel_diff) + "</td><td>" + num(c.rel_l2) + " / " +
-         num(c.mode == fp::CompareMode::kExact ? 0.0 : c.thresholds.rel_l2) + "</td><td>" +
-         gauge(c.rel_l2, c.mode == fp::CompareMode::kExact ? 0.0 : c.thresholds.rel_l2) + "</td></tr>\n";
+// One comparison as table cells. Exact mode has nothing to measure against a threshold: the
+// values are bit-identical or they are not, so it says that in words instead of 0 / 0 bars.
+std::vector<std::string> comparison_cells(std::uint64_t epoch, std::string_view what, const fp::Comparison& c) {
+  std::vector<std::string> row = {u64(epoch), html_escape(what), html_escape(fp::compare_mode_name(c.mode)),
+                                  c.match ? "<span class=\"accepted\">match</span>"
+                                          : "<span class=\"rejected\">MISMATCH</span>",
+                                  u64(c.compared)};
+  if (c.mode == fp::CompareMode::kExact) {
+    row.push_back(c.mismatches == 0 ? "bit-identical" : u64(c.mismatches) + " differ (none allowed)");
+    row.push_back(c.mismatches == 0 ? "" : "max abs " + num(c.max_abs_diff) + ", rel L2 " + num(c.rel_l2));
+    row.push_back("<span class=\"muted\">exact: no threshold</span>");
+    return row;
+  }
+  row.push_back(u64(c.mismatches) + " of " + u64(c.allowed_mismatches) + " allowed " +
+                html::gauge(static_cast<double>(c.mismatches), static_cast<double>(c.allowed_mismatches)));
+  row.push_back("max abs " + num(c.max_abs_diff) + ", max rel " + num(c.max_rel_diff));
+  row.push_back(num(c.rel_l2) + " of " + num(c.thresholds.rel_l2) + " " + html::gauge(c.rel_l2, c.thresholds.rel_l2));
+  return row;
 }
 
 std::string checks_section(const Verdict& v) {
-  if (v.checks.empty()) return "<p>No epoch was checked.</p>\n";
-  std::string s =
-      "<table><tr><th>epoch</th><th class=\"l\">replay compared with</th><th class=\"l\">result</th><th>values</th>"
-      "<th>mismatches / allowed</th><th></th><th>max abs diff</th><th>max rel diff</th><th>rel L2 / limit</th>"
-      "<th></th></tr>\n";
+  if (v.checks.empty()) return "<p>No epoch was replayed.</p>\n";
+  html::Table compared{"Replays compared with the provider's commitments",
+                       {"epoch", "<compared with", "<mode", "<result", "values", "<differing values",
+                        "<largest difference", "<relative L2 distance / limit"},
+                       {}};
   for (const EpochCheck& c : v.checks) {
-    if (c.fingerprint) s += comparison_row(c.epoch, "committed fingerprint", *c.fingerprint);
-    if (c.full_state) s += comparison_row(c.epoch, "fetched snapshot", *c.full_state);
+    if (c.fingerprint) compared.rows.push_back(comparison_cells(c.epoch, "committed fingerprint", *c.fingerprint));
+    if (c.full_state) compared.rows.push_back(comparison_cells(c.epoch, "fetched snapshot", *c.full_state));
   }
-  s += "</table>\n<table style=\"margin-top:12px\"><tr><th>epoch</th><th class=\"l\">result</th>"
-       "<th class=\"l\">replay root</th><th>replay s</th><th>bytes fetched</th><th class=\"l\">failures and notes</th></tr>\n";
+  html::Table replays{"Each replayed epoch",
+                      {"epoch", "<result", "<replay's Merkle root", "replay time", "fetched", "<failures and notes"},
+                      {}};
   for (const EpochCheck& c : v.checks) {
     std::string detail;
     for (const std::string& f : c.failures) detail += "<div class=\"rejected\">" + html_escape(f) + "</div>";
     for (const std::string& n : c.replay_notes) detail += "<div>note: " + html_escape(n) + "</div>";
-    s += "<tr><td>" + u64(c.epoch) + "</td><td class=\"l " + (c.passed ? "accepted\">passed" : "rejected\">FAILED") +
-         "</td><td class=\"l\">" + (c.replay_root_matches ? "equals the committed root" : "differs (or not compared)") +
-         "</td><td>" + num(c.replay_seconds, "%.2f") + "</td><td>" + u64(c.bytes_fetched) + "</td><td class=\"l\">" +
-         detail + "</td></tr>\n";
+    replays.rows.push_back({u64(c.epoch),
+                            c.passed ? "<span class=\"accepted\">passed</span>" : "<span class=\"rejected\">FAILED</span>",
+                            c.replay_root_matches ? "equals the committed root" : "differs (or not compared)",
+                            num(c.replay_seconds, "%.2f") + " s",
+                            html::bytes(c.bytes_fetched) + (c.after_fetched ? "" : " (start state only)"), detail});
   }
-  return s + "</table>\n";
+  return html::table(compared) + html::table(replays);
+}
+
+std::string metrics_section(const Verdict& v) {
+  if (v.checks.empty()) return "";
+  html::Table t{"Mean training loss of the replayed epochs",
+                {"epoch", "claimed by the provider", "replayed", "<status"},
+                {}};
+  for (const EpochCheck& c : v.checks) {
+    t.rows.push_back({u64(c.epoch), num(c.claimed_loss, "%.6g"), c.replay_loss ? num(*c.replay_loss, "%.6g") : "n/a",
+                      c.loss_verified ? "<span class=\"accepted\">verified</span>: the replay reproduced its bits"
+                                      : "claimed: not compared (tolerance mode, or no replay)"});
+  }
+  return "<h2>Verified and claimed metrics</h2>\n<p>A metric is <b>verified</b> only where a replay reproduced it bit "
+         "for bit; every other number in this report that comes from the provider is a <b>claim</b>.</p>\n" +
+         html::table(t);
 }
 
 std::string challenge_table(const ChallengePlan& plan) {
   const bool all = plan.epochs.size() <= kMaxTableRows;
-  std::string s = all ? "" : "<p>Only boosted or challenged epochs are listed.</p>\n";
-  s += "<table><tr><th>epoch</th><th>movement</th><th>recent median</th><th class=\"l\">boost</th>"
-       "<th>probability</th><th class=\"l\">challenged</th></tr>\n";
+  html::Table t{all ? "Every epoch's challenge probability" : "Boosted or challenged epochs (others: p as above)",
+                {"epoch", "movement", "recent median", "<boost", "probability", "<challenged"},
+                {}};
   for (const EpochChance& c : plan.epochs) {
     if (!all && !c.challenged && c.boost == Boost::kNone) continue;
-    s += "<tr><td>" + u64(c.epoch) + "</td><td>" + num(c.movement) + "</td><td>" + num(c.reference) +
-         "</td><td class=\"l\">" + html_escape(boost_name(c.boost)) + "</td><td>" + num(c.probability) +
-         "</td><td class=\"l\">" + (c.challenged ? "yes" : "") + "</td></tr>\n";
+    t.rows.push_back({u64(c.epoch), num(c.movement), num(c.reference), html_escape(boost_name(c.boost)),
+                      num(c.probability), c.challenged ? "yes" : ""});
   }
-  return s + "</table>\n";
+  return html::table(t);
 }
 
 std::string list(const std::vector<std::string>& items, const char* cls) {
@@ -217,23 +178,15 @@ std::string list(const std::vector<std::string>& items, const char* cls) {
   return s + "</ul>\n";
 }
 
-}  // namespace
-
-std::string html_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char ch : text) {
-    switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += ch;
-    }
+std::string legend(std::initializer_list<std::pair<const char*, const char*>> items) {
+  std::string s = "<p class=\"legend\">";
+  for (const auto& [style, text] : items) {
+    s += "<span><i class=\"sw\" style=\"" + std::string(style) + "\"></i>" + text + "</span>";
   }
-  return out;
+  return s + "</p>\n";
 }
+
+}  // namespace
 
 std::vector<double> losses_from_log(std::span<const SignedRecord> records) {
   std::vector<double> loss(records.size(), kNaN);
@@ -241,60 +194,77 @@ std::vector<double> losses_from_log(std::span<const SignedRecord> records) {
   return loss;
 }
 
-std::string render_html_report(const Verdict& v, std::span<const double> loss, std::string_view verifier_fingerprint) {
-  const std::set<std::uint64_t> challenged(v.plan.challenged.begin(), v.plan.challenged.end());
+std::string render_html_report(const Verdict& v, std::span<const double> loss, std::string_view verifier_fingerprint,
+                               std::string_view next_step) {
   const std::uint64_t n = std::max<std::uint64_t>(v.epochs, v.plan.epochs.size());
   const ProbabilityDerivation& d = v.plan.derivation;
-  std::string s = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                  "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
-                  "<title>veritrain verdict " + html_escape(v.task_id.substr(0, 16)) + "</title><style>" +
-                  std::string(kStyle) + "</style></head><body>\n";
+  std::string s = html::page_open("veritrain verdict " + v.task_id.substr(0, 16));
   s += "<h1>veritrain verdict: <span class=\"" + std::string(v.accepted ? "accepted\">ACCEPTED" : "rejected\">REJECTED") +
-       "</span></h1>\n<table>";
-  const auto row = [&](std::string_view k, const std::string& value) {
-    s += "<tr><th class=\"l\">" + html_escape(k) + "</th><td class=\"l\"><code>" + html_escape(value) + "</code></td></tr>";
-  };
-  row("task_id", v.task_id);
-  row("provider key", (v.provider_key.empty() ? std::string("(unread)") : v.provider_key) +
-                          (v.provider_key_pinned ? " (pinned)" : " (NOT pinned: no --provider-key)"));
-  row("log head", v.log_head);
-  row("source", v.source + (v.online ? " (online)" : ""));
-  row("epochs", u64(v.epochs));
-  row("check probability", d.formula);
-  row("challenged", u64(v.plan.challenged.size()) + " epoch(s)" +
-                        (v.plan.fallback_used ? "; no epoch was drawn, so one was picked uniformly" : ""));
-  row("seed", v.plan.seed_hex.empty() ? "secret (OS CSPRNG)" : v.plan.seed_hex);
-  row("bytes fetched", u64(v.bytes_fetched));
-  row("started / finished", v.started + " / " + v.finished);
-  if (!verifier_fingerprint.empty()) row("verifier key", std::string(verifier_fingerprint));
-  s += "</table>\n";
-  if (!v.reasons.empty()) s += "<h2>Why it was rejected</h2>\n" + list(v.reasons, "rejected");
+       "</span></h1>\n<p class=\"lead\">" + html_escape(verdict_sentence(v)) + "</p>\n";
+  if (!v.accepted) {
+    s += "<h2>What to do next</h2>\n";
+    if (!next_step.empty()) {
+      s += "<p>Replay the disputed epoch from the provider's stored artifacts; the auditor locates the first step "
+           "where it diverges and writes signed evidence a third party can re-check:</p>\n<pre>" +
+           html_escape(next_step) + "</pre>\n";
+    } else {
+      s += "<p>No epoch's replay failed: the reasons below are about the log itself (its signatures, chain or "
+           "completeness). <code>veritrain log verify --workdir DIR</code> on a copy of the provider's workdir "
+           "names the same problems.</p>\n";
+    }
+    s += "<h2>Why it was rejected</h2>\n" + list(v.reasons, "rejected");
+  }
+  s += "<h2>How the checks were chosen</h2>\n<p>" + html_escape(d.guarantee) + ".</p>\n";
+  std::string challenged;
+  for (std::uint64_t e : v.plan.challenged) challenged += (challenged.empty() ? "" : ", ") + u64(e);
+  s += html::facts("Challenge policy",
+                   {{"policy", d.method},
+                    {"check probability p", d.formula},
+                    {"expected checks", num(d.expected_checks, "%.2f") + " of " + u64(v.epochs) + " epochs"},
+                    {"challenged epochs", (challenged.empty() ? "none" : challenged) +
+                                              (v.plan.fallback_used ? " (no epoch was drawn, so one was picked uniformly)" : "")},
+                    {"seed", v.plan.seed_hex.empty() ? "secret (OS CSPRNG)" : v.plan.seed_hex}});
+  s += "<h2>Parties and evidence</h2>\n";
+  s += html::facts("Who and what",
+                   {{"provider key (SHA-256)", (v.provider_key.empty() ? std::string("(unread)") : v.provider_key) +
+                                                   (v.provider_key_pinned ? " (pinned with --provider-key)"
+                                                                          : " (NOT pinned: no --provider-key)")},
+                    {"verifier key (SHA-256)", verifier_fingerprint.empty() ? std::string("(not given)")
+                                                                            : std::string(verifier_fingerprint)},
+                    {"task_id", v.task_id},
+                    {"log head", v.log_head},
+                    {"source", v.source + (v.online ? " (followed online, while training ran)" : "")},
+                    {"epochs", u64(v.epochs)},
+                    {"fetched in total", html::bytes(v.bytes_fetched)},
+                    {"started", v.started},
+                    {"finished", v.finished}});
   if (!v.notes.empty()) s += "<h2>Notes</h2>\n" + list(v.notes, "");
-  s += "<h2>Checks: replay distance against thresholds</h2>\n" + checks_section(v);
+  s += "<h2>Checks</h2>\n" + checks_section(v);
+  s += metrics_section(v);
   std::set<std::uint64_t> verified;
   for (const EpochCheck& c : v.checks) {
     if (c.loss_verified) verified.insert(c.epoch);
   }
-  s += "<h2>Training loss (claimed by the provider unless marked verified)</h2>\n" +
-       (n ? loss_chart(loss, n, challenged, verified) : std::string("<p>No epochs.</p>\n"));
-  s += "<p class=\"legend\"><span><i class=\"sw\" style=\"background:#dbe9ff\"></i>challenged epoch</span>"
-       "<span><i class=\"sw\" style=\"background:#2e7d32\"></i>verified: the replay reproduced this loss bit for bit</span>"
-       "<span><i class=\"sw\" style=\"background:#fff;border:1px solid #555\"></i>claimed: not replayed (or tolerance "
-       "mode)</span></p>\n";
-  s += "<h2>Tracking-fingerprint movement (relative L2 between consecutive epochs)</h2>\n" +
-       movement_chart(v.plan, challenged);
-  s += "<p class=\"legend\"><span><i class=\"sw\" style=\"background:#8a9bb5\"></i>ordinary</span>"
-       "<span><i class=\"sw\" style=\"background:#d9534f\"></i>jump (boosted)</span>"
-       "<span><i class=\"sw\" style=\"background:#f0ad4e\"></i>stall (boosted)</span>"
-       "<span><i class=\"sw\" style=\"background:#1f4fbf\"></i>challenged (&#9650; below the axis)</span></p>\n";
+  s += "<h2>Training loss</h2>\n" +
+       (n ? loss_chart(loss, n, v.plan.challenged, verified) : std::string("<p>No epochs.</p>\n"));
+  s += legend({{"background:#dbe9ff", "challenged epoch"},
+               {"background:#2e7d32;border-radius:6px", "verified: the replay reproduced this loss bit for bit"},
+               {"background:#fff;border:1px solid #555;border-radius:6px", "claimed by the provider, not verified"}});
+  s += "<h2>Tracking-fingerprint movement</h2>\n<p>How far the sampled weights moved in each epoch, relative to "
+       "where they started it. An epoch that moved far more (jump) or far less (stall) than its recent neighbours "
+       "is challenged with a higher probability.</p>\n" +
+       movement_chart(v.plan);
+  s += legend({{"background:#8a9bb5", "ordinary"},
+               {"background:#d9534f", "jump (boosted)"},
+               {"background:#f0ad4e", "stall (boosted)"},
+               {"background:#1f4fbf", "challenged (&#9650; below the axis)"}});
   s += "<h2>Challenge probabilities</h2>\n" + challenge_table(v.plan);
-  s += "</body></html>\n";
-  return s;
+  return s + html::page_close();
 }
 
 Status write_html_report(const std::filesystem::path& path, const Verdict& verdict, std::span<const double> loss,
-                         std::string_view verifier_fingerprint) {
-  return write_file_atomic(path, render_html_report(verdict, loss, verifier_fingerprint));
+                         std::string_view verifier_fingerprint, std::string_view next_step) {
+  return write_file_atomic(path, render_html_report(verdict, loss, verifier_fingerprint, next_step));
 }
 
 }  // namespace vt::verifier

@@ -1,9 +1,10 @@
 #pragma once
-// report.html: one self-contained page for people (inline CSS and SVG; no script, font or
-// image is fetched from anywhere, so it opens offline and cannot phone home). It shows the
-// result and its reasons, the loss curve, per-epoch tracking-fingerprint movement with the
-// boosted epochs marked, which epochs were challenged and with what probability, and each
-// check's distances against its thresholds. Every piece of text is HTML-escaped.
+// report.html: the verdict for people (docs/verdict.md, "report.html"). One sentence says the
+// result and what it proves; then what to do next on a rejection (the exact `veritrain audit`
+// command), how the check probability was chosen and what it guarantees, both parties' keys,
+// every check against its thresholds, verified and claimed metrics, the loss curve, per-epoch
+// tracking-fingerprint movement with boosted epochs marked, and each epoch's challenge
+// probability. Self-contained and escaped as html_page.h describes.
 
 #include <filesystem>
 #include <span>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "protocol/log.h"
+#include "verifier/html_page.h"
 #include "verifier/report.h"
 
 namespace vt::verifier {
@@ -21,14 +23,13 @@ std::vector<double> losses_from_log(std::span<const SignedRecord> records);
 
 // `loss[e]` is epoch e's mean training loss (epoch 0, the initial state, is not plotted).
 // `verifier_fingerprint` is PublicKey::fingerprint() of the signing key, or empty.
+// `next_step`: on a rejection, the command a person runs next (an audit of the first failed
+// epoch), shown verbatim; empty when there is none to suggest.
 std::string render_html_report(const Verdict& verdict, std::span<const double> loss,
-                               std::string_view verifier_fingerprint = "");
+                               std::string_view verifier_fingerprint = "", std::string_view next_step = "");
 
 // Renders and writes atomically.
 Status write_html_report(const std::filesystem::path& path, const Verdict& verdict, std::span<const double> loss,
-                         std::string_view verifier_fingerprint = "");
-
-// &, <, >, " and ' as entities.
-std::string html_escape(std::string_view text);
+                         std::string_view verifier_fingerprint = "", std::string_view next_step = "");
 
 }  // namespace vt::verifier

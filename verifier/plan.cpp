@@ -49,9 +49,8 @@ Result<Economics> economics(const PlanInputs& in, double p) {
     e.honest_cost = *in.honest_cost;
     e.cost_basis = "given";
   } else if (in.estimate) {
-    e.honest_cost = static_cast<double>(in.epochs) * static_cast<double>(in.estimate->steps_per_epoch) *
-                    in.estimate->step_seconds;
-    e.cost_basis = "estimated: N x epoch seconds (device-seconds; R and D in the same unit)";
+    e.honest_cost = estimated_honest_cost(*in.estimate, in.epochs);
+    e.cost_basis = kEstimatedCostBasis;
   } else {
     return invalid_input("--reward/--penalty: the honest cost K is unknown; pass --cost or let plan measure an estimate");
   }
@@ -91,6 +90,10 @@ Result<Economics> economics(const PlanInputs& in, double p) {
 }
 
 }  // namespace
+
+double estimated_honest_cost(const training::MemoryEstimate& estimate, std::uint64_t epochs) {
+  return static_cast<double>(epochs) * static_cast<double>(estimate.steps_per_epoch) * estimate.step_seconds;
+}
 
 double detection_probability(double p, std::uint64_t cheated, std::uint64_t epochs) {
   if (epochs == 0) return 0.0;
@@ -214,6 +217,12 @@ std::string plan_text(const Plan& plan) {
     if (e.can_be_safe && e.cheating_pays != e.cheating_pays_exact) {
       s += fmt("                   counting the at-least-one fallback, the best cheat (%.0f epochs) gains %.4g\n",
                static_cast<double>(e.best_cheat_epochs), e.best_cheat_gain);
+    }
+    if (e.can_be_safe) {
+      const double n = static_cast<double>(d.epochs);
+      s += fmt("                   verify --reward %g --penalty %g", e.reward, e.penalty) +
+           fmt(" --cost %g uses the smallest such p, %.4g: ", e.honest_cost, e.required_probability) +
+           fmt("%.2f checks expected\n", n * e.required_probability + (1.0 - e.cost_ratio));
     }
   }
   return s;

@@ -72,6 +72,11 @@ struct Plan {
   std::optional<Economics> economics;
 };
 
+// K when it is not given: N × steps_per_epoch × step_seconds, the device-seconds honest training
+// takes on the measuring machine (R and D are then read in device-seconds too).
+double estimated_honest_cost(const training::MemoryEstimate& estimate, std::uint64_t epochs);
+inline constexpr const char* kEstimatedCostBasis = "estimated: N x epoch seconds (device-seconds; R and D in the same unit)";
+
 // Probability that a uniform-p policy with the fallback catches a provider cheating on m of N
 // epochs: 1 − (1 − p)^m + (1 − p)^N · m/N.
 double detection_probability(double p, std::uint64_t cheated, std::uint64_t epochs);

@@ -6,6 +6,7 @@
 #include "common/file_io.h"
 #include "common/json.h"
 #include "protocol/log.h"
+#include "verifier/html_page.h"
 
 namespace vt::verifier {
 namespace {
@@ -43,6 +44,18 @@ nlohmann::json check_to_json(const EpochCheck& c) {
 
 std::string comparison_line(const char* what, const fp::Comparison& c) {
   char buf[320];
+  // Exact mode has no thresholds to quote: its values are bit-identical or they are not.
+  if (c.mode == fp::CompareMode::kExact && c.mismatches == 0) {
+    std::snprintf(buf, sizeof buf, "%s exact: bit-identical over %llu values", what,
+                  static_cast<unsigned long long>(c.compared));
+    return buf;
+  }
+  if (c.mode == fp::CompareMode::kExact) {
+    std::snprintf(buf, sizeof buf, "%s exact: %llu of %llu values differ (none allowed), max abs %.3g, rel L2 %.3g", what,
+                  static_cast<unsigned long long>(c.mismatches), static_cast<unsigned long long>(c.compared),
+                  c.max_abs_diff, c.rel_l2);
+    return buf;
+  }
   std::snprintf(buf, sizeof buf, "%s %s: %llu of %llu values differ (allowed %llu), max abs %.3g, rel L2 %.3g (limit %.3g)",
                 what, std::string(fp::compare_mode_name(c.mode)).c_str(),
                 static_cast<unsigned long long>(c.mismatches), static_cast<unsigned long long>(c.compared),
@@ -189,6 +202,32 @@ Result<CheckedVerdict> verify_verdict_file(const std::filesystem::path& path, co
   return verify_verdict_text(text, expected, path.string());
 }
 
+std::string verdict_sentence(const Verdict& v) {
+  std::size_t passed = 0;
+  for (const EpochCheck& c : v.checks) passed += c.passed ? 1 : 0;
+  const ProbabilityDerivation& d = v.plan.derivation;
+  const std::string replayed = std::to_string(v.checks.size()) + " of " + std::to_string(v.epochs) + " epochs replayed";
+  if (v.accepted) {
+    std::string s = "Accepted: " + replayed + ", each matching the provider's commitments";
+    if (!d.method.empty()) s += "; " + detection_claim(d);
+    if (d.economics) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "; with R = %g, D = %g and K = %g, cheating on any number of epochs does not pay",
+                    d.economics->reward, d.economics->penalty, d.economics->cost);
+      s += buf;
+    }
+    return s + ".";
+  }
+  std::string s = "Rejected: ";
+  if (!v.checks.empty()) {
+    s += replayed + ", " + std::to_string(v.checks.size() - passed) + " failed; ";
+  }
+  if (v.reasons.empty()) return s + "no reason was recorded.";
+  s += v.reasons.front();
+  if (v.reasons.size() > 1) s += " (and " + std::to_string(v.reasons.size() - 1) + " more reasons below)";
+  return s + ".";
+}
+
 std::string verdict_summary(const Verdict& v, const std::filesystem::path& report_dir) {
   std::string s;
   s += std::string(v.accepted ? "ACCEPTED" : "REJECTED") + "  task " + v.task_id.substr(0, 16) + "..., " +
@@ -200,10 +239,11 @@ std::string verdict_summary(const Verdict& v, const std::filesystem::path& repor
                 static_cast<unsigned long long>(v.epochs), v.plan.derivation.p, v.plan.derivation.method.c_str(),
                 v.plan.fallback_used ? "; none drawn, one picked uniformly" : "");
   s += line;
+  if (!v.plan.derivation.guarantee.empty()) s += "policy: " + v.plan.derivation.guarantee + "\n";
   for (const EpochCheck& c : v.checks) {
-    std::snprintf(line, sizeof line, "  epoch %llu  %s  replay %.2f s, %llu bytes fetched%s\n",
+    std::snprintf(line, sizeof line, "  epoch %llu  %s  replay %.2f s, %s fetched%s\n",
                   static_cast<unsigned long long>(c.epoch), c.passed ? "passed" : "FAILED", c.replay_seconds,
-                  static_cast<unsigned long long>(c.bytes_fetched), c.after_fetched ? "" : " (before state only)");
+                  html::bytes(c.bytes_fetched).c_str(), c.after_fetched ? "" : " (before state only)");
     s += line;
     if (c.fingerprint) s += "    " + comparison_line("fingerprint", *c.fingerprint) + "\n";
     if (c.full_state) s += "    " + comparison_line("full state", *c.full_state) + "\n";
@@ -216,6 +256,7 @@ std::string verdict_summary(const Verdict& v, const std::filesystem::path& repor
   }
   for (const std::string& r : v.reasons) s += "reason: " + r + "\n";
   for (const std::string& n : v.notes) s += "note: " + n + "\n";
+  s += verdict_sentence(v) + "\n";
   if (!report_dir.empty()) {
     s += "report: " + (report_dir / "report.html").string() + ", signed verdict: " +
          (report_dir / "verdict.json").string() + "\n";

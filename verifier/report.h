@@ -78,6 +78,11 @@ Result<CheckedVerdict> verify_verdict_text(std::string_view text, const std::opt
 Result<CheckedVerdict> verify_verdict_file(const std::filesystem::path& path,
                                            const std::optional<PublicKey>& expected = std::nullopt);
 
+// The verdict and what it proves, in one sentence for people: "Accepted: 3 of 20 epochs
+// replayed, each matching the provider's commitments; a provider cheating on 10 % of epochs
+// (2 of 20) is caught with probability at least 0.99." A rejection names its first reason.
+std::string verdict_sentence(const Verdict& verdict);
+
 // For people: what was checked, what passed, what failed and where the report is. Several
 // lines, each ending in '\n'. `report_dir` may be empty.
 std::string verdict_summary(const Verdict& verdict, const std::filesystem::path& report_dir);

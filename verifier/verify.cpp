@@ -1,10 +1,14 @@
 #include "verifier/verify.h"
 
+#include <openssl/rand.h>
+
 #include <algorithm>
 #include <deque>
+#include <set>
 
 #include "verifier/log_check.h"
 #include "verifier/replay_jobs.h"
+#include "verifier/verify_state.h"
 
 namespace vt::verifier {
 namespace {
@@ -30,8 +34,14 @@ class Run {
     ctx_.layout = facts.layout;
     say("log: " + std::to_string(facts.records.size()) + " commitments, " +
         (facts.failures.empty() ? std::string("signatures, chain, task and initial state check out") : facts.failures.front()));
-    VT_ASSIGN_OR_RETURN(ProbabilityDerivation derivation, derive_probability(options_.policy, verdict_.epochs));
-    VT_ASSIGN_OR_RETURN(ChallengeRandom random, make_random());
+    VerifyState state;
+    if (options_.resume) {
+      VT_ASSIGN_OR_RETURN(state, resumed_state(facts));
+    } else {
+      VT_ASSIGN_OR_RETURN(state, fresh_state(facts));
+    }
+    VT_ASSIGN_OR_RETURN(ProbabilityDerivation derivation, derive_probability(state.policy, verdict_.epochs));
+    VT_ASSIGN_OR_RETURN(ChallengeRandom random, ChallengeRandom::from_seed_hex(state.seed_hex));
     std::vector<double> movements;
     if (facts.failures.empty()) {
       auto m = tracking_movements(facts.records);
@@ -42,8 +52,12 @@ class Run {
       }
     }
     verdict_.plan = plan_challenges(derivation, movements, random);
+    if (!state.seed_given) verdict_.plan.seed_hex.clear();  // a secret seed stays secret
     if (facts.failures.empty()) {
       say("challenging epochs " + list(verdict_.plan.challenged) + " (p = " + std::to_string(derivation.p) + ")");
+      if (!options_.resume && !options_.state_dir.empty()) VT_RETURN_IF_ERROR(begin_state(options_.state_dir, state));
+      progress(0, true);
+      VT_RETURN_IF_ERROR(take_judged(state));
       VT_RETURN_IF_ERROR(challenge_all(facts.records, verdict_.plan.challenged));
       VT_RETURN_IF_ERROR(check_final_model(source_, facts, ctx_, facts.failures));
     }
@@ -82,8 +96,13 @@ class Run {
         inner = decided.error();
         return false;
       }
+      challenged_so_far_ = stream.plan().challenged.size();
       if (*decided) {
-        say("epoch " + std::to_string(e) + " challenged while training runs");
+        // Said as drawn, not "while training runs": a verifier that subscribes after training
+        // ended draws every epoch from the backlog.
+        say("epoch " + std::to_string(e) + " challenged as its commitment arrived (p = " +
+            std::to_string(stream.plan().epochs.back().probability) + ")");
+        progress(0, false);
         if (auto s = challenge(records, e, e == verdict_.epochs); !s) {
           inner = s;
           return false;
@@ -99,6 +118,7 @@ class Run {
     if (!inner) facts.failures.push_back(inner.error().message);
     VT_ASSIGN_OR_RETURN(std::optional<std::uint64_t> fallback, stream.finish());
     verdict_.plan = stream.plan();
+    progress(0, true);
     if (facts.failures.empty()) {
       if (fallback) VT_RETURN_IF_ERROR(challenge(facts.records, *fallback, *fallback + 1 == facts.records.size()));
       VT_RETURN_IF_ERROR(check_final_model(source_, facts, ctx_, facts.failures));
@@ -107,6 +127,57 @@ class Run {
   }
 
  private:
+  // The policy and a seed for a new run: --seed's, or 32 bytes of OS randomness, kept secret
+  // (the verdict does not record it) but sealed in the state folder for --resume.
+  Result<VerifyState> fresh_state(const LogFacts& facts) {
+    VerifyState s;
+    s.task_id = verdict_.task_id;
+    s.log_head = hex_encode(facts.head);
+    s.policy = options_.policy;
+    if (options_.seed_hex) {
+      VT_ASSIGN_OR_RETURN(ChallengeRandom given, ChallengeRandom::from_seed_hex(*options_.seed_hex));
+      s.seed_hex = given.seed_hex();
+      s.seed_given = true;
+      return s;
+    }
+    Bytes seed(32);
+    if (RAND_bytes(seed.data(), static_cast<int>(seed.size())) != 1) {
+      return io_error("challenge seed: OpenSSL RAND_bytes could not read the OS CSPRNG");
+    }
+    s.seed_hex = hex_encode(seed);
+    return s;
+  }
+
+  Result<VerifyState> resumed_state(const LogFacts& facts) {
+    VT_ASSIGN_OR_RETURN(VerifyState s, load_state(options_.state_dir));
+    if (s.task_id != verdict_.task_id) {
+      return invalid_input("--resume: " + options_.state_dir.string() + " is a run of task " + s.task_id +
+                           ", not of this task (" + verdict_.task_id + ")");
+    }
+    if (s.log_head != hex_encode(facts.head)) {
+      return invalid_input("--resume: the provider's log is not the one the interrupted run judged (its head was " +
+                           s.log_head + ", now " + hex_encode(facts.head) + "); start a new verify");
+    }
+    return s;
+  }
+
+  // A resumed run's epochs judged before the interruption: their results stand, unreplayed.
+  Status take_judged(const VerifyState& state) {
+    std::size_t kept = 0;
+    for (std::uint64_t e : verdict_.plan.challenged) {
+      auto it = state.checks.find(e);
+      if (it == state.checks.end()) continue;
+      judged_.insert(e);
+      ++kept;
+      VT_RETURN_IF_ERROR(record(it->second, /*save=*/false));
+    }
+    if (options_.resume) {
+      say("resuming: " + std::to_string(kept) + " of " + std::to_string(verdict_.plan.challenged.size()) +
+          " challenged epochs were judged before the interruption; replaying the rest");
+    }
+    return {};
+  }
+
   Result<ChallengeRandom> make_random() {
     return options_.seed_hex ? ChallengeRandom::from_seed_hex(*options_.seed_hex) : ChallengeRandom::from_os();
   }
@@ -138,16 +209,27 @@ class Run {
   Status challenge(const std::vector<SignedRecord>& records, std::uint64_t e, bool after_later) {
     if (!committed(records, e)) return {};
     VT_ASSIGN_OR_RETURN(EpochCheck check, check_epoch(source_, ctx_, records[e - 1], records[e], after_later));
-    record(std::move(check));
+    return record(std::move(check));
+  }
+
+  Status record(EpochCheck check, bool save = true) {
+    if (save && !options_.online && !options_.state_dir.empty()) VT_RETURN_IF_ERROR(save_check(options_.state_dir, check));
+    const std::string e = std::to_string(check.epoch);
+    say("epoch " + e + ": " + (check.passed ? "replay matches" : check.failures.front()) + " (" +
+        std::to_string(check.replay_seconds) + " s" + (save ? ")" : ", judged before the interruption)"));
+    for (const std::string& n : check.replay_notes) verdict_.notes.push_back("epoch " + e + ": " + n);
+    const std::uint64_t epoch = check.epoch;
+    verdict_.checks.push_back(std::move(check));
+    progress(epoch, final_total_);
     return {};
   }
 
-  void record(EpochCheck check) {
-    const std::string e = std::to_string(check.epoch);
-    say("epoch " + e + ": " + (check.passed ? "replay matches" : check.failures.front()) + " (" +
-        std::to_string(check.replay_seconds) + " s)");
-    for (const std::string& n : check.replay_notes) verdict_.notes.push_back("epoch " + e + ": " + n);
-    verdict_.checks.push_back(std::move(check));
+  void progress(std::uint64_t epoch, bool final) {
+    final_total_ = final;
+    if (!options_.on_progress) return;
+    // Online, the plan is the stream's, still growing; offline it is verdict_.plan.
+    const std::size_t challenged = std::max(verdict_.plan.challenged.size(), challenged_so_far_);
+    options_.on_progress({verdict_.checks.size(), challenged, final, epoch});
   }
 
   // The offline challenges, with replays in child processes when more than one can run: each
@@ -158,7 +240,10 @@ class Run {
                                                  : options_.replay_jobs;
     jobs = std::min(jobs, epochs.size());
     if (jobs <= 1 || options_.replay_program.empty()) {
-      for (std::uint64_t e : epochs) VT_RETURN_IF_ERROR(challenge(records, e, after_needed_later(records, epochs, e)));
+      for (std::uint64_t e : epochs) {
+        if (!judged_.count(e)) VT_RETURN_IF_ERROR(challenge(records, e, after_needed_later(records, epochs, e)));
+      }
+      sort_checks();
       return {};
     }
     std::unique_ptr<ReplayJobs> pool;  // made at the first replay, when a state's size is known
@@ -169,20 +254,18 @@ class Run {
       started.pop_front();
       if (!replay) {
         VT_ASSIGN_OR_RETURN(EpochCheck check, unreplayable(std::move(prepared), replay.error()));
-        record(std::move(check));
-        return {};
+        return record(std::move(check));
       }
       VT_RETURN_IF_ERROR(fetch_after_if_replay_missed(source_, ctx_, prepared, *replay));
       VT_ASSIGN_OR_RETURN(EpochCheck check, judge_epoch(std::move(prepared), *replay, ctx_));
-      record(std::move(check));
-      return {};
+      return record(std::move(check));
     };
     for (std::uint64_t e : epochs) {
-      if (!committed(records, e)) continue;
+      if (judged_.count(e) || !committed(records, e)) continue;
       VT_ASSIGN_OR_RETURN(PreparedEpoch prepared,
                           prepare_epoch(source_, ctx_, records[e - 1], records[e], after_needed_later(records, epochs, e)));
       if (!prepared.replayable()) {
-        record(std::move(prepared.check));
+        VT_RETURN_IF_ERROR(record(std::move(prepared.check)));
         continue;
       }
       if (!pool) {
@@ -200,9 +283,13 @@ class Run {
       started.push_back(std::move(prepared));
     }
     while (!started.empty()) VT_RETURN_IF_ERROR(finish_oldest());
+    sort_checks();
+    return {};
+  }
+
+  void sort_checks() {
     std::stable_sort(verdict_.checks.begin(), verdict_.checks.end(),
                      [](const EpochCheck& a, const EpochCheck& b) { return a.epoch < b.epoch; });
-    return {};
   }
 
   Result<Verdict> finish(const LogFacts& facts) {
@@ -237,6 +324,9 @@ class Run {
   const VerifyOptions& options_;
   CheckContext ctx_;
   Verdict verdict_;
+  std::set<std::uint64_t> judged_;     // resumed: judged before the interruption
+  bool final_total_ = false;           // every challenge is drawn
+  std::size_t challenged_so_far_ = 0;  // online: drawn so far
 };
 
 }  // namespace
