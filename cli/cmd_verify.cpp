@@ -18,6 +18,7 @@
 #include "compression/container.h"
 #include "protocol/keys.h"
 #include "training/estimate.h"
+#include "training/runtime.h"
 #include "verifier/audit.h"
 #include "verifier/html_report.h"
 #include "verifier/log_check.h"
@@ -177,7 +178,9 @@ Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
   VT_RETURN_IF_ERROR(verifier::write_verdict_file(report / "verdict.json", verdict, key));
   VT_RETURN_IF_ERROR(
       verifier::write_html_report(report / "report.html", verdict, verdict.claimed_loss, key.public_key().fingerprint()));
-  emit(ctx, verifier::verdict_to_json(verdict, key.public_key()), verifier::verdict_summary(verdict, report));
+  nlohmann::json out = verifier::verdict_to_json(verdict, key.public_key());
+  out["ok"] = verdict.accepted;
+  emit(ctx, out, verifier::verdict_summary(verdict, report));
   return verdict.accepted ? 0 : exit_code(Errc::kRejected);
 }
 
@@ -237,7 +240,7 @@ Result<int> run_audit(Context& ctx, const AuditArgs& a) {
   if (!a.check.empty()) {
     VT_ASSIGN_OR_RETURN(std::string text, read_text_file(a.check));
     VT_ASSIGN_OR_RETURN(verifier::EvidenceCheck c, verifier::check_evidence(text, *source, task, t));
-    emit(ctx, {{"agrees", c.agrees}, {"auditor", c.auditor_fingerprint}, {"claimed", verifier::finding_to_json(c.claimed)},
+    emit(ctx, {{"ok", c.agrees}, {"kind", "audit check"}, {"auditor", c.auditor_fingerprint}, {"claimed", verifier::finding_to_json(c.claimed)},
                {"recomputed", verifier::finding_to_json(c.recomputed)}},
          std::string(c.agrees ? "evidence re-checks: " : "evidence does NOT re-check: ") + c.recomputed.summary + "\n");
     return c.agrees ? 0 : exit_code(Errc::kRejected);
@@ -246,6 +249,7 @@ Result<int> run_audit(Context& ctx, const AuditArgs& a) {
   VT_ASSIGN_OR_RETURN(verifier::AuditFinding f, verifier::audit_epoch(*source, task, a.epoch, t));
   if (a.second_opinion) VT_RETURN_IF_ERROR(add_second_opinion(f, task, *source, a));
   nlohmann::json j = verifier::finding_to_json(f);
+  j["ok"] = f.bit_identical;
   if (!a.evidence.empty()) {
     VT_ASSIGN_OR_RETURN(std::vector<SignedRecord> records, source->log());
     VT_ASSIGN_OR_RETURN(SigningKey key, verifier_key(a.key));
@@ -276,7 +280,7 @@ Result<int> run_verdict_check(Context& ctx, const VerdictCheckArgs& a) {
   }
   const std::string result = v.accepted ? "accepted" : "rejected";
   emit(ctx,
-       {{"valid", true}, {"signer", signer}, {"signer_expected", expected.has_value()}, {"result", result},
+       {{"ok", true}, {"signer", signer}, {"signer_expected", expected.has_value()}, {"result", result},
         {"task_id", v.task_id}, {"provider_key", v.provider_key}, {"provider_key_pinned", v.provider_key_pinned}},
        a.file + ": signature and format check out\nsigned by verifier key " + signer +
            (expected ? " (as expected)" : " (not compared: give --signer)") + "\nresult " + result + " for task " +
@@ -314,8 +318,14 @@ Result<int> run_plan(Context& ctx, const PlanArgs& a) {
   in.policy.confidence = a.confidence;
   in.policy.cheat_fraction = a.cheat_fraction;
   if (a.check_probability > 0) in.policy.check_probability = a.check_probability;
-  VT_ASSIGN_OR_RETURN(in.estimate, training::estimate(task, t));
-  VT_ASSIGN_OR_RETURN(in.codec_ratio, measured_codec_ratio(task, t));
+  // A GPU task planned on a machine without one: the bytes and replay time stay unknown (K from --cost).
+  if (task.device.rfind("cuda", 0) != 0 || training::runtime_info().cuda_available) {
+    VT_ASSIGN_OR_RETURN(in.estimate, training::estimate(task, t));
+    VT_ASSIGN_OR_RETURN(in.codec_ratio, measured_codec_ratio(task, t));
+  } else {
+    spdlog::warn("plan: no CUDA device here to measure the {} task on: per-check bytes and replay time are unknown",
+                 task.device);
+  }
   in.fetches_after = a.fetch_after == "always" || verifier::compare_mode(task) == fp::CompareMode::kTolerance;
   if (a.reward >= 0) in.reward = a.reward;
   if (a.penalty >= 0) in.penalty = a.penalty;
