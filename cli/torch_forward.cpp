@@ -30,8 +30,9 @@ bool has_json_flag() {
 void remember_arguments(int argc, char** argv) { g_argv.assign(argv, argv + argc + 1); }  // with the null
 
 bool needs_torch(int argc, char** argv) {
-  static const std::set<std::string> torch_commands = {"train",  "verify", "audit",   "estimate",
-                                                       "demo",   "replay-worker", "verdict"};
+  // The commands this program runs; everything else, a command added to veritrain-torch later
+  // or a typo included, goes on to veritrain-torch, which knows every command.
+  static const std::set<std::string> light_commands = {"keygen", "log", "inspect", "serve"};
   std::vector<std::string> words;  // the command words, in order
   bool plan_has_cost = false;
   for (int i = 1; i < argc; ++i) {
@@ -50,11 +51,11 @@ bool needs_torch(int argc, char** argv) {
     if (a.rfind('-', 0) == 0) continue;
     if (words.size() < 2) words.push_back(a);
   }
-  if (words.empty()) return false;
-  if (torch_commands.count(words[0]) != 0) return true;
-  if (words[0] == "task") return words.size() > 1 && words[1] == "init";
+  if (words.empty()) return false;  // no command: usage (or a flag error) from this program
+  if (light_commands.count(words[0]) != 0) return false;
+  if (words[0] == "task") return !(words.size() > 1 && words[1] == "show");
   if (words[0] == "plan") return !plan_has_cost;
-  return false;
+  return true;
 }
 
 int exec_torch_program() {

@@ -8,8 +8,10 @@ namespace vt::cli {
 // Keeps argv for exec_torch_program(); call first in main().
 void remember_arguments(int argc, char** argv);
 
-// Whether this command line is one veritrain-torch runs: train, verify, audit, estimate, demo,
-// task init, verdict check, replay-worker, --version, and plan without --cost (it measures).
+// Whether this command line is one veritrain-torch runs: every command but keygen, log, inspect,
+// serve, task show and plan --cost (without --cost plan measures), and --version. A word that is
+// no command goes there too, so a command added to veritrain-torch works through veritrain
+// before commands_light.cpp lists it.
 bool needs_torch(int argc, char** argv);
 
 // Replaces this process with veritrain-torch (beside this executable, or $VERITRAIN_TORCH)
