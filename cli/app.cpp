@@ -5,7 +5,8 @@
 
 #include <iostream>
 
-#include "training/runtime.h"
+#include "cli/environment.h"
+#include "cli/suggest.h"
 
 namespace vt::cli {
 namespace {
@@ -17,24 +18,6 @@ void setup_logging(const std::string& level) {
   logger->set_pattern("%^[%L]%$ %v");
   logger->set_level(spdlog::level::from_str(level));
   spdlog::set_default_logger(logger);
-}
-
-int print_version(bool json) {
-  training::RuntimeInfo rt = training::runtime_info();
-  if (json) {
-    std::cout << nlohmann::json{{"veritrain", VT_VERSION},
-                                {"libtorch", rt.torch_version},
-                                {"cuda_available", rt.cuda_available},
-                                {"cuda_devices", rt.cuda_device_count}}
-                     .dump()
-              << "\n";
-  } else {
-    std::cout << "veritrain " << VT_VERSION << "\nlibtorch " << rt.torch_version << "\ncuda "
-              << (rt.cuda_available ? "available (" + std::to_string(rt.cuda_device_count) + " devices)"
-                                    : std::string("unavailable"))
-              << "\n";
-  }
-  return 0;
 }
 
 // The one place an exception that escaped a module becomes an exit code: errors are values
@@ -52,10 +35,49 @@ Result<int> run_action(const Context& ctx) {
   }
 }
 
+// "task show" for `veritrain task show ...`: the chain of subcommands CLI11 parsed.
+std::string command_path(const CLI::App& app) {
+  std::string path;
+  const CLI::App* at = &app;
+  while (true) {
+    auto chosen = at->get_subcommands();
+    if (chosen.empty()) break;
+    at = chosen.front();
+    path += (path.empty() ? "" : " ") + at->get_name();
+  }
+  return path;
+}
+
+// --json is global, but people write it where they write every other flag: after the command
+// (`task show t.json --json`). It is taken out wherever it stands, up to a `--`.
+std::vector<std::string> take_global_json(int argc, char** argv, bool& json) {
+  std::vector<std::string> args;
+  bool options_end = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") options_end = true;
+    if (!options_end && a == "--json") {
+      json = true;
+      continue;
+    }
+    args.push_back(a);
+  }
+  return args;
+}
+
+void print_json_error(const std::string& message, int code) {
+  std::cout << nlohmann::json{{"ok", false}, {"kind", "error"}, {"error", message}, {"exit_code", code}}.dump()
+            << std::endl;
+}
+
 }  // namespace
 
-void emit(const Context& ctx, const nlohmann::json& json, const std::string& human) {
+void emit(const Context& ctx, nlohmann::json json, const std::string& human) {
   if (ctx.json) {
+    if (json.is_object()) {
+      if (!json.contains("ok")) json["ok"] = true;
+      if (!json.contains("kind")) json["kind"] = ctx.kind;
+    }
     std::cout << json.dump() << "\n";
   } else {
     std::cout << (human.empty() ? json.dump(2) + "\n" : human);
@@ -63,52 +85,53 @@ void emit(const Context& ctx, const nlohmann::json& json, const std::string& hum
   std::cout.flush();
 }
 
-int run(int argc, char** argv) {
+int run(int argc, char** argv, const CommandSet& commands) {
   CLI::App app{"veritrain: verifiable training on a compute marketplace", "veritrain"};
   Context ctx;
   bool version = false;
+  std::vector<std::string> args = take_global_json(argc, argv, ctx.json);
   app.add_flag("--version", version, "Print veritrain's and LibTorch's versions and CUDA availability");
-  app.add_flag("--json", ctx.json, "Print results as JSON on stdout");
+  app.add_flag("--json", ctx.json, "Print results as JSON on stdout (anywhere on the line)");
   app.add_option("--log-level", ctx.log_level, "Logging on stderr")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+      ->envname("VERITRAIN_LOG_LEVEL");
   app.footer("Exit codes: 0 success/accepted, 1 rejected, 2 usage or input error, "
              "3 I/O or network error, 4 internal error (a bug). See docs/cli.md.");
-
-  register_keygen(app, ctx);
-  register_task(app, ctx);
-  register_estimate(app, ctx);
-  register_train(app, ctx);
-  register_log(app, ctx);
-  register_serve(app, ctx);
-  register_verify(app, ctx);
-  register_demo(app, ctx);
+  commands.register_commands(app, ctx);
+  bind_environment(app);
 
   try {
-    app.parse(argc, argv);
+    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last first
+    app.parse(reversed);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "veritrain: " << e.what() << "\n";
-    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+    const std::string hint = usage_hint(app, args);
+    std::string message = e.what();
+    if (!hint.empty()) message += "; " + hint;
+    if (ctx.json) print_json_error(message, kUsageError);
+    std::cerr << "veritrain: " << message << "\n";
+    if (hint.empty() && dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
       std::cerr << "Not a veritrain command or option; run 'veritrain --help' for the list.\n";
     } else {
-      std::cerr << "Run with --help for usage.\n";
+      std::cerr << "Run 'veritrain --help' (or COMMAND --help) for usage.\n";
     }
     return kUsageError;
   }
   setup_logging(ctx.log_level);
-  if (version) return print_version(ctx.json);
+  if (version) return commands.version(ctx.json);
   if (!ctx.action) {
+    if (ctx.json) print_json_error("no command given", kUsageError);
     std::cerr << app.help();
     return kUsageError;
   }
+  ctx.kind = command_path(app);
   Result<int> result = run_action(ctx);
   if (!result.ok()) {
     const Error& err = result.error();
-    if (ctx.json) {
-      std::cout << nlohmann::json{{"error", err.message}, {"exit_code", exit_code(err.code)}}.dump()
-                << "\n";
-    }
+    if (ctx.json) print_json_error(err.message, exit_code(err.code));
     std::cerr << "veritrain: error: " << err.message << "\n";
     return exit_code(err.code);
   }

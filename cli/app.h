@@ -17,11 +17,13 @@ namespace vt::cli {
 struct Context {
   bool json = false;               // results as JSON on stdout
   std::string log_level = "info";  // stderr logging
+  std::string kind;                // the command's path, "task show": every JSON result's "kind"
   std::function<Result<int>()> action;  // the chosen command; its value is the exit code
 };
 
 // Prints a command's result: `json` with --json, else `human` (if empty, the JSON pretty-printed).
-void emit(const Context& ctx, const nlohmann::json& json, const std::string& human);
+// The JSON gets "ok": true and "kind": ctx.kind unless it has its own (docs/cli.md, "JSON").
+void emit(const Context& ctx, nlohmann::json json, const std::string& human);
 
 void register_keygen(CLI::App& app, Context& ctx);
 void register_task(CLI::App& app, Context& ctx);
@@ -31,8 +33,18 @@ void register_log(CLI::App& app, Context& ctx);
 void register_serve(CLI::App& app, Context& ctx);
 void register_verify(CLI::App& app, Context& ctx);
 void register_demo(CLI::App& app, Context& ctx);
+void register_task_show(CLI::App& task, Context& ctx);  // cmd_task_show.cpp, torch-free
 
-int run(int argc, char** argv);
+// The commands one executable offers (cli/commands_*.cpp): `veritrain` (torch-free, starts in
+// milliseconds) and `veritrain-torch` (everything, LibTorch linked) share run() below.
+struct CommandSet {
+  void (*register_commands)(CLI::App& app, Context& ctx) = nullptr;
+  int (*version)(bool json) = nullptr;  // --version
+};
+const CommandSet& full_commands();   // commands_full.cpp
+const CommandSet& light_commands();  // commands_light.cpp
+
+int run(int argc, char** argv, const CommandSet& commands);
 
 // `text` as a whole integer in `base`, or nothing: no sign where T is unsigned, no blanks, no
 // trailing characters, no overflow.

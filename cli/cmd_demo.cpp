@@ -100,7 +100,9 @@ Result<int> run_demo(Context& ctx, const std::string& out_dir, std::int64_t epoc
   const std::string next = verifier::audit_command(verdict, task_file.string(), (work / "dir").string());
   VT_RETURN_IF_ERROR(verifier::write_report_folder(report, verdict, key, next));
   fs::remove_all(work / "dir" / "snapshots", ec);  // the bulky part; the log and report stay
-  emit(ctx, verifier::verdict_to_json(verdict, key.public_key()), verifier::verdict_summary(verdict, report));
+  nlohmann::json j = verifier::verdict_to_json(verdict, key.public_key());
+  j["ok"] = verdict.accepted;
+  emit(ctx, j, verifier::verdict_summary(verdict, report));
   return verdict.accepted ? 0 : exit_code(Errc::kRejected);
 }
 

@@ -75,18 +75,33 @@ Result<int> inspect_file(const Context& ctx, const fs::path& path, int extract, 
     nlohmann::json tensors = nlohmann::json::array();
     for (const auto& t : view->tensors) tensors.push_back({{"name", t.name}, {"dtype", dtype_name(t.dtype)}, {"shape", t.shape}});
     const bool canonical = parse_safetensors(bytes).ok();
-    emit(ctx, {{"kind", "safetensors"}, {"canonical", canonical}, {"metadata", view->metadata}, {"tensors", tensors}}, "");
+    std::ostringstream h;
+    h << "safetensors, " << view->tensors.size() << " tensors" << (canonical ? " (canonical)" : " (not canonical)") << "\n";
+    for (const auto& t : view->tensors) {
+      h << "  " << t.name << "  " << dtype_name(t.dtype) << " [";
+      for (std::size_t i = 0; i < t.shape.size(); ++i) h << (i ? ", " : "") << t.shape[i];
+      h << "]\n";
+    }
+    emit(ctx, {{"kind", "safetensors"}, {"canonical", canonical}, {"metadata", view->metadata}, {"tensors", tensors}}, h.str());
     return 0;
   }
   if (auto log = read_log(bytes, path.string()); log.ok() && !log->records.empty()) {
     nlohmann::json recs = nlohmann::json::array();
     for (const auto& r : log->records) recs.push_back({{"epoch", r.record.epoch}, {"root", hex_encode(r.record.root)}, {"loss", r.record.metrics.loss}});
-    emit(ctx, {{"kind", "commitment log"}, {"task_id", hex_encode(log->records.front().record.task_id)}, {"records", recs}}, "");
+    std::ostringstream h;
+    h << "commitment log, " << log->records.size() << " records, task_id "
+      << hex_encode(log->records.front().record.task_id) << " (not checked: `veritrain log verify` checks it)\n";
+    for (const auto& r : log->records) {
+      h << "  epoch " << r.record.epoch << "  root " << hex_encode(r.record.root).substr(0, 16) << "...  loss "
+        << r.record.metrics.loss << "\n";
+    }
+    emit(ctx, {{"kind", "commitment log"}, {"task_id", hex_encode(log->records.front().record.task_id)}, {"records", recs}}, h.str());
     return 0;
   }
   std::string text(bytes.begin(), bytes.end());
   if (auto task = parse_task(text, path.string()); task.ok()) {
-    emit(ctx, {{"kind", "task"}, {"task_id", hex_encode(task_id(*task))}, {"task", nlohmann::json::parse(canonical_task_json(*task))}}, "");
+    emit(ctx, {{"kind", "task"}, {"task_id", hex_encode(task_id(*task))}, {"task", nlohmann::json::parse(canonical_task_json(*task))}},
+         "task, task_id " + hex_encode(task_id(*task)) + " (`veritrain task show` prints its fields)\n");
     return 0;
   }
   return invalid_input(path.string() + ": not a workdir, task, commitment log, snapshot or snapshot container");
@@ -140,7 +155,7 @@ void register_log(CLI::App& app, Context& ctx) {
                         ", not by the provider key given with --provider-key (" + *pinned + ")");
       }
       nlohmann::json j = report_json(r);
-      j["valid"] = true;
+      j["ok"] = true;
       j["signer_pinned"] = pinned.has_value();
       emit(ctx, j, report_text(r) + "log and snapshots verified" +
                        (pinned ? ", signed by the pinned provider key\n" : " (signer not pinned: give --provider-key)\n"));
@@ -164,7 +179,9 @@ void register_log(CLI::App& app, Context& ctx) {
       if (fs::is_directory(a->path) && a->epoch >= 0) return export_epoch(ctx, a->path, static_cast<std::uint64_t>(a->epoch), a->out);
       if (fs::is_directory(a->path)) {
         VT_ASSIGN_OR_RETURN(provider::WorkdirReport r, provider::check_workdir(a->path, /*decode_snapshots=*/false));
-        emit(ctx, report_json(r), report_text(r));
+        nlohmann::json j = report_json(r);
+        j["kind"] = "workdir";
+        emit(ctx, j, report_text(r));
         return 0;
       }
       return inspect_file(ctx, a->path, a->extract, a->out);

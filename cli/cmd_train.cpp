@@ -34,6 +34,7 @@ void register_train(CLI::App& app, Context& ctx) {
     ctx.action = [&ctx, a, serve]() -> Result<int> {
       VT_ASSIGN_OR_RETURN(Task task, load_task(a->task));
       Service service;
+      auto gauges = std::make_shared<TrainMetrics>(task.epochs);
       if (!serve->listen.empty()) {
         // Everything on disk is crash-safe, so an interrupt may simply end the process; a
         // later `train` resumes after the last durable commitment.
@@ -44,7 +45,10 @@ void register_train(CLI::App& app, Context& ctx) {
           std::_Exit(130);
         }).detach();
         VT_RETURN_IF_ERROR(provider::Workdir::open_for(a->workdir, task));
-        VT_ASSIGN_OR_RETURN(service, start_service(a->workdir, *serve));
+        serve->key_dir = a->key;  // the certificate keygen made beside the signing key
+        VT_ASSIGN_OR_RETURN(service, start_service(a->workdir, *serve, gauges));
+      } else if (!serve->metrics.empty()) {
+        VT_ASSIGN_OR_RETURN(service.metrics, start_metrics(serve->metrics, nullptr, gauges));
       }
       Progress progress(ctx.json, task.epochs);
       provider::ProviderOptions o;
@@ -53,8 +57,12 @@ void register_train(CLI::App& app, Context& ctx) {
       o.task_dir = std::filesystem::path(a->task).parent_path();
       o.device = a->device;
       o.full_every = a->full_every;
-      o.on_step = [&](const training::StepMetrics& m) { progress.step(m); };
+      o.on_step = [&](const training::StepMetrics& m) {
+        gauges->step(m.epoch, m.step_in_epoch, m.steps_in_epoch, m.loss, m.samples_per_second);
+        progress.step(m);
+      };
       o.on_commit = [&](const provider::CommitEvent& e) {
+        gauges->committed(e.epoch);
         progress.committed(e);
         if (service.server) service.server->notify_commit(e.epoch);
       };

@@ -19,6 +19,7 @@
 #include "compression/container.h"
 #include "protocol/keys.h"
 #include "training/estimate.h"
+#include "training/runtime.h"
 #include "verifier/audit.h"
 #include "verifier/evidence_page.h"
 #include "verifier/html_report.h"
@@ -217,7 +218,9 @@ Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
   const std::string next = verifier::audit_command(verdict, a.task, a.source.workdir);
   VT_RETURN_IF_ERROR(verifier::write_report_folder(report, verdict, key, next));
   fs::remove_all(verifier::state_dir(report), ec);  // it holds the secret seed; the verdict stands now
-  emit(ctx, verifier::verdict_to_json(verdict, key.public_key()),
+  nlohmann::json out = verifier::verdict_to_json(verdict, key.public_key());
+  out["ok"] = verdict.accepted;
+  emit(ctx, out,
        verifier::verdict_summary(verdict, report) + (next.empty() ? "" : "next: " + next + "\n"));
   return verdict.accepted ? 0 : exit_code(Errc::kRejected);
 }
@@ -278,7 +281,7 @@ Result<int> run_audit(Context& ctx, const AuditArgs& a) {
   if (!a.check.empty()) {
     VT_ASSIGN_OR_RETURN(std::string text, read_text_file(a.check));
     VT_ASSIGN_OR_RETURN(verifier::EvidenceCheck c, verifier::check_evidence(text, *source, task, t));
-    emit(ctx, {{"agrees", c.agrees}, {"auditor", c.auditor_fingerprint}, {"claimed", verifier::finding_to_json(c.claimed)},
+    emit(ctx, {{"ok", c.agrees}, {"kind", "audit check"}, {"auditor", c.auditor_fingerprint}, {"claimed", verifier::finding_to_json(c.claimed)},
                {"recomputed", verifier::finding_to_json(c.recomputed)}},
          std::string(c.agrees ? "evidence re-checks: " : "evidence does NOT re-check: ") + c.recomputed.summary + "\n");
     return c.agrees ? 0 : exit_code(Errc::kRejected);
@@ -290,6 +293,7 @@ Result<int> run_audit(Context& ctx, const AuditArgs& a) {
   VT_ASSIGN_OR_RETURN(std::vector<SignedRecord> records, source->log());
   verifier::EvidencePageInfo page{hex_encode(task_id(task)), a.task, a.workdir, "", pinned.has_value(), "", a.evidence};
   if (auto signer = PublicKey::from_raw(records.at(a.epoch).record.signer)) page.provider_key = signer->fingerprint();
+  j["ok"] = f.bit_identical;
   if (!a.evidence.empty()) {
     VT_ASSIGN_OR_RETURN(SigningKey key, verifier_key(a.key));
     VT_ASSIGN_OR_RETURN(std::string text, verifier::make_evidence(f, task, records.at(a.epoch - 1), records.at(a.epoch), key));
@@ -325,7 +329,7 @@ Result<int> run_verdict_check(Context& ctx, const VerdictCheckArgs& a) {
   }
   const std::string result = v.accepted ? "accepted" : "rejected";
   emit(ctx,
-       {{"valid", true}, {"signer", signer}, {"signer_expected", expected.has_value()}, {"result", result},
+       {{"ok", true}, {"signer", signer}, {"signer_expected", expected.has_value()}, {"result", result},
         {"task_id", v.task_id}, {"provider_key", v.provider_key}, {"provider_key_pinned", v.provider_key_pinned}},
        a.file + ": signature and format check out\nsigned by verifier key " + signer +
            (expected ? " (as expected)" : " (not compared: give --signer)") + "\nresult " + result + " for task " +
@@ -363,8 +367,14 @@ Result<int> run_plan(Context& ctx, const PlanArgs& a) {
   in.policy.confidence = a.confidence;
   in.policy.cheat_fraction = a.cheat_fraction;
   if (a.check_probability > 0) in.policy.check_probability = a.check_probability;
-  VT_ASSIGN_OR_RETURN(in.estimate, training::estimate(task, t));
-  VT_ASSIGN_OR_RETURN(in.codec_ratio, measured_codec_ratio(task, t));
+  // A GPU task planned on a machine without one: the bytes and replay time stay unknown (K from --cost).
+  if (task.device.rfind("cuda", 0) != 0 || training::runtime_info().cuda_available) {
+    VT_ASSIGN_OR_RETURN(in.estimate, training::estimate(task, t));
+    VT_ASSIGN_OR_RETURN(in.codec_ratio, measured_codec_ratio(task, t));
+  } else {
+    spdlog::warn("plan: no CUDA device here to measure the {} task on: per-check bytes and replay time are unknown",
+                 task.device);
+  }
   in.fetches_after = a.fetch_after == "always" || verifier::compare_mode(task) == fp::CompareMode::kTolerance;
   if (a.reward >= 0) in.reward = a.reward;
   if (a.penalty >= 0) in.penalty = a.penalty;

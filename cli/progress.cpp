@@ -15,7 +15,7 @@ constexpr auto kJsonInterval = std::chrono::seconds(1);
 }
 
 Progress::Progress(bool json, std::int64_t total_epochs)
-    : bar_(!json && ::isatty(STDERR_FILENO) == 1), json_(json || !bar_), total_epochs_(total_epochs) {}
+    : bar_(!json && ::isatty(STDERR_FILENO) == 1), json_(json), total_epochs_(total_epochs) {}
 
 void Progress::step(const training::StepMetrics& m) {
   const double eta = m.step_in_epoch > 0
@@ -36,7 +36,7 @@ void Progress::step(const training::StepMetrics& m) {
   const auto now = std::chrono::steady_clock::now();
   if (json_ && now - last_line_ >= kJsonInterval) {
     last_line_ = now;
-    std::cout << nlohmann::json{{"message_type", "status"}, {"epoch", m.epoch}, {"epochs", total_epochs_},
+    std::cout << nlohmann::json{{"message_type", "status"}, {"kind", "train status"}, {"ok", true}, {"epoch", m.epoch}, {"epochs", total_epochs_},
                                 {"step", m.step_in_epoch}, {"steps", m.steps_in_epoch}, {"loss", m.loss},
                                 {"samples_per_second", m.samples_per_second}, {"eta_seconds", eta}}
                      .dump()
@@ -53,7 +53,14 @@ void Progress::committed(const provider::CommitEvent& e) {
                  e.resumed_file ? " (already on disk)" : "");
     return;
   }
-  std::cout << nlohmann::json{{"message_type", "commit"}, {"epoch", e.epoch}, {"root", root}, {"loss", e.loss},
+  if (!json_) {  // stdout keeps the human summary alone; a line per commitment goes to the log
+    std::fprintf(stderr, "epoch %llu committed  root %s  loss %.4f  stored %.2f of %.2f MiB%s\n",
+                 static_cast<unsigned long long>(e.epoch), root.substr(0, 16).c_str(), e.loss,
+                 static_cast<double>(e.stored_bytes) / 1048576.0, static_cast<double>(e.raw_bytes) / 1048576.0,
+                 e.resumed_file ? " (already on disk)" : "");
+    return;
+  }
+  std::cout << nlohmann::json{{"message_type", "commit"}, {"kind", "train commit"}, {"ok", true}, {"epoch", e.epoch}, {"root", root}, {"loss", e.loss},
                               {"stored_bytes", e.stored_bytes}, {"raw_bytes", e.raw_bytes}}
                    .dump()
             << std::endl;

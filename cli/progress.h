@@ -1,7 +1,8 @@
 #pragma once
-// Training progress for people and machines (restic style): on a terminal a bar per epoch on
-// stderr; otherwise, or with --json, one JSON status line on stdout per interval and at every
-// commitment, and the caller prints a final summary line.
+// Training progress for people and machines (restic style): with --json, one JSON status line
+// on stdout per interval and one at every commitment, and the caller prints a final summary
+// line; otherwise a bar per epoch on stderr when it is a terminal, else a line per commitment
+// there. stdout carries one kind of text: JSON lines, or the human summary.
 
 #include <chrono>
 #include <string>

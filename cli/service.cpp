@@ -25,7 +25,9 @@ void add_serve_options(CLI::App* cmd, ServeArgs& a, bool listen_required) {
   cmd->add_option("--tls-key", a.tls_key, "TLS private key (PEM); default: the key folder's tls.key.pem");
   cmd->add_option("--token-file", a.token_file, "Bearer token clients must present; default: <workdir>/serve.token");
   cmd->add_flag("--insecure", a.insecure, "Plain TCP instead of TLS (loopback addresses only)");
-  cmd->add_option("--metrics", a.metrics, "Expose Prometheus metrics at http://HOST:PORT/metrics");
+  cmd->add_option("--metrics", a.metrics,
+                  "Expose Prometheus metrics at http://HOST:PORT/metrics and a liveness check at /healthz "
+                  "(port 0: any free port, printed)");
 }
 
 Result<std::pair<std::string, std::uint16_t>> parse_host_port(const std::string& text, const std::string& flag) {
@@ -57,7 +59,7 @@ Result<std::string> read_or_create_token(const std::string& workdir, const std::
 
 }  // namespace
 
-Result<Service> start_service(const std::string& workdir, const ServeArgs& a) {
+Result<Service> start_service(const std::string& workdir, const ServeArgs& a, std::shared_ptr<const TrainMetrics> training) {
   VT_ASSIGN_OR_RETURN(auto listen, parse_host_port(a.listen, "--listen"));
   ServerConfig config;
   config.host = listen.first;
@@ -65,8 +67,17 @@ Result<Service> start_service(const std::string& workdir, const ServeArgs& a) {
   config.insecure = a.insecure;
   VT_ASSIGN_OR_RETURN(config.token, read_or_create_token(workdir, a.token_file));
   if (!a.insecure) {
-    KeyFiles keys = KeyFiles::in(fs::path(workdir) / "keys");
-    if (a.tls_cert.empty() && !fs::exists(keys.tls_cert)) VT_RETURN_IF_ERROR(generate_identity(fs::path(workdir) / "keys"));
+    // The key folder `keygen` made is the provider's identity: its certificate is the one whose
+    // pin keygen printed, so it is never replaced by a fresh one (only the workdir's own is made).
+    const fs::path key_dir = a.key_dir.empty() ? fs::path(workdir) / "keys" : fs::path(a.key_dir);
+    KeyFiles keys = KeyFiles::in(key_dir);
+    if (a.tls_cert.empty() && !fs::exists(keys.tls_cert)) {
+      if (!a.key_dir.empty()) {
+        return invalid_input("--key " + a.key_dir + ": no tls.cert.pem there (make the folder with veritrain keygen, "
+                             "or give --tls-cert and --tls-key)");
+      }
+      VT_RETURN_IF_ERROR(generate_identity(key_dir));
+    }
     config.tls_cert = a.tls_cert.empty() ? keys.tls_cert : fs::path(a.tls_cert);
     config.tls_key = a.tls_key.empty() ? keys.tls_key : fs::path(a.tls_key);
   }
@@ -80,11 +91,21 @@ Result<Service> start_service(const std::string& workdir, const ServeArgs& a) {
     spdlog::info("certificate pin (verify --pin): {}", pin);
   }
   if (!a.metrics.empty()) {
-    VT_ASSIGN_OR_RETURN(auto m, parse_host_port(a.metrics, "--metrics"));
-    VT_ASSIGN_OR_RETURN(service.metrics, MetricsServer::start(m.first, m.second, service.server->metrics()));
-    spdlog::info("metrics at http://{}/metrics", a.metrics);
+    VT_ASSIGN_OR_RETURN(service.metrics, start_metrics(a.metrics, service.server->metrics(), std::move(training)));
   }
   return service;
+}
+
+Result<std::unique_ptr<MetricsServer>> start_metrics(const std::string& address, std::shared_ptr<const Metrics> server,
+                                                     std::shared_ptr<const TrainMetrics> training) {
+  VT_ASSIGN_OR_RETURN(auto m, parse_host_port(address, "--metrics"));
+  VT_ASSIGN_OR_RETURN(auto listener, MetricsServer::start(m.first, m.second, [server, training] {
+                        return (server ? server->prometheus_text() : std::string()) +
+                               (training ? training->prometheus_text() : std::string());
+                      }));
+  const std::string host = m.first.find(':') != std::string::npos ? "[" + m.first + "]" : m.first;
+  spdlog::info("metrics at http://{}:{}/metrics (health: /healthz)", host, listener->port());
+  return listener;
 }
 
 }  // namespace vt::cli

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/app.h"
+#include "cli/train_metrics.h"
 #include "protocol/net/metrics.h"
 #include "protocol/net/server.h"
 
@@ -17,6 +18,7 @@ struct ServeArgs {
   std::string token_file;  // default: <workdir>/serve.token, created with a random token
   bool insecure = false;
   std::string metrics;     // HOST:PORT for /metrics
+  std::string key_dir;     // keygen's folder: its tls.*.pem; default: <workdir>/keys
 };
 
 // `listen_required`: serve needs --listen; train only serves when it is given.
@@ -28,8 +30,15 @@ struct Service {
 };
 
 // Starts serving `workdir` (which must exist); tells the operator on stderr where, with which
-// certificate pin and token file.
-Result<Service> start_service(const std::string& workdir, const ServeArgs& args);
+// certificate pin and token file. `training`, when given, joins the server's counters on
+// --metrics.
+Result<Service> start_service(const std::string& workdir, const ServeArgs& args,
+                              std::shared_ptr<const TrainMetrics> training = nullptr);
+
+// --metrics HOST:PORT alone (train without --serve): training gauges and /healthz. Says on
+// stderr which port it bound (port 0 picks one).
+Result<std::unique_ptr<MetricsServer>> start_metrics(const std::string& address, std::shared_ptr<const Metrics> server,
+                                                     std::shared_ptr<const TrainMetrics> training);
 
 Result<std::pair<std::string, std::uint16_t>> parse_host_port(const std::string& text, const std::string& flag);
 

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "common/json_number.h"
+
 namespace vt::fp {
 namespace {
 
@@ -53,11 +55,7 @@ bool nonfinite_match(double a, double b) {
   return a == b;  // both infinite with the same sign; never a finite value and an infinity
 }
 
-nlohmann::json number(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return v;
-}
+nlohmann::json number(double v) { return json_number(v); }
 
 }  // namespace
 

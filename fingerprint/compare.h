@@ -59,7 +59,7 @@ struct Comparison {
 Result<Comparison> compare(const Fingerprint& replay, const Fingerprint& committed, CompareMode mode,
                            const Tolerance& tolerance = {});
 
-// Non-finite numbers are written as the strings "inf", "-inf", "nan".
+// Non-finite numbers are written as null.
 nlohmann::json comparison_to_json(const Comparison& c);
 
 // One value in its little-endian byte form, decoded exactly to double. `dtype` must be F64,

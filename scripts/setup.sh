@@ -15,6 +15,7 @@ PACKAGES=(
   python3-torch python3-numpy       # scripts/replay_ref.py: the independent reference replayer
   clang-tidy                        # make lint (clang-tidy 14)
   chromium                          # renders report.html to PNG in the verifier's test
+  curl                              # scrapes train --metrics and /healthz in tests/cli/cli_json_test
 )
 # `setup.sh --fuzz` (make fuzz) adds clang and its libFuzzer/sanitizer runtimes.
 if [ "${1:-}" = "--fuzz" ]; then

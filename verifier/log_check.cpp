@@ -88,19 +88,7 @@ Status check_plans(const std::vector<SignedRecord>& records, const CheckContext&
 
 }  // namespace
 
-Result<std::string> parse_provider_key(const std::string& file_or_sha256, std::string_view option) {
-  std::string s = file_or_sha256;
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (s.size() == 64 && s.find_first_not_of("0123456789abcdef") == std::string::npos) return s;
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(file_or_sha256, ec)) {
-    return invalid_input(std::string(option) + " " + file_or_sha256 +
-                         ": expected a signing.pub.pem or the key's SHA-256 (64 hex digits)");
-  }
-  auto key = PublicKey::load(file_or_sha256);
-  if (!key) return invalid_input(std::string(option) + ": " + key.error().message);
-  return key->fingerprint();
-}
+// parse_provider_key: provider_key.cpp, free of the replay code (and so of LibTorch) for `veritrain`.
 
 Result<LogFacts> check_log(EvidenceSource& source, const Task& task, const training::TrainerOptions& trainer,
                            bool require_complete, const std::optional<std::string>& provider_key) {

@@ -8,6 +8,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "common/json_number.h"
 #include "common/sha256.h"
 #include "fingerprint/compare.h"
 
@@ -363,11 +364,7 @@ ChallengePlan plan_challenges(const ProbabilityDerivation& derivation, std::span
   return std::move(stream.plan_);
 }
 
-nlohmann::json json_number(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return v;
-}
+nlohmann::json json_number(double v) { return vt::json_number(v); }
 
 nlohmann::json challenge_plan_to_json(const ChallengePlan& plan) {
   nlohmann::json epochs = nlohmann::json::array();

@@ -202,7 +202,7 @@ class ChallengeStream {
 
 nlohmann::json challenge_plan_to_json(const ChallengePlan& plan);
 
-// A double as JSON: a number when finite, else "inf", "-inf" or "nan" (as comparison_to_json).
+// A double as JSON: a number when finite, else null (vt::json_number, common/json.h).
 nlohmann::json json_number(double v);
 
 }  // namespace vt::verifier

@@ -94,7 +94,7 @@ std::string Metrics::prometheus_text() const {
 struct MetricsServer::Impl {
   asio::io_context io;
   tcp::acceptor acceptor{io};
-  std::shared_ptr<const Metrics> metrics;
+  std::function<std::string()> render;
   std::thread thread;
 
   void accept() {
@@ -116,14 +116,19 @@ struct MetricsServer::Impl {
                        auto response = std::make_shared<http::response<http::string_body>>();
                        response->version(request->version());
                        response->keep_alive(false);
-                       if (request->method() == http::verb::get && request->target() == "/metrics") {
+                       const bool get = request->method() == http::verb::get;
+                       if (get && request->target() == "/metrics") {
                          response->result(http::status::ok);
                          response->set(http::field::content_type, "text/plain; version=0.0.4");
-                         response->body() = metrics->prometheus_text();
+                         response->body() = render();
+                       } else if (get && request->target() == "/healthz") {
+                         response->result(http::status::ok);
+                         response->set(http::field::content_type, "text/plain");
+                         response->body() = "ok\n";
                        } else {
                          response->result(http::status::not_found);
                          response->set(http::field::content_type, "text/plain");
-                         response->body() = "not found: only GET /metrics is served\n";
+                         response->body() = "not found: GET /metrics or /healthz\n";
                        }
                        response->prepare_payload();
                        http::async_write(*stream, *response,
@@ -140,8 +145,13 @@ MetricsServer::~MetricsServer() { stop(); }
 
 Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& host, std::uint16_t port,
                                                             std::shared_ptr<const Metrics> metrics) {
+  return start(host, port, [metrics] { return metrics->prometheus_text(); });
+}
+
+Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& host, std::uint16_t port,
+                                                            std::function<std::string()> render) {
   auto impl = std::make_unique<Impl>();
-  impl->metrics = std::move(metrics);
+  impl->render = std::move(render);
   beast::error_code ec;
   auto address = asio::ip::make_address(host, ec);
   if (ec) return invalid_input("metrics listen address \"" + host + "\": " + ec.message());

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -58,12 +59,17 @@ class Metrics {
   std::atomic<std::uint64_t> epochs_{0};
 };
 
-// GET /metrics over plain HTTP/1.1 (Boost.Beast) on its own thread. Anything else gets 404.
+// GET /metrics over plain HTTP/1.1 (Boost.Beast) on its own thread, and GET /healthz ("ok":
+// the process is up and answering, for a liveness probe). Anything else gets 404.
 class MetricsServer {
  public:
-  // port 0 picks a free port; endpoint_port() tells which.
+  // port 0 picks a free port; port() tells which.
   static Result<std::unique_ptr<MetricsServer>> start(const std::string& host, std::uint16_t port,
                                                       std::shared_ptr<const Metrics> metrics);
+  // The body of /metrics from `render` (called on the listener's thread for each scrape): the
+  // server's counters and whatever else the process exports, such as training progress.
+  static Result<std::unique_ptr<MetricsServer>> start(const std::string& host, std::uint16_t port,
+                                                      std::function<std::string()> render);
   ~MetricsServer();  // stops
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;

@@ -126,7 +126,7 @@ TEST(Compare, JsonRecordCarriesThresholdsAndLocation) {
   EXPECT_EQ(j["thresholds"]["atol"], 0.5);
   EXPECT_EQ(j["match"], false);
   EXPECT_EQ(comparison_to_json(run({0}, {kTiny}, CompareMode::kExact))["rel_l2"], 1.0);
-  EXPECT_EQ(comparison_to_json(run({kTiny}, {0}, CompareMode::kExact))["rel_l2"], "inf");
+  EXPECT_TRUE(comparison_to_json(run({kTiny}, {0}, CompareMode::kExact))["rel_l2"].is_null());  // +inf
 }
 
 }  // namespace
