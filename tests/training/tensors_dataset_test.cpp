@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "common/file_io.h"
@@ -173,6 +174,84 @@ TEST(TensorsDataset, BadInputsAreNamedAndInvalidInput) {
   task.model.options["input_dim"] = 6;
   task.dataset.files = {{"a.safetensors", write_shard(dir / "a.safetensors", DType::kF32, {4, 6}, DType::kF32, {4})}};
   expect("loss cross_entropy needs I64 class-id targets, got F32");
+}
+
+}  // namespace
+}  // namespace vt::training
+
+namespace vt::training {
+namespace {
+
+// TorchScript modules get inputs in their stored dtype: token ids (I64) reach an Embedding,
+// U8 pixels arrive as bytes (the module asserts it). Modules exported by Python's torch.
+constexpr const char* kModules = R"PY(
+import sys, torch
+class Tokens(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(256, 16)
+        self.drop = torch.nn.Dropout(0.1)
+        self.out = torch.nn.Linear(16, 256)
+    def forward(self, x):
+        assert x.dtype == torch.int64
+        return self.out(self.drop(self.emb(x)))
+class Pixels(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(64, 10)
+    def forward(self, x):
+        assert x.dtype == torch.uint8
+        return self.fc(x.float() / 16.0)
+torch.jit.script(Tokens()).save(sys.argv[1] + "/tokens.pt")
+torch.jit.script(Pixels()).save(sys.argv[1] + "/pixels.pt")
+)PY";
+
+TEST(TensorsDataset, TorchScriptGetsInputsInTheirStoredDtype) {
+  testing::ScratchDir dir;
+  ASSERT_TRUE(write_file_atomic(dir / "modules.py", as_bytes(kModules)).ok());
+  auto py = testing::run_command("/usr/bin/python3 " + (dir / "modules.py").string() + " " + dir.path().string(), dir.path());
+  ASSERT_EQ(py.exit_code, 0) << py.err;
+  TrainerOptions opt;
+  opt.task_dir = dir.path();
+  auto pin = [&](const char* name) { return hex_encode(sha256(*read_file(dir / name))); };
+
+  // Byte-level tokens of real text.
+  auto text = read_file("/usr/share/games/fortunes/debian");
+  if (!text.ok()) GTEST_SKIP() << "Debian's fortunes package is not installed (scripts/setup.sh)";
+  Bytes u16;
+  for (std::uint8_t b : *text) u16.insert(u16.end(), {b, 0});
+  ASSERT_TRUE(write_file_atomic(dir / "text.bin", u16).ok());
+  Task tokens = *default_task("torchscript", "tokens");
+  tokens.model.path = "tokens.pt";
+  tokens.model.sha256 = pin("tokens.pt");
+  tokens.dataset.options = {{"context", 16}};
+  tokens.dataset.path = ".";
+  tokens.dataset.files = {{"text.bin", pin("text.bin")}};
+  tokens.steps_per_epoch = 5;
+  tokens.batch_size = 8;
+  auto t = Trainer::create(tokens, opt);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  auto s = (*t)->train_epoch();
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_TRUE(std::isfinite(s->mean_loss));
+
+  auto r = testing::run_command("/usr/bin/python3 " VT_SOURCE_DIR "/scripts/make_digits.py " + (dir / "u8").string() +
+                                    " --dtype u8", dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::filesystem::rename(dir / "pixels.pt", dir / "u8" / "pixels.pt");
+  Task pixels = *default_task("torchscript", "tensors");
+  pixels.model.path = "u8/pixels.pt";
+  pixels.model.sha256 = pin("u8/pixels.pt");
+  pixels.dataset.path = "u8";
+  pixels.dataset.files = {{"digits-train.safetensors", pin("u8/digits-train.safetensors")}};
+  pixels.dataset.eval_files = {{"digits-eval.safetensors", pin("u8/digits-eval.safetensors")}};
+  pixels.steps_per_epoch = 5;
+  auto p = Trainer::create(pixels, opt);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  auto ps = (*p)->train_epoch();
+  ASSERT_TRUE(ps.ok()) << ps.error().message;
+  ASSERT_TRUE(ps->eval.has_value());
+  EXPECT_GT(ps->eval->accuracy, 0.0);
 }
 
 }  // namespace
