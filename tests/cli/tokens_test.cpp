@@ -110,5 +110,30 @@ TEST(TokensDataset, AWindowLongerThanTheFileIsExitTwo) {
   EXPECT_FALSE(fs::exists(f.dir / "wd" / "commitments.log"));  // nothing committed
 }
 
+TEST(TokensDataset, TaskInitPinsDataFilesAndSetsTheTokenOptions) {
+  Fortunes f;
+  fs::create_directories(f.dir / "data");
+  ASSERT_TRUE(write_file_atomic(f.dir / "data" / "train.bin", f.train).ok());
+  ASSERT_TRUE(write_file_atomic(f.dir / "data" / "eval.bin", f.eval).ok());
+  const std::string out = (f.dir / "init.json").string();
+  auto init = run_command("cd " + f.dir.path().string() + " && " + veritrain_binary() +
+                              " task init --model gpt --dataset tokens --option vocab=256 --context 16 --token-dtype u16"
+                              " --data-file data/train.bin --eval-file data/eval.bin --out " + out,
+                          f.dir.path());
+  ASSERT_EQ(init.exit_code, 0) << init.err;
+  auto task = nlohmann::json::parse(*read_text_file(out));
+  EXPECT_EQ(task["dataset"]["path"], "data");
+  EXPECT_EQ(task["dataset"]["files"]["train.bin"], hex_encode(sha256(f.train)));
+  EXPECT_EQ(task["dataset"]["eval_files"]["eval.bin"], hex_encode(sha256(f.eval)));
+  EXPECT_EQ(task["dataset"]["options"]["context"], 16);
+  EXPECT_EQ(task["dataset"]["options"]["token_bits"], 16);
+
+  auto bad = run_command("cd " + f.dir.path().string() + " && " + veritrain_binary() +
+                             " task init --model gpt --dataset tokens --token-dtype u8 --data-file data/train.bin",
+                         f.dir.path());
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--token-dtype: expected u16 or u32, got \"u8\""), std::string::npos) << bad.err;
+}
+
 }  // namespace
 }  // namespace vt
