@@ -11,6 +11,7 @@
 #include "common/file_io.h"
 #include "protocol/log.h"
 #include "tests/adversary/support.h"
+#include "training/eval_claim.h"
 
 namespace vt::adversary {
 namespace {
@@ -119,6 +120,53 @@ TEST(Digits, AnInflatedHeldOutAccuracyIsRejected) {
   auto verdict = nlohmann::json::parse(v.out);
   EXPECT_NE(verdict["reasons"].dump().find("held-out"), std::string::npos) << verdict["reasons"].dump();
   EXPECT_EQ(verdict["checks"][2]["metrics"]["eval"]["status"], "claimed");
+}
+
+// Tolerance mode: the provider trained with two threads, the verifier replays with the task's
+// one. The held-out metrics are judged within docs/datasets.md's bounds, not by their bits, and
+// an accuracy inflated beyond them is still rejected.
+TEST(Digits, ToleranceModeJudgesHeldOutMetricsWithinBounds) {
+  Digits d;
+  d.task.determinism = "tolerance";
+  d.task.tolerance = {2.9e-4, 0.0, 1.1e-5, 0.0};
+  d.task.epochs = 2;
+  training::TrainerOptions provider;
+  provider.task_dir = d.dir.path();
+  provider.intra_op_threads = 2;
+  auto run = write_workdir(d.task, d.dir / "wd", {}, provider_key(), provider);
+  ASSERT_TRUE(run.ok()) << run.error().message;
+  training::TrainerOptions verifier;
+  verifier.task_dir = d.dir.path();
+  Verification v = verify_everything(d.dir / "wd", d.task, verifier);
+  ASSERT_EQ(v.epochs.size(), 2u);
+  for (const auto& c : v.epochs) {
+    EXPECT_TRUE(c.passed) << joined(c.failures);
+    EXPECT_EQ(c.eval_status, "within_tolerance");
+    ASSERT_TRUE(c.claimed_eval && c.replay_eval);
+    EXPECT_NEAR(*c.claimed_eval->accuracy, *c.replay_eval->accuracy, training::kEvalAccuracyTolerance);
+  }
+
+  auto log = read_log(d.dir / "wd" / "commitments.log");
+  ASSERT_TRUE(log.ok());
+  Bytes rewritten;
+  Digest prev{};
+  for (const auto& r : log->records) {
+    CommitRecord rec = r.record;
+    rec.prev = prev;
+    if (rec.epoch == 2) *rec.metrics.eval->accuracy = std::min(1.0, *rec.metrics.eval->accuracy + 0.05);
+    auto s = sign_record(rec, provider_key());
+    ASSERT_TRUE(s.ok());
+    Bytes line = encode_record(*s);
+    prev = s->hash;
+    rewritten.insert(rewritten.end(), line.begin(), line.end());
+  }
+  ASSERT_TRUE(write_file_atomic(d.dir / "wd" / "commitments.log", rewritten).ok());
+  Verification w = verify_everything(d.dir / "wd", d.task, verifier);
+  ASSERT_EQ(w.epochs.size(), 2u);
+  EXPECT_TRUE(w.epochs[0].passed);
+  EXPECT_FALSE(w.epochs[1].passed);
+  EXPECT_NE(joined(w.epochs[1].failures).find("beyond the tolerance-mode bounds"), std::string::npos)
+      << joined(w.epochs[1].failures);
 }
 
 }  // namespace
