@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "cli/app.h"
+#include "cli/task_data.h"
 #include "common/file_io.h"
 #include "common/sha256.h"
 #include "protocol/task.h"
@@ -20,6 +21,7 @@ struct InitArgs {
   std::string seed, device, precision, determinism, optimizer, schedule, data_dir, model_file;
   double lr = 0;
   std::vector<std::string> model_options, data_options;
+  DataFlags data;  // --data-file, --eval-file, ... (cli/task_data.h)
 };
 
 // "key=value" pairs into an options map; `what` names the flag in errors.
@@ -101,6 +103,7 @@ Result<Task> build_task(const InitArgs& a) {
     task.seed = *seed;
   }
   if (!a.data_dir.empty()) VT_RETURN_IF_ERROR(pin_data_files(task, a.data_dir));
+  VT_RETURN_IF_ERROR(apply_data_flags(a.data, task));
   if (!a.model_file.empty()) {
     VT_ASSIGN_OR_RETURN(Bytes module, read_file(a.model_file));
     task.model.path = a.model_file;
@@ -123,7 +126,7 @@ void register_task(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<InitArgs>();
   auto* init = task->add_subcommand("init", "Write a valid task with sensible defaults to stdout (or --out)");
   init->add_option("--model", a->model, "mlp | cnn | conv3d | gpt | torchscript")->capture_default_str();
-  init->add_option("--dataset", a->dataset, "synthetic | mnist | cifar10")->capture_default_str();
+  init->add_option("--dataset", a->dataset, "synthetic | mnist | cifar10 | tensors | tokens")->capture_default_str();
   init->add_option("--epochs", a->epochs, "Epochs to train");
   init->add_option("--steps-per-epoch", a->steps, "Optimizer steps per epoch (0 = one full pass)");
   init->add_option("--batch-size", a->batch, "Examples per step");
@@ -141,6 +144,7 @@ void register_task(CLI::App& app, Context& ctx) {
   init->add_option("--data-option", a->data_options, "Dataset option key=value (repeatable), e.g. samples=1024");
   init->add_option("--data-dir", a->data_dir, "Folder with MNIST idx or CIFAR-10 batch files to pin by SHA-256");
   init->add_option("--model-file", a->model_file, "TorchScript module file to pin by SHA-256");
+  add_data_flags(init, a->data);
   init->add_option("--out", a->out, "Write to this file (atomically) instead of stdout");
   init->callback([&ctx, a] {
     ctx.action = [&ctx, a]() -> Result<int> {

@@ -75,11 +75,36 @@ class BodyReader {
   std::string_view where_;
 };
 
+Result<EvalClaim> read_eval(const BodyReader& r, const json& e) {
+  if (!e.is_object() || !e.contains("loss") || !e.contains("examples") || e.size() != 2u + (e.contains("accuracy") ? 1u : 0u)) {
+    return r.bad("metrics.eval", "expected an object with examples, loss and (classification) accuracy");
+  }
+  EvalClaim out;
+  const json& loss = e["loss"];
+  if (!(loss.is_number_float() || loss.is_null())) {
+    return r.bad("metrics.eval.loss", "expected a number with a fraction or exponent, or null");
+  }
+  out.loss = loss.is_null() ? NAN : loss.get<double>();
+  if (e.contains("accuracy")) {
+    const json& acc = e["accuracy"];
+    if (!acc.is_number_float() || !(acc.get<double>() >= 0.0 && acc.get<double>() <= 1.0)) {
+      return r.bad("metrics.eval.accuracy", "expected a number with a fraction or exponent in [0, 1]");
+    }
+    out.accuracy = acc.get<double>();
+  }
+  VT_ASSIGN_OR_RETURN(out.examples, r.count(e, "examples"));
+  return out;
+}
+
 Result<CommitMetrics> read_metrics(const BodyReader& r, const json& m) {
-  if (!m.is_object() || m.size() != 4) {
-    return r.bad("metrics", "expected an object with loss, samples, seconds and steps");
+  const bool has_eval = m.is_object() && m.contains("eval");
+  if (!m.is_object() || m.size() != (has_eval ? 5u : 4u)) {
+    return r.bad("metrics", "expected an object with loss, samples, seconds, steps and (optionally) eval");
   }
   CommitMetrics out;
+  if (has_eval) {
+    VT_ASSIGN_OR_RETURN(out.eval, read_eval(r, m["eval"]));
+  }
   auto loss = m.find("loss");
   auto seconds = m.find("seconds");
   // Written as doubles ("2.0", never "2"): one spelling per value (docs/log.md, "Numbers").
@@ -178,6 +203,13 @@ Result<std::string> commit_body_json(const CommitRecord& r) {
   metrics["steps"] = r.metrics.steps;
   metrics["seconds"] = r.metrics.seconds;
   metrics["samples"] = r.metrics.samples;
+  if (const auto& e = r.metrics.eval) {
+    json eval = json::object();
+    eval["loss"] = std::isfinite(e->loss) ? json(e->loss) : json(nullptr);
+    if (e->accuracy) eval["accuracy"] = *e->accuracy;
+    eval["examples"] = e->examples;
+    metrics["eval"] = std::move(eval);
+  }
   body["metrics"] = std::move(metrics);
   body["time"] = r.time;
   body["signer"] = hex_encode(r.signer);

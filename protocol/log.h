@@ -27,11 +27,21 @@ namespace vt {
 inline constexpr std::string_view kCommitFormat = "veritrain.commit.v1";
 inline constexpr std::uint64_t kMaxRecordBytes = std::uint64_t{64} << 20;
 
+// The held-out split evaluated at the end of an epoch (docs/datasets.md, "Held-out evaluation").
+struct EvalClaim {
+  double loss = 0.0;                // mean over the split; NaN is stored as null
+  std::optional<double> accuracy;   // classification only
+  std::uint64_t examples = 0;
+};
+
 struct CommitMetrics {
   double loss = 0.0;          // mean training loss over the epoch; NaN is stored as null
   std::uint64_t steps = 0;    // optimizer steps in the epoch
   double seconds = 0.0;       // wall time of the epoch
   std::uint64_t samples = 0;  // training samples consumed in the epoch
+  // Epochs >= 1 of tasks with an eval split. Absent otherwise, and then not written at all, so
+  // the records of every other task keep their bytes.
+  std::optional<EvalClaim> eval;
 };
 
 // What the provider commits to at the end of an epoch (epoch 0: the initial state).

@@ -190,11 +190,13 @@ Status read_task(const Obj& root, Task& t) {
   VT_RETURN_IF_ERROR(model.string("sha256", t.model.sha256));
 
   VT_ASSIGN_OR_RETURN(Obj data, root.child("dataset", true));
-  VT_RETURN_IF_ERROR(data.known_keys({"files", "name", "options", "path"}));
+  VT_RETURN_IF_ERROR(data.known_keys({"eval_files", "eval_fraction", "files", "name", "options", "path"}));
   VT_RETURN_IF_ERROR(data.string("name", t.dataset.name, true));
   VT_RETURN_IF_ERROR(data.options("options", t.dataset.options));
   VT_RETURN_IF_ERROR(data.string("path", t.dataset.path));
   VT_RETURN_IF_ERROR(data.string_map("files", t.dataset.files));
+  VT_RETURN_IF_ERROR(data.string_map("eval_files", t.dataset.eval_files));
+  VT_RETURN_IF_ERROR(data.number("eval_fraction", t.dataset.eval_fraction));
 
   VT_RETURN_IF_ERROR(root.string("loss", t.loss));
 
@@ -262,6 +264,9 @@ json task_json(const Task& t) {
   j["dataset"]["path"] = t.dataset.path;
   j["dataset"]["files"] = json::object();
   for (const auto& [name, digest] : t.dataset.files) j["dataset"]["files"][name] = digest;
+  // Only when set: every task written before the eval split existed keeps its task_id.
+  for (const auto& [name, digest] : t.dataset.eval_files) j["dataset"]["eval_files"][name] = digest;
+  if (t.dataset.eval_fraction != 0.0) j["dataset"]["eval_fraction"] = t.dataset.eval_fraction;
   j["loss"] = t.loss;
   auto& o = j["optimizer"] = json::object();
   o["name"] = t.optimizer.name;

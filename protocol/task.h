@@ -28,6 +28,11 @@ struct DatasetSpec {
   Options options;           // e.g. {"samples": 512}
   std::string path;          // mnist / cifar10: folder holding the files
   std::map<std::string, std::string> files;  // file name -> hex SHA-256, pinned
+  // Held-out split (tensors, tokens): its own pinned files in `path`, or a fraction of the
+  // examples chosen by the task's PRNG. Written in the canonical form only when set, so tasks
+  // from before these fields keep their task_id (docs/task.md).
+  std::map<std::string, std::string> eval_files;
+  double eval_fraction = 0.0;
 };
 
 struct OptimizerSpec {

@@ -140,6 +140,20 @@ Status validate_dataset(const Checker& c, const DatasetSpec& d) {
     }
     VT_RETURN_IF_ERROR(c.sha256_hex(path, digest));
   }
+  for (const auto& [name, digest] : d.eval_files) {
+    std::string path = "dataset.eval_files." + name;
+    VT_RETURN_IF_ERROR(c.text(path, name));
+    if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
+      return c.fail_text(path, "a file name must be a plain name inside dataset.path");
+    }
+    if (d.files.count(name) != 0) return c.fail_text(path, "is also a training file; held-out data must be other data");
+    VT_RETURN_IF_ERROR(c.sha256_hex(path, digest));
+  }
+  if (!d.eval_files.empty() && d.path.empty()) return c.fail_text("dataset.path", "required when dataset.eval_files pins files");
+  VT_RETURN_IF_ERROR(c.in_range("dataset.eval_fraction", d.eval_fraction, 0, false, 1, true));
+  if (d.eval_fraction != 0.0 && !d.eval_files.empty()) {
+    return c.fail_text("dataset.eval_fraction", "set either eval_fraction or eval_files, not both");
+  }
   return {};
 }
 

@@ -12,6 +12,7 @@
 #include "fingerprint/merkle.h"
 #include "protocol/keys.h"
 #include "provider/crash_point.h"
+#include "training/eval_claim.h"
 #include "training/live_fingerprint.h"
 #include "provider/workdir/store.h"
 #include "provider/workdir/workdir.h"
@@ -263,7 +264,8 @@ Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& op
     const auto captured = Clock::now();
     VT_ASSIGN_OR_RETURN(EpochFingerprints tracking, tracking_only(*trainer, task, id));
     f.tracking = std::move(tracking.tracking);
-    CommitMetrics m{s.mean_loss, static_cast<std::uint64_t>(s.steps), s.seconds, static_cast<std::uint64_t>(s.samples)};
+    CommitMetrics m{s.mean_loss, static_cast<std::uint64_t>(s.steps), s.seconds, static_cast<std::uint64_t>(s.samples), {}};
+    if (s.eval) m.eval = training::eval_claim(*s.eval);
     VT_RETURN_IF_ERROR(submit(static_cast<std::uint64_t>(e), std::move(f), s.data_order_digest, m, captured));
   }
   VT_RETURN_IF_ERROR(pipeline.wait());

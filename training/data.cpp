@@ -2,6 +2,7 @@
 
 #include "common/file_io.h"
 #include "common/sha256.h"
+#include "training/gunzip.h"
 #include "training/prng.h"
 #include "training/zoo.h"
 
@@ -106,6 +107,10 @@ Result<Bytes> read_pinned(const Task& task, const fs::path& dir, const std::stri
     return invalid_input("dataset.files: missing \"" + name + "\" and its SHA-256");
   }
   fs::path file = dir / name;
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) {
+    return invalid_input("dataset.files: file \"" + name + "\" is missing (looked for " + file.string() + ")");
+  }
   VT_ASSIGN_OR_RETURN(Bytes bytes, read_file(file, std::uint64_t{4} << 30));
   std::string actual = hex_encode(sha256(bytes));
   if (actual != it->second) {
@@ -118,9 +123,22 @@ std::uint32_t be32(const Bytes& b, std::size_t at) {
   return std::uint32_t{b[at]} << 24 | std::uint32_t{b[at + 1]} << 16 | std::uint32_t{b[at + 2]} << 8 | b[at + 3];
 }
 
+// An idx file pinned as itself or as the `.gz` that MNIST is downloaded as.
+Result<Bytes> read_idx(const Task& task, const fs::path& dir, const std::string& name) {
+  const std::string gz = name + ".gz";
+  if (task.dataset.files.count(name) == 0 && task.dataset.files.count(gz) != 0) {
+    VT_ASSIGN_OR_RETURN(Bytes packed, read_pinned(task, dir, gz));
+    return gunzip(packed, std::uint64_t{1} << 31, (dir / gz).string());
+  }
+  if (task.dataset.files.count(name) == 0) {
+    return invalid_input("dataset.files: pins neither \"" + name + "\" nor \"" + gz + "\"");
+  }
+  return read_pinned(task, dir, name);
+}
+
 Result<Dataset> mnist(const Task& task, const fs::path& dir, std::int64_t limit) {
-  VT_ASSIGN_OR_RETURN(Bytes img, read_pinned(task, dir, "train-images-idx3-ubyte"));
-  VT_ASSIGN_OR_RETURN(Bytes lab, read_pinned(task, dir, "train-labels-idx1-ubyte"));
+  VT_ASSIGN_OR_RETURN(Bytes img, read_idx(task, dir, "train-images-idx3-ubyte"));
+  VT_ASSIGN_OR_RETURN(Bytes lab, read_idx(task, dir, "train-labels-idx1-ubyte"));
   if (img.size() < 16 || be32(img, 0) != 2051) return invalid_input("train-images-idx3-ubyte: not an idx3 image file (magic 2051)");
   if (lab.size() < 8 || be32(lab, 0) != 2049) return invalid_input("train-labels-idx1-ubyte: not an idx1 label file (magic 2049)");
   std::uint64_t n = be32(img, 4), rows = be32(img, 8), cols = be32(img, 12);
@@ -170,6 +188,9 @@ Result<Dataset> load_dataset(const Task& task, const fs::path& task_dir) {
   const fs::path dir = task_dir / task.dataset.path;
   if (task.dataset.name == "mnist") return mnist(task, dir, opt.at("limit"));
   if (task.dataset.name == "cifar10") return cifar10(task, dir, opt.at("limit"));
+  if (task.dataset.name == "tensors" || task.dataset.name == "tokens") {
+    return invalid_input("dataset " + task.dataset.name + " is memory-mapped, never loaded whole (training/mapped_data.h)");
+  }
   const std::int64_t samples = opt.at("samples");
   if (m == "mlp") return blobs(task.seed, samples, model.at("input_dim"), model.at("classes"));
   if (m == "torchscript") return blobs(task.seed, samples, opt.at("input_dim"), opt.at("classes"));

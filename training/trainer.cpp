@@ -13,6 +13,7 @@
 #include "common/sha256.h"
 #include "protocol/task.h"
 #include "training/data.h"
+#include "training/internal/batches.h"
 #include "training/internal/network.h"
 #include "training/internal/optimizer.h"
 #include "training/internal/tensor_bytes.h"
@@ -30,7 +31,9 @@ struct Trainer::Impl {
   std::int64_t threads = 1;
   std::unique_ptr<Network> net;
   std::unique_ptr<Optimizer> optimizer;
-  at::Tensor inputs, targets;  // the whole dataset, on the device
+  at::Tensor inputs, targets;  // the whole dataset, on the device (built-in datasets)
+  std::optional<MappedSplit> mapped;  // or batches read from memory-mapped files
+  std::optional<MappedSplit> eval;    // the held-out split, evaluated at each epoch end
   std::int64_t dataset_size = 0;
   std::int64_t epoch = 0;
   std::int64_t global_step = 0;
@@ -178,6 +181,13 @@ Result<std::unique_ptr<Trainer::Impl>> build(const Task& task, const TrainerOpti
   impl->net->set_training(true);
   impl->optimizer = std::make_unique<Optimizer>(task.optimizer, impl->net->parameters());
 
+  if (is_mapped_dataset(task)) {
+    VT_ASSIGN_OR_RETURN(impl->mapped, open_mapped_split(task, model_options, options.task_dir, task.dataset.files, "train"));
+    VT_ASSIGN_OR_RETURN(impl->eval, open_eval_split(task, model_options, options.task_dir, *impl->mapped));
+    impl->dataset_size = impl->mapped->data->examples();
+    impl->steps = steps_per_epoch(task, impl->dataset_size);
+    return impl;
+  }
   VT_ASSIGN_OR_RETURN(Dataset data, load_dataset(task, options.task_dir));
   impl->dataset_size = data.size;
   impl->inputs = data.tokens() ? to_tensor(data.token_inputs, batched(data.size, data.input_shape), impl->device)
@@ -253,14 +263,21 @@ Result<EpochSummary> Trainer::Impl::train_epoch(const EpochHooks& hooks, const T
   const auto start = std::chrono::steady_clock::now();
   const std::int64_t this_epoch = epoch + 1;
   const std::int64_t batch = task.batch_size;
-  std::vector<std::int64_t> order = epoch_order(task.seed, this_epoch, dataset_size, steps, batch);
-  at::Tensor order_t = to_tensor(order, {static_cast<std::int64_t>(order.size())}, device);
+  std::vector<std::int64_t> order = mapped ? mapped_order(*mapped->data, task.seed, this_epoch, steps, batch)
+                                           : epoch_order(task.seed, this_epoch, dataset_size, steps, batch);
+  at::Tensor order_t = mapped ? at::Tensor() : to_tensor(order, {static_cast<std::int64_t>(order.size())}, device);
   const bool bf16 = task.precision == "bf16";
   at::Tensor loss_sum = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(device));
   for (std::int64_t s = 0; s < steps; ++s) {
-    at::Tensor idx = order_t.narrow(0, s * batch, batch);
-    at::Tensor x = inputs.index_select(0, idx);
-    at::Tensor y = targets.index_select(0, idx);
+    at::Tensor x, y;
+    if (mapped) {
+      VT_ASSIGN_OR_RETURN(std::tie(x, y), mapped->batch(std::span(order).subspan(static_cast<std::size_t>(s * batch),
+                                                                                 static_cast<std::size_t>(batch)), device));
+    } else {
+      at::Tensor idx = order_t.narrow(0, s * batch, batch);
+      x = inputs.index_select(0, idx);
+      y = targets.index_select(0, idx);
+    }
     const double lr = learning_rate(task, global_step, this_epoch, steps * task.epochs);
     optimizer->zero_grad();
     at::Tensor loss;
@@ -292,6 +309,9 @@ Result<EpochSummary> Trainer::Impl::train_epoch(const EpochHooks& hooks, const T
   summary.mean_loss = loss_sum.item<double>() / static_cast<double>(steps);
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   summary.data_order_digest = order_digest(order);
+  if (eval) {
+    VT_ASSIGN_OR_RETURN(summary.eval, evaluate_split(*net, *eval, task, device));
+  }
   return summary;
 }
 

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -44,6 +45,13 @@ struct EpochHooks {
   std::function<void(std::int64_t step_in_epoch, const Trainer&)> on_trail;
 };
 
+// The held-out split at an epoch end, in eval mode without gradients (docs/datasets.md).
+struct EvalMetrics {
+  double loss = 0.0;      // mean over the split's examples
+  double accuracy = -1;   // fraction of argmax hits (tokens for token models); -1 = regression
+  std::int64_t examples = 0;
+};
+
 struct EpochSummary {
   std::int64_t epoch = 0;
   std::int64_t steps = 0;
@@ -51,6 +59,7 @@ struct EpochSummary {
   double mean_loss = 0.0;
   double seconds = 0.0;
   Digest data_order_digest{};
+  std::optional<EvalMetrics> eval;  // when the task has an eval split
 };
 
 class Trainer {

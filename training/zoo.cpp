@@ -110,7 +110,19 @@ Result<Options> resolve_dataset_options(const Task& task) {
     return resolve(task.dataset.options, {{"limit", 0, 0, 1 << 24, "use the first N examples; 0 = all"}},
                    "dataset.options", ds);
   }
-  return invalid_input("dataset.name: unknown dataset \"" + ds + "\" (expected synthetic, mnist or cifar10)");
+  if (ds == "tensors") return resolve(task.dataset.options, {}, "dataset.options", ds);
+  if (ds == "tokens") {
+    VT_ASSIGN_OR_RETURN(Options o, resolve(task.dataset.options,
+                                           {{"context", 0, 0, 1 << 20, "tokens per example; 0 = the gpt's seq_len"},
+                                            {"token_bits", 16, 16, 32, "16 (u16 files) or 32 (u32 files)"}},
+                                           "dataset.options", ds));
+    if (o.at("token_bits") != 16 && o.at("token_bits") != 32) {
+      return invalid_input("dataset.options.token_bits: expected 16 or 32, got " + std::to_string(o.at("token_bits")));
+    }
+    return o;
+  }
+  return invalid_input("dataset.name: unknown dataset \"" + ds +
+                       "\" (expected synthetic, mnist, cifar10, tensors or tokens)");
 }
 
 Status validate_for_training(const Task& task) {
@@ -138,7 +150,18 @@ Status validate_for_training(const Task& task) {
   if (m != "torchscript" && task.loss != expected_loss) {
     return invalid_input("loss: model " + m + " trains with " + expected_loss + ", got " + task.loss);
   }
-  if ((ds == "mnist" || ds == "cifar10") && (task.dataset.path.empty() || task.dataset.files.empty())) {
+  if (ds == "tokens" && !(m == "gpt" || m == "torchscript")) {
+    return invalid_input("dataset.name: tokens feeds token windows; use model gpt or torchscript");
+  }
+  const bool has_eval = !task.dataset.eval_files.empty() || task.dataset.eval_fraction > 0.0;
+  if (has_eval && !(ds == "tensors" || ds == "tokens")) {
+    return invalid_input("dataset: an eval split (eval_files, eval_fraction) needs dataset tensors or tokens, not " + ds);
+  }
+  if (ds == "tokens" && task.dataset.eval_fraction > 0.0) {
+    return invalid_input("dataset.eval_fraction: token files are cut into windows, not rows; pin held-out token files in eval_files");
+  }
+  const bool files = ds == "mnist" || ds == "cifar10" || ds == "tensors" || ds == "tokens";
+  if (files && (task.dataset.path.empty() || task.dataset.files.empty())) {
     return invalid_input("dataset: " + ds + " needs a path and the SHA-256 of each file in files");
   }
   return {};

@@ -9,6 +9,7 @@
 #include "common/safetensors.h"
 #include "fingerprint/fingerprint.h"
 #include "fingerprint/merkle.h"
+#include "training/eval_claim.h"
 #include "training/live_fingerprint.h"
 
 namespace vt::verifier {
@@ -33,6 +34,48 @@ fp::SamplePlan full_plan(const SafetensorsView& view) {
 // container, evidence withheld: verifier/source.h) reject; Errc::kIo is the verifier's own side.
 bool is_provider_fault(const Error& e) { return e.code != Errc::kIo; }
 
+bool same_bits(double a, double b) {
+  return (!std::isfinite(a) && !std::isfinite(b)) || std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
+}
+
+// Held-out metrics: the replay's bits in exact mode; in tolerance mode within the fixed bounds
+// of docs/datasets.md ("Held-out evaluation"), since the weights themselves differ a little.
+template <typename Fail>
+void judge_eval(EpochCheck& check, const CommitMetrics& m, const Replay& replay, bool exact, Fail& fail) {
+  check.claimed_eval = m.eval;
+  check.replay_eval = replay.eval;
+  if (m.eval.has_value() != replay.eval.has_value()) {
+    fail(m.eval ? "the record claims held-out metrics, but the task has no eval split"
+                : "the record lacks the held-out metrics of the task's eval split");
+    return;
+  }
+  if (!m.eval) return;
+  const EvalClaim &c = *m.eval, &r = *replay.eval;
+  char line[200];
+  if (c.examples != r.examples || c.accuracy.has_value() != r.accuracy.has_value()) {
+    std::snprintf(line, sizeof line, "committed held-out metrics cover %llu examples%s, the task's eval split %llu%s",
+                  static_cast<unsigned long long>(c.examples), c.accuracy ? " with accuracy" : "",
+                  static_cast<unsigned long long>(r.examples), r.accuracy ? " with accuracy" : "");
+    fail(line);
+    return;
+  }
+  bool ok = true;
+  if (exact) {
+    ok = same_bits(c.loss, r.loss) && (!c.accuracy || same_bits(*c.accuracy, *r.accuracy));
+  } else {
+    ok = std::fabs(c.loss - r.loss) <= training::kEvalLossTolerance * std::max(1.0, std::fabs(r.loss)) &&
+         (!c.accuracy || std::fabs(*c.accuracy - *r.accuracy) <= training::kEvalAccuracyTolerance);
+  }
+  if (!ok) {
+    std::snprintf(line, sizeof line, "committed held-out loss %.17g%s is not the replay's %.17g (%s)", c.loss,
+                  c.accuracy ? (" / accuracy " + std::to_string(*c.accuracy)).c_str() : "", r.loss,
+                  exact ? "exact mode" : "beyond the tolerance-mode bounds");
+    fail(line);
+    return;
+  }
+  check.eval_status = exact ? "verified" : "within_tolerance";
+}
+
 // The rest of what the record claims. Counts are the task's in every mode; in exact mode the
 // replay is the epoch, so the trail and the loss must be its very bits.
 template <typename Fail>
@@ -44,6 +87,7 @@ void judge_claims(EpochCheck& check, const CommitRecord& after, const Replay& re
     fail("committed metrics claim " + std::to_string(m.steps) + " steps and " + std::to_string(m.samples) +
          " samples, the task's epoch has " + std::to_string(replay.steps) + " and " + std::to_string(replay.samples));
   }
+  judge_eval(check, m, replay, compare_mode(task) == fp::CompareMode::kExact, fail);
   if (compare_mode(task) != fp::CompareMode::kExact) return;
   // The log stores a non-finite loss as null (read back as NaN): any non-finite loss matches it.
   const bool both_nonfinite = !std::isfinite(m.loss) && !std::isfinite(replay.loss);
@@ -187,6 +231,7 @@ Result<Replay> replay_here(const CheckContext& ctx, ByteSpan start) {
   r.root = fp::merkle_root(r.snapshot);
   r.data_order_digest = summary.data_order_digest;
   r.loss = summary.mean_loss;
+  if (summary.eval) r.eval = training::eval_claim(*summary.eval);
   r.steps = static_cast<std::uint64_t>(summary.steps);
   r.samples = static_cast<std::uint64_t>(summary.samples);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -67,6 +67,12 @@ struct EpochCheck {
   std::optional<double> replay_loss;
   bool loss_verified = false;
   bool trail_verified = false;  // exact mode: every committed trail fingerprint equals the replay's
+  // The held-out metrics the record claims and the replay's (tasks with an eval split).
+  // "verified": the replay's very bits (exact mode); "within_tolerance": inside the bounds of
+  // docs/datasets.md (tolerance mode); "claimed": not reproduced.
+  std::optional<EvalClaim> claimed_eval;
+  std::optional<EvalClaim> replay_eval;
+  std::string eval_status = "claimed";
 };
 
 // Errors are reserved for failures to check at all (I/O, a broken local setup); anything the
@@ -103,6 +109,7 @@ struct Replay {
   double loss = 0.0;               // the epoch's mean training loss
   std::uint64_t steps = 0, samples = 0;
   std::vector<nlohmann::json> trail;  // at the task's trail seeds every trail_interval steps
+  std::optional<EvalClaim> eval;      // the held-out split after the epoch
 };
 Result<Replay> replay_here(const CheckContext& ctx, ByteSpan start);
 // Restores a committed state that passed check_committed_state. It can still fail to restore

@@ -176,6 +176,13 @@ Result<Replay> ReplayJobs::finish_oldest() {
     r.steps = answer.at("steps").get<std::uint64_t>();
     r.samples = answer.at("samples").get<std::uint64_t>();
     r.trail = answer.at("trail").get<std::vector<json>>();
+    if (auto e = answer.find("eval"); e != answer.end()) {  // held-out metrics, also as bits
+      EvalClaim claim;
+      claim.loss = std::bit_cast<double>(e->at("loss_bits").get<std::uint64_t>());
+      if (e->contains("accuracy_bits")) claim.accuracy = std::bit_cast<double>(e->at("accuracy_bits").get<std::uint64_t>());
+      claim.examples = e->at("examples").get<std::uint64_t>();
+      r.eval = claim;
+    }
   } catch (const json::exception& e) {
     return internal_error(what + ": unreadable answer: " + e.what());
   }
@@ -239,6 +246,10 @@ Status run_replay_worker(const ReplayWorkerArgs& args, std::istream& in, std::os
                 {"steps", replayed->steps},
                 {"samples", replayed->samples},
                 {"trail", replayed->trail}};
+      if (const auto& e = replayed->eval) {
+        answer["eval"] = {{"loss_bits", std::bit_cast<std::uint64_t>(e->loss)}, {"examples", e->examples}};
+        if (e->accuracy) answer["eval"]["accuracy_bits"] = std::bit_cast<std::uint64_t>(*e->accuracy);
+      }
     } else {
       answer = {{"ok", false}, {"code", exit_code(replayed.error().code)}, {"error", replayed.error().message}};
     }

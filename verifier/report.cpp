@@ -21,6 +21,19 @@ nlohmann::json optional_comparison(const std::optional<fp::Comparison>& c) {
   return c ? fp::comparison_to_json(*c) : nlohmann::json(nullptr);
 }
 
+nlohmann::json eval_to_json(const std::optional<EvalClaim>& e) {
+  if (!e) return nullptr;
+  return {{"loss", json_number(e->loss)},
+          {"accuracy", e->accuracy ? json_number(*e->accuracy) : nlohmann::json(nullptr)},
+          {"examples", e->examples}};
+}
+
+// Held-out metrics of a task with an eval split; null for tasks without one.
+nlohmann::json eval_json(const EpochCheck& c) {
+  if (!c.claimed_eval && !c.replay_eval) return nullptr;
+  return {{"claimed", eval_to_json(c.claimed_eval)}, {"replayed", eval_to_json(c.replay_eval)}, {"status", c.eval_status}};
+}
+
 nlohmann::json check_to_json(const EpochCheck& c) {
   return {{"epoch", c.epoch},
           {"passed", c.passed},
@@ -39,7 +52,8 @@ nlohmann::json check_to_json(const EpochCheck& c) {
              {{"claimed", json_number(c.claimed_loss)},
               {"replayed", c.replay_loss ? json_number(*c.replay_loss) : nlohmann::json(nullptr)},
               {"status", c.loss_verified ? "verified" : "claimed"}}},
-            {"trail", c.trail_verified ? "verified" : "claimed"}}}};
+            {"trail", c.trail_verified ? "verified" : "claimed"},
+            {"eval", eval_json(c)}}}};
 }
 
 std::string comparison_line(const char* what, const fp::Comparison& c) {

@@ -44,6 +44,8 @@ struct Verdict {
   // Each committed epoch's claimed metrics.loss (index = epoch), for the report's plot; not part
   // of the signed body (the log holds them, signed by the provider).
   std::vector<double> claimed_loss;
+  // The same for metrics.eval (held-out loss and accuracy; nullopt where a record has none).
+  std::vector<std::optional<EvalClaim>> claimed_eval;
   // Set by finalize_verdict.
   bool accepted = false;
   std::vector<std::string> reasons;  // why it was rejected, each naming the epoch and what failed

@@ -297,6 +297,7 @@ class Run {
     verdict_.log_head = hex_encode(facts.head);
     verdict_.provider_key = facts.signer_fingerprint;
     for (const SignedRecord& r : facts.records) verdict_.claimed_loss.push_back(r.record.metrics.loss);
+    for (const SignedRecord& r : facts.records) verdict_.claimed_eval.push_back(r.record.metrics.eval);
     verdict_.provider_key_pinned = facts.signer_pinned;
     if (!options_.provider_key && !facts.signer_fingerprint.empty()) {
       verdict_.notes.push_back("the provider key was not pinned (no --provider-key): the log is signed by " +

@@ -9,6 +9,7 @@
 #include "fingerprint/fingerprint.h"
 #include "fingerprint/merkle.h"
 #include "protocol/log.h"
+#include "training/eval_claim.h"
 #include "training/live_fingerprint.h"
 #include "provider/workdir/store.h"
 #include "provider/workdir/workdir.h"
@@ -24,6 +25,7 @@ struct Trained {
   Bytes bytes;
   std::vector<nlohmann::json> trail;
   double loss = 0.0;
+  std::optional<EvalClaim> eval;
 };
 
 // One epoch from `start` with `run_task` (the task itself or a modified one). The trail is taken
@@ -50,6 +52,7 @@ Result<Trained> train_from(const Task& run_task, ByteSpan start, const Task& tas
   VT_RETURN_IF_ERROR(trail_status);
   VT_ASSIGN_OR_RETURN(out.bytes, trainer->snapshot());
   out.loss = s.mean_loss;
+  if (s.eval) out.eval = training::eval_claim(*s.eval);  // the held-out metrics of what it committed
   return out;
 }
 
@@ -96,9 +99,10 @@ class Cheater {
       : task_(task), id_(task_id(task)), plan_(plan), options_(options) {}
 
   Status init() {
-    VT_ASSIGN_OR_RETURN(training::Dataset data, training::load_dataset(task_, options_.task_dir));
-    dataset_size_ = data.size;
-    steps_ = training::steps_per_epoch(task_, dataset_size_);
+    // A trainer, not load_dataset: memory-mapped datasets (tensors) are never loaded whole.
+    VT_ASSIGN_OR_RETURN(auto trainer, Trainer::create(task_, options_));
+    dataset_size_ = trainer->dataset_size();
+    steps_ = trainer->steps_per_epoch();
     return {};
   }
 
@@ -242,7 +246,8 @@ Result<CheatRun> write_workdir(const Task& task, const std::filesystem::path& di
     auto it = plan.cheats.find(e);
     return it == plan.cheats.end() ? Strategy::kHonest : it->second;
   };
-  auto commit = [&](std::uint64_t e, Bytes bytes, std::vector<nlohmann::json> trail, double loss) -> Status {
+  auto commit = [&](std::uint64_t e, Bytes bytes, std::vector<nlohmann::json> trail, double loss,
+                    std::optional<EvalClaim> eval) -> Status {
     const Digest root = fp::merkle_root(bytes);
     VT_ASSIGN_OR_RETURN(SafetensorsView view, parse_safetensors(bytes));
     VT_ASSIGN_OR_RETURN(fp::Fingerprint f, fp::fingerprint_snapshot(view, fp::commitment_seed(id, e, root),
@@ -263,7 +268,7 @@ Result<CheatRun> write_workdir(const Task& task, const std::filesystem::path& di
     if (e > 0) {
       record.data_order_digest = cheater.honest_order(e);
       const auto steps = static_cast<std::uint64_t>(cheater.steps());
-      record.metrics = {loss, steps, 0.0, steps * static_cast<std::uint64_t>(task.batch_size)};
+      record.metrics = {loss, steps, 0.0, steps * static_cast<std::uint64_t>(task.batch_size), eval};
     }
     VT_RETURN_IF_ERROR(log.append(std::move(record), key));
     run.roots.push_back(root);
@@ -272,11 +277,11 @@ Result<CheatRun> write_workdir(const Task& task, const std::filesystem::path& di
   };
 
   VT_ASSIGN_OR_RETURN(Bytes start, cheater.initial(strategy_at(0)));
-  VT_RETURN_IF_ERROR(commit(0, std::move(start), {}, 0.0));
+  VT_RETURN_IF_ERROR(commit(0, std::move(start), {}, 0.0, std::nullopt));
   for (std::uint64_t e = 1; e <= static_cast<std::uint64_t>(task.epochs); ++e) {
     auto t = cheater.epoch(e, strategy_at(e), history);
     if (!t) return t.error().context("epoch " + std::to_string(e) + " (" + strategy_name(strategy_at(e)) + ")");
-    VT_RETURN_IF_ERROR(commit(e, std::move(t->bytes), std::move(t->trail), t->loss));
+    VT_RETURN_IF_ERROR(commit(e, std::move(t->bytes), std::move(t->trail), t->loss, t->eval));
   }
   return run;
 }

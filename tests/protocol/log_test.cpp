@@ -378,4 +378,38 @@ TEST(CommitLog, WireFormRoundTripsAndIsStrict) {
 }
 
 }  // namespace
+// Held-out metrics (docs/log.md, metrics.eval): written only when present, doubles spelled as
+// doubles, accuracy absent for regression, and read back exactly.
+TEST(CommitLog, EvalMetricsRoundTripAndAreStrict) {
+  auto key = new_key();
+  CommitRecord r = make_record(1);
+  r.task_id = kTask;
+  const std::string plain = sign_record(r, key)->body;
+  EXPECT_EQ(plain.find("\"eval\""), std::string::npos);  // records of other tasks keep their bytes
+  r.metrics.eval = EvalClaim{0.25, 1.0, 359};
+  auto s = *sign_record(r, key);
+  EXPECT_NE(s.body.find("\"eval\":{\"accuracy\":1.0,\"examples\":359,\"loss\":0.25}"), std::string::npos) << s.body;
+  auto back = decode_record(encode_record(s), "msg");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  ASSERT_TRUE(back->record.metrics.eval.has_value());
+  EXPECT_EQ(back->record.metrics.eval->loss, 0.25);
+  EXPECT_EQ(back->record.metrics.eval->accuracy, 1.0);
+  EXPECT_EQ(back->record.metrics.eval->examples, 359u);
+
+  r.metrics.eval = EvalClaim{0.5, std::nullopt, 7};  // regression: no accuracy
+  auto reg = decode_record(encode_record(*sign_record(r, key)), "msg");
+  ASSERT_TRUE(reg.ok()) << reg.error().message;
+  EXPECT_FALSE(reg->record.metrics.eval->accuracy.has_value());
+
+  json bad = json::parse(s.body);
+  bad["metrics"]["eval"]["accuracy"] = 1;
+  const std::string body = bad.dump();
+  Bytes line(body.begin(), body.end());
+  line.push_back('\t');
+  append_bytes(line, as_bytes(hex_encode(key.sign(as_bytes(body)))));
+  line.push_back('\n');
+  EXPECT_EQ(decode_record(line, "msg").error().message,
+            "msg: metrics.eval.accuracy: expected a number with a fraction or exponent in [0, 1]");
+}
+
 }  // namespace vt

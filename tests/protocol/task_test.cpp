@@ -113,6 +113,36 @@ TEST(Task, TorchscriptAndPinnedFilesAreAccepted) {
   EXPECT_EQ(task->dataset.files.at("train-images-idx3-ubyte"), digest);
 }
 
+// The eval split's fields came after the golden id: written only when set, so a task without
+// them keeps its id, and a task with them round-trips through its canonical form.
+TEST(Task, EvalSplitFieldsAreCanonicalOnlyWhenSet) {
+  auto plain = parse_task(kExample);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(canonical_task_json(*plain).find("eval_"), std::string::npos);
+  std::string digest(64, 'b');
+  auto split = parse_task(R"({"model":{"name":"mlp"},"dataset":{"name":"tensors","path":"d","files":{"a.safetensors":")" +
+                          std::string(64, 'a') + R"("},"eval_files":{"e.safetensors":")" + digest +
+                          R"("}},"epochs":1,"batch_size":8})");
+  ASSERT_TRUE(split.ok()) << split.error().message;
+  const std::string canonical = canonical_task_json(*split);
+  EXPECT_NE(canonical.find(R"("eval_files":{"e.safetensors":")" + digest + "\"}"), std::string::npos) << canonical;
+  EXPECT_EQ(task_id(*parse_task(canonical)), task_id(*split));
+  Task both = *split;
+  both.dataset.eval_fraction = 0.1;
+  EXPECT_EQ(validate_task(both).error().message,
+            "task: dataset.eval_fraction: set either eval_fraction or eval_files, not both");
+  both.dataset.eval_files = {{"a.safetensors", digest}};
+  both.dataset.eval_fraction = 0.0;
+  EXPECT_EQ(validate_task(both).error().message,
+            "task: dataset.eval_files.a.safetensors: is also a training file; held-out data must be other data");
+  Task fraction = *split;
+  fraction.dataset.eval_files.clear();
+  fraction.dataset.eval_fraction = 0.2;
+  EXPECT_NE(canonical_task_json(fraction).find(R"("eval_fraction":0.2)"), std::string::npos);
+  fraction.dataset.eval_fraction = 1.0;
+  EXPECT_FALSE(validate_task(fraction).ok());
+}
+
 struct BadCase {
   std::string patch;     // spliced into kMinimal's object
   std::string expected;  // the whole message after "task.json: "

@@ -104,6 +104,52 @@ TEST(Mnist, ReadsIdxFilesPinnedBySha256) {
   EXPECT_NE(bad.error().message.find("train-labels-idx1-ubyte: SHA-256 is"), std::string::npos) << bad.error().message;
 }
 
+// MNIST as people download it: the same idx files gzip'd (by the real gzip tool), read to the
+// same dataset; a file that is not pinned or not there is named.
+TEST(Mnist, ReadsGzippedIdxFilesAndNamesAMissingOne) {
+  testing::ScratchDir dir;
+  Bytes images = be32(2051), labels = be32(2049);
+  for (auto v : {3u, 28u, 28u}) append_bytes(images, be32(v));
+  append_bytes(labels, be32(3));
+  for (int i = 0; i < 3 * 784; ++i) images.push_back(static_cast<std::uint8_t>((i * 7) % 256));
+  for (std::uint8_t l : {4, 0, 7}) labels.push_back(l);
+  ASSERT_TRUE(write_file_atomic(dir / "train-images-idx3-ubyte", images).ok());
+  ASSERT_TRUE(write_file_atomic(dir / "train-labels-idx1-ubyte", labels).ok());
+  Task plain = *default_task("mlp", "mnist");
+  plain.dataset.path = ".";
+  plain.dataset.files = {{"train-images-idx3-ubyte", hex_encode(sha256(images))},
+                         {"train-labels-idx1-ubyte", hex_encode(sha256(labels))}};
+  auto want = load_dataset(plain, dir.path());
+  ASSERT_TRUE(want.ok()) << want.error().message;
+
+  auto gz = testing::run_command("cd " + dir.path().string() +
+                                     " && gzip -nc train-images-idx3-ubyte > train-images-idx3-ubyte.gz"
+                                     " && gzip -nc train-labels-idx1-ubyte > train-labels-idx1-ubyte.gz",
+                                 dir.path());
+  ASSERT_EQ(gz.exit_code, 0) << gz.err;
+  Task packed = plain;
+  packed.dataset.files.clear();
+  for (const char* name : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"}) {
+    packed.dataset.files[name] = hex_encode(sha256(*read_file(dir / name)));
+  }
+  auto got = load_dataset(packed, dir.path());
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  EXPECT_EQ(got->inputs, want->inputs);
+  EXPECT_EQ(got->class_targets, (std::vector<std::int64_t>{4, 0, 7}));
+
+  std::filesystem::remove(dir / "train-labels-idx1-ubyte.gz");
+  auto missing = load_dataset(packed, dir.path());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code, Errc::kInvalidInput);
+  EXPECT_NE(missing.error().message.find("file \"train-labels-idx1-ubyte.gz\" is missing"), std::string::npos)
+      << missing.error().message;
+  packed.dataset.files.erase("train-labels-idx1-ubyte.gz");
+  auto unpinned = load_dataset(packed, dir.path());
+  ASSERT_FALSE(unpinned.ok());
+  EXPECT_NE(unpinned.error().message.find("pins neither \"train-labels-idx1-ubyte\" nor \"train-labels-idx1-ubyte.gz\""),
+            std::string::npos) << unpinned.error().message;
+}
+
 TEST(Cifar10, ReadsBinaryBatchesAndRejectsTruncation) {
   testing::ScratchDir dir;
   Bytes batch;

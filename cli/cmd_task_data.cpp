@@ -1,0 +1,55 @@
+#include <filesystem>
+
+#include "cli/task_data.h"
+#include "common/mapped_file.h"
+
+namespace vt::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Pins `files` into `into`; every file must lie in `folder` (set from the first when empty).
+Status pin(const std::vector<std::string>& files, std::map<std::string, std::string>& into, std::string& folder,
+           const std::string& flag) {
+  for (const std::string& f : files) {
+    const fs::path p(f);
+    const std::string parent = p.parent_path().empty() ? "." : p.parent_path().string();
+    if (folder.empty()) folder = parent;
+    if (parent != folder) {
+      return invalid_input(flag + " " + f + ": every data file must lie in one folder (" + folder +
+                           "), which becomes dataset.path");
+    }
+    VT_ASSIGN_OR_RETURN(Digest d, sha256_file(p));
+    into[p.filename().string()] = hex_encode(d);
+  }
+  return {};
+}
+
+}  // namespace
+
+void add_data_flags(CLI::App* init, DataFlags& f) {
+  init->add_option("--data-file", f.data_files,
+                   "A tensors or tokens file to pin by SHA-256 (repeatable; shards in name order)");
+  init->add_option("--eval-file", f.eval_files, "A held-out file to pin by SHA-256 (repeatable)");
+  init->add_option("--eval-fraction", f.eval_fraction, "Fraction of the examples held out by the PRNG (tensors)");
+  init->add_option("--context", f.context, "Tokens per example (tokens; 0 = the gpt's seq_len)");
+  init->add_option("--token-dtype", f.token_dtype, "u16 | u32 (tokens files)");
+}
+
+Status apply_data_flags(const DataFlags& f, Task& task) {
+  std::string folder = task.dataset.path;
+  VT_RETURN_IF_ERROR(pin(f.data_files, task.dataset.files, folder, "--data-file"));
+  VT_RETURN_IF_ERROR(pin(f.eval_files, task.dataset.eval_files, folder, "--eval-file"));
+  if (!f.data_files.empty() || !f.eval_files.empty()) task.dataset.path = folder;
+  if (f.eval_fraction >= 0) task.dataset.eval_fraction = f.eval_fraction;
+  if (f.context >= 0) task.dataset.options["context"] = f.context;
+  if (!f.token_dtype.empty()) {
+    if (f.token_dtype != "u16" && f.token_dtype != "u32") {
+      return invalid_input("--token-dtype: expected u16 or u32, got \"" + f.token_dtype + "\"");
+    }
+    task.dataset.options["token_bits"] = f.token_dtype == "u16" ? 16 : 32;
+  }
+  return {};
+}
+
+}  // namespace vt::cli
