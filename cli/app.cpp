@@ -82,6 +82,7 @@ int run(int argc, char** argv) {
   register_serve(app, ctx);
   register_verify(app, ctx);
   register_demo(app, ctx);
+  register_export(app, ctx);
 
   try {
     app.parse(argc, argv);

@@ -31,6 +31,7 @@ void register_log(CLI::App& app, Context& ctx);
 void register_serve(CLI::App& app, Context& ctx);
 void register_verify(CLI::App& app, Context& ctx);
 void register_demo(CLI::App& app, Context& ctx);
+void register_export(CLI::App& app, Context& ctx);
 
 int run(int argc, char** argv);
 

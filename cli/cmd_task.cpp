@@ -1,9 +1,9 @@
 // `veritrain task init` and `veritrain task show`: the requestor writes and reads tasks.
 #include <filesystem>
 #include <iostream>
-#include <sstream>
 
 #include "cli/app.h"
+#include "cli/task_fields.h"
 #include "common/file_io.h"
 #include "common/sha256.h"
 #include "protocol/task.h"
@@ -20,6 +20,7 @@ struct InitArgs {
   std::string seed, device, precision, determinism, optimizer, schedule, data_dir, model_file;
   double lr = 0;
   std::vector<std::string> model_options, data_options;
+  HyperArgs hyper;
 };
 
 // "key=value" pairs into an options map; `what` names the flag in errors.
@@ -58,6 +59,7 @@ Status cover_every_tensor(Task& task, const InitArgs& a) {
   training::TrainerOptions probe;
   probe.device = "cpu";  // the layout does not depend on the device
   VT_ASSIGN_OR_RETURN(auto trainer, training::Trainer::create(task, probe));
+  VT_RETURN_IF_ERROR(trainer->check_model());  // a model that cannot run on the data is no task
   std::int64_t tensors = 0;
   for (const TensorEntry& t : trainer->layout()) tensors += is_floating(t.dtype) && t.numel() > 0;
   const std::int64_t covering = (tensors + 255) / 256 * 256;
@@ -72,6 +74,15 @@ Status cover_every_tensor(Task& task, const InitArgs& a) {
 
 Result<Task> build_task(const InitArgs& a) {
   VT_ASSIGN_OR_RETURN(Task task, training::default_task(a.model, a.dataset));
+  // An optimizer or schedule chosen on the command line comes with its own defaults: sgd's
+  // momentum kept under adam would make the task invalid.
+  if (!a.optimizer.empty()) task.optimizer = training::default_optimizer(a.model, a.optimizer);
+  if (a.lr > 0) task.optimizer.lr = a.lr;
+  if (!a.schedule.empty() || a.lr > 0) {
+    task.schedule = training::default_schedule(a.model, a.schedule.empty() ? task.schedule.name : a.schedule,
+                                               task.optimizer.lr);
+  }
+  apply_hyper_args(a.hyper, task);
   VT_RETURN_IF_ERROR(parse_options(a.model_options, task.model.options, "--option"));
   VT_RETURN_IF_ERROR(parse_options(a.data_options, task.dataset.options, "--data-option"));
   if (a.epochs > 0) task.epochs = a.epochs;
@@ -82,9 +93,6 @@ Result<Task> build_task(const InitArgs& a) {
   if (a.trail >= 0) task.fingerprint.trail_interval = a.trail;
   if (!a.device.empty()) task.device = a.device;
   if (!a.precision.empty()) task.precision = a.precision;
-  if (!a.optimizer.empty()) task.optimizer.name = a.optimizer;
-  if (!a.schedule.empty()) task.schedule.name = a.schedule;
-  if (a.lr > 0) task.optimizer.lr = a.lr;
   if (!a.determinism.empty()) task.determinism = a.determinism;
   if (task.determinism == "tolerance" && task.tolerance.rel_l2 == 0.0) {
     // The calibrated thresholds of docs/tolerance.md: honest cross-thread-count spread times a
@@ -135,6 +143,7 @@ void register_task(CLI::App& app, Context& ctx) {
   init->add_option("--optimizer", a->optimizer, "sgd | adam | adamw");
   init->add_option("--schedule", a->schedule, "constant | step | cosine");
   init->add_option("--lr", a->lr, "Base learning rate");
+  add_hyper_options(init, a->hyper);
   init->add_option("--k", a->k, "Values sampled per fingerprint");
   init->add_option("--trail-interval", a->trail, "Steps between intra-epoch trail fingerprints (0 = none)");
   init->add_option("--option", a->model_options, "Model option key=value (repeatable), e.g. width=32");
@@ -156,6 +165,8 @@ void register_task(CLI::App& app, Context& ctx) {
     };
   });
 
+  register_task_check(task, ctx);
+
   auto path = std::make_shared<std::string>();
   auto* show = task->add_subcommand("show", "Check a task file and print it with its task_id");
   show->add_option("task", *path, "task.json")->required();
@@ -164,18 +175,8 @@ void register_task(CLI::App& app, Context& ctx) {
       VT_ASSIGN_OR_RETURN(Task t, load_task(*path));
       if (Status fit = training::validate_for_training(t); !fit) return fit.error().context(*path);
       const std::string id = hex_encode(task_id(t));
-      std::ostringstream human;
-      human << "task_id     " << id << "\n"
-            << "model       " << t.model.name << "\n"
-            << "dataset     " << t.dataset.name << "\n"
-            << "optimizer   " << t.optimizer.name << " lr " << t.optimizer.lr << ", schedule " << t.schedule.name << "\n"
-            << "epochs      " << t.epochs << " x " << (t.steps_per_epoch > 0 ? std::to_string(t.steps_per_epoch) : "full-pass")
-            << " steps, batch " << t.batch_size << "\n"
-            << "device      " << t.device << ", " << t.intra_op_threads << " intra-op threads, " << t.precision << ", "
-            << t.determinism << " mode\n"
-            << "fingerprint k=" << t.fingerprint.k << ", tracking k=" << t.fingerprint.tracking_k
-            << ", trail every " << t.fingerprint.trail_interval << " steps\n";
-      emit(ctx, {{"task_id", id}, {"task", nlohmann::json::parse(canonical_task_json(t))}}, human.str());
+      const std::string human = "task_id " + id + "\n" + describe_task(t);
+      emit(ctx, {{"task_id", id}, {"task", nlohmann::json::parse(canonical_task_json(t))}}, human);
       return 0;
     };
   });

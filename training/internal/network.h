@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,10 +17,20 @@ namespace vt::training {
 
 using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 
+// A user module's own failure (a wrong input shape, an exception it raises): bad input, exit 2,
+// with the module's message; never an internal error with the interpreter's traceback.
+struct ModelError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 class Network {
  public:
   virtual ~Network() = default;
   virtual at::Tensor forward(const at::Tensor& input) = 0;
+  // loss "model": the module's forward(inputs, targets) is the scalar loss.
+  virtual at::Tensor forward_loss(const at::Tensor& input, const at::Tensor& target);
+  // The module itself, with its current parameters and buffers, as a TorchScript file.
+  virtual Status save_torchscript(const std::filesystem::path& file);
   // Stable names and order: the snapshot's "param/<name>" and "buffer/<name>" tensors.
   virtual NamedTensors parameters() = 0;
   virtual NamedTensors buffers() = 0;
@@ -34,5 +45,16 @@ Result<std::unique_ptr<Network>> make_network(const Task& task, const Options& m
 
 // The task's loss of `output` against `target` (cross_entropy flattens token dimensions).
 at::Tensor compute_loss(const std::string& loss, const at::Tensor& output, const at::Tensor& target);
+// The step's loss: the module's own for loss "model", else compute_loss of its output.
+at::Tensor step_loss(const std::string& loss, Network& net, const at::Tensor& input, const at::Tensor& target);
+
+// One forward pass on `input` checked against `target` for `loss`: what the model returns must
+// be what the loss takes ([B, C] logits for [B] class ids, holding class `max_class`; the
+// targets' shape for mse; a scalar for "model"). The message names expected and got.
+Status check_model_fits(const std::string& loss, Network& net, const at::Tensor& input, const at::Tensor& target,
+                        std::int64_t max_class);
+
+// "[8, 32] Float": how errors name a tensor.
+std::string describe_tensor(const at::Tensor& t);
 
 }  // namespace vt::training
