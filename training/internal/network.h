@@ -43,6 +43,10 @@ class Network {
 Result<std::unique_ptr<Network>> make_network(const Task& task, const Options& model_options,
                                               const std::filesystem::path& task_dir);
 
+// The task's TorchScript module (model.path, checked against model.sha256); modules that change
+// non-tensor attributes are refused (torchscript_model.cpp).
+Result<std::unique_ptr<Network>> load_torchscript(const Task& task, const std::filesystem::path& task_dir);
+
 // The task's loss of `output` against `target` (cross_entropy flattens token dimensions).
 at::Tensor compute_loss(const std::string& loss, const at::Tensor& output, const at::Tensor& target);
 // The step's loss: the module's own for loss "model", else compute_loss of its output.
