@@ -11,7 +11,6 @@
 #include "training/internal/network.h"
 
 namespace vt::training {
-namespace {
 
 // TorchScript wraps the module's own error in its interpreter traceback; the last
 // "SomethingError: ..." line onwards is what the model said.
@@ -39,6 +38,8 @@ std::string model_message(const std::string& what) {
   for (std::size_t i = from; i < lines.size() && i < from + 3; ++i) out += (out.empty() ? "" : " ") + lines[i];
   return out;
 }
+
+namespace {
 
 class ScriptNetwork final : public Network {
  public:

@@ -138,12 +138,15 @@ std::vector<std::int64_t> batched(std::int64_t n, const std::vector<std::int64_t
 }
 
 template <typename F>
-auto guarded(const char* what, F&& fn) -> decltype(fn()) {
+auto guarded(const char* what, F&& fn, bool user_module = false) -> decltype(fn()) {
   try {
     return fn();
   } catch (const ModelError& e) {
     return invalid_input(e.what());
   } catch (const c10::Error& e) {
+    // Training a user's module, LibTorch fails on what the module does (an in-place change
+    // that its backward pass needed): bad input, in the module's words.
+    if (user_module) return invalid_input(std::string(what) + ": the model failed: " + model_message(e.what_without_backtrace()));
     return internal_error(std::string(what) + ": LibTorch: " + e.what_without_backtrace());
   } catch (const std::exception& e) {
     return internal_error(std::string(what) + ": " + e.what());
@@ -350,7 +353,8 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const Task& task, const Trainer
 }
 
 Result<EpochSummary> Trainer::train_epoch(const EpochHooks& hooks) {
-  return guarded("training", [&] { return impl_->train_epoch(hooks, *this); });
+  return guarded("training", [&] { return impl_->train_epoch(hooks, *this); },
+                 impl_->task.model.name == "torchscript");
 }
 
 Result<Bytes> Trainer::snapshot() const {

@@ -62,6 +62,14 @@ TEST_F(ModelCheck, WrongInputShapeIsTheModelsMessageWithExit2AndNothingCommitted
   EXPECT_NE(check.err.find("mat1 and mat2 shapes cannot be multiplied"), std::string::npos) << check.err;
 }
 
+TEST_F(ModelCheck, AFailingBackwardPassIsTheModelsMessageWithExit2) {
+  const std::string task = task_with("inplace_backward.pt");
+  auto train = run_command(veritrain_binary() + " train --task " + task + " --workdir " + (dir_ / "w").string(), dir_.path());
+  EXPECT_EQ(train.exit_code, 2) << train.err;
+  EXPECT_NE(train.err.find("training: the model failed: one of the variables needed for gradient "
+                           "computation has been modified by an inplace operation"), std::string::npos) << train.err;
+}
+
 TEST_F(ModelCheck, TooFewClassesNamesExpectedAndGot) {
   auto init = run_command(veritrain_binary() + " task init --model torchscript --batch-size 8 --data-option classes=6"
                               " --model-file " + (fx_ / "ts_synthetic.pt").string(), dir_.path());

@@ -28,7 +28,7 @@ inline std::filesystem::path model_fixtures() {
   if (!text.ok()) return {};
   const fs::path dir = fs::temp_directory_path() /
                        ("vt-model-fixtures-" + hex_encode(sha256(*text)).substr(0, 16));
-  if (fs::exists(dir / "hidden_state.pt")) return dir;
+  if (fs::exists(dir / "inplace_backward.pt")) return dir;
   if (!have_python_torch()) return {};
   // Written aside and renamed into place: parallel tests never see half a folder.
   const fs::path tmp = dir.string() + ".tmp" + std::to_string(::getpid());
@@ -38,7 +38,7 @@ inline std::filesystem::path model_fixtures() {
   std::error_code ec;
   fs::rename(tmp, dir, ec);
   if (ec) fs::remove_all(tmp, ec);  // another process won the race; its folder is the same
-  return fs::exists(dir / "hidden_state.pt") ? dir : fs::path();
+  return fs::exists(dir / "inplace_backward.pt") ? dir : fs::path();
 }
 
 }  // namespace vt::testing

@@ -107,3 +107,19 @@ class HiddenState(nn.Module):
 
 
 save(HiddenState(), "hidden_state.pt")
+
+
+class InPlaceAfterSigmoid(nn.Module):
+    """Changes in place a tensor its backward pass needs: fails in training, not in forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(32, 4)
+
+    def forward(self, x):
+        y = torch.sigmoid(self.fc(x))
+        y.mul_(2.0)
+        return y
+
+
+save(InPlaceAfterSigmoid(), "inplace_backward.pt")

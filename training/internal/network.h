@@ -58,6 +58,10 @@ at::Tensor step_loss(const std::string& loss, Network& net, const at::Tensor& in
 Status check_model_fits(const std::string& loss, Network& net, const at::Tensor& input, const at::Tensor& target,
                         std::int64_t max_class);
 
+// The module's own words in a LibTorch error: from the last "SomethingError: ..." line on,
+// without the TorchScript interpreter's traceback.
+std::string model_message(const std::string& what);
+
 // "[8, 32] Float": how errors name a tensor.
 std::string describe_tensor(const at::Tensor& t);
 
