@@ -48,7 +48,9 @@ std::string differing_tensors(const Bytes& a, const Bytes& b) {
     const bool same = f != nullptr && f->shape == e.shape && f->dtype == e.dtype &&
                       std::ranges::equal(va->data(e), vb->data(*f));
     if (same) continue;
-    if (shown++ < 4) names += (names.empty() ? "" : ", ") + e.name;
+    if (shown++ >= 4) continue;
+    if (!names.empty()) names += ", ";
+    names += e.name;
   }
   if (shown > 4) names += " and " + std::to_string(shown - 4) + " more";
   return names.empty() ? "(metadata only)" : names;

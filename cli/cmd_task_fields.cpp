@@ -9,12 +9,20 @@ namespace {
 
 void list_fields(const nlohmann::json& value, const std::string& path, std::string& out) {
   if (value.is_object() && !value.empty()) {
-    for (const auto& [key, child] : value.items()) list_fields(child, path.empty() ? key : path + "." + key, out);
+    for (const auto& [key, child] : value.items()) {
+      std::string inner = path;
+      if (!inner.empty()) inner += '.';
+      inner += key;
+      list_fields(child, inner, out);
+    }
     return;
   }
   std::string text = value.is_string() ? value.get<std::string>() : value.dump();
   if (value.is_object()) text = "(none)";
-  out += path + std::string(path.size() < 34 ? 34 - path.size() : 1, ' ') + text + "\n";
+  out += path;
+  out.append(path.size() < 34 ? 34 - path.size() : 1, ' ');
+  out += text;
+  out += '\n';
 }
 
 }  // namespace

@@ -219,7 +219,10 @@ at::Tensor step_loss(const std::string& loss, Network& net, const at::Tensor& in
 
 std::string describe_tensor(const at::Tensor& t) {
   std::string out = "[";
-  for (std::int64_t d = 0; d < t.dim(); ++d) out += (d ? ", " : "") + std::to_string(t.size(d));
+  for (std::int64_t d = 0; d < t.dim(); ++d) {
+    if (d > 0) out += ", ";
+    out += std::to_string(t.size(d));
+  }
   return out + "] " + c10::toString(t.scalar_type());
 }
 
@@ -241,7 +244,10 @@ Status check_model_fits(const std::string& loss, Network& net, const at::Tensor&
       return invalid_input(got + "; loss mse expects the targets' shape " + describe_tensor(y));
     }
     std::string expected = "[";
-    for (std::int64_t d = 0; d < y.dim(); ++d) expected += std::to_string(y.size(d)) + ", ";
+    for (std::int64_t d = 0; d < y.dim(); ++d) {
+      expected += std::to_string(y.size(d));
+      expected += ", ";
+    }
     expected += "C] logits";
     const bool fits = out.is_floating_point() && out.dim() == y.dim() + 1 && out.sizes().slice(0, y.dim()) == y.sizes();
     if (!fits) {

@@ -35,7 +35,10 @@ std::string model_message(const std::string& what) {
     return what;
   }
   std::string out;
-  for (std::size_t i = from; i < lines.size() && i < from + 3; ++i) out += (out.empty() ? "" : " ") + lines[i];
+  for (std::size_t i = from; i < lines.size() && i < from + 3; ++i) {
+    if (!out.empty()) out += ' ';
+    out += lines[i];
+  }
   return out;
 }
 
