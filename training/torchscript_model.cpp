@@ -46,7 +46,7 @@ namespace {
 
 class ScriptNetwork final : public Network {
  public:
-  explicit ScriptNetwork(torch::jit::Module module) : module_(std::move(module)) {}
+  explicit ScriptNetwork(const torch::jit::Module& module) : module_(module) {}
   at::Tensor forward(const at::Tensor& input) override {
     return call({input}, "forward(inputs) on inputs " + describe_tensor(input));
   }
@@ -156,7 +156,7 @@ Result<std::unique_ptr<Network>> load_torchscript(const Task& task, const std::f
   }
   VT_RETURN_IF_ERROR(check_no_mutable_attributes(module, file.string()));
   for (const auto& p : module.parameters(true)) p.set_requires_grad(true);
-  return std::unique_ptr<Network>(std::make_unique<ScriptNetwork>(std::move(module)));
+  return std::unique_ptr<Network>(std::make_unique<ScriptNetwork>(module));
 }
 
 }  // namespace vt::training
