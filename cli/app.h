@@ -34,6 +34,7 @@ void register_serve(CLI::App& app, Context& ctx);
 void register_verify(CLI::App& app, Context& ctx);
 void register_demo(CLI::App& app, Context& ctx);
 void register_task_show(CLI::App& task, Context& ctx);  // cmd_task_show.cpp, torch-free
+void register_export(CLI::App& app, Context& ctx);
 
 // The commands one executable offers (cli/commands_*.cpp): `veritrain` (torch-free, starts in
 // milliseconds) and `veritrain-torch` (everything, LibTorch linked) share run() below.

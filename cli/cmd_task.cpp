@@ -1,10 +1,10 @@
 // `veritrain task init` and `veritrain task show`: the requestor writes and reads tasks.
 #include <filesystem>
 #include <iostream>
-#include <sstream>
 
 #include "cli/app.h"
 #include "cli/task_data.h"
+#include "cli/task_fields.h"
 #include "common/file_io.h"
 #include "common/sha256.h"
 #include "protocol/task.h"
@@ -22,6 +22,7 @@ struct InitArgs {
   double lr = 0;
   std::vector<std::string> model_options, data_options;
   DataFlags data;  // --data-file, --eval-file, ... (cli/task_data.h)
+  HyperArgs hyper;
 };
 
 // "key=value" pairs into an options map; `what` names the flag in errors.
@@ -60,6 +61,7 @@ Status cover_every_tensor(Task& task, const InitArgs& a) {
   training::TrainerOptions probe;
   probe.device = "cpu";  // the layout does not depend on the device
   VT_ASSIGN_OR_RETURN(auto trainer, training::Trainer::create(task, probe));
+  VT_RETURN_IF_ERROR(trainer->check_model());  // a model that cannot run on the data is no task
   std::int64_t tensors = 0;
   for (const TensorEntry& t : trainer->layout()) tensors += is_floating(t.dtype) && t.numel() > 0;
   const std::int64_t covering = (tensors + 255) / 256 * 256;
@@ -74,6 +76,15 @@ Status cover_every_tensor(Task& task, const InitArgs& a) {
 
 Result<Task> build_task(const InitArgs& a) {
   VT_ASSIGN_OR_RETURN(Task task, training::default_task(a.model, a.dataset));
+  // An optimizer or schedule chosen on the command line comes with its own defaults: sgd's
+  // momentum kept under adam would make the task invalid.
+  if (!a.optimizer.empty()) task.optimizer = training::default_optimizer(a.model, a.optimizer);
+  if (a.lr > 0) task.optimizer.lr = a.lr;
+  if (!a.schedule.empty() || a.lr > 0) {
+    task.schedule = training::default_schedule(a.model, a.schedule.empty() ? task.schedule.name : a.schedule,
+                                               task.optimizer.lr);
+  }
+  apply_hyper_args(a.hyper, task);
   VT_RETURN_IF_ERROR(parse_options(a.model_options, task.model.options, "--option"));
   VT_RETURN_IF_ERROR(parse_options(a.data_options, task.dataset.options, "--data-option"));
   if (a.epochs > 0) task.epochs = a.epochs;
@@ -84,9 +95,6 @@ Result<Task> build_task(const InitArgs& a) {
   if (a.trail >= 0) task.fingerprint.trail_interval = a.trail;
   if (!a.device.empty()) task.device = a.device;
   if (!a.precision.empty()) task.precision = a.precision;
-  if (!a.optimizer.empty()) task.optimizer.name = a.optimizer;
-  if (!a.schedule.empty()) task.schedule.name = a.schedule;
-  if (a.lr > 0) task.optimizer.lr = a.lr;
   if (!a.determinism.empty()) task.determinism = a.determinism;
   if (task.determinism == "tolerance" && task.tolerance.rel_l2 == 0.0) {
     // The calibrated thresholds of docs/tolerance.md: honest cross-thread-count spread times a
@@ -138,6 +146,7 @@ void register_task(CLI::App& app, Context& ctx) {
   init->add_option("--optimizer", a->optimizer, "sgd | adam | adamw");
   init->add_option("--schedule", a->schedule, "constant | step | cosine");
   init->add_option("--lr", a->lr, "Base learning rate");
+  add_hyper_options(init, a->hyper);
   init->add_option("--k", a->k, "Values sampled per fingerprint");
   init->add_option("--trail-interval", a->trail, "Steps between intra-epoch trail fingerprints (0 = none)");
   init->add_option("--option", a->model_options, "Model option key=value (repeatable), e.g. width=32");
@@ -166,6 +175,7 @@ void register_task(CLI::App& app, Context& ctx) {
   });
 
   register_task_show(*task, ctx);  // cmd_task_show.cpp: torch-free, so `veritrain` runs it itself
+  register_task_check(task, ctx);
 }
 
 }  // namespace vt::cli

@@ -16,6 +16,7 @@ void register_all(CLI::App& app, Context& ctx) {
   register_serve(app, ctx);
   register_verify(app, ctx);
   register_demo(app, ctx);
+  register_export(app, ctx);
 }
 
 int print_version(bool json) {

@@ -25,6 +25,7 @@ void register_light(CLI::App& app, Context& ctx) {
   task->require_subcommand(1);
   listed(*task, "init", "Write a valid task with sensible defaults to stdout (or --out)");
   register_task_show(*task, ctx);
+  listed(*task, "check", "Check a task before anyone pays: model against data, and a replay of a few steps");
   listed(app, "estimate", "Measure a task's state size and one step's peak memory and time");
   listed(app, "train", "Run a task as a provider: train, commit every epoch, store snapshots");
   register_log(app, ctx);
@@ -35,6 +36,7 @@ void register_light(CLI::App& app, Context& ctx) {
   verdict->require_subcommand(1);
   listed(*verdict, "check", "Check a verdict's signature, format and signer");
   register_light_plan(app, ctx);
+  listed(app, "export", "Write an epoch's trained model as TorchScript or safetensors");
   listed(app, "demo", "The whole flow on loopback: train, serve, verify online, report");
 }
 

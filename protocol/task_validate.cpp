@@ -208,7 +208,7 @@ Status validate_task(const Task& t, std::string_view where) {
   }
   VT_RETURN_IF_ERROR(validate_model(c, t.model));
   VT_RETURN_IF_ERROR(validate_dataset(c, t.dataset));
-  VT_RETURN_IF_ERROR(c.one_of("loss", t.loss, {"cross_entropy", "mse"}));
+  VT_RETURN_IF_ERROR(c.one_of("loss", t.loss, {"cross_entropy", "mse", "model"}));
   VT_RETURN_IF_ERROR(validate_optimizer(c, t.optimizer));
   VT_RETURN_IF_ERROR(validate_schedule(c, t.schedule, t.optimizer.lr));
   VT_RETURN_IF_ERROR(c.at_least("epochs", t.epochs, 1));

@@ -204,6 +204,8 @@ Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& op
   summary.resumed_from = next;
   if (next == 0) {
     VT_ASSIGN_OR_RETURN(trainer, training::Trainer::create(task, topts));
+    // A model that cannot run on this data fails here, before epoch 0 is committed.
+    VT_RETURN_IF_ERROR(trainer->check_model());
   } else {
     const SignedRecord& last = log.records().back();
     auto bytes = store.load_canonical(last.record.root);

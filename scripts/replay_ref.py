@@ -279,6 +279,8 @@ def load_task(path):
     if not covered:
         raise NotCovered("the reference covers mlp and cnn on synthetic data, cpu, fp32; this task is %s on %s, %s, %s"
                          % (model, task["dataset"]["name"], task.get("device", "cpu"), task.get("precision", "fp32")))
+    if task.get("loss", "cross_entropy") != "cross_entropy":
+        raise NotCovered("loss %r is unsupported: the reference trains with cross_entropy only" % task["loss"])
     task["model"]["options"] = dict(MODEL_DEFAULTS[model], **task["model"].get("options", {}))
     return task
 

@@ -1,11 +1,8 @@
-// The model zoo (mlp, cnn, conv3d, gpt) and user TorchScript modules.
-#include <torch/script.h>
+// The model zoo (mlp, cnn, conv3d, gpt); user TorchScript modules are in torchscript_model.cpp.
 #include <torch/torch.h>
 
 #include <cmath>
 
-#include "common/file_io.h"
-#include "common/sha256.h"
 #include "training/internal/network.h"
 
 namespace vt::training {
@@ -179,49 +176,6 @@ class ModuleNetwork final : public Network {
   Holder module_;
 };
 
-class ScriptNetwork final : public Network {
- public:
-  explicit ScriptNetwork(torch::jit::Module module) : module_(std::move(module)) {}
-  at::Tensor forward(const at::Tensor& input) override { return module_.forward({input}).toTensor(); }
-  NamedTensors parameters() override {
-    NamedTensors out;
-    for (const auto& p : module_.named_parameters(true)) out.emplace_back(p.name, p.value);
-    return out;
-  }
-  NamedTensors buffers() override {
-    NamedTensors out;
-    for (const auto& b : module_.named_buffers(true)) out.emplace_back(b.name, b.value);
-    return out;
-  }
-  void to(const at::Device& device) override { module_.to(device); }
-  void set_training(bool training) override { module_.train(training); }
-
- private:
-  torch::jit::Module module_;
-};
-
-Result<std::unique_ptr<Network>> load_torchscript(const Task& task, const std::filesystem::path& task_dir) {
-  const std::filesystem::path file = task_dir / task.model.path;
-  VT_ASSIGN_OR_RETURN(Bytes bytes, read_file(file, std::uint64_t{16} << 30));
-  const std::string actual = hex_encode(sha256(bytes));
-  if (actual != task.model.sha256) {
-    return invalid_input("model.sha256: " + file.string() + " hashes to " + actual +
-                         ", the task pins " + task.model.sha256);
-  }
-  torch::jit::Module module;
-  try {
-    std::istringstream in(std::string(bytes.begin(), bytes.end()));
-    module = torch::jit::load(in);
-  } catch (const c10::Error& e) {
-    return invalid_input(file.string() + ": not a TorchScript module (" + e.what_without_backtrace() + ")");
-  }
-  if (!module.find_method("forward")) {
-    return invalid_input(file.string() + ": the TorchScript module has no forward(x) method");
-  }
-  for (const auto& p : module.parameters(true)) p.set_requires_grad(true);
-  return std::unique_ptr<Network>(std::make_unique<ScriptNetwork>(std::move(module)));
-}
-
 }  // namespace
 
 Result<std::unique_ptr<Network>> make_network(const Task& task, const Options& o,
@@ -247,6 +201,66 @@ at::Tensor compute_loss(const std::string& loss, const at::Tensor& output, const
     return F::cross_entropy(output.reshape({-1, output.size(-1)}), target.reshape({-1}));
   }
   return F::cross_entropy(output, target);
+}
+
+at::Tensor Network::forward_loss(const at::Tensor&, const at::Tensor&) {
+  throw ModelError("loss \"model\" needs a TorchScript module whose forward(inputs, targets) returns the loss");
+}
+
+Status Network::save_torchscript(const std::filesystem::path&) {
+  return invalid_input("--torchscript: export as TorchScript is for torchscript tasks only (a zoo model is not a "
+                       "TorchScript module); --safetensors exports any model");
+}
+
+at::Tensor step_loss(const std::string& loss, Network& net, const at::Tensor& input, const at::Tensor& target) {
+  if (loss == "model") return net.forward_loss(input, target);
+  return compute_loss(loss, net.forward(input), target);
+}
+
+std::string describe_tensor(const at::Tensor& t) {
+  std::string out = "[";
+  for (std::int64_t d = 0; d < t.dim(); ++d) {
+    if (d > 0) out += ", ";
+    out += std::to_string(t.size(d));
+  }
+  return out + "] " + c10::toString(t.scalar_type());
+}
+
+Status check_model_fits(const std::string& loss, Network& net, const at::Tensor& x, const at::Tensor& y,
+                        std::int64_t max_class) {
+  try {
+    if (loss == "model") {
+      const at::Tensor l = net.forward_loss(x, y);
+      if (l.dim() != 0 || !l.is_floating_point()) {
+        return invalid_input("model: forward(inputs, targets) returned " + describe_tensor(l) +
+                             "; loss \"model\" expects a floating-point scalar (the loss)");
+      }
+      return {};
+    }
+    const at::Tensor out = net.forward(x);
+    const std::string got = "model: forward(inputs " + describe_tensor(x) + ") returned " + describe_tensor(out);
+    if (loss == "mse") {
+      if (out.sizes() == y.sizes()) return {};
+      return invalid_input(got + "; loss mse expects the targets' shape " + describe_tensor(y));
+    }
+    std::string expected = "[";
+    for (std::int64_t d = 0; d < y.dim(); ++d) {
+      expected += std::to_string(y.size(d));
+      expected += ", ";
+    }
+    expected += "C] logits";
+    const bool fits = out.is_floating_point() && out.dim() == y.dim() + 1 && out.sizes().slice(0, y.dim()) == y.sizes();
+    if (!fits) {
+      return invalid_input(got + "; loss cross_entropy with targets " + describe_tensor(y) + " expects " + expected);
+    }
+    if (max_class >= out.size(-1)) {
+      return invalid_input(got + ": " + std::to_string(out.size(-1)) + " classes, but the targets hold class " +
+                           std::to_string(max_class) + "; expected " + expected + " with C > " + std::to_string(max_class));
+    }
+    return {};
+  } catch (const ModelError& e) {
+    return invalid_input(e.what());
+  }
 }
 
 }  // namespace vt::training

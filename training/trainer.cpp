@@ -141,10 +141,15 @@ std::vector<std::int64_t> batched(std::int64_t n, const std::vector<std::int64_t
 }
 
 template <typename F>
-auto guarded(const char* what, F&& fn) -> decltype(fn()) {
+auto guarded(const char* what, F&& fn, bool user_module = false) -> decltype(fn()) {
   try {
     return fn();
+  } catch (const ModelError& e) {
+    return invalid_input(e.what());
   } catch (const c10::Error& e) {
+    // Training a user's module, LibTorch fails on what the module does (an in-place change
+    // that its backward pass needed): bad input, in the module's words.
+    if (user_module) return invalid_input(std::string(what) + ": the model failed: " + model_message(e.what_without_backtrace()));
     return internal_error(std::string(what) + ": LibTorch: " + e.what_without_backtrace());
   } catch (const std::exception& e) {
     return internal_error(std::string(what) + ": " + e.what());
@@ -283,7 +288,7 @@ Result<EpochSummary> Trainer::Impl::train_epoch(const EpochHooks& hooks, const T
     at::Tensor loss;
     {
       AutocastScope autocast(bf16, device.type());
-      loss = compute_loss(task.loss, net->forward(x), y);
+      loss = step_loss(task.loss, *net, x, y);
     }
     loss.backward();
     optimizer->step(lr);
@@ -315,6 +320,48 @@ Result<EpochSummary> Trainer::Impl::train_epoch(const EpochHooks& hooks, const T
   return summary;
 }
 
+Status Trainer::check_model() {
+  return guarded("checking the model against the data", [&]() -> Status {
+    Impl& m = *impl_;
+    // A forward pass in training mode draws random numbers (dropout) and moves running
+    // statistics (BatchNorm): both are put back, so the state stays the committed one.
+    auto gen = cpu_generator();
+    const at::Tensor cpu_rng = gen.get_state();
+    const at::Tensor cuda_rng = m.device.is_cuda() ? cuda_generator(m.device).get_state() : at::Tensor();
+    std::vector<at::Tensor> saved;
+    for (auto& [name, b] : m.net->buffers()) saved.push_back(b.clone());
+    const std::int64_t n = std::min(m.task.batch_size, m.dataset_size);
+    const at::Tensor y = m.targets.narrow(0, 0, n);
+    const std::int64_t max_class = at::isIntegralType(m.targets.scalar_type(), false) && m.targets.numel() > 0
+                                       ? m.targets.max().item<std::int64_t>() : -1;
+    Status fits;
+    {
+      at::NoGradGuard no_grad;
+      AutocastScope autocast(m.task.precision == "bf16", m.device.type());
+      fits = check_model_fits(m.task.loss, *m.net, m.inputs.narrow(0, 0, n), y, max_class);
+    }
+    std::size_t i = 0;
+    for (auto& [name, b] : m.net->buffers()) b.copy_(saved[i++]);
+    gen.set_state(cpu_rng);
+    if (cuda_rng.defined()) cuda_generator(m.device).set_state(cuda_rng);
+    return fits;
+  });
+}
+
+Result<Bytes> Trainer::export_safetensors() const {
+  return guarded("exporting the model", [&]() -> Result<Bytes> {
+    NamedTensors own = impl_->net->parameters();
+    for (auto& entry : impl_->net->buffers()) own.push_back(entry);
+    for (auto& [name, t] : own) t = t.detach().to(at::kCPU);
+    return encode_snapshot(own, {{"format", "veritrain/export/v1"}, {"task_id", hex_encode(impl_->id)},
+                                 {"epoch", std::to_string(impl_->epoch)}});
+  });
+}
+
+Status Trainer::export_torchscript(const std::filesystem::path& file) const {
+  return guarded("exporting the model", [&] { return impl_->net->save_torchscript(file); });
+}
+
 Trainer::Trainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Trainer::~Trainer() = default;
 
@@ -326,7 +373,8 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const Task& task, const Trainer
 }
 
 Result<EpochSummary> Trainer::train_epoch(const EpochHooks& hooks) {
-  return guarded("training", [&] { return impl_->train_epoch(hooks, *this); });
+  return guarded("training", [&] { return impl_->train_epoch(hooks, *this); },
+                 impl_->task.model.name == "torchscript");
 }
 
 Result<Bytes> Trainer::snapshot() const {

@@ -77,6 +77,16 @@ class Trainer {
   // Trains epoch epoch()+1.
   Result<EpochSummary> train_epoch(const EpochHooks& hooks = {});
 
+  // One forward pass on the first batch, checked against the task's loss (shapes, classes, a
+  // scalar for loss "model"); random streams and buffers are put back, so the state is as
+  // before. `train` runs it before committing epoch 0, `task check` first of all.
+  Status check_model();
+  // The model's own parameters and buffers under their own names (no "param/" prefix), as
+  // safetensors bytes that load_state_dict reads.
+  Result<Bytes> export_safetensors() const;
+  // The user's TorchScript module with the current parameters and buffers; torchscript tasks only.
+  Status export_torchscript(const std::filesystem::path& file) const;
+
   // Canonical snapshot bytes of the current state.
   Result<Bytes> snapshot() const;
   // The same into `out`, reusing its memory: a provider capturing every epoch writes the pages

@@ -146,6 +146,10 @@ Status validate_for_training(const Task& task) {
   if (ds == "cifar10" && m == "cnn" && model.at("classes") != 10) {
     return invalid_input("model.options.classes: cifar10 has 10 classes");
   }
+  if (task.loss == "model" && m != "torchscript") {
+    return invalid_input("loss: \"model\" takes the loss from a TorchScript module's forward(inputs, targets); "
+                         "model " + m + " has none");
+  }
   const std::string expected_loss = m == "conv3d" ? "mse" : "cross_entropy";
   if (m != "torchscript" && task.loss != expected_loss) {
     return invalid_input("loss: model " + m + " trains with " + expected_loss + ", got " + task.loss);
@@ -167,6 +171,35 @@ Status validate_for_training(const Task& task) {
   return {};
 }
 
+OptimizerSpec default_optimizer(const std::string& model, const std::string& optimizer) {
+  const std::string name = !optimizer.empty() ? optimizer
+                           : model == "conv3d" ? "adam"
+                           : model == "gpt"    ? "adamw"
+                                               : "sgd";
+  OptimizerSpec o;
+  o.name = name;
+  if (name == "sgd") {
+    o.lr = 0.05;
+    o.momentum = 0.9;
+    o.weight_decay = model == "cnn" ? 5e-4 : 0.0;
+  } else {
+    // Adam's step is about lr whatever the gradient's scale; sgd's 0.05 would be far too big.
+    o.lr = model == "gpt" ? 3e-3 : 1e-3;
+    o.weight_decay = name == "adamw" ? 0.01 : 0.0;
+    if (model == "gpt") o.beta2 = 0.95;
+  }
+  return o;
+}
+
+ScheduleSpec default_schedule(const std::string& model, const std::string& name, double lr) {
+  ScheduleSpec s;
+  s.name = !name.empty() ? name : model == "gpt" ? "cosine" : "constant";
+  if (model == "gpt") s.warmup_steps = 8;
+  // min_lr may not exceed lr; 3e-4 is gpt's floor at its default rate of 3e-3.
+  if (s.name == "cosine" && model == "gpt") s.min_lr = std::min(3e-4, lr);
+  return s;
+}
+
 Result<Task> default_task(const std::string& model, const std::string& dataset) {
   Task task;
   task.model.name = model;
@@ -174,19 +207,11 @@ Result<Task> default_task(const std::string& model, const std::string& dataset) 
   const ModelInfo* info = find_model(model);
   if (info == nullptr) return resolve_model_options(task.model).error();
   task.loss = info->loss;
-  if (model == "cnn") {
-    task.optimizer = {"sgd", 0.05, 0.9, false, 5e-4, 0.9, 0.999, 1e-8};
-  } else if (model == "conv3d") {
-    task.optimizer = {"adam", 1e-3, 0.0, false, 0.0, 0.9, 0.999, 1e-8};
-    task.batch_size = 4;
-  } else if (model == "gpt") {
-    task.optimizer = {"adamw", 3e-3, 0.0, false, 0.01, 0.9, 0.95, 1e-8};
-    task.schedule = {"cosine", 1, 0.1, 3e-4, 8};
-    task.batch_size = 16;
-  } else {
-    task.optimizer = {"sgd", 0.05, 0.9, false, 0.0, 0.9, 0.999, 1e-8};
-  }
-  if (dataset == "mnist") task.model.options = {{"input_dim", 784}, {"classes", 10}};
+  task.optimizer = default_optimizer(model, "");
+  task.schedule = default_schedule(model, "", task.optimizer.lr);
+  if (model == "conv3d") task.batch_size = 4;
+  if (model == "gpt") task.batch_size = 16;
+  if (dataset == "mnist" && model == "mlp") task.model.options = {{"input_dim", 784}, {"classes", 10}};
   VT_ASSIGN_OR_RETURN(task.model.options, resolve_model_options(task.model));
   VT_ASSIGN_OR_RETURN(task.dataset.options, resolve_dataset_options(task));
   task.fingerprint.trail_interval = 4;

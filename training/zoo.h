@@ -50,4 +50,10 @@ Status validate_for_training(const Task& task);
 // A valid task for `model` on `dataset` with sensible defaults, as `task init` writes it.
 Result<Task> default_task(const std::string& model, const std::string& dataset);
 
+// Hyperparameters that suit `optimizer` ("" = the model's own choice) for `model`: every field
+// an optimizer does not use keeps its neutral default, so any pair validates.
+OptimizerSpec default_optimizer(const std::string& model, const std::string& optimizer);
+// The schedule `name` ("" = the model's own choice) for `model` at base rate `lr`.
+ScheduleSpec default_schedule(const std::string& model, const std::string& name, double lr);
+
 }  // namespace vt::training

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,10 +17,20 @@ namespace vt::training {
 
 using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 
+// A user module's own failure (a wrong input shape, an exception it raises): bad input, exit 2,
+// with the module's message; never an internal error with the interpreter's traceback.
+struct ModelError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 class Network {
  public:
   virtual ~Network() = default;
   virtual at::Tensor forward(const at::Tensor& input) = 0;
+  // loss "model": the module's forward(inputs, targets) is the scalar loss.
+  virtual at::Tensor forward_loss(const at::Tensor& input, const at::Tensor& target);
+  // The module itself, with its current parameters and buffers, as a TorchScript file.
+  virtual Status save_torchscript(const std::filesystem::path& file);
   // Stable names and order: the snapshot's "param/<name>" and "buffer/<name>" tensors.
   virtual NamedTensors parameters() = 0;
   virtual NamedTensors buffers() = 0;
@@ -32,7 +43,26 @@ class Network {
 Result<std::unique_ptr<Network>> make_network(const Task& task, const Options& model_options,
                                               const std::filesystem::path& task_dir);
 
+// The task's TorchScript module (model.path, checked against model.sha256); modules that change
+// non-tensor attributes are refused (torchscript_model.cpp).
+Result<std::unique_ptr<Network>> load_torchscript(const Task& task, const std::filesystem::path& task_dir);
+
 // The task's loss of `output` against `target` (cross_entropy flattens token dimensions).
 at::Tensor compute_loss(const std::string& loss, const at::Tensor& output, const at::Tensor& target);
+// The step's loss: the module's own for loss "model", else compute_loss of its output.
+at::Tensor step_loss(const std::string& loss, Network& net, const at::Tensor& input, const at::Tensor& target);
+
+// One forward pass on `input` checked against `target` for `loss`: what the model returns must
+// be what the loss takes ([B, C] logits for [B] class ids, holding class `max_class`; the
+// targets' shape for mse; a scalar for "model"). The message names expected and got.
+Status check_model_fits(const std::string& loss, Network& net, const at::Tensor& input, const at::Tensor& target,
+                        std::int64_t max_class);
+
+// The module's own words in a LibTorch error: from the last "SomethingError: ..." line on,
+// without the TorchScript interpreter's traceback.
+std::string model_message(const std::string& what);
+
+// "[8, 32] Float": how errors name a tensor.
+std::string describe_tensor(const at::Tensor& t);
 
 }  // namespace vt::training

@@ -1,0 +1,66 @@
+// Flags for the optimizer, schedule and loss fields of `task init`; the field listing of
+// `task show` (cli/task_fields.h).
+#include <nlohmann/json.hpp>
+
+#include "cli/task_fields.h"
+
+namespace vt::cli {
+namespace {
+
+void list_fields(const nlohmann::json& value, const std::string& path, std::string& out) {
+  if (value.is_object() && !value.empty()) {
+    for (const auto& [key, child] : value.items()) {
+      std::string inner = path;
+      if (!inner.empty()) inner += '.';
+      inner += key;
+      list_fields(child, inner, out);
+    }
+    return;
+  }
+  std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+  if (value.is_object()) text = "(none)";
+  out += path;
+  out.append(path.size() < 34 ? 34 - path.size() : 1, ' ');
+  out += text;
+  out += '\n';
+}
+
+}  // namespace
+
+void add_hyper_options(CLI::App* init, HyperArgs& a) {
+  init->add_option("--loss", a.loss, "cross_entropy | mse | model (the module's forward(inputs, targets) is the loss)");
+  init->add_option("--momentum", a.momentum, "sgd momentum (default 0.9 for sgd)");
+  init->add_flag("--nesterov", a.nesterov, "sgd: Nesterov momentum");
+  init->add_option("--weight-decay", a.weight_decay, "L2 penalty (sgd, adam) or decoupled decay (adamw)");
+  init->add_option("--beta1", a.beta1, "adam/adamw first-moment decay");
+  init->add_option("--beta2", a.beta2, "adam/adamw second-moment decay");
+  init->add_option("--eps", a.eps, "adam/adamw denominator epsilon");
+  init->add_option("--warmup-steps", a.warmup_steps, "Linear warmup from 0 over this many steps");
+  init->add_option("--min-lr", a.min_lr, "cosine schedule: final learning rate");
+  init->add_option("--step-size", a.step_size, "step schedule: epochs between decays");
+  init->add_option("--gamma", a.gamma, "step schedule: decay factor");
+  init->add_option("--tracking-k", a.tracking_k, "Values in the tracking fingerprint");
+}
+
+void apply_hyper_args(const HyperArgs& a, Task& t) {
+  if (!a.loss.empty()) t.loss = a.loss;
+  if (!std::isnan(a.momentum)) t.optimizer.momentum = a.momentum;
+  if (a.nesterov) t.optimizer.nesterov = true;
+  if (!std::isnan(a.weight_decay)) t.optimizer.weight_decay = a.weight_decay;
+  if (!std::isnan(a.beta1)) t.optimizer.beta1 = a.beta1;
+  if (!std::isnan(a.beta2)) t.optimizer.beta2 = a.beta2;
+  if (!std::isnan(a.eps)) t.optimizer.eps = a.eps;
+  if (a.warmup_steps >= 0) t.schedule.warmup_steps = a.warmup_steps;
+  if (!std::isnan(a.min_lr)) t.schedule.min_lr = a.min_lr;
+  if (a.step_size >= 0) t.schedule.step_size = a.step_size;
+  if (!std::isnan(a.gamma)) t.schedule.gamma = a.gamma;
+  if (a.tracking_k >= 0) t.fingerprint.tracking_k = a.tracking_k;
+}
+
+std::string describe_task(const Task& task) {
+  std::string out;
+  list_fields(nlohmann::json::parse(canonical_task_json(task)), "", out);
+  return out;
+}
+
+}  // namespace vt::cli

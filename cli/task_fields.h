@@ -1,0 +1,33 @@
+#pragma once
+// `task init` flags for the optimizer, schedule and loss fields, and `task show`'s listing of
+// every field. Kept apart from cmd_task.cpp so that the data flags there stay a separate edit.
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <string>
+
+#include "cli/app.h"
+#include "protocol/task.h"
+
+namespace vt::cli {
+
+// NaN / negative = not given: the chosen optimizer's or schedule's default stays.
+struct HyperArgs {
+  double momentum = NAN, weight_decay = NAN, beta1 = NAN, beta2 = NAN, eps = NAN;
+  bool nesterov = false;
+  double min_lr = NAN, gamma = NAN;
+  std::int64_t warmup_steps = -1, step_size = -1, tracking_k = -1;
+  std::string loss;
+};
+
+void add_hyper_options(CLI::App* init, HyperArgs& args);
+// Writes the given flags over the task's defaults; validate_task judges the result.
+void apply_hyper_args(const HyperArgs& args, Task& task);
+
+// `task check` and its hidden worker `task check-steps` (cmd_task_check.cpp).
+void register_task_check(CLI::App* task, Context& ctx);
+
+// Every field of the task, one "path value" line each, in canonical order.
+std::string describe_task(const Task& task);
+
+}  // namespace vt::cli

@@ -1,0 +1,136 @@
+// loss "model" (the module's forward(inputs, targets) is the loss) trains and verifies, and
+// `export` writes what Python torch loads back: the module by torch.jit.load, the weights by
+// load_state_dict, equal to veritrain's committed state.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/model_fixtures.h"
+
+namespace vt {
+namespace {
+
+using testing::run_command;
+using testing::veritrain_binary;
+namespace fs = std::filesystem;
+
+// Reads safetensors with numpy alone (the safetensors package is not a dependency), loads the
+// export both ways and compares against the committed snapshot and across the two loads.
+constexpr const char* kRoundTrip = R"PY(
+import json, struct, sys
+import numpy as np, torch
+DTYPES = {"F32": np.float32, "F64": np.float64, "I64": np.int64, "I32": np.int32, "U8": np.uint8}
+def read(path):
+    raw = open(path, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+    header.pop("__metadata__", None)
+    out = {}
+    for name, e in header.items():
+        a, b = e["data_offsets"]
+        arr = np.frombuffer(raw[8 + n + a:8 + n + b], dtype=DTYPES[e["dtype"]]).reshape(e["shape"])
+        out[name] = torch.from_numpy(arr.copy())
+    return out
+exported_module, weights, snapshot, original = sys.argv[1:5]
+state = read(weights)
+snap = read(snapshot)
+assert state and all("/" not in k for k in state), sorted(state)
+for k, v in state.items():
+    committed = snap.get("param/" + k, snap.get("buffer/" + k))
+    assert committed is not None and torch.equal(committed, v), k
+module = torch.jit.load(exported_module)
+net = torch.jit.load(original)
+net.load_state_dict(state)
+for k, v in module.state_dict().items():
+    assert torch.equal(v, state[k]), k
+module.eval(); net.eval()
+x = torch.from_numpy(np.random.default_rng(0).standard_normal((16, 32)).astype(np.float32))
+a, b = module(x), net(x)
+assert torch.equal(a, b)
+print("ok", len(state), "tensors; logits", tuple(a.shape))
+)PY";
+
+class Export : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fx_ = testing::model_fixtures();
+    if (fx_.empty()) GTEST_SKIP() << "python3-torch / python3-sklearn not installed (scripts/setup.sh)";
+  }
+  // Trains `module` for 2 epochs; returns the task file.
+  std::string train(const std::string& module, const std::string& extra) {
+    const std::string task = (dir_ / "task.json").string();
+    auto init = run_command(veritrain_binary() + " task init --model torchscript --model-file " + (fx_ / module).string() +
+                                " --epochs 2 --steps-per-epoch 6 --batch-size 16 " + extra + " --out " + task,
+                            dir_.path());
+    EXPECT_EQ(init.exit_code, 0) << init.err;
+    auto t = run_command(veritrain_binary() + " train --task " + task + " --workdir " + (dir_ / "w").string(), dir_.path());
+    EXPECT_EQ(t.exit_code, 0) << t.err;
+    return task;
+  }
+  fs::path fx_;
+  testing::ScratchDir dir_;
+};
+
+TEST_F(Export, ModelLossWithDropoutTrainsAndVerifies) {
+  const std::string task = train("model_loss.pt", "--loss model --optimizer adam");
+  auto check = run_command(veritrain_binary() + " task check " + task, dir_.path());
+  EXPECT_EQ(check.exit_code, 0) << check.err;
+  auto v = run_command(veritrain_binary() + " verify --task " + task + " --workdir " + (dir_ / "w").string() +
+                           " --check-probability 1 --report " + (dir_ / "report").string(), dir_.path());
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+  EXPECT_NE(v.out.find("ACCEPTED"), std::string::npos) << v.out;
+  // A zoo model has no forward(inputs, targets).
+  auto zoo = run_command(veritrain_binary() + " task init --model mlp --loss model", dir_.path());
+  EXPECT_EQ(zoo.exit_code, 2);
+  EXPECT_NE(zoo.err.find("loss: \"model\""), std::string::npos) << zoo.err;
+}
+
+TEST_F(Export, TorchScriptAndSafetensorsLoadBackInPython) {
+  train("ts_synthetic.pt", "");
+  const std::string w = (dir_ / "w").string();
+  const auto pt = dir_ / "out.pt", st = dir_ / "out.safetensors", snap = dir_ / "snap";
+  auto e = run_command(veritrain_binary() + " export --workdir " + w + " --epoch 2 --torchscript " + pt.string() +
+                           " --safetensors " + st.string(), dir_.path());
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  auto i = run_command(veritrain_binary() + " inspect " + w + " --epoch 2 --out " + snap.string(), dir_.path());
+  ASSERT_EQ(i.exit_code, 0) << i.err;
+  ASSERT_TRUE(write_file_atomic(dir_ / "roundtrip.py", std::string_view(kRoundTrip)).ok());
+  auto py = run_command(testing::kPython + " " + (dir_ / "roundtrip.py").string() + " " + pt.string() + " " +
+                            st.string() + " " + snap.string() + " " + (fx_ / "ts_synthetic.pt").string(), dir_.path());
+  EXPECT_EQ(py.exit_code, 0) << py.out << py.err;
+  EXPECT_NE(py.out.find("ok 9 tensors; logits (16, 4)"), std::string::npos) << py.out << py.err;
+
+  // The exported weights are epoch 2's, not the file's initial ones.
+  auto e0 = run_command(veritrain_binary() + " export --workdir " + w + " --epoch 0 --safetensors " +
+                            (dir_ / "e0.safetensors").string(), dir_.path());
+  ASSERT_EQ(e0.exit_code, 0) << e0.err;
+  EXPECT_NE(*read_file(dir_ / "e0.safetensors"), *read_file(st));
+
+  auto missing = run_command(veritrain_binary() + " export --workdir " + w + " --epoch 9 --safetensors x", dir_.path());
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("--epoch 9: not committed"), std::string::npos) << missing.err;
+}
+
+TEST_F(Export, ZooModelsExportSafetensorsButNotTorchScript) {
+  testing::ScratchDir& d = dir_;
+  const std::string task = (d / "mlp.json").string();
+  ASSERT_EQ(run_command(veritrain_binary() + " task init --model mlp --epochs 1 --steps-per-epoch 1 --out " + task,
+                        d.path()).exit_code, 0);
+  ASSERT_EQ(run_command(veritrain_binary() + " train --task " + task + " --workdir " + (d / "m").string(), d.path())
+                .exit_code, 0);
+  auto ts = run_command(veritrain_binary() + " export --workdir " + (d / "m").string() + " --epoch 1 --torchscript " +
+                            (d / "m.pt").string(), d.path());
+  EXPECT_EQ(ts.exit_code, 2);
+  EXPECT_NE(ts.err.find("torchscript tasks only"), std::string::npos) << ts.err;
+  auto st = run_command(veritrain_binary() + " --json export --workdir " + (d / "m").string() + " --epoch 1 --safetensors " +
+                            (d / "m.safetensors").string(), d.path());
+  EXPECT_EQ(st.exit_code, 0) << st.err;
+  const Bytes raw = *read_file(d / "m.safetensors");
+  const std::string bytes(raw.begin(), raw.end());
+  EXPECT_NE(bytes.find("\"body.0.weight\""), std::string::npos);
+  EXPECT_EQ(bytes.find("param/"), std::string::npos);
+  EXPECT_EQ(bytes.find("optim/"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace vt

@@ -1,0 +1,162 @@
+// User TorchScript modules (docs/models.md): loading, the mutable-attribute check, calls that
+// turn the interpreter's errors into the module's own message, and saving for `export`.
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/script.h>
+
+#include <set>
+#include <sstream>
+
+#include "common/file_io.h"
+#include "common/sha256.h"
+#include "training/internal/network.h"
+
+namespace vt::training {
+
+// TorchScript wraps the module's own error in its interpreter traceback; the last
+// "SomethingError: ..." line onwards is what the model said.
+std::string model_message(const std::string& what) {
+  std::vector<std::string> lines;
+  std::istringstream in(what);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::size_t from = lines.size();
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const std::string& l = lines[i];
+    const auto colon = l.find(": ");
+    const std::string head = l.substr(0, colon);
+    if (colon != std::string::npos && head.find(' ') == std::string::npos &&
+        (head.ends_with("Error") || head.ends_with("Exception"))) {
+      from = i;
+    }
+  }
+  if (from == lines.size()) {
+    for (const std::string& l : lines) {
+      if (!l.empty()) return l;
+    }
+    return what;
+  }
+  std::string out;
+  for (std::size_t i = from; i < lines.size() && i < from + 3; ++i) {
+    if (!out.empty()) out += ' ';
+    out += lines[i];
+  }
+  return out;
+}
+
+namespace {
+
+class ScriptNetwork final : public Network {
+ public:
+  explicit ScriptNetwork(const torch::jit::Module& module) : module_(module) {}
+  at::Tensor forward(const at::Tensor& input) override {
+    return call({input}, "forward(inputs) on inputs " + describe_tensor(input));
+  }
+  at::Tensor forward_loss(const at::Tensor& input, const at::Tensor& target) override {
+    return call({input, target}, "forward(inputs, targets) on inputs " + describe_tensor(input) + " and targets " +
+                                     describe_tensor(target));
+  }
+  NamedTensors parameters() override {
+    NamedTensors out;
+    for (const auto& p : module_.named_parameters(true)) out.emplace_back(p.name, p.value);
+    return out;
+  }
+  NamedTensors buffers() override {
+    NamedTensors out;
+    for (const auto& b : module_.named_buffers(true)) out.emplace_back(b.name, b.value);
+    return out;
+  }
+  void to(const at::Device& device) override { module_.to(device); }
+  void set_training(bool training) override { module_.train(training); }
+  Status save_torchscript(const std::filesystem::path& file) override {
+    std::ostringstream out;
+    module_.save(out);
+    return write_file_atomic(file, std::string_view(out.str()));
+  }
+
+ private:
+  at::Tensor call(std::vector<c10::IValue> args, const std::string& what) {
+    c10::IValue result;
+    try {
+      result = module_.forward(std::move(args));
+    } catch (const std::exception& e) {
+      const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
+      throw ModelError("the model's " + what + " failed: " +
+                       model_message(c10_error ? c10_error->what_without_backtrace() : e.what()));
+    }
+    if (!result.isTensor()) {
+      throw ModelError("the model's " + what + " returned " + result.tagKind() + ", expected a tensor");
+    }
+    return result.toTensor();
+  }
+  torch::jit::Module module_;
+};
+
+// State a snapshot does not hold breaks replay: an attribute that is not a parameter or buffer
+// (a Python int counter, a list that grows) and that the module changes. Found by reading every
+// method's graph for assignments to attributes and mutating calls on container attributes.
+Status check_no_mutable_attributes(const torch::jit::Module& root, const std::string& file) {
+  using torch::jit::Node;
+  static const std::set<std::string> kMutating = {"aten::append", "aten::insert", "aten::extend", "aten::pop",
+                                                  "aten::clear", "aten::_set_item", "aten::remove", "aten::update",
+                                                  "aten::setdefault", "aten::popitem", "aten::sort", "aten::reverse"};
+  auto refuse = [&](const std::string& attribute, const std::string& type, const std::string& method) {
+    return invalid_input(file + ": attribute \"" + attribute + "\" (" + type + ") is changed by " + method +
+                         "(); only parameters and buffers are saved in snapshots, so a replay would start from "
+                         "another value. Make it a buffer (register_buffer) or a constant.");
+  };
+  for (const auto& module : root.modules()) {
+    for (const auto& method : module.get_methods()) {
+      std::vector<torch::jit::Block*> blocks{method.graph()->block()};
+      while (!blocks.empty()) {
+        torch::jit::Block* block = blocks.back();
+        blocks.pop_back();
+        for (Node* n : block->nodes()) {
+          for (torch::jit::Block* inner : n->blocks()) blocks.push_back(inner);
+          if (n->kind() == c10::prim::SetAttr) {
+            const std::string name = n->s(c10::attr::name);
+            auto cls = n->inputs()[0]->type()->cast<c10::ClassType>();
+            if (!cls) continue;
+            auto slot = cls->findAttributeSlot(name);
+            if (slot && (cls->is_parameter(*slot) || cls->is_buffer(*slot))) continue;
+            return refuse(name, n->inputs()[1]->type()->repr_str(), method.name());
+          }
+          if (n->kind() != c10::prim::GetAttr) continue;
+          const auto kind = n->output()->type()->kind();
+          if (kind != c10::TypeKind::ListType && kind != c10::TypeKind::DictType) continue;
+          for (const torch::jit::Use& use : n->output()->uses()) {
+            if (kMutating.count(use.user->kind().toQualString())) {
+              return refuse(n->s(c10::attr::name), n->output()->type()->repr_str(), method.name());
+            }
+          }
+        }
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Network>> load_torchscript(const Task& task, const std::filesystem::path& task_dir) {
+  const std::filesystem::path file = task_dir / task.model.path;
+  VT_ASSIGN_OR_RETURN(Bytes bytes, read_file(file, std::uint64_t{16} << 30));
+  const std::string actual = hex_encode(sha256(bytes));
+  if (actual != task.model.sha256) {
+    return invalid_input("model.sha256: " + file.string() + " hashes to " + actual +
+                         ", the task pins " + task.model.sha256);
+  }
+  torch::jit::Module module;
+  try {
+    std::istringstream in(std::string(bytes.begin(), bytes.end()));
+    module = torch::jit::load(in);
+  } catch (const c10::Error& e) {
+    return invalid_input(file.string() + ": not a TorchScript module (" + e.what_without_backtrace() + ")");
+  }
+  if (!module.find_method("forward")) {
+    return invalid_input(file.string() + ": the TorchScript module has no forward(x) method");
+  }
+  VT_RETURN_IF_ERROR(check_no_mutable_attributes(module, file.string()));
+  for (const auto& p : module.parameters(true)) p.set_requires_grad(true);
+  return std::unique_ptr<Network>(std::make_unique<ScriptNetwork>(module));
+}
+
+}  // namespace vt::training
