@@ -12,6 +12,14 @@ void crash_point(std::string_view point, std::uint64_t epoch) {
     return std::string(v == nullptr ? "" : v);
   }();
   if (target.empty()) return;
+  // With several ranks (provider/ranks.h) every rank inherits the variable; VT_CRASH_RANK picks
+  // the one that dies (rank 0 when unset).
+  static const bool this_rank = [] {
+    const char* want = std::getenv("VT_CRASH_RANK");
+    const char* rank = std::getenv("RANK");
+    return std::string(want ? want : "0") == std::string(rank ? rank : "0");
+  }();
+  if (!this_rank) return;
   if (target == std::string(point) + ":" + std::to_string(epoch)) std::raise(SIGKILL);
 }
 

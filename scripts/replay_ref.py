@@ -279,6 +279,9 @@ def load_task(path):
     if not covered:
         raise NotCovered("the reference covers mlp and cnn on synthetic data, cpu, fp32; this task is %s on %s, %s, %s"
                          % (model, task["dataset"]["name"], task.get("device", "cpu"), task.get("precision", "fp32")))
+    if task.get("gradient_groups", 1) != 1:
+        raise NotCovered("the reference replays whole batches; this task has gradient_groups %d"
+                         % task["gradient_groups"])
     task["model"]["options"] = dict(MODEL_DEFAULTS[model], **task["model"].get("options", {}))
     return task
 

@@ -13,6 +13,8 @@
 #include "common/sha256.h"
 #include "protocol/task.h"
 #include "training/data.h"
+#include "training/distributed.h"
+#include "training/internal/groups.h"
 #include "training/internal/network.h"
 #include "training/internal/optimizer.h"
 #include "training/internal/tensor_bytes.h"
@@ -30,6 +32,7 @@ struct Trainer::Impl {
   std::int64_t threads = 1;
   std::unique_ptr<Network> net;
   std::unique_ptr<Optimizer> optimizer;
+  std::unique_ptr<GroupedStep> grouped;  // gradient_groups > 1 or several ranks
   at::Tensor inputs, targets;  // the whole dataset, on the device
   std::int64_t dataset_size = 0;
   std::int64_t epoch = 0;
@@ -177,6 +180,13 @@ Result<std::unique_ptr<Trainer::Impl>> build(const Task& task, const TrainerOpti
   impl->net->to(impl->device);
   impl->net->set_training(true);
   impl->optimizer = std::make_unique<Optimizer>(task.optimizer, impl->net->parameters());
+  if (task.gradient_groups > 1 || (options.collective && options.collective->world_size() > 1)) {
+    try {
+      impl->grouped = std::make_unique<GroupedStep>(task.gradient_groups, *impl->net, options.collective);
+    } catch (const std::invalid_argument& e) {
+      return invalid_input(e.what());
+    }
+  }
 
   VT_ASSIGN_OR_RETURN(Dataset data, load_dataset(task, options.task_dir));
   impl->dataset_size = data.size;
@@ -264,11 +274,18 @@ Result<EpochSummary> Trainer::Impl::train_epoch(const EpochHooks& hooks, const T
     const double lr = learning_rate(task, global_step, this_epoch, steps * task.epochs);
     optimizer->zero_grad();
     at::Tensor loss;
-    {
-      AutocastScope autocast(bf16, device.type());
-      loss = compute_loss(task.loss, net->forward(x), y);
+    if (grouped) {
+      loss = grouped->run(x, y, [&](const at::Tensor& gx, const at::Tensor& gy) {
+        AutocastScope autocast(bf16, device.type());
+        return compute_loss(task.loss, net->forward(gx), gy);
+      });
+    } else {
+      {
+        AutocastScope autocast(bf16, device.type());
+        loss = compute_loss(task.loss, net->forward(x), y);
+      }
+      loss.backward();
     }
-    loss.backward();
     optimizer->step(lr);
     ++global_step;
     loss_sum += loss.detach().to(at::kDouble);
