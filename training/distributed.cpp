@@ -5,6 +5,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -18,6 +19,7 @@ struct Collective::Impl {
   c10::intrusive_ptr<c10d::TCPStore> store;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
   std::uint64_t agreements = 0;  // every rank agrees in the same order: keys stay in step
+  at::Tensor scratch;            // the reduce-scatter's receive buffer, kept between steps
 };
 
 namespace {
@@ -60,13 +62,55 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const std::string& master
 
 // Sends `out` to and receives `in` from `peer` at once: both sides of a pair do the same, so
 // neither waits for the other to finish sending first.
+// In chunks, as exchange_add below: several messages in flight keep both directions busy.
 void exchange(Collective::Impl& c, const at::Tensor& out, at::Tensor& in, int peer, int tag) {
-  if (out.numel() == 0 && in.numel() == 0) return;
-  std::vector<at::Tensor> send{out}, recv{in};
-  auto sent = c.group->send(send, peer, tag);
-  auto received = c.group->recv(recv, peer, tag);
-  received->wait(c.options.timeout);
-  sent->wait(c.options.timeout);
+  constexpr std::int64_t kChunk = std::int64_t{1} << 18;
+  const std::int64_t chunks = (std::max(out.numel(), in.numel()) + kChunk - 1) / kChunk;
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  for (std::int64_t k = 0; k < chunks; ++k) {
+    const std::int64_t lo = k * kChunk;
+    if (lo < out.numel()) {
+      std::vector<at::Tensor> t{out.narrow(0, lo, std::min(kChunk, out.numel() - lo))};
+      works.push_back(c.group->send(t, peer, tag + static_cast<int>(k)));
+    }
+    if (lo < in.numel()) {
+      std::vector<at::Tensor> t{in.narrow(0, lo, std::min(kChunk, in.numel() - lo))};
+      works.push_back(c.group->recv(t, peer, tag + static_cast<int>(k)));
+    }
+  }
+  for (auto& w : works) w->wait(c.options.timeout);
+}
+
+// One reduce-scatter level: `give` goes to `peer`, whose copy of `keep` is added into `keep`.
+// In chunks, all posted at once, so that adding one chunk overlaps receiving the next.
+// `scratch` is reused across steps: a fresh receive buffer would fault in every page anew.
+void exchange_add(Collective::Impl& c, const at::Tensor& give, at::Tensor keep, at::Tensor& scratch, int peer,
+                  int level) {
+  constexpr std::int64_t kChunk = std::int64_t{1} << 18;  // 1 MiB of floats
+  const std::int64_t n = keep.numel();
+  if (scratch.numel() < n || scratch.scalar_type() != keep.scalar_type()) scratch = at::empty({n}, keep.options());
+  const std::int64_t chunks = (std::max(give.numel(), n) + kChunk - 1) / kChunk;
+  std::vector<c10::intrusive_ptr<c10d::Work>> sends, recvs;
+  for (std::int64_t k = 0; k < chunks; ++k) {
+    const int tag = level * (1 << 20) + static_cast<int>(k);
+    const std::int64_t lo = k * kChunk;
+    if (lo < give.numel()) {
+      std::vector<at::Tensor> t{give.narrow(0, lo, std::min(kChunk, give.numel() - lo))};
+      sends.push_back(c.group->send(t, peer, tag));
+    }
+    if (lo < n) {
+      std::vector<at::Tensor> t{scratch.narrow(0, lo, std::min(kChunk, n - lo))};
+      recvs.push_back(c.group->recv(t, peer, tag));
+    }
+  }
+  for (std::size_t k = 0; k < recvs.size(); ++k) {
+    recvs[k]->wait(c.options.timeout);
+    const std::int64_t lo = static_cast<std::int64_t>(k) * kChunk;
+    const std::int64_t len = std::min(kChunk, n - lo);
+    // Left + right of one tree node; IEEE addition commutes, so either rank's order is the node.
+    keep.narrow(0, lo, len).add_(scratch.narrow(0, lo, len));
+  }
+  for (auto& w : sends) w->wait(c.options.timeout);
 }
 
 void tree_allreduce_host(Collective::Impl& c, at::Tensor& flat) {
@@ -80,10 +124,8 @@ void tree_allreduce_host(Collective::Impl& c, at::Tensor& flat) {
     const std::int64_t mid = lo + (hi - lo) / 2;
     const std::int64_t keep_lo = left ? lo : mid, keep_hi = left ? mid : hi;
     const std::int64_t give_lo = left ? mid : lo, give_hi = left ? hi : mid;
-    at::Tensor theirs = at::empty({keep_hi - keep_lo}, flat.options());
-    exchange(c, flat.narrow(0, give_lo, give_hi - give_lo), theirs, rank ^ bit, level);
-    // Left + right of one tree node; IEEE addition commutes, so either rank's order is the node.
-    flat.narrow(0, keep_lo, keep_hi - keep_lo).add_(theirs);
+    exchange_add(c, flat.narrow(0, give_lo, give_hi - give_lo), flat.narrow(0, keep_lo, keep_hi - keep_lo),
+                 c.scratch, rank ^ bit, level);
     spans.emplace_back(lo, hi);
     lo = keep_lo;
     hi = keep_hi;
@@ -93,7 +135,7 @@ void tree_allreduce_host(Collective::Impl& c, at::Tensor& flat) {
     const std::int64_t other_lo = lo == parent_lo ? hi : parent_lo;
     const std::int64_t other_hi = lo == parent_lo ? parent_hi : lo;
     at::Tensor into = flat.narrow(0, other_lo, other_hi - other_lo);
-    exchange(c, flat.narrow(0, lo, hi - lo), into, rank ^ (1 << l), 64 + l);
+    exchange(c, flat.narrow(0, lo, hi - lo), into, rank ^ (1 << l), (64 + l) * (1 << 20));
     lo = parent_lo;
     hi = parent_hi;
   }
