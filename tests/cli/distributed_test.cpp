@@ -150,6 +150,35 @@ TEST(Distributed, RankWithAnotherStateIsDetectedBeforeTheCommitment) {
   EXPECT_LT(committed_roots(work).size(), 3u) << "epoch 2 must not be committed";
 }
 
+// `task init --gradient-groups 2 --world-size 2`: the task's world_size is how many ranks a
+// plain `train` starts (seen through the faulty-rank hook, which only a second rank can trip),
+// and it is not part of the task_id.
+TEST(Distributed, TaskWorldSizeIsHowManyRanksTrainStarts) {
+  testing::ScratchDir dir;
+  const std::string file = (dir / "task.json").string();
+  auto init = run_command(veritrain_binary() + " --json task init --model mlp --option hidden=8 --option layers=1 --epochs 1 "
+                                               "--steps-per-epoch 2 --batch-size 4 --data-option samples=16 --k 64 "
+                                               "--gradient-groups 2 --world-size 2 --out " + file,
+                          dir.path());
+  ASSERT_EQ(init.exit_code, 0) << init.err;
+  json task = json::parse(*read_text_file(file));
+  EXPECT_EQ(task["world_size"], 2);
+  EXPECT_EQ(task["gradient_groups"], 2);
+  task["fingerprint"]["tracking_k"] = 64;
+  ASSERT_TRUE(write_file_atomic(file, task.dump()).ok());
+  auto r = run_command("VT_TEST_FAULTY_RANK=1:1 " + veritrain_binary() + " train --task " + file + " --workdir " +
+                           (dir / "w").string() + " --rank-timeout 30",
+                       dir.path());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("the ranks disagree"), std::string::npos) << r.err;
+  task.erase("world_size");
+  ASSERT_TRUE(write_file_atomic(file, task.dump()).ok());
+  auto alone = run_command("VT_TEST_FAULTY_RANK=1:1 " + veritrain_binary() + " train --task " + file + " --workdir " +
+                               (dir / "w").string(),
+                           dir.path());
+  EXPECT_EQ(alone.exit_code, 0) << "one process, the same task_id, resumes the same workdir: " << alone.err;
+}
+
 // Groups run one at a time, so a step's peak memory is one group's: G = 8 needs less than
 // G = 1 for the same batch of 64 (measured by `estimate`'s counting allocator).
 TEST(Distributed, EstimatePeakWithEightGroupsIsBelowOneGroup) {
