@@ -126,7 +126,10 @@ Result<int> launch_local_ranks(const RankPlan& plan) {
   argv.push_back(nullptr);
   std::map<pid_t, int> alive;  // pid -> rank
   auto stop_all = [&alive] {
-    for (auto& [pid, rank] : alive) ::kill(pid, SIGTERM);
+    for (auto& [pid, rank] : alive) {
+      ::kill(pid, SIGTERM);
+      ::kill(pid, SIGCONT);  // a stopped rank acts on SIGTERM only once it runs again
+    }
   };
   for (int r = 0; r < plan.launch; ++r) {
     const pid_t pid = ::fork();

@@ -20,7 +20,12 @@ void crash_point(std::string_view point, std::uint64_t epoch) {
     return std::string(want ? want : "0") == std::string(rank ? rank : "0");
   }();
   if (!this_rank) return;
-  if (target == std::string(point) + ":" + std::to_string(epoch)) std::raise(SIGKILL);
+  // VT_CRASH_SIGNAL=STOP freezes the process instead: a rank that hangs rather than dies.
+  static const bool stop = [] {
+    const char* v = std::getenv("VT_CRASH_SIGNAL");
+    return v != nullptr && std::string(v) == "STOP";
+  }();
+  if (target == std::string(point) + ":" + std::to_string(epoch)) std::raise(stop ? SIGSTOP : SIGKILL);
 }
 
 }  // namespace vt::provider

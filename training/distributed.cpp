@@ -6,7 +6,9 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <cstring>
 #include <vector>
 
@@ -24,6 +26,12 @@ struct Collective::Impl {
 
 namespace {
 
+// A failed exchange with one known peer, so that the message can name it.
+struct PeerFailure : std::runtime_error {
+  PeerFailure(int peer, const std::string& what) : std::runtime_error(what), peer(peer) {}
+  int peer;
+};
+
 template <typename F>
 Status guard(const std::string& what, int peer, std::chrono::milliseconds timeout, F&& fn) {
   try {
@@ -32,9 +40,23 @@ Status guard(const std::string& what, int peer, std::chrono::milliseconds timeou
   } catch (const std::exception& e) {
     std::string msg = e.what();
     if (auto cut = msg.find("\nException raised from"); cut != std::string::npos) msg.resize(cut);
+    if (const auto* p = dynamic_cast<const PeerFailure*>(&e)) peer = p->peer;
     std::string who = peer >= 0 ? "rank " + std::to_string(peer) : "the other ranks";
-    return io_error(what + ": " + who + " did not answer within " + std::to_string(timeout.count() / 1000.0) +
-                    " s or left the run (" + msg + "); stopping");
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%g", static_cast<double>(timeout.count()) / 1000.0);
+    return io_error(what + ": " + who + " did not answer within " + secs + " s or left the run (" + msg +
+                    "); stopping");
+  }
+}
+
+template <typename F>
+void with_peer(int peer, F&& fn) {
+  try {
+    fn();
+  } catch (const PeerFailure&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw PeerFailure(peer, e.what());
   }
 }
 
@@ -124,8 +146,10 @@ void tree_allreduce_host(Collective::Impl& c, at::Tensor& flat) {
     const std::int64_t mid = lo + (hi - lo) / 2;
     const std::int64_t keep_lo = left ? lo : mid, keep_hi = left ? mid : hi;
     const std::int64_t give_lo = left ? mid : lo, give_hi = left ? hi : mid;
-    exchange_add(c, flat.narrow(0, give_lo, give_hi - give_lo), flat.narrow(0, keep_lo, keep_hi - keep_lo),
-                 c.scratch, rank ^ bit, level);
+    with_peer(rank ^ bit, [&] {
+      exchange_add(c, flat.narrow(0, give_lo, give_hi - give_lo), flat.narrow(0, keep_lo, keep_hi - keep_lo),
+                   c.scratch, rank ^ bit, level);
+    });
     spans.emplace_back(lo, hi);
     lo = keep_lo;
     hi = keep_hi;
@@ -135,7 +159,7 @@ void tree_allreduce_host(Collective::Impl& c, at::Tensor& flat) {
     const std::int64_t other_lo = lo == parent_lo ? hi : parent_lo;
     const std::int64_t other_hi = lo == parent_lo ? parent_hi : lo;
     at::Tensor into = flat.narrow(0, other_lo, other_hi - other_lo);
-    exchange(c, flat.narrow(0, lo, hi - lo), into, rank ^ (1 << l), (64 + l) * (1 << 20));
+    with_peer(rank ^ (1 << l), [&] { exchange(c, flat.narrow(0, lo, hi - lo), into, rank ^ (1 << l), (64 + l) * (1 << 20)); });
     lo = parent_lo;
     hi = parent_hi;
   }

@@ -138,6 +138,22 @@ TEST(Distributed, KilledRankStopsTheRunAndTrainResumesToTheSameRoots) {
   EXPECT_EQ(committed_roots(work), expected);
 }
 
+// A rank that hangs (SIGSTOP) rather than dies: rank 0 waits --rank-timeout for it, then says
+// which rank did not answer, and the launcher stops the rest.
+TEST(Distributed, HungRankStopsTheRunAfterTheRankTimeout) {
+  testing::ScratchDir dir;
+  const std::string task = grouped_task(dir, "mlp");
+  const auto start = std::chrono::steady_clock::now();
+  auto r = run_command("VT_CRASH_AT=during_training:2 VT_CRASH_RANK=1 VT_CRASH_SIGNAL=STOP " + veritrain_binary() +
+                           " train --task " + task + " --workdir " + (dir / "w").string() + " --nproc 2 --rank-timeout 4",
+                       dir.path());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("exchanging gradients: rank 1 did not answer within 4 s"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rank 0 exited"), std::string::npos) << r.err;
+  EXPECT_LT(seconds, 40.0);
+}
+
 // A rank whose state differs after an epoch (injected: VT_TEST_FAULTY_RANK) stops every rank
 // before rank 0 commits that epoch.
 TEST(Distributed, RankWithAnotherStateIsDetectedBeforeTheCommitment) {
