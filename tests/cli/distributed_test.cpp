@@ -69,7 +69,8 @@ void same_roots_on_one_two_four_ranks(const std::string& model) {
   const std::string task = grouped_task(dir, model);
   std::vector<std::vector<std::string>> roots;
   for (int w : {1, 2, 4}) {
-    const fs::path work = dir / ("w" + std::to_string(w));
+    fs::path work = dir / "w";
+    work += std::to_string(w);
     auto r = train(dir, task, work, w);
     ASSERT_EQ(r.exit_code, 0) << "W=" << w << ": " << r.err;
     roots.push_back(committed_roots(work));
@@ -207,7 +208,7 @@ TEST(Distributed, EstimatePeakWithEightGroupsIsBelowOneGroup) {
   for (int g : {1, 8}) {
     json task = json::parse(*read_text_file(file));
     task["gradient_groups"] = g;
-    const std::string path = (dir / ("g" + std::to_string(g) + ".json")).string();
+    const std::string path = (dir / (std::to_string(g) + "groups.json")).string();
     ASSERT_TRUE(write_file_atomic(path, task.dump()).ok());
     auto r = run_command(veritrain_binary() + " --json estimate --task " + path, dir.path());
     ASSERT_EQ(r.exit_code, 0) << r.err;
