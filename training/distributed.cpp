@@ -1,9 +1,13 @@
 // Ranks over c10d: TCPStore rendezvous, ProcessGroupGloo point-to-point for the tree exchange.
 // Compiled with USE_C10D_GLOO (training/CMakeLists.txt): without it the Gloo header is empty.
+// Where CMake finds no gloo headers (the CUDA wheels ship none) VT_HAVE_GLOO is 0 and a run of
+// several ranks is refused with that reason; one rank needs none of this.
 #include "training/distributed.h"
 
+#if VT_HAVE_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#endif
 
 #include <algorithm>
 #include <cstdio>
@@ -18,10 +22,12 @@ namespace vt::training {
 
 struct Collective::Impl {
   DistributedOptions options;
+#if VT_HAVE_GLOO
   c10::intrusive_ptr<c10d::TCPStore> store;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
   std::uint64_t agreements = 0;  // every rank agrees in the same order: keys stay in step
   at::Tensor scratch;            // the reduce-scatter's receive buffer, kept between steps
+#endif
 };
 
 namespace {
@@ -71,6 +77,7 @@ Result<int> env_int(const char* name, int min, int max) {
   return static_cast<int>(n);
 }
 
+#if VT_HAVE_GLOO
 std::shared_ptr<::gloo::transport::Device> gloo_device(const std::string& master_addr) {
   if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
     return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
@@ -165,6 +172,11 @@ void tree_allreduce_host(Collective::Impl& c, at::Tensor& flat) {
   }
 }
 
+#endif  // VT_HAVE_GLOO
+
+constexpr const char* kNoGloo =
+    "this build has no c10d Gloo (libgloo-dev's headers were not found when it was configured): it trains on one rank only";
+
 }  // namespace
 
 Status read_distributed_env(DistributedOptions& o) {
@@ -183,6 +195,10 @@ Status read_distributed_env(DistributedOptions& o) {
 
 void tree_allreduce(Collective& collective, at::Tensor& flat) {
   if (collective.world_size() == 1) return;
+#if !VT_HAVE_GLOO
+  (void)flat;
+  throw std::runtime_error(kNoGloo);
+#else
   Status st = guard("exchanging gradients", -1, collective.timeout(), [&] {
     if (flat.is_cuda()) {
       at::Tensor host = flat.to(at::kCPU);
@@ -193,6 +209,7 @@ void tree_allreduce(Collective& collective, at::Tensor& flat) {
     tree_allreduce_host(collective.impl(), flat);
   });
   if (!st) throw std::runtime_error(st.error().message);
+#endif
 }
 
 Collective::Collective(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -213,6 +230,9 @@ Result<std::shared_ptr<Collective>> Collective::connect(const DistributedOptions
   auto impl = std::make_unique<Impl>();
   impl->options = o;
   if (w == 1) return std::shared_ptr<Collective>(new Collective(std::move(impl)));
+#if !VT_HAVE_GLOO
+  return invalid_input(kNoGloo);
+#else
   Status st = guard("joining the run at " + o.master_addr + ":" + std::to_string(o.master_port), -1, o.timeout, [&] {
     c10d::TCPStoreOptions so;
     so.port = static_cast<std::uint16_t>(o.master_port);
@@ -228,11 +248,17 @@ Result<std::shared_ptr<Collective>> Collective::connect(const DistributedOptions
   });
   VT_RETURN_IF_ERROR(st);
   return std::shared_ptr<Collective>(new Collective(std::move(impl)));
+#endif
 }
 
 Status Collective::agree(const std::string& what, const Digest& mine) {
   const int w = world_size();
   if (w == 1) return {};
+#if !VT_HAVE_GLOO
+  (void)what;
+  (void)mine;
+  return internal_error(kNoGloo);
+#else
   Impl& c = *impl_;
   const std::string prefix = "agree/" + std::to_string(c.agreements++) + "/";
   std::vector<Digest> all(static_cast<std::size_t>(w));
@@ -252,10 +278,15 @@ Status Collective::agree(const std::string& what, const Digest& mine) {
   if (differ.empty()) return {};
   return internal_error("the ranks disagree on " + what + ": rank 0 holds " + hex_encode(all[0]) + differ +
                         " (nondeterminism or a faulty rank); stopping");
+#endif
 }
 
 Status Collective::broadcast(Bytes& bytes) {
   if (world_size() == 1) return {};
+#if !VT_HAVE_GLOO
+  (void)bytes;
+  return internal_error(kNoGloo);
+#else
   Impl& c = *impl_;
   const std::string key = "broadcast/" + std::to_string(c.agreements++);
   return guard("receiving rank 0's state", 0, c.options.timeout, [&] {
@@ -277,10 +308,14 @@ Status Collective::broadcast(Bytes& bytes) {
     bo.rootRank = 0;
     c.group->broadcast(ts, bo)->wait(c.options.timeout);
   });
+#endif
 }
 
 Status Collective::finish() {
   if (world_size() == 1) return {};
+#if !VT_HAVE_GLOO
+  return internal_error(kNoGloo);
+#else
   Impl& c = *impl_;
   return guard("finishing the run", -1, c.options.timeout, [&] {
     if (rank() != 0) {
@@ -291,21 +326,32 @@ Status Collective::finish() {
     for (int r = 1; r < world_size(); ++r) keys.push_back("finished/" + std::to_string(r));
     c.store->wait(keys, c.options.timeout);
   });
+#endif
 }
 
 Status Collective::tree_allreduce(std::span<float> values) {
   if (world_size() == 1) return {};
+#if !VT_HAVE_GLOO
+  (void)values;
+  return internal_error(kNoGloo);
+#else
   at::Tensor t = at::from_blob(values.data(), {static_cast<std::int64_t>(values.size())}, at::kFloat);
   return guard("tree all-reduce", -1, timeout(), [&] { tree_allreduce_host(*impl_, t); });
+#endif
 }
 
 Status Collective::gloo_allreduce(std::span<float> values) {
   if (world_size() == 1) return {};
+#if !VT_HAVE_GLOO
+  (void)values;
+  return internal_error(kNoGloo);
+#else
   at::Tensor t = at::from_blob(values.data(), {static_cast<std::int64_t>(values.size())}, at::kFloat);
   return guard("Gloo all-reduce", -1, timeout(), [&] {
     std::vector<at::Tensor> ts{t};
     impl_->group->allreduce(ts)->wait(timeout());
   });
+#endif
 }
 
 }  // namespace vt::training
