@@ -11,6 +11,7 @@
 
 #include "common/file_io.h"
 #include "common/json.h"
+#include "common/process.h"
 #include "tests/test_util.h"
 
 namespace vt {
@@ -137,6 +138,27 @@ TEST(Distributed, KilledRankStopsTheRunAndTrainResumesToTheSameRoots) {
   auto resumed = train(dir, task, work, 2);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   EXPECT_EQ(committed_roots(work), expected);
+}
+
+// Ranks started by hand, as on several machines: torchrun's environment variables for one,
+// the flags for the other; the same roots as one process.
+TEST(Distributed, RanksStartedByHandWithEnvAndFlags) {
+  testing::ScratchDir dir;
+  const std::string task = grouped_task(dir, "gpt");
+  ASSERT_EQ(train(dir, task, dir / "one", 1).exit_code, 0);
+  auto port = free_loopback_port();
+  ASSERT_TRUE(port.ok());
+  const std::string p = std::to_string(*port);
+  const std::string work = (dir / "w").string();
+  auto r = run_command("( " + veritrain_binary() + " train --task " + task + " --workdir " + work +
+                           " --rank 1 --world-size 2 --master-port " + p + " --rank-timeout 30 >" +
+                           (dir / "rank1.log").string() + " 2>&1 & RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + p +
+                           " " + veritrain_binary() + " train --task " + task + " --workdir " + work +
+                           " --rank-timeout 30; status=$?; wait; exit $status )",
+                       dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err << *read_text_file(dir / "rank1.log");
+  EXPECT_EQ(committed_roots(work), committed_roots(dir / "one"));
+  EXPECT_EQ(committed_roots(work).size(), 3u);
 }
 
 // A rank that hangs (SIGSTOP) rather than dies: rank 0 waits --rank-timeout for it, then says
