@@ -85,8 +85,10 @@ int run_rank(const Args& a, int rank, int port, const std::string& out) {
 }  // namespace
 }  // namespace vt::bench
 
-int main(int argc, char** argv) {
-  using namespace vt::bench;
+namespace vt::bench {
+namespace {
+
+int run(int argc, char** argv) {
   Args a;
   CLI::App app{"bench_distributed: tree all-reduce vs Gloo allreduce, W = 2 step vs W = 1"};
   bool json = false;
@@ -96,7 +98,7 @@ int main(int argc, char** argv) {
   app.add_option("--steps", a.steps, "Training steps timed per W")->check(CLI::Range(std::int64_t{1}, std::int64_t{100000}));
   app.add_option("--hidden", a.hidden, "mlp hidden width of the timed task")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 16));
   CLI11_PARSE(app, argc, argv);
-  auto port = vt::free_loopback_port();
+  auto port = free_loopback_port();
   if (!port) {
     std::cerr << port.error().message << "\n";
     return 3;
@@ -133,4 +135,16 @@ int main(int argc, char** argv) {
   report.add("w2_speedup", w1_step / w2["step"].get<double>());
   report.add("cores", static_cast<std::int64_t>(::sysconf(_SC_NPROCESSORS_ONLN)));
   return 0;
+}
+
+}  // namespace
+}  // namespace vt::bench
+
+int main(int argc, char** argv) {
+  try {
+    return vt::bench::run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "bench_distributed: " << e.what() << "\n";
+    return 4;
+  }
 }

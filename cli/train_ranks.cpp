@@ -122,6 +122,7 @@ Result<RankPlan> plan_ranks(const RankArgs& a, const Task& task) {
 Result<int> launch_local_ranks(const RankPlan& plan) {
   VT_ASSIGN_OR_RETURN(std::vector<std::string> args, own_arguments());
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (auto& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
   std::map<pid_t, int> alive;  // pid -> rank

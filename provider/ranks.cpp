@@ -23,7 +23,7 @@ Digest state_digest(int rank, std::uint64_t epoch, ByteSpan state) {
   return sha256(state);
 }
 
-void attach_rank0(ProviderOptions& options, std::shared_ptr<training::Collective> collective) {
+void attach_rank0(ProviderOptions& options, const std::shared_ptr<training::Collective>& collective) {
   options.collective = collective;
   options.on_start = [collective](const training::Trainer& trainer) -> Status {
     VT_ASSIGN_OR_RETURN(Bytes state, trainer.snapshot());

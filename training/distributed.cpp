@@ -113,7 +113,7 @@ void exchange(Collective::Impl& c, const at::Tensor& out, at::Tensor& in, int pe
 // One reduce-scatter level: `give` goes to `peer`, whose copy of `keep` is added into `keep`.
 // In chunks, all posted at once, so that adding one chunk overlaps receiving the next.
 // `scratch` is reused across steps: a fresh receive buffer would fault in every page anew.
-void exchange_add(Collective::Impl& c, const at::Tensor& give, at::Tensor keep, at::Tensor& scratch, int peer,
+void exchange_add(Collective::Impl& c, const at::Tensor& give, const at::Tensor& keep, at::Tensor& scratch, int peer,
                   int level) {
   constexpr std::int64_t kChunk = std::int64_t{1} << 18;  // 1 MiB of floats
   const std::int64_t n = keep.numel();
@@ -246,7 +246,7 @@ Result<std::shared_ptr<Collective>> Collective::connect(const DistributedOptions
     go->threads = 2;
     impl->group = c10::make_intrusive<c10d::ProcessGroupGloo>(impl->store, o.rank, w, go);
   });
-  VT_RETURN_IF_ERROR(st);
+  if (!st.ok()) return st.error();
   return std::shared_ptr<Collective>(new Collective(std::move(impl)));
 #endif
 }

@@ -28,7 +28,7 @@ std::string grouped_task(const testing::ScratchDir& dir, const std::string& mode
                               : model == "cnn" ? " --option width=4 --option blocks=1"
                                                : " --option d_model=16 --option layers=1 --option heads=2 "
                                                  "--option seq_len=8 --option vocab=16";
-  const std::string file = (dir / (model + ".json")).string();
+  std::string file = (dir / (model + ".json")).string();
   auto init = run_command(veritrain_binary() + " task init --model " + model + options +
                               " --epochs 2 --steps-per-epoch 2 --batch-size 8 --data-option samples=32 --seed 5 --k 128 --out " +
                               file,
