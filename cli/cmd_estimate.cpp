@@ -37,6 +37,8 @@ void register_estimate(CLI::App& app, Context& ctx) {
                           {"snapshot_bytes", e.snapshot_bytes},
                           {"step_peak_bytes", e.step_peak_bytes},
                           {"peak_source", e.peak_source},
+                          {"gradient_groups", e.gradient_groups},
+                          {"examples_per_group", e.examples_per_group},
                           {"step_seconds", e.step_seconds},
                           {"steps_per_epoch", e.steps_per_epoch},
                           {"epoch_seconds_estimate", e.step_seconds * static_cast<double>(e.steps_per_epoch)},
@@ -49,6 +51,8 @@ void register_estimate(CLI::App& app, Context& ctx) {
                           "optimizer state   " + mib(e.optimizer_state_bytes) + "\n" +
                           "snapshot (raw)    " + mib(e.snapshot_bytes) + "; a check moves two: " + mib(per_check) + "\n" +
                           "step peak memory  " + mib(e.step_peak_bytes) + " above the resting state (" + e.peak_source + ")\n" +
+                          "  per group       " + std::to_string(e.gradient_groups) + " group(s) of " +
+                          std::to_string(e.examples_per_group) + " examples, run one at a time: the peak is one group's\n" +
                           "step time         " + secs + " on " + e.device + "\n";
       emit(ctx, j, human);
       return 0;

@@ -18,6 +18,7 @@ namespace fs = std::filesystem;
 struct InitArgs {
   std::string model = "cnn", dataset = "synthetic", out;
   std::int64_t epochs = 0, steps = -1, batch = 0, threads = 0, k = 0, trail = -1;
+  std::int64_t groups = 0, world = 0;  // gradient_groups, world_size (docs/task.md)
   std::string seed, device, precision, determinism, optimizer, schedule, data_dir, model_file;
   double lr = 0;
   std::vector<std::string> model_options, data_options;
@@ -90,6 +91,8 @@ Result<Task> build_task(const InitArgs& a) {
   if (a.epochs > 0) task.epochs = a.epochs;
   if (a.steps >= 0) task.steps_per_epoch = a.steps;
   if (a.batch > 0) task.batch_size = a.batch;
+  if (a.groups > 0) task.gradient_groups = a.groups;
+  if (a.world > 0) task.world_size = a.world;
   if (a.threads > 0) task.intra_op_threads = a.threads;
   if (a.k > 0) task.fingerprint.k = a.k;
   if (a.trail >= 0) task.fingerprint.trail_interval = a.trail;
@@ -138,6 +141,8 @@ void register_task(CLI::App& app, Context& ctx) {
   init->add_option("--epochs", a->epochs, "Epochs to train");
   init->add_option("--steps-per-epoch", a->steps, "Optimizer steps per epoch (0 = one full pass)");
   init->add_option("--batch-size", a->batch, "Examples per step");
+  init->add_option("--gradient-groups", a->groups, "Groups per batch, summed along a fixed tree (a power of two; docs/training.md)");
+  init->add_option("--world-size", a->world, "Ranks `train` starts by default (not in the task_id)");
   init->add_option("--device", a->device, "cpu | cuda");
   init->add_option("--seed", a->seed, "Seed for initialisation, data and order (u64, 0x... allowed)");
   init->add_option("--threads", a->threads, "Intra-op threads (part of the task: CPU results depend on it)");

@@ -9,9 +9,11 @@
 #include "cli/app.h"
 #include "cli/progress.h"
 #include "cli/service.h"
+#include "cli/train_ranks.h"
 #include "provider/workdir/workdir.h"
 #include "protocol/task.h"
 #include "provider/provider.h"
+#include "provider/ranks.h"
 
 namespace vt::cli {
 
@@ -23,6 +25,7 @@ void register_train(CLI::App& app, Context& ctx) {
   };
   auto a = std::make_shared<Args>();
   auto serve = std::make_shared<ServeArgs>();
+  auto ranks = std::make_shared<RankArgs>();
   cmd->add_option("--task", a->task, "task.json")->required();
   cmd->add_option("--workdir", a->workdir, "Folder for the log, snapshots and keys (resumed if it exists)")->required();
   cmd->add_option("--key", a->key, "Key folder (veritrain keygen); default: the workdir's own keys");
@@ -30,9 +33,17 @@ void register_train(CLI::App& app, Context& ctx) {
   cmd->add_option("--full-every", a->full_every, "Store a whole snapshot every N epochs, deltas between")
       ->check(CLI::Range(1, 1000000))->capture_default_str();
   add_serve_options(cmd, *serve, /*listen_required=*/false);
-  cmd->callback([&ctx, a, serve] {
-    ctx.action = [&ctx, a, serve]() -> Result<int> {
+  add_rank_options(cmd, *ranks);
+  cmd->callback([&ctx, a, serve, ranks] {
+    ctx.action = [&ctx, a, serve, ranks]() -> Result<int> {
       VT_ASSIGN_OR_RETURN(Task task, load_task(a->task));
+      VT_ASSIGN_OR_RETURN(RankPlan plan, plan_ranks(*ranks, task));
+      if (plan.launch > 1) return launch_local_ranks(plan);
+      std::shared_ptr<training::Collective> collective;  // several ranks: rank 0 goes on below
+      if (plan.join.world_size > 1) {
+        VT_ASSIGN_OR_RETURN(collective, training::Collective::connect(plan.join));
+        if (collective->rank() != 0) return run_follower_rank(task, a->task, a->device, collective);
+      }
       Service service;
       auto gauges = std::make_shared<TrainMetrics>(task.epochs);
       if (!serve->listen.empty()) {
@@ -67,7 +78,9 @@ void register_train(CLI::App& app, Context& ctx) {
         if (service.server) service.server->notify_commit(e.epoch);
       };
       o.on_notice = [&](const std::string& n) { progress.notice(n); };
+      if (collective) provider::attach_rank0(o, collective);
       VT_ASSIGN_OR_RETURN(provider::ProviderSummary s, provider::run_provider(task, o));
+      if (collective) VT_RETURN_IF_ERROR(collective->finish());
       nlohmann::json j = {{"message_type", "summary"},
                           {"task_id", hex_encode(task_id(task))},
                           {"epochs_committed", s.epochs_committed},

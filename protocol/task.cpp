@@ -177,9 +177,9 @@ Result<json> parse_without_duplicates(std::string_view text, std::string_view wh
 
 Status read_task(const Obj& root, Task& t) {
   VT_RETURN_IF_ERROR(root.known_keys({"batch_size", "dataset", "determinism", "device", "epochs",
-                                      "fingerprint", "intra_op_threads", "loss", "model",
+                                      "fingerprint", "gradient_groups", "intra_op_threads", "loss", "model",
                                       "optimizer", "precision", "schedule", "seed",
-                                      "steps_per_epoch", "tolerance", "version"}));
+                                      "steps_per_epoch", "tolerance", "version", "world_size"}));
   VT_RETURN_IF_ERROR(root.integer("version", t.version));
 
   VT_ASSIGN_OR_RETURN(Obj model, root.child("model", true));
@@ -223,6 +223,8 @@ Status read_task(const Obj& root, Task& t) {
   VT_RETURN_IF_ERROR(root.integer("epochs", t.epochs, true));
   VT_RETURN_IF_ERROR(root.integer("steps_per_epoch", t.steps_per_epoch));
   VT_RETURN_IF_ERROR(root.integer("batch_size", t.batch_size, true));
+  VT_RETURN_IF_ERROR(root.integer("gradient_groups", t.gradient_groups));
+  VT_RETURN_IF_ERROR(root.integer("world_size", t.world_size));
   VT_RETURN_IF_ERROR(root.unsigned64("seed", t.seed));
   VT_RETURN_IF_ERROR(root.integer("intra_op_threads", t.intra_op_threads));
   VT_RETURN_IF_ERROR(root.string("device", t.device));
@@ -286,6 +288,8 @@ json task_json(const Task& t) {
   j["epochs"] = t.epochs;
   j["steps_per_epoch"] = t.steps_per_epoch;
   j["batch_size"] = t.batch_size;
+  // Absent at its default so that every task written before groups existed keeps its task_id.
+  if (t.gradient_groups != 1) j["gradient_groups"] = t.gradient_groups;
   j["seed"] = t.seed;
   j["intra_op_threads"] = t.intra_op_threads;
   j["device"] = t.device;
@@ -328,7 +332,10 @@ std::string canonical_task_json(const Task& task) {
 }
 
 std::string pretty_task_json(const Task& task) {
-  return task_json(task).dump(2, ' ', false, json::error_handler_t::replace);
+  json j = task_json(task);
+  // Not in the canonical form: how many ranks train changes no bit of what they compute.
+  if (task.world_size != 1) j["world_size"] = task.world_size;
+  return j.dump(2, ' ', false, json::error_handler_t::replace);
 }
 
 Digest task_id(const Task& task) { return sha256(canonical_task_json(task)); }

@@ -77,6 +77,12 @@ struct Task {
   std::int64_t epochs = 3;
   std::int64_t steps_per_epoch = 0;    // 0 = one full pass over the dataset
   std::int64_t batch_size = 32;
+  // Data-parallel training (docs/training.md, "Gradient groups"). gradient_groups changes what
+  // is computed and enters the task_id when it is not 1; world_size only says how many ranks
+  // `train` starts by default and never enters the task_id, so a run on any number of ranks
+  // and its one-process replay share one task_id and one set of roots.
+  std::int64_t gradient_groups = 1;    // a power of two dividing batch_size
+  std::int64_t world_size = 1;         // a power of two <= gradient_groups
   std::uint64_t seed = 0;
   std::int64_t intra_op_threads = 1;
   std::string device = "cpu";          // "cpu" | "cuda"
@@ -98,7 +104,7 @@ Result<Task> load_task(const std::string& path);
 Status validate_task(const Task& task, std::string_view where = "task");
 
 std::string canonical_task_json(const Task& task);  // sorted keys, no whitespace
-std::string pretty_task_json(const Task& task);     // the same fields, indented; no final newline
+std::string pretty_task_json(const Task& task);     // the same fields and world_size, indented; no final newline
 Digest task_id(const Task& task);                   // SHA-256 of canonical_task_json
 
 }  // namespace vt

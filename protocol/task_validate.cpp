@@ -199,6 +199,23 @@ Status validate_schedule(const Checker& c, const ScheduleSpec& s, double lr) {
   return {};
 }
 
+bool power_of_two(std::int64_t n) { return n >= 1 && (n & (n - 1)) == 0; }
+
+Status validate_groups(const Checker& c, const Task& t) {
+  if (!power_of_two(t.gradient_groups) || t.gradient_groups > (std::int64_t{1} << 20)) {
+    return c.fail("gradient_groups", "a power of two in [1, 2^20]", t.gradient_groups);
+  }
+  if (t.batch_size % t.gradient_groups != 0) {
+    return c.fail("gradient_groups", "a divisor of batch_size (" + std::to_string(t.batch_size) + ")",
+                  t.gradient_groups);
+  }
+  if (!power_of_two(t.world_size) || t.world_size > t.gradient_groups) {
+    return c.fail("world_size",
+                  "a power of two <= gradient_groups (" + std::to_string(t.gradient_groups) + ")", t.world_size);
+  }
+  return {};
+}
+
 }  // namespace
 
 Status validate_task(const Task& t, std::string_view where) {
@@ -214,6 +231,7 @@ Status validate_task(const Task& t, std::string_view where) {
   VT_RETURN_IF_ERROR(c.at_least("epochs", t.epochs, 1));
   VT_RETURN_IF_ERROR(c.at_least("steps_per_epoch", t.steps_per_epoch, 0));
   VT_RETURN_IF_ERROR(c.at_least("batch_size", t.batch_size, 1));
+  VT_RETURN_IF_ERROR(validate_groups(c, t));
   VT_RETURN_IF_ERROR(c.at_least("intra_op_threads", t.intra_op_threads, 1));
   VT_RETURN_IF_ERROR(c.one_of("device", t.device, {"cpu", "cuda"}));
   VT_RETURN_IF_ERROR(c.one_of("determinism", t.determinism, {"exact", "tolerance"}));

@@ -3,6 +3,8 @@
 // provider kills itself with SIGKILL when it reaches that point in that epoch, exactly as a
 // power cut or the OOM killer would. Points: during_training, before_snapshot_write,
 // after_snapshot_write, after_log_append. Unset (always, outside tests), it costs one branch.
+// In a run of several ranks only rank $VT_CRASH_RANK (default 0) dies; followers reach
+// during_training too. VT_CRASH_SIGNAL=STOP freezes it instead (SIGSTOP): a hung rank.
 
 #include <cstdint>
 #include <string_view>

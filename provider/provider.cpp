@@ -197,6 +197,7 @@ Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& op
   training::TrainerOptions topts;
   topts.task_dir = options.task_dir;
   topts.device = options.device;
+  topts.collective = options.collective;
   std::unique_ptr<training::Trainer> trainer;
   Pipeline pipeline(task, workdir, key, log, store, options, pipeline_threads);
   ProviderSummary summary;
@@ -220,6 +221,7 @@ Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& op
     pipeline.resume_after(last.record.root, std::make_shared<const Bytes>(std::move(*bytes)));
     if (options.on_notice) options.on_notice("resuming after committed epoch " + std::to_string(last.record.epoch));
   }
+  if (options.on_start) VT_RETURN_IF_ERROR(options.on_start(*trainer));
 
   // `captured`: when the epoch's training ended, so that capture time includes the tracking
   // fingerprint taken before this is called.
@@ -228,6 +230,7 @@ Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& op
                     Clock::time_point captured) -> Status {
     std::unique_ptr<Bytes> canonical = buffers->take();
     VT_RETURN_IF_ERROR(trainer->snapshot_into(*canonical));
+    if (options.on_state && epoch > 0) VT_RETURN_IF_ERROR(options.on_state(epoch, *canonical));
     CommitJob job{epoch, buffers->share(std::move(canonical)), std::move(f), order, m, {}};
     job.timings.capture = seconds_since(captured);
     return pipeline.submit(std::move(job));

@@ -48,6 +48,12 @@ struct ProviderOptions {
   std::function<void(const training::StepMetrics&)> on_step;  // progress, every step
   std::function<void(const CommitEvent&)> on_commit;          // after each durable commitment
   std::function<void(const std::string&)> on_notice;          // recoveries worth telling
+  // Several ranks (provider/ranks.h): this rank's collective goes to the trainer; on_start sees
+  // the state before the first epoch trained here, on_state each trained epoch's canonical
+  // state before it is committed. An error from either stops the run.
+  std::shared_ptr<training::Collective> collective;
+  std::function<Status(const training::Trainer&)> on_start;
+  std::function<Status(std::uint64_t epoch, ByteSpan state)> on_state;
 };
 
 struct ProviderSummary {

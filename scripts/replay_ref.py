@@ -285,6 +285,43 @@ def load_task(path):
     return task
 
 
+def grouped_step(net, params, x, y, groups):
+    """docs/training.md, "Gradient groups": each group alone from the step's buffers, backward
+    seeded with 1/G; gradients and float buffers x 1/G summed along the balanced binary tree."""
+    scale = 1.0 / groups
+    b = x.shape[0] // groups
+    buffers = list(net.named_buffers())
+    start = [t.clone() for _, t in buffers]
+    pending = []  # (height, partial sum): merging equal heights in index order is the tree
+    reached = set()
+    for g in range(groups):
+        with torch.no_grad():
+            for (_, t), s in zip(buffers, start):
+                t.copy_(s)
+        for _, p in params:
+            p.grad = None
+        loss = F.cross_entropy(net(x[g * b:(g + 1) * b]), y[g * b:(g + 1) * b])
+        (loss * scale).backward()
+        reached.update(k for k, p in params if p.grad is not None)
+        with torch.no_grad():
+            parts = [p.grad.reshape(-1) if p.grad is not None else torch.zeros(p.numel()) for _, p in params]
+            parts += [t.reshape(-1) * scale for _, t in buffers if t.is_floating_point()]
+            node = (0, torch.cat(parts))
+            while pending and pending[-1][0] == node[0]:
+                left = pending.pop()
+                node = (node[0] + 1, left[1] + node[1])
+            pending.append(node)
+    total, offset = pending[0][1], 0
+    with torch.no_grad():
+        for k, p in params:
+            p.grad = total[offset:offset + p.numel()].view_as(p).clone() if k in reached else None
+            offset += p.numel()
+        for _, t in buffers:
+            if t.is_floating_point():
+                t.copy_(total[offset:offset + t.numel()].view_as(t))
+                offset += t.numel()
+
+
 def replay(task, meta, state):
     torch.set_num_threads(int(meta["intra_op_threads"]))
     torch.use_deterministic_algorithms(True)
@@ -317,16 +354,20 @@ def replay(task, meta, state):
 
     epoch, global_step = int(meta["epoch"]) + 1, int(meta["global_step"])
     batch = task["batch_size"]
+    groups = task.get("gradient_groups", 1)
     steps = task.get("steps_per_epoch", 0) or max(1, samples // batch)
     inputs, targets = torch.from_numpy(x_all), torch.from_numpy(y_all)
     order = torch.tensor(epoch_order(seed, epoch, samples, steps * batch), dtype=torch.int64)
     for s in range(steps):
         idx = order.narrow(0, s * batch, batch)
         lr = learning_rate(task, global_step, epoch, steps * task["epochs"])
-        for _, p in params:
-            if p.grad is not None:
-                p.grad.zero_()
-        F.cross_entropy(net(inputs.index_select(0, idx)), targets.index_select(0, idx)).backward()
+        if groups == 1:
+            for _, p in params:
+                if p.grad is not None:
+                    p.grad.zero_()
+            F.cross_entropy(net(inputs.index_select(0, idx)), targets.index_select(0, idx)).backward()
+        else:
+            grouped_step(net, params, inputs.index_select(0, idx), targets.index_select(0, idx), groups)
         for key, p in params:
             slots[key]["step"] += p.grad is not None
         if opt["name"] == "sgd":

@@ -119,6 +119,8 @@ Result<MemoryEstimate> estimate(const Task& task, const TrainerOptions& options)
   MemoryEstimate e;
   e.parameters = trainer->parameter_count();
   e.device = trainer->device();
+  e.gradient_groups = task.gradient_groups;
+  e.examples_per_group = task.batch_size / task.gradient_groups;
   e.steps_per_epoch = steps_per_epoch(task, trainer->dataset_size());
   for (const TensorEntry& t : trainer->layout()) {
     if (t.name.rfind("param/", 0) == 0) e.parameter_bytes += t.nbytes();

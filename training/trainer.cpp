@@ -14,6 +14,8 @@
 #include "protocol/task.h"
 #include "training/data.h"
 #include "training/internal/batches.h"
+#include "training/distributed.h"
+#include "training/internal/groups.h"
 #include "training/internal/network.h"
 #include "training/internal/optimizer.h"
 #include "training/internal/tensor_bytes.h"
@@ -31,6 +33,7 @@ struct Trainer::Impl {
   std::int64_t threads = 1;
   std::unique_ptr<Network> net;
   std::unique_ptr<Optimizer> optimizer;
+  std::unique_ptr<GroupedStep> grouped;  // gradient_groups > 1 or several ranks
   at::Tensor inputs, targets;  // the whole dataset, on the device (built-in datasets)
   std::optional<MappedSplit> mapped;  // or batches read from memory-mapped files
   std::optional<MappedSplit> eval;    // the held-out split, evaluated at each epoch end
@@ -185,6 +188,13 @@ Result<std::unique_ptr<Trainer::Impl>> build(const Task& task, const TrainerOpti
   impl->net->to(impl->device);
   impl->net->set_training(true);
   impl->optimizer = std::make_unique<Optimizer>(task.optimizer, impl->net->parameters());
+  if (task.gradient_groups > 1 || (options.collective && options.collective->world_size() > 1)) {
+    try {
+      impl->grouped = std::make_unique<GroupedStep>(task.gradient_groups, *impl->net, options.collective);
+    } catch (const std::invalid_argument& e) {
+      return invalid_input(e.what());
+    }
+  }
 
   if (is_mapped_dataset(task)) {
     VT_ASSIGN_OR_RETURN(impl->mapped, open_mapped_split(task, model_options, options.task_dir, task.dataset.files, "train"));
@@ -286,11 +296,18 @@ Result<EpochSummary> Trainer::Impl::train_epoch(const EpochHooks& hooks, const T
     const double lr = learning_rate(task, global_step, this_epoch, steps * task.epochs);
     optimizer->zero_grad();
     at::Tensor loss;
-    {
-      AutocastScope autocast(bf16, device.type());
-      loss = step_loss(task.loss, *net, x, y);
+    if (grouped) {
+      loss = grouped->run(x, y, [&](const at::Tensor& gx, const at::Tensor& gy) {
+        AutocastScope autocast(bf16, device.type());
+        return step_loss(task.loss, *net, gx, gy);
+      });
+    } else {
+      {
+        AutocastScope autocast(bf16, device.type());
+        loss = step_loss(task.loss, *net, x, y);
+      }
+      loss.backward();
     }
-    loss.backward();
     optimizer->step(lr);
     ++global_step;
     loss_sum += loss.detach().to(at::kDouble);

@@ -19,12 +19,17 @@
 
 namespace vt::training {
 
+class Collective;  // training/distributed.h
+
 struct TrainerOptions {
   std::filesystem::path task_dir = ".";  // where relative paths in the task resolve
   std::string device;                     // "" = the task's; else "cpu", "cuda", "cuda:1"
   std::int64_t intra_op_threads = 0;      // 0 = the task's
   // Off only to measure what determinism costs (bench_gpu): replays are then not bit-identical.
   bool deterministic_algorithms = true;
+  // This process's rank among those training together (gradient_groups > 1); null = one
+  // process running every group. Any W gives the same bits (docs/training.md).
+  std::shared_ptr<Collective> collective;
 };
 
 struct StepMetrics {

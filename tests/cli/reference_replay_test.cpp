@@ -39,7 +39,7 @@ std::vector<Combo> all_combos() {
 }
 
 // A tiny task: 2 epochs of 3 steps; warmup crosses the epoch boundary; weight decay everywhere.
-json tiny_task(const std::string& model, const Combo& c, const testing::ScratchDir& dir) {
+json tiny_task(const std::string& model, const Combo& c, const testing::ScratchDir& dir, int groups = 1) {
   const std::string file = (dir / "init.json").string();
   // The cnn has up to 72 float tensors (with Adam's moments); a fingerprint samples each once at least.
   const std::string k = model == "mlp" ? "16" : "128";
@@ -59,6 +59,7 @@ json tiny_task(const std::string& model, const Combo& c, const testing::ScratchD
   task["schedule"] = {{"name", c.schedule}, {"warmup_steps", 4}};
   if (c.schedule == "step") task["schedule"].update({{"step_size", 1}, {"gamma", 0.5}});
   if (c.schedule == "cosine") task["schedule"]["min_lr"] = 1e-4;
+  if (groups != 1) task["gradient_groups"] = groups;
   return task;
 }
 
@@ -88,7 +89,7 @@ struct Compared {
   std::string what, reference, committed;
 };
 std::vector<Compared> replay_all(const std::string& model, const std::vector<Combo>& combos, const std::string& replayer,
-                                 const testing::ScratchDir& dir) {
+                                 const testing::ScratchDir& dir, int groups = 1) {
   std::string jobs;
   std::vector<std::string> outputs;
   std::vector<Compared> out;
@@ -96,7 +97,7 @@ std::vector<Compared> replay_all(const std::string& model, const std::vector<Com
     const fs::path work = dir / (model + "-" + c.name());
     fs::create_directories(work);
     const std::string task = (work / "task.json").string();
-    EXPECT_TRUE(write_file_atomic(task, tiny_task(model, c, dir).dump()).ok());
+    EXPECT_TRUE(write_file_atomic(task, tiny_task(model, c, dir, groups).dump()).ok());
     auto train = testing::run_command(testing::veritrain_binary() + " train --task " + task + " --workdir " +
                                           (work / "w").string(),
                                       dir.path());
@@ -162,6 +163,16 @@ TEST(ReferenceReplay, CnnEveryOptimizerAndScheduleBitIdentical) {
   if (!have_reference()) GTEST_SKIP() << "python3-torch / python3-numpy not installed (scripts/setup.sh)";
   testing::ScratchDir dir;
   expect_all_equal(replay_all("cnn", all_combos(), script("replay_ref.py"), dir));
+}
+
+// Gradient groups (docs/training.md): 4 groups of 1 example, summed along the tree, BatchNorm
+// buffers averaged the same way; one SGD and one Adam combination per model.
+TEST(ReferenceReplay, GradientGroupsBitIdentical) {
+  if (!have_reference()) GTEST_SKIP() << "python3-torch / python3-numpy not installed (scripts/setup.sh)";
+  testing::ScratchDir dir;
+  const std::vector<Combo> combos = {{"sgd-momentum", "cosine"}, {"adamw", "step"}};
+  expect_all_equal(replay_all("mlp", combos, script("replay_ref.py"), dir, 4));
+  expect_all_equal(replay_all("cnn", combos, script("replay_ref.py"), dir, 2));
 }
 
 // The comparison can fail: one documented constant changed in a copy of the reference (the
