@@ -19,7 +19,9 @@ CommandResult run_command(const std::string& command_line, const std::filesystem
   auto err = scratch / "cmd.stderr";
   // Keys a command keeps in the user's config folder (the verifier's) land in the scratch folder,
   // never in the real one.
-  std::string full = "export XDG_CONFIG_HOME=" + (scratch / ".config").string() + "; " + command_line + " >" +
+  // The command line is grouped: without the braces the redirections would apply to the last
+  // command of an `a && b > file` line only, and take its output away from `file`.
+  std::string full = "export XDG_CONFIG_HOME=" + (scratch / ".config").string() + "; { " + command_line + "\n} >" +
                      out.string() + " 2>" + err.string() + " </dev/null";
   int status = std::system(full.c_str());
   CommandResult r;

@@ -6,6 +6,7 @@
 #include <torch/version.h>
 
 #include <chrono>
+#include <numeric>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -348,14 +349,26 @@ Status Trainer::check_model() {
     std::vector<at::Tensor> saved;
     for (auto& [name, b] : m.net->buffers()) saved.push_back(b.clone());
     const std::int64_t n = std::min(m.task.batch_size, m.dataset_size);
-    const at::Tensor y = m.targets.narrow(0, 0, n);
-    const std::int64_t max_class = at::isIntegralType(m.targets.scalar_type(), false) && m.targets.numel() > 0
-                                       ? m.targets.max().item<std::int64_t>() : -1;
+    at::Tensor x, y, all_targets;
+    if (m.mapped) {
+      // Memory-mapped data is never resident as a whole: the first batch's classes are what
+      // is checked here (the dataset's own checks have seen every file already).
+      std::vector<std::int64_t> first(static_cast<std::size_t>(n));
+      std::iota(first.begin(), first.end(), std::int64_t{0});
+      VT_ASSIGN_OR_RETURN(std::tie(x, y), m.mapped->batch(first, m.device));
+      all_targets = y;
+    } else {
+      x = m.inputs.narrow(0, 0, n);
+      y = m.targets.narrow(0, 0, n);
+      all_targets = m.targets;
+    }
+    const std::int64_t max_class = at::isIntegralType(all_targets.scalar_type(), false) && all_targets.numel() > 0
+                                       ? all_targets.max().item<std::int64_t>() : -1;
     Status fits;
     {
       at::NoGradGuard no_grad;
       AutocastScope autocast(m.task.precision == "bf16", m.device.type());
-      fits = check_model_fits(m.task.loss, *m.net, m.inputs.narrow(0, 0, n), y, max_class);
+      fits = check_model_fits(m.task.loss, *m.net, x, y, max_class);
     }
     std::size_t i = 0;
     for (auto& [name, b] : m.net->buffers()) b.copy_(saved[i++]);

@@ -36,7 +36,7 @@ struct Digits {
       (name == "digits-eval.safetensors" ? task.dataset.eval_files : task.dataset.files)[name] =
           item.value().get<std::string>();
     }
-    task.optimizer = {"sgd", 0.1, 0.9, false, 0.0, 0.9, 0.999, 1e-8};
+    task.optimizer = {.name = "sgd", .lr = 0.1, .momentum = 0.9};
     task.epochs = 4;
     task.seed = 11;
     task.fingerprint.trail_interval = 0;

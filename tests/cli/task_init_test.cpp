@@ -100,7 +100,7 @@ TEST(TaskInit, OptimizerFlagsReachTheTaskAndMisplacedOnesAreRefused) {
   auto adam = run_command(veritrain_binary() + " --json task init --model gpt --optimizer adam --beta1 0.8 --beta2 0.99"
                           " --eps 1e-6 --lr 1e-4", dir.path());
   ASSERT_EQ(adam.exit_code, 0) << adam.err;
-  auto t = nlohmann::json::parse(adam.out);
+  auto t = nlohmann::json::parse(adam.out)["task"];  // --json: {"ok", "kind", "task_id", "task"}
   EXPECT_EQ(t["optimizer"]["beta1"], 0.8);
   EXPECT_EQ(t["optimizer"]["beta2"], 0.99);
   EXPECT_EQ(t["optimizer"]["eps"], 1e-6);

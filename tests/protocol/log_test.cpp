@@ -26,7 +26,7 @@ CommitRecord make_record(std::uint64_t epoch) {
   r.fingerprint = json{{"k", 3}, {"values", {0.5, -1.25, 3.0e-7}}};
   r.tracking_fingerprint = json{{"values", {1, 2}}};
   if (epoch > 0) r.trail = {json{{"step", 4}}, json{{"step", 8}}};
-  r.metrics = {0.125 * static_cast<double>(epoch), 16, 1.5, 512};
+  r.metrics = {.loss = 0.125 * static_cast<double>(epoch), .steps = 16, .seconds = 1.5, .samples = 512, .eval = std::nullopt};
   r.time = "2025-06-01T12:00:0" + std::to_string(epoch % 10) + ".000Z";
   return r;
 }

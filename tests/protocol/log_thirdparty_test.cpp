@@ -20,7 +20,7 @@ CommitRecord make_record(std::uint64_t epoch) {
   r.root = sha256("root " + std::to_string(epoch));
   r.fingerprint = nlohmann::json{{"values", {0.5, 1.5}}};
   r.tracking_fingerprint = nlohmann::json::array();
-  r.metrics = {0.5, 8, 0.25, 64};
+  r.metrics = {.loss = 0.5, .steps = 8, .seconds = 0.25, .samples = 64, .eval = std::nullopt};
   return r;
 }
 

@@ -54,7 +54,7 @@ class MemoryCatalog : public Catalog {
     record.fingerprint = nlohmann::json{{"k", 1}, {"values", {weights[0]}}};
     record.tracking_fingerprint = nlohmann::json{{"values", nlohmann::json::array()}};
     record.data_order_digest = sha256("order " + std::to_string(epoch));
-    record.metrics = {0.5, 10, 1.0, 320};
+    record.metrics = {.loss = 0.5, .steps = 10, .seconds = 1.0, .samples = 320, .eval = std::nullopt};
     record.time = utc_now_iso8601();
     records_.push_back(*sign_record(record, key_));
     snapshots_.push_back(canonical);

@@ -195,7 +195,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "schedule.min_lr: expected a number <= optimizer.lr (0.01), got 0.5"},
         BadCase{R"("schedule":{"warmup_steps":2.5})",
                 "schedule.warmup_steps: expected a 64-bit integer, got 2.5"},
-        BadCase{R"("loss":"hinge")", R"(loss: expected one of "cross_entropy", "mse", got "hinge")"},
+        BadCase{R"("loss":"hinge")", R"(loss: expected one of "cross_entropy", "mse", "model", got "hinge")"},
         BadCase{R"("device":"tpu")", R"(device: expected one of "cpu", "cuda", got "tpu")"},
         BadCase{R"("determinism":"loose")",
                 R"(determinism: expected one of "exact", "tolerance", got "loose")"},

@@ -38,7 +38,7 @@ Task small_task(const std::string& model, const std::string& optimizer) {
   if (optimizer == "sgd") {
     task.optimizer = {.name = "sgd", .lr = 0.05, .momentum = 0.9, .nesterov = true, .weight_decay = 1e-4};
   } else {
-    task.optimizer = {optimizer, 1e-3, 0.0, false, optimizer == "adamw" ? 0.01 : 1e-4, 0.9, 0.999, 1e-8};
+    task.optimizer = {.name = optimizer, .lr = 1e-3, .weight_decay = optimizer == "adamw" ? 0.01 : 1e-4};
   }
   return task;
 }

@@ -37,7 +37,7 @@ Task digits_task(const std::map<std::string, std::string>& pins) {
   for (const auto& [name, digest] : pins) {
     (name == "digits-eval.safetensors" ? t.dataset.eval_files : t.dataset.files)[name] = digest;
   }
-  t.optimizer = {"sgd", 0.1, 0.9, false, 0.0, 0.9, 0.999, 1e-8};
+  t.optimizer = {.name = "sgd", .lr = 0.1, .momentum = 0.9};
   t.batch_size = 32;
   t.epochs = 4;
   t.seed = 7;
