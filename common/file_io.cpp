@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/fd.h"
+
 namespace vt {
 namespace fs = std::filesystem;
 
@@ -21,21 +23,6 @@ std::string errno_text(int err, std::string_view action, const fs::path& path) {
 }
 
 namespace {
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  int release() { int fd = fd_; fd_ = -1; return fd; }
-
- private:
-  int fd_;
-};
 
 Status write_all(int fd, ByteSpan bytes, const fs::path& path) {
   std::size_t done = 0;

@@ -8,24 +8,11 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/fd.h"
 #include "common/sha256.h"
 
 namespace vt {
 namespace {
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 Error open_error(const std::filesystem::path& path) {
   return invalid_input(path.string() + ": cannot open (" + std::strerror(errno) + ")");
@@ -34,7 +21,8 @@ Error open_error(const std::filesystem::path& path) {
 }  // namespace
 
 Result<MappedFile> MappedFile::open(const std::filesystem::path& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  // O_NONBLOCK: a FIFO named as a data file must be refused below, not block this open.
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (fd.get() < 0) return open_error(path);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return open_error(path);
@@ -74,7 +62,8 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
 }
 
 Result<Digest> sha256_file(const std::filesystem::path& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  // O_NONBLOCK: a FIFO named as a data file must be refused below, not block this open.
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (fd.get() < 0) return open_error(path);
   Sha256 h;
   std::vector<std::uint8_t> buf(std::size_t{1} << 20);

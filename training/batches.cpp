@@ -1,23 +1,8 @@
 #include "training/internal/batches.h"
+#include "training/internal/tensor_bytes.h"
 
 namespace vt::training {
 namespace {
-
-at::ScalarType scalar_type(DType d) {
-  switch (d) {
-    case DType::kF64: return at::kDouble;
-    case DType::kF32: return at::kFloat;
-    case DType::kF16: return at::kHalf;
-    case DType::kBF16: return at::kBFloat16;
-    case DType::kI64: return at::kLong;
-    case DType::kI32: return at::kInt;
-    case DType::kI16: return at::kShort;
-    case DType::kI8: return at::kChar;
-    case DType::kU8: return at::kByte;
-    case DType::kBool: return at::kBool;
-  }
-  return at::kFloat;
-}
 
 std::vector<std::int64_t> batched(std::int64_t n, const std::vector<std::int64_t>& shape) {
   std::vector<std::int64_t> out{n};
@@ -38,8 +23,8 @@ Result<std::pair<at::Tensor, at::Tensor>> MappedSplit::batch(std::span<const std
   const Column& tg = data->targets();
   // Rows are copied out of the map on the host (shards need not be aligned for their dtype),
   // then moved to the device as one transfer per tensor.
-  at::Tensor x = at::empty(batched(n, in.shape), at::TensorOptions().dtype(scalar_type(in.dtype)));
-  at::Tensor y = at::empty(batched(n, tg.shape), at::TensorOptions().dtype(scalar_type(tg.dtype)));
+  at::Tensor x = at::empty(batched(n, in.shape), at::TensorOptions().dtype(to_scalar_type(in.dtype)));
+  at::Tensor y = at::empty(batched(n, tg.shape), at::TensorOptions().dtype(to_scalar_type(tg.dtype)));
   VT_RETURN_IF_ERROR(data->gather(indices, static_cast<std::uint8_t*>(x.data_ptr()),
                                   static_cast<std::uint8_t*>(y.data_ptr()), token_limit));
   if (input_type && x.scalar_type() != *input_type) x = x.to(*input_type);

@@ -9,22 +9,6 @@
 namespace vt::training {
 namespace {
 
-at::ScalarType to_scalar_type(DType dtype) {
-  switch (dtype) {
-    case DType::kF64: return at::kDouble;
-    case DType::kF32: return at::kFloat;
-    case DType::kF16: return at::kHalf;
-    case DType::kBF16: return at::kBFloat16;
-    case DType::kI64: return at::kLong;
-    case DType::kI32: return at::kInt;
-    case DType::kI16: return at::kShort;
-    case DType::kI8: return at::kChar;
-    case DType::kU8: return at::kByte;
-    case DType::kBool: return at::kBool;
-  }
-  return at::kFloat;
-}
-
 at::Generator generator_for(const std::string& name, const at::Device& device) {
   if (name == "rng/cpu") return at::globalContext().defaultGenerator(at::kCPU);
   return at::globalContext().defaultGenerator(at::Device(at::kCUDA, device.has_index() ? device.index() : 0));
@@ -40,6 +24,22 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
 }
 
 }  // namespace
+
+at::ScalarType to_scalar_type(DType dtype) {
+  switch (dtype) {
+    case DType::kF64: return at::kDouble;
+    case DType::kF32: return at::kFloat;
+    case DType::kF16: return at::kHalf;
+    case DType::kBF16: return at::kBFloat16;
+    case DType::kI64: return at::kLong;
+    case DType::kI32: return at::kInt;
+    case DType::kI16: return at::kShort;
+    case DType::kI8: return at::kChar;
+    case DType::kU8: return at::kByte;
+    case DType::kBool: return at::kBool;
+  }
+  return at::kFloat;
+}
 
 Result<DType> to_dtype(at::ScalarType type, const std::string& name) {
   switch (type) {

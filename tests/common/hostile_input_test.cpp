@@ -13,6 +13,7 @@
 
 #include "common/file_io.h"
 #include "common/json.h"
+#include "common/mapped_file.h"
 #include "common/safetensors.h"
 #include "tests/test_util.h"
 
@@ -59,6 +60,19 @@ TEST(HostileFiles, FifoIsRefusedWithoutBlocking) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, Errc::kInvalidInput);
   EXPECT_NE(r.error().message.find("is not a regular file"), std::string::npos) << r.error().message;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+}
+
+// A dataset shard is memory-mapped, not read: its open must not block on a FIFO either.
+TEST(HostileFiles, FifoAsAMappedDataFileIsRefusedWithoutBlocking) {
+  testing::ScratchDir dir;
+  const auto fifo = dir / "shard.safetensors";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const auto start = std::chrono::steady_clock::now();
+  auto r = MappedFile::open(fifo);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Errc::kInvalidInput);
+  EXPECT_NE(r.error().message.find("not a regular file"), std::string::npos) << r.error().message;
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
 }
 

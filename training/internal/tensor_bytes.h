@@ -10,6 +10,7 @@
 namespace vt::training {
 
 Result<DType> to_dtype(at::ScalarType type, const std::string& name);
+at::ScalarType to_scalar_type(DType dtype);
 std::vector<TensorSpec> tensor_specs(const NamedTensors& tensors);
 
 // Canonical safetensors bytes of `tensors`: one host buffer, each tensor copied into its place.
