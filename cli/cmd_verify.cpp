@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/app.h"
+#include "cli/plan_args.h"
 #include "cli/service.h"
 #include "cli/verify_bar.h"
 #include "common/file_io.h"
@@ -338,12 +339,6 @@ Result<int> run_verdict_check(Context& ctx, const VerdictCheckArgs& a) {
   return 0;
 }
 
-struct PlanArgs {
-  std::string task, fetch_after = "auto";
-  std::uint64_t epochs = 0;
-  double confidence = 0.99, cheat_fraction = 0.1, check_probability = 0.0, reward = -1, penalty = -1, cost = -1;
-};
-
 // The planner's bytes per check come from the codec's ratio on this task's own state after a
 // couple of steps (momentum and moments filled in), not from a table.
 Result<double> measured_codec_ratio(const Task& task, const training::TrainerOptions& t) {
@@ -362,11 +357,7 @@ Result<int> run_plan(Context& ctx, const PlanArgs& a) {
   VT_ASSIGN_OR_RETURN(Task task, load_task(a.task));
   training::TrainerOptions t;
   t.task_dir = fs::path(a.task).parent_path();
-  verifier::PlanInputs in;
-  in.epochs = a.epochs > 0 ? a.epochs : static_cast<std::uint64_t>(task.epochs);
-  in.policy.confidence = a.confidence;
-  in.policy.cheat_fraction = a.cheat_fraction;
-  if (a.check_probability > 0) in.policy.check_probability = a.check_probability;
+  verifier::PlanInputs in = plan_inputs(task, a);
   // A GPU task planned on a machine without one: the bytes and replay time stay unknown (K from --cost).
   if (task.device.rfind("cuda", 0) != 0 || training::runtime_info().cuda_available) {
     VT_ASSIGN_OR_RETURN(in.estimate, training::estimate(task, t));
@@ -375,10 +366,6 @@ Result<int> run_plan(Context& ctx, const PlanArgs& a) {
     spdlog::warn("plan: no CUDA device here to measure the {} task on: per-check bytes and replay time are unknown",
                  task.device);
   }
-  in.fetches_after = a.fetch_after == "always" || verifier::compare_mode(task) == fp::CompareMode::kTolerance;
-  if (a.reward >= 0) in.reward = a.reward;
-  if (a.penalty >= 0) in.penalty = a.penalty;
-  if (a.cost >= 0) in.honest_cost = a.cost;
   VT_ASSIGN_OR_RETURN(verifier::Plan plan, verifier::make_plan(in));
   emit(ctx, verifier::plan_to_json(plan), verifier::plan_text(plan));
   return 0;
@@ -464,18 +451,7 @@ void register_verify(CLI::App& app, Context& ctx) {
   check->callback([&ctx, vc] { ctx.action = [&ctx, vc] { return run_verdict_check(ctx, *vc); }; });
 
   auto p = std::make_shared<PlanArgs>();
-  auto* plan = app.add_subcommand("plan", "How many checks, what they cost, and whether cheating could pay");
-  plan->add_option("--task", p->task, "task.json")->required();
-  plan->add_option("--epochs", p->epochs, "Plan for this many epochs instead of the task's");
-  plan->add_option("--confidence", p->confidence, "Wanted probability of catching the cheat")->capture_default_str();
-  plan->add_option("--cheat-fraction", p->cheat_fraction, "Fraction of epochs cheated")->capture_default_str();
-  plan->add_option("--check-probability", p->check_probability, "Evaluate this p instead");
-  plan->add_option("--fetch-after", p->fetch_after, "As verify's: auto or always (a storage audit)")
-      ->check(CLI::IsMember({"auto", "always"}))
-      ->capture_default_str();
-  plan->add_option("--reward", p->reward, "R: payment to an accepted provider");
-  plan->add_option("--penalty", p->penalty, "D: the provider's deposit, forfeited when caught");
-  plan->add_option("--cost", p->cost, "K: the honest training cost (default: measured device-seconds)");
+  auto* plan = add_plan_command(app, *p);
   plan->callback([&ctx, p] { ctx.action = [&ctx, p] { return run_plan(ctx, *p); }; });
 }
 
