@@ -1,7 +1,14 @@
 #include "training/mapped_data.h"
 
+#include <sys/stat.h>
+#include <time.h>
+
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <tuple>
 
 #include "common/sha256.h"
 #include "training/data.h"
@@ -28,6 +35,35 @@ bool is_integer(DType d) {
   return d == DType::kI64 || d == DType::kI32 || d == DType::kI16 || d == DType::kI8 || d == DType::kU8;
 }
 
+// A verify --jobs worker builds a trainer for every epoch it replays: hashing a 2 GiB shard
+// each time costs seconds per epoch for the same bytes. A file keeps its verified digest for the
+// life of the process while its device, inode, size and modification time stay the same (read
+// before and after hashing, so a file written meanwhile is not remembered).
+Result<Digest> pinned_file_digest(const fs::path& path) {
+  using Identity = std::tuple<dev_t, ino_t, off_t, std::int64_t, std::int64_t>;
+  auto identity = [&]() -> std::optional<Identity> {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+    return Identity{st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec};
+  };
+  static std::mutex mutex;
+  static std::map<Identity, Digest> verified;
+  auto before = identity();
+  // A file modified within the file system's timestamp granularity of being hashed could keep
+  // its mtime: one changed in the last two seconds is hashed every time (as git's "racy" check).
+  if (before && std::get<3>(*before) + 2 > static_cast<std::int64_t>(::time(nullptr))) before.reset();
+  if (before) {
+    std::lock_guard lock(mutex);
+    if (auto it = verified.find(*before); it != verified.end()) return it->second;
+  }
+  VT_ASSIGN_OR_RETURN(Digest digest, sha256_file(path));
+  if (before && identity() == before) {
+    std::lock_guard lock(mutex);
+    verified[*before] = digest;
+  }
+  return digest;
+}
+
 // Opens the pinned files in name order, each checked against its SHA-256 before it is mapped.
 Result<std::vector<MappedFile>> open_pinned(const fs::path& dir, const std::map<std::string, std::string>& files,
                                             const std::string& field) {
@@ -37,11 +73,13 @@ Result<std::vector<MappedFile>> open_pinned(const fs::path& dir, const std::map<
     const fs::path path = dir / name;
     std::error_code ec;
     if (!fs::is_regular_file(path, ec)) {
-      return invalid_input("dataset." + field + ": file \"" + name + "\" is missing (looked for " + path.string() + ")");
+      return invalid_input(std::string("dataset.").append(field).append(": file \"").append(name)
+                               .append("\" is missing (looked for ").append(path.string()).append(")"));
     }
-    VT_ASSIGN_OR_RETURN(Digest actual, sha256_file(path));
+    VT_ASSIGN_OR_RETURN(Digest actual, pinned_file_digest(path));
     if (hex_encode(actual) != digest) {
-      return invalid_input(path.string() + ": SHA-256 is " + hex_encode(actual) + ", dataset." + field + " pins " + digest);
+      return invalid_input(path.string().append(": SHA-256 is ").append(hex_encode(actual)).append(", dataset.")
+                               .append(field).append(" pins ").append(digest));
     }
     VT_ASSIGN_OR_RETURN(MappedFile file, MappedFile::open(path));
     out.push_back(std::move(file));

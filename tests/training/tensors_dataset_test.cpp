@@ -4,7 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <cmath>
+#include <cstdio>
+#include <ctime>
 #include <nlohmann/json.hpp>
 
 #include "common/file_io.h"
@@ -205,6 +210,39 @@ class Pixels(torch.nn.Module):
 torch.jit.script(Tokens()).save(sys.argv[1] + "/tokens.pt")
 torch.jit.script(Pixels()).save(sys.argv[1] + "/pixels.pt")
 )PY";
+
+// A process keeps a shard's verified digest while the file is unchanged (a replay worker builds
+// a trainer per epoch); bytes rewritten in place, with a new modification time, are hashed again.
+TEST(TensorsDataset, AShardRewrittenInPlaceIsHashedAgain) {
+  testing::ScratchDir dir;
+  Task task = *default_task("mlp", "tensors");
+  task.model.options = {{"input_dim", 6}, {"hidden", 4}, {"layers", 1}, {"classes", 3}};
+  task.dataset.path = ".";
+  task.batch_size = 2;
+  const fs::path shard = dir / "a.safetensors";
+  task.dataset.files = {{"a.safetensors", write_shard(shard, DType::kF32, {4, 6}, DType::kI64, {4})}};
+  auto age = [&](std::int64_t seconds_ago) {  // old enough to be remembered (not "racy")
+    const timespec t{::time(nullptr) - seconds_ago, 0};
+    const timespec times[2] = {t, t};
+    ASSERT_EQ(::utimensat(AT_FDCWD, shard.c_str(), times, 0), 0);
+  };
+  age(100);
+  TrainerOptions opt;
+  opt.task_dir = dir.path();
+  ASSERT_TRUE(Trainer::create(task, opt).ok());
+  ASSERT_TRUE(Trainer::create(task, opt).ok());  // the remembered digest
+  Bytes bytes = *read_file(shard);
+  bytes.back() ^= 0x01;  // one target bit, same size, same inode
+  {
+    std::FILE* f = std::fopen(shard.c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
+    std::fclose(f);
+  }
+  age(50);
+  Error e = create_error(task, dir.path());
+  EXPECT_NE(e.message.find("a.safetensors: SHA-256 is"), std::string::npos) << e.message;
+}
 
 TEST(TensorsDataset, TorchScriptGetsInputsInTheirStoredDtype) {
   testing::ScratchDir dir;
