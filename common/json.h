@@ -47,7 +47,8 @@ inline std::string json_double_text(double v) {
     } else if (count <= exp + 1) {
       out.append(digits).append(static_cast<std::size_t>(exp + 1 - count), '0').append(".0");
     } else {
-      out.append(digits, 0, static_cast<std::size_t>(exp + 1)).append(".").append(digits, static_cast<std::size_t>(exp + 1));
+      const std::size_t whole = static_cast<std::size_t>(exp) + 1;  // digits before the point
+      out.append(digits, 0, whole).append(".").append(digits, whole);
     }
     return out;
   }
