@@ -32,6 +32,9 @@ void register_train(CLI::App& app, Context& ctx);
 void register_log(CLI::App& app, Context& ctx);
 void register_serve(CLI::App& app, Context& ctx);
 void register_verify(CLI::App& app, Context& ctx);
+void register_audit(CLI::App& app, Context& ctx);
+void register_verdict(CLI::App& app, Context& ctx);  // cmd_verdict.cpp, torch-free
+void register_plan(CLI::App& app, Context& ctx);
 void register_demo(CLI::App& app, Context& ctx);
 void register_task_show(CLI::App& task, Context& ctx);  // cmd_task_show.cpp, torch-free
 void register_export(CLI::App& app, Context& ctx);

@@ -1,36 +1,25 @@
-// `veritrain verify`, `audit` and `plan`: the requestor's and the auditor's commands.
+// `veritrain verify`: the requestor's command. It challenges random epochs of a provider's log,
+// replays them (in worker processes, `replay-worker`) and writes a signed verdict.
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include <sys/stat.h>
-
-#include <cerrno>
 #include <csignal>
-#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
 #include <spdlog/spdlog.h>
 
 #include "cli/app.h"
-#include "cli/plan_args.h"
 #include "cli/service.h"
+#include "cli/verifier_identity.h"
 #include "cli/verify_bar.h"
 #include "common/file_io.h"
-#include "compression/container.h"
-#include "protocol/keys.h"
 #include "training/estimate.h"
-#include "training/runtime.h"
-#include "verifier/audit.h"
-#include "verifier/evidence_page.h"
-#include "verifier/html_report.h"
-#include "verifier/report_folder.h"
-#include "verifier/verify_state.h"
-#include "verifier/log_check.h"
 #include "verifier/plan.h"
+#include "verifier/report_folder.h"
 #include "verifier/replay_jobs.h"
-#include "verifier/second_opinion.h"
 #include "verifier/verify.h"
+#include "verifier/verify_state.h"
 
 namespace vt::cli {
 namespace {
@@ -72,63 +61,6 @@ Result<std::unique_ptr<verifier::EvidenceSource>> open_source(
     return invalid_input("--provider over TLS needs --pin SHA256 (printed by the provider) or --ca-file");
   }
   return verifier::open_provider_source(config, evidence_timeout);
-}
-
-// The verifier's (and auditor's) own identity persists, so that verdicts from one verifier name
-// one key: $XDG_CONFIG_HOME/veritrain/verifier (or ~/.config/...), made 0700 on first use.
-Result<fs::path> default_key_dir() {
-  const char* xdg = std::getenv("XDG_CONFIG_HOME");
-  const char* home = std::getenv("HOME");
-  fs::path base;
-  if (xdg != nullptr && *xdg == '/') {
-    base = xdg;
-  } else if (home != nullptr && *home == '/') {
-    base = fs::path(home) / ".config";
-  } else {
-    return invalid_input("no $XDG_CONFIG_HOME or $HOME to keep the verifier key in: give --key DIR");
-  }
-  return base / "veritrain" / "verifier";
-}
-
-Result<SigningKey> verifier_key(const std::string& key_dir) {
-  fs::path dir;
-  if (key_dir.empty()) {
-    VT_ASSIGN_OR_RETURN(dir, default_key_dir());
-  } else {
-    dir = key_dir;
-  }
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) {
-    fs::create_directories(dir.parent_path(), ec);
-    if (ec) return io_error("creating " + dir.parent_path().string() + ": " + ec.message());
-    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return io_error(errno_text(errno, "creating", dir));
-    spdlog::info("verifier key: creating {} (used for every later verdict)", dir.string());
-  }
-  return load_or_create_signing_key(dir);
-}
-
-// --provider-key, when given: the log must be signed by it (docs/verifier.md, "Trust").
-Result<std::optional<std::string>> pinned_provider_key(const std::string& arg, const char* command) {
-  if (arg.empty()) {
-    spdlog::warn("{}: no --provider-key: any key that signed the log is taken, and the verdict says it was not pinned",
-                 command);
-    return std::optional<std::string>();
-  }
-  VT_ASSIGN_OR_RETURN(std::string key, verifier::parse_provider_key(arg));
-  return std::optional<std::string>(key);
-}
-
-// The log's signer against the pinned key, for the commands that read a log without check_log.
-Status check_log_signer(verifier::EvidenceSource& source, const Task& task, const std::optional<std::string>& pinned) {
-  if (!pinned) return {};
-  VT_ASSIGN_OR_RETURN(std::vector<SignedRecord> records, source.log());
-  auto checked = verify_log(records, task_id(task));
-  if (!checked) return rejected(checked.error().message);
-  if (checked->signer_fingerprint != *pinned) {
-    return rejected("the log is signed by key " + checked->signer_fingerprint + ", not by the provider key given with "
-                    "--provider-key (" + *pinned + ")");
-  }
-  return {};
 }
 
 struct VerifyArgs {
@@ -245,132 +177,6 @@ Result<int> run_replay_worker(const ReplayWorkerArgs& a) {
   return 0;
 }
 
-struct AuditArgs {
-  std::string task, workdir, evidence, check, key, device, provider_key, report;
-  std::uint64_t epoch = 0;
-  std::int64_t threads = 0;
-  bool second_opinion = false;
-  std::string reference = VT_REFERENCE_SCRIPT, python = "/usr/bin/python3";
-};
-
-// audit --second-opinion: the reference replays the same epoch from the same stored state, and
-// the finding (so the evidence) records whether it lands where veritrain's replay landed.
-Status add_second_opinion(verifier::AuditFinding& f, const Task& task, verifier::EvidenceSource& source,
-                          const AuditArgs& a) {
-  VT_ASSIGN_OR_RETURN(std::vector<SignedRecord> records, source.log());
-  VT_ASSIGN_OR_RETURN(Bytes before, source.snapshot(a.epoch - 1, records.at(a.epoch - 1).record.root, std::nullopt));
-  verifier::SecondOpinionOptions o;
-  o.python = a.python;
-  o.script = a.reference;
-  VT_ASSIGN_OR_RETURN(verifier::SecondOpinion s, verifier::second_opinion(canonical_task_json(task), before, f.replay_root, o));
-  f.second_opinion = verifier::second_opinion_to_json(s);
-  f.summary += s.status == "not_covered" ? "; second opinion: the reference does not cover this task"
-                                         : "; second opinion: the reference replay " + s.status + " with veritrain's (root " +
-                                               hex_encode(s.reference_root) + ")";
-  return {};
-}
-
-Result<int> run_audit(Context& ctx, const AuditArgs& a) {
-  VT_ASSIGN_OR_RETURN(Task task, load_task(a.task));
-  VT_ASSIGN_OR_RETURN(std::optional<std::string> pinned, pinned_provider_key(a.provider_key, "audit"));
-  VT_ASSIGN_OR_RETURN(auto source, verifier::open_workdir_source(a.workdir));
-  VT_RETURN_IF_ERROR(check_log_signer(*source, task, pinned));
-  training::TrainerOptions t;
-  t.task_dir = fs::path(a.task).parent_path();
-  t.device = a.device;
-  t.intra_op_threads = a.threads;
-  if (!a.check.empty()) {
-    VT_ASSIGN_OR_RETURN(std::string text, read_text_file(a.check));
-    VT_ASSIGN_OR_RETURN(verifier::EvidenceCheck c, verifier::check_evidence(text, *source, task, t));
-    emit(ctx, {{"ok", c.agrees}, {"kind", "audit check"}, {"auditor", c.auditor_fingerprint}, {"claimed", verifier::finding_to_json(c.claimed)},
-               {"recomputed", verifier::finding_to_json(c.recomputed)}},
-         std::string(c.agrees ? "evidence re-checks: " : "evidence does NOT re-check: ") + c.recomputed.summary + "\n");
-    return c.agrees ? 0 : exit_code(Errc::kRejected);
-  }
-  if (a.epoch == 0) return invalid_input("audit needs --epoch E (1..epochs) or --check evidence.json");
-  VT_ASSIGN_OR_RETURN(verifier::AuditFinding f, verifier::audit_epoch(*source, task, a.epoch, t));
-  if (a.second_opinion) VT_RETURN_IF_ERROR(add_second_opinion(f, task, *source, a));
-  nlohmann::json j = verifier::finding_to_json(f);
-  VT_ASSIGN_OR_RETURN(std::vector<SignedRecord> records, source->log());
-  verifier::EvidencePageInfo page{hex_encode(task_id(task)), a.task, a.workdir, "", pinned.has_value(), "", a.evidence};
-  if (auto signer = PublicKey::from_raw(records.at(a.epoch).record.signer)) page.provider_key = signer->fingerprint();
-  j["ok"] = f.bit_identical;
-  if (!a.evidence.empty()) {
-    VT_ASSIGN_OR_RETURN(SigningKey key, verifier_key(a.key));
-    VT_ASSIGN_OR_RETURN(std::string text, verifier::make_evidence(f, task, records.at(a.epoch - 1), records.at(a.epoch), key));
-    VT_RETURN_IF_ERROR(write_file_atomic(a.evidence, text));
-    j["evidence"] = a.evidence;
-    page.auditor_key = key.public_key().fingerprint();
-  }
-  if (!a.report.empty()) {
-    VT_RETURN_IF_ERROR(verifier::write_evidence_page(a.report, f, page));
-    j["report"] = (fs::path(a.report) / "report.html").string();
-  }
-  emit(ctx, j, f.summary + "\n" + (a.evidence.empty() ? "" : "evidence: " + a.evidence + "\n") +
-                   (a.report.empty() ? "" : "report: " + (fs::path(a.report) / "report.html").string() + "\n"));
-  return f.bit_identical ? 0 : exit_code(Errc::kRejected);
-}
-
-struct VerdictCheckArgs {
-  std::string file, signer;
-};
-
-// Exit 0 when the file is a well-formed verdict signed as it says (and by --signer when given),
-// whatever the verdict's own result; 1 for a bad signature or another signer; 2 for a malformed file.
-Result<int> run_verdict_check(Context& ctx, const VerdictCheckArgs& a) {
-  std::optional<std::string> expected;
-  if (!a.signer.empty()) {
-    VT_ASSIGN_OR_RETURN(std::string fp, verifier::parse_provider_key(a.signer, "--signer"));
-    expected = fp;
-  }
-  VT_ASSIGN_OR_RETURN(verifier::CheckedVerdict v, verifier::verify_verdict_file(a.file));
-  const std::string signer = v.signer.fingerprint();
-  if (expected && signer != *expected) {
-    return rejected(a.file + ": signed by " + signer + ", not by the expected verifier key " + *expected);
-  }
-  const std::string result = v.accepted ? "accepted" : "rejected";
-  emit(ctx,
-       {{"ok", true}, {"signer", signer}, {"signer_expected", expected.has_value()}, {"result", result},
-        {"task_id", v.task_id}, {"provider_key", v.provider_key}, {"provider_key_pinned", v.provider_key_pinned}},
-       a.file + ": signature and format check out\nsigned by verifier key " + signer +
-           (expected ? " (as expected)" : " (not compared: give --signer)") + "\nresult " + result + " for task " +
-           v.task_id + "\nprovider key " + v.provider_key + (v.provider_key_pinned ? " (pinned)" : " (not pinned)") +
-           "\n");
-  return 0;
-}
-
-// The planner's bytes per check come from the codec's ratio on this task's own state after a
-// couple of steps (momentum and moments filled in), not from a table.
-Result<double> measured_codec_ratio(const Task& task, const training::TrainerOptions& t) {
-  Task short_task = task;
-  short_task.steps_per_epoch = 2;
-  VT_ASSIGN_OR_RETURN(auto trainer, training::Trainer::create(short_task, t));
-  VT_RETURN_IF_ERROR(trainer->train_epoch());
-  VT_ASSIGN_OR_RETURN(Bytes canonical, trainer->snapshot());
-  comp::EncodeOptions enc;
-  enc.threads = 0;
-  VT_ASSIGN_OR_RETURN(Bytes container, comp::encode(canonical, enc));
-  return static_cast<double>(container.size()) / static_cast<double>(canonical.size());
-}
-
-Result<int> run_plan(Context& ctx, const PlanArgs& a) {
-  VT_ASSIGN_OR_RETURN(Task task, load_task(a.task));
-  training::TrainerOptions t;
-  t.task_dir = fs::path(a.task).parent_path();
-  verifier::PlanInputs in = plan_inputs(task, a);
-  // A GPU task planned on a machine without one: the bytes and replay time stay unknown (K from --cost).
-  if (task.device.rfind("cuda", 0) != 0 || training::runtime_info().cuda_available) {
-    VT_ASSIGN_OR_RETURN(in.estimate, training::estimate(task, t));
-    VT_ASSIGN_OR_RETURN(in.codec_ratio, measured_codec_ratio(task, t));
-  } else {
-    spdlog::warn("plan: no CUDA device here to measure the {} task on: per-check bytes and replay time are unknown",
-                 task.device);
-  }
-  VT_ASSIGN_OR_RETURN(verifier::Plan plan, verifier::make_plan(in));
-  emit(ctx, verifier::plan_to_json(plan), verifier::plan_text(plan));
-  return 0;
-}
-
 }  // namespace
 
 void register_verify(CLI::App& app, Context& ctx) {
@@ -423,36 +229,6 @@ void register_verify(CLI::App& app, Context& ctx) {
   replay->add_option("--device", r->device, "Replay on cpu, cuda or cuda:N");
   replay->add_option("--threads", r->threads, "Intra-op thread count (0: the task's)");
   replay->callback([&ctx, r] { ctx.action = [r] { return run_replay_worker(*r); }; });
-
-  auto a = std::make_shared<AuditArgs>();
-  auto* audit = app.add_subcommand("audit", "Replay a disputed epoch offline and write signed evidence");
-  audit->add_option("--task", a->task, "task.json")->required();
-  audit->add_option("--workdir", a->workdir, "The provider's workdir (or a copy)")->required();
-  audit->add_option("--epoch", a->epoch, "The disputed epoch");
-  audit->add_option("--evidence", a->evidence, "Write signed evidence here");
-  audit->add_option("--report", a->report, "Folder for report.html: the finding as a page an arbiter can read");
-  audit->add_option("--check", a->check, "Re-check an evidence file instead");
-  audit->add_option("--key", a->key, "Auditor key folder; default: $XDG_CONFIG_HOME/veritrain/verifier");
-  audit->add_option("--provider-key", a->provider_key, "The provider's signing.pub.pem or its key's SHA-256");
-  audit->add_option("--device", a->device, "Replay on cpu, cuda or cuda:N");
-  audit->add_option("--threads", a->threads, "Replay with this intra-op thread count");
-  audit->add_flag("--second-opinion", a->second_opinion,
-                  "Also replay with the independent PyTorch reference and record whether it agrees");
-  audit->add_option("--reference", a->reference, "The reference replayer (scripts/replay_ref.py)")->capture_default_str();
-  audit->add_option("--python", a->python, "Interpreter with python3-torch for the reference")->capture_default_str();
-  audit->callback([&ctx, a] { ctx.action = [&ctx, a] { return run_audit(ctx, *a); }; });
-
-  auto vc = std::make_shared<VerdictCheckArgs>();
-  auto* verdict = app.add_subcommand("verdict", "Check signed verdicts");
-  verdict->require_subcommand(1);
-  auto* check = verdict->add_subcommand("check", "Check a verdict's signature, format and signer");
-  check->add_option("file", vc->file, "A verdict.json written by verify")->required();
-  check->add_option("--signer", vc->signer, "The verifier key that must have signed it: SHA-256 or signing.pub.pem");
-  check->callback([&ctx, vc] { ctx.action = [&ctx, vc] { return run_verdict_check(ctx, *vc); }; });
-
-  auto p = std::make_shared<PlanArgs>();
-  auto* plan = add_plan_command(app, *p);
-  plan->callback([&ctx, p] { ctx.action = [&ctx, p] { return run_plan(ctx, *p); }; });
 }
 
 }  // namespace vt::cli

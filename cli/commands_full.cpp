@@ -15,6 +15,9 @@ void register_all(CLI::App& app, Context& ctx) {
   register_log(app, ctx);
   register_serve(app, ctx);
   register_verify(app, ctx);
+  register_audit(app, ctx);
+  register_verdict(app, ctx);
+  register_plan(app, ctx);
   register_demo(app, ctx);
   register_export(app, ctx);
 }

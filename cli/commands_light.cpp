@@ -32,9 +32,7 @@ void register_light(CLI::App& app, Context& ctx) {
   register_serve(app, ctx);
   listed(app, "verify", "Challenge random epochs, replay them, and judge the provider");
   listed(app, "audit", "Replay a disputed epoch offline and write signed evidence");
-  auto* verdict = app.add_subcommand("verdict", "Check signed verdicts");
-  verdict->require_subcommand(1);
-  listed(*verdict, "check", "Check a verdict's signature, format and signer");
+  register_verdict(app, ctx);
   register_light_plan(app, ctx);
   listed(app, "export", "Write an epoch's trained model as TorchScript or safetensors");
   listed(app, "demo", "The whole flow on loopback: train, serve, verify online, report");

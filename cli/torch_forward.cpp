@@ -32,7 +32,7 @@ void remember_arguments(int argc, char** argv) { g_argv.assign(argv, argv + argc
 bool needs_torch(int argc, char** argv) {
   // The commands this program runs; everything else, a command added to veritrain-torch later
   // or a typo included, goes on to veritrain-torch, which knows every command.
-  static const std::set<std::string> light_commands = {"keygen", "log", "inspect", "serve"};
+  static const std::set<std::string> light_commands = {"keygen", "log", "inspect", "serve", "verdict"};
   std::vector<std::string> words;  // the command words, in order
   bool plan_has_cost = false;
   for (int i = 1; i < argc; ++i) {

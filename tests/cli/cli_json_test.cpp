@@ -108,6 +108,13 @@ TEST(CliLight, LinksNoLibtorchAndForwardsTheRest) {
   EXPECT_EQ(gone.exit_code, 3);
   EXPECT_NE(gone.err.find("needs LibTorch"), std::string::npos) << gone.err;
   EXPECT_EQ(parse_json(gone.out)["ok"], false) << gone.out;
+  // `verdict check` is one of the light commands: it answers without veritrain-torch.
+  ASSERT_TRUE(vt::write_file_atomic(dir / "verdict.json", "{}").ok());
+  auto verdict = run_command("VERITRAIN_TORCH=" + (dir / "nothing").string() + " " + veritrain_binary() +
+                                 " verdict check " + (dir / "verdict.json").string(),
+                             dir.path());
+  EXPECT_EQ(verdict.exit_code, 2) << verdict.err;
+  EXPECT_EQ(verdict.err.find("needs LibTorch"), std::string::npos) << verdict.err;
 }
 
 TEST(CliPlan, CostNeedsNoMeasurementAndACudaTaskPlansWithoutAGpu) {
