@@ -1,16 +1,22 @@
 #!/usr/bin/env python3
-"""Reference replayer, written from docs/training.md with plain PyTorch and numpy.
+"""Reference replayer, written from docs/training.md and docs/datasets.md with plain PyTorch and numpy.
 
-    replay_ref.py TASK.json BEFORE.safetensors AFTER.safetensors [more jobs ...]
-    replay_ref.py --init TASK.json EPOCH0.safetensors OUT.safetensors [more jobs ...]
+    replay_ref.py [--data-dir DIR] TASK.json BEFORE.safetensors AFTER.safetensors [more jobs ...]
+    replay_ref.py [--data-dir DIR] --init TASK.json EPOCH0.safetensors OUT.safetensors [more jobs ...]
 
 Replays the epoch after BEFORE (a canonical snapshot, e.g. from `veritrain inspect WORKDIR
 --epoch E --out F`) and writes the state after it as canonical safetensors (docs/snapshot.md).
-Covers the zoo models mlp and cnn on synthetic data, on the CPU in fp32, with sgd (momentum,
-nesterov, weight decay), adam and adamw under the constant, step and cosine schedules (with or
-without warmup). Exit status: 0 written, 3 the task is one it does not cover, 2 bad input.
+Covers the zoo models mlp and cnn, on the CPU in fp32 with loss cross_entropy, on synthetic data
+or on a requestor's own `tensors` data (safetensors shards, any stored input dtype, an
+`eval_fraction` hold-out; replay_ref_data.py reads them), with sgd (momentum, nesterov, weight
+decay), adam and adamw under the constant, step and cosine schedules (with or without warmup),
+with or without gradient groups. The task's data files are looked for in its dataset.path,
+relative to TASK.json's folder, or in DIR; each is checked against its SHA-256 pin first.
+Exit status: 0 written, 3 the task is one it does not cover (tokens, mnist, cifar10, conv3d, gpt,
+torchscript, mse, cuda, bf16/tf32), 2 bad input (a missing file, a pin that does not match).
 --init builds the initial state (epoch 0) from the task seed instead, taking only the
-`__metadata__` of EPOCH0. It shares no code with veritrain: agreeing bit for bit with it means the document is complete.
+`__metadata__` of EPOCH0. It shares no code with veritrain: agreeing bit for bit with it means
+the documents are complete.
 """
 import json
 import math
