@@ -57,7 +57,12 @@ Result<SecondOpinion> second_opinion(const std::string& task_json, ByteSpan befo
   VT_RETURN_IF_ERROR(write_file_atomic(task, task_json));
   VT_RETURN_IF_ERROR(write_file_atomic(in, before));
   std::vector<std::string> argv{options.python.string(), options.script.string()};
-  if (!options.data_dir.empty()) argv.insert(argv.end(), {"--data-dir", fs::absolute(options.data_dir).string()});
+  if (!options.data_dir.empty()) {
+    std::error_code ec;
+    const fs::path dir = fs::absolute(options.data_dir, ec);
+    if (ec) return io_error("--second-opinion: the data folder " + options.data_dir.string() + ": " + ec.message());
+    argv.insert(argv.end(), {"--data-dir", dir.string()});
+  }
   argv.insert(argv.end(), {task.string(), in.string(), out.string()});
   VT_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::spawn(argv, log));
   const int status = child.wait();
