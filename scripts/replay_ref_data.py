@@ -139,4 +139,8 @@ class TensorsDataset:
 
 
 def open_tensors(task, data_dir):
-    return TensorsDataset(pinned_paths(data_dir, task["dataset"]["files"]))
+    paths = pinned_paths(data_dir, task["dataset"]["files"])
+    try:
+        return TensorsDataset(paths)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:  # a header not shaped as docs/datasets.md says
+        raise BadData("dataset: a shard's safetensors header is malformed (%s: %s)" % (type(e).__name__, e))
