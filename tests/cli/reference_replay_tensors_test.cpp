@@ -1,7 +1,7 @@
 // docs/datasets.md is complete for `tensors` data when scripts/replay_ref.py (its reader,
 // replay_ref_data.py, written from that page) replays veritrain's epochs on a requestor's own
-// files bit for bit: real handwritten digits (sklearn, scripts/make_digits.py) as one F32 file
-// and as three U8 shards, with and without an eval_fraction hold-out.
+// files bit for bit: real handwritten digits (sklearn, scripts/make_digits.py) as one F32 file,
+// as three U8 shards and as [3, 8, 8] images for the cnn, with and without an eval_fraction hold-out.
 
 #include <gtest/gtest.h>
 
@@ -37,7 +37,10 @@ std::vector<std::string> committed_roots(const fs::path& log) {
 // One task on digits written into `work`/data by make_digits.py with `digits_args`; the task
 // file sits beside the data folder, as docs/datasets.md asks.
 struct Case {
-  std::string name, digits_args, init_args;
+  std::string name, digits_args, init_args, model = kMlp;
+  static inline const std::string kMlp =
+      " --model mlp --option input_dim=64 --option classes=10 --option hidden=16 --option layers=1 --k 16";
+  static inline const std::string kCnn = " --model cnn --option width=4 --option blocks=1 --option classes=10 --k 128";
 };
 
 // The digits' training files, in the order make_digits.py names them.
@@ -66,14 +69,13 @@ std::vector<Compared> replay_cases(const std::vector<Case>& cases, const std::st
                                      dir.path());
     EXPECT_EQ(made.exit_code, 0) << made.err;
     auto init = testing::run_command("cd " + work.string() + " && " + testing::veritrain_binary() +
-                                         " task init --model mlp --dataset tensors --option input_dim=64 --option classes=10"
-                                         " --option hidden=16 --option layers=1 --epochs 2 --seed 5 --k 16" +
+                                         " task init --dataset tensors --epochs 2 --seed 5" + c.model +
                                          data_files(c.digits_args) + " " + c.init_args + " --out task.json",
                                      dir.path());
     EXPECT_EQ(init.exit_code, 0) << c.name << ": " << init.err;
     const fs::path task = work / "task.json";
     json t = json::parse(*read_text_file(task));
-    t["fingerprint"]["tracking_k"] = 16;  // fewer sampled values: the test is about the training
+    t["fingerprint"]["tracking_k"] = t["fingerprint"]["k"];  // fewer sampled values: the test is about the training
     EXPECT_TRUE(write_file_atomic(task, t.dump()).ok());
     auto train = testing::run_command(testing::veritrain_binary() + " train --task " + task.string() + " --workdir " +
                                           (work / "w").string(),
@@ -112,7 +114,7 @@ std::vector<Compared> replay_cases(const std::vector<Case>& cases, const std::st
   return out;
 }
 
-TEST(ReferenceReplayTensors, DigitsShardsU8AndHeldOutRowsBitIdentical) {
+TEST(ReferenceReplayTensors, DigitsMlpAndCnnShardsU8HeldOutBitIdentical) {
   if (!have_reference()) GTEST_SKIP() << "python3-torch / numpy / sklearn not installed (scripts/setup.sh)";
   testing::ScratchDir dir;
   const std::vector<Case> cases = {
@@ -123,9 +125,11 @@ TEST(ReferenceReplayTensors, DigitsShardsU8AndHeldOutRowsBitIdentical) {
       {"f32-adam-step-groups", "--dtype f32",
        "--batch-size 16 --steps-per-epoch 12 --gradient-groups 4 --optimizer adam --lr 3e-3 --weight-decay 1e-4 "
        "--schedule step --step-size 1 --gamma 0.5"},
-      // three U8 shards (raw 0..16 pixels), a quarter of the rows held out by the PRNG
-      {"u8-shards-adamw-held-out", "--dtype u8 --shards 3",
-       "--eval-fraction 0.25 --batch-size 32 --optimizer adamw --lr 1e-3 --weight-decay 0.01"},
+      // the cnn on [3, 8, 8] digits, BatchNorm buffers averaged over 2 groups
+      {"image-cnn-adamw-groups", "--image",
+       "--batch-size 16 --steps-per-epoch 4 --gradient-groups 2 --optimizer adamw --lr 1e-3 --weight-decay 0.01",
+       Case::kCnn},
+      // three U8 shards (raw 0..16 pixels), 30 % of the rows held out by the PRNG
       {"u8-shards-sgd-held-out", "--dtype u8 --shards 3",
        "--eval-fraction 0.3 --batch-size 64 --steps-per-epoch 30 --optimizer sgd --momentum 0.9 --lr 0.01"},
   };
