@@ -30,6 +30,7 @@ Status add_second_opinion(verifier::AuditFinding& f, const Task& task, verifier:
   verifier::SecondOpinionOptions o;
   o.python = a.python;
   o.script = a.reference;
+  if (!task.dataset.files.empty()) o.data_dir = fs::path(a.task).parent_path() / task.dataset.path;
   VT_ASSIGN_OR_RETURN(verifier::SecondOpinion s, verifier::second_opinion(canonical_task_json(task), before, f.replay_root, o));
   f.second_opinion = verifier::second_opinion_to_json(s);
   f.summary += s.status == "not_covered" ? "; second opinion: the reference does not cover this task"

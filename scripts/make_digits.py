@@ -1,12 +1,13 @@
 #!/usr/bin/python3
 """Writes sklearn's digits (1797 real 8x8 handwritten digits) as a veritrain `tensors` dataset.
 
-    make_digits.py OUT_DIR [--eval-fraction 0.2] [--seed 0] [--dtype f32|u8] [--shards N]
+    make_digits.py OUT_DIR [--eval-fraction 0.2] [--seed 0] [--dtype f32|u8] [--shards N] [--image]
 
 OUT_DIR gets digits-train.safetensors (or digits-train-0.safetensors .. -N-1 with --shards N,
 the same rows cut into consecutive shards) and digits-eval.safetensors (docs/datasets.md): `inputs`
 [N, 64] (pixels scaled to [0, 1] as F32, or the raw 0..16 values as U8) and `targets` [N] I64
-class ids. The split is a seeded shuffle of the examples, so the same arguments give the same
+class ids (--image: inputs [N, 3, 8, 8], the digit in each of three channels, the shape the
+zoo's cnn takes). The split is a seeded shuffle of the examples, so the same arguments give the same
 bytes. Prints one JSON object: file name -> SHA-256, what a task pins in dataset.files and
 dataset.eval_files.
 """
@@ -41,6 +42,7 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--dtype", choices=["f32", "u8"], default="f32")
     ap.add_argument("--shards", type=int, default=1)
+    ap.add_argument("--image", action="store_true", help="inputs [N, 3, 8, 8] for the cnn")
     args = ap.parse_args()
     if not 0.0 < args.eval_fraction < 1.0:
         sys.exit("make_digits.py: --eval-fraction must lie in (0, 1)")
@@ -59,6 +61,8 @@ def main():
     pins = {}
     for name, rows in splits.items():
         inputs = (x[rows] / 16.0).astype(np.float32) if args.dtype == "f32" else x[rows].astype(np.uint8)
+        if args.image:
+            inputs = np.repeat(inputs.reshape(len(rows), 1, 8, 8), 3, axis=1)
         data = safetensors_bytes({"inputs": ("F32" if args.dtype == "f32" else "U8", inputs),
                                   "targets": ("I64", y[rows])})
         with open(os.path.join(args.out_dir, name), "wb") as f:

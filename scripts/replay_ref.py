@@ -1,16 +1,22 @@
 #!/usr/bin/env python3
-"""Reference replayer, written from docs/training.md with plain PyTorch and numpy.
+"""Reference replayer, written from docs/training.md and docs/datasets.md with plain PyTorch and numpy.
 
-    replay_ref.py TASK.json BEFORE.safetensors AFTER.safetensors [more jobs ...]
-    replay_ref.py --init TASK.json EPOCH0.safetensors OUT.safetensors [more jobs ...]
+    replay_ref.py [--data-dir DIR] TASK.json BEFORE.safetensors AFTER.safetensors [more jobs ...]
+    replay_ref.py [--data-dir DIR] --init TASK.json EPOCH0.safetensors OUT.safetensors [more jobs ...]
 
 Replays the epoch after BEFORE (a canonical snapshot, e.g. from `veritrain inspect WORKDIR
 --epoch E --out F`) and writes the state after it as canonical safetensors (docs/snapshot.md).
-Covers the zoo models mlp and cnn on synthetic data, on the CPU in fp32, with sgd (momentum,
-nesterov, weight decay), adam and adamw under the constant, step and cosine schedules (with or
-without warmup). Exit status: 0 written, 3 the task is one it does not cover, 2 bad input.
+Covers the zoo models mlp and cnn, on the CPU in fp32 with loss cross_entropy, on synthetic data
+or on a requestor's own `tensors` data (safetensors shards, any stored input dtype, an
+`eval_fraction` hold-out; replay_ref_data.py reads them), with sgd (momentum, nesterov, weight
+decay), adam and adamw under the constant, step and cosine schedules (with or without warmup),
+with or without gradient groups. The task's data files are looked for in its dataset.path,
+relative to TASK.json's folder, or in DIR; each is checked against its SHA-256 pin first.
+Exit status: 0 written, 3 the task is one it does not cover (tokens, mnist, cifar10, conv3d, gpt,
+torchscript, mse, cuda, bf16/tf32), 2 bad input (a missing file, a pin that does not match).
 --init builds the initial state (epoch 0) from the task seed instead, taking only the
-`__metadata__` of EPOCH0. It shares no code with veritrain: agreeing bit for bit with it means the document is complete.
+`__metadata__` of EPOCH0. It shares no code with veritrain: agreeing bit for bit with it means
+the documents are complete.
 """
 import json
 import math
@@ -23,10 +29,13 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
-NOT_COVERED = 3
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import replay_ref_data  # noqa: E402  (the sibling module, wherever the script is run from)
+
+NOT_COVERED, BAD_INPUT = 3, 2
 MASK = (1 << 64) - 1
 GOLDEN = 0x9E3779B97F4A7C15
-STREAM_DATA, STREAM_ORDER = 1, 2            # docs/training.md, "PRNG streams"
+STREAM_DATA, STREAM_ORDER, STREAM_HELD_OUT = 1, 2, 4  # docs/training.md, "PRNG streams"
 NORMAL_SCALE = np.float32(1.7320508)        # sqrt(12 / 4): the Irwin-Hall sum's variance
 IMAGE_TEMPLATE_WEIGHT = np.float32(0.5)
 BLOB_CENTER_SCALE = np.float32(2.0)
@@ -116,6 +125,14 @@ def images(seed, samples, classes):
         labels[i] = rng.below(classes)
         inputs[i] = IMAGE_TEMPLATE_WEIGHT * templates[labels[i]] + rng.normals(pixels)
     return inputs.reshape(samples, 3, 32, 32), labels
+
+
+def held_out_rows(seed, rows, fraction):
+    """docs/datasets.md, "Held-out evaluation": a prefix of a permutation, at least one row held
+    out and at least one left; the rows training keeps, ascending."""
+    n = min(max(int(float(rows) * fraction), 1), max(1, rows - 1))
+    held = set(Prng(seed, STREAM_HELD_OUT).permutation(rows)[:n])
+    return [r for r in range(rows) if r not in held]
 
 
 def epoch_order(seed, epoch, size, needed):
@@ -274,10 +291,10 @@ def load_task(path):
     task["optimizer"] = dict(OPTIMIZER_DEFAULTS, **task.get("optimizer", {}))
     task["schedule"] = dict(SCHEDULE_DEFAULTS, **task.get("schedule", {}))
     model = task["model"]["name"]
-    covered = (model in MODEL_DEFAULTS and task["dataset"]["name"] == "synthetic" and
+    covered = (model in MODEL_DEFAULTS and task["dataset"]["name"] in ("synthetic", "tensors") and
                task.get("device", "cpu") == "cpu" and task.get("precision", "fp32") == "fp32")
     if not covered:
-        raise NotCovered("the reference covers mlp and cnn on synthetic data, cpu, fp32; this task is %s on %s, %s, %s"
+        raise NotCovered("the reference covers mlp and cnn on synthetic or tensors data, cpu, fp32; this task is %s on %s, %s, %s"
                          % (model, task["dataset"]["name"], task.get("device", "cpu"), task.get("precision", "fp32")))
     if task.get("loss", "cross_entropy") != "cross_entropy":
         raise NotCovered("loss %r is unsupported: the reference trains with cross_entropy only" % task["loss"])
@@ -322,15 +339,49 @@ def grouped_step(net, params, x, y, groups):
                 offset += t.numel()
 
 
-def replay(task, meta, state):
-    torch.set_num_threads(int(meta["intra_op_threads"]))
-    torch.use_deterministic_algorithms(True)
+def synthetic_data(task):
+    """(N, batch of order indices) over the whole generated dataset as one tensor."""
     name, o, seed = task["model"]["name"], task["model"]["options"], task.get("seed", 0)
     samples = task["dataset"].get("options", {}).get("samples", SAMPLES_DEFAULT[name])
     if name == "mlp":
-        net, (x_all, y_all) = Mlp(o), blobs(seed, samples, o["input_dim"], o["classes"])
+        x_all, y_all = blobs(seed, samples, o["input_dim"], o["classes"])
     else:
-        net, (x_all, y_all) = ResNet(o), images(seed, samples, o["classes"])
+        x_all, y_all = images(seed, samples, o["classes"])
+    inputs, targets = torch.from_numpy(x_all), torch.from_numpy(y_all)
+    return samples, lambda idx: (inputs.index_select(0, idx), targets.index_select(0, idx))
+
+
+def tensors_data(task, data_dir):
+    """(N, batch of order indices) over the task's shards, less the eval_fraction hold-out."""
+    data = replay_ref_data.open_tensors(task, data_dir)
+    o, inputs = task["model"]["options"], data.shards[0].columns["inputs"][1]
+    if data.target_dtype() != "I64" or data.shards[0].columns["targets"][1].ndim != 1:
+        raise replay_ref_data.BadData("dataset: cross_entropy needs one I64 class id per example")
+    if task["model"]["name"] == "mlp" and data.features() != o["input_dim"]:
+        raise replay_ref_data.BadData("dataset: mlp expects %d input features, got %d" % (o["input_dim"], data.features()))
+    if task["model"]["name"] == "cnn" and (inputs.ndim != 4 or inputs.shape[1] != 3):
+        raise replay_ref_data.BadData("dataset: cnn expects [3, H, W] images")
+    for s in data.shards:
+        ids = s.columns["targets"][1]
+        if len(ids) and (ids.min() < 0 or ids.max() >= o["classes"]):
+            raise replay_ref_data.BadData("dataset: a target is not a class id in 0..%d" % (o["classes"] - 1))
+    fraction = task["dataset"].get("eval_fraction", 0.0)
+    if fraction > 0.0:
+        if len(data) < 2:
+            raise replay_ref_data.BadData("dataset.eval_fraction: nothing to hold out")
+        data.keep(held_out_rows(task.get("seed", 0), len(data), fraction))
+    return len(data), lambda idx: data.batch(idx.numpy())
+
+
+def replay(task, meta, state, data_dir):
+    torch.set_num_threads(int(meta["intra_op_threads"]))
+    torch.use_deterministic_algorithms(True)
+    name, o, seed = task["model"]["name"], task["model"]["options"], task.get("seed", 0)
+    if task["dataset"]["name"] == "tensors":
+        samples, batch_of = tensors_data(task, data_dir)
+    else:
+        samples, batch_of = synthetic_data(task)
+    net = Mlp(o) if name == "mlp" else ResNet(o)
     with torch.no_grad():
         for key, t in list(net.named_parameters()) + list(net.named_buffers()):
             t.copy_(state["param/" + key] if "param/" + key in state else state["buffer/" + key])
@@ -356,18 +407,17 @@ def replay(task, meta, state):
     batch = task["batch_size"]
     groups = task.get("gradient_groups", 1)
     steps = task.get("steps_per_epoch", 0) or max(1, samples // batch)
-    inputs, targets = torch.from_numpy(x_all), torch.from_numpy(y_all)
     order = torch.tensor(epoch_order(seed, epoch, samples, steps * batch), dtype=torch.int64)
     for s in range(steps):
-        idx = order.narrow(0, s * batch, batch)
+        x, y = batch_of(order.narrow(0, s * batch, batch))
         lr = learning_rate(task, global_step, epoch, steps * task["epochs"])
         if groups == 1:
             for _, p in params:
                 if p.grad is not None:
                     p.grad.zero_()
-            F.cross_entropy(net(inputs.index_select(0, idx)), targets.index_select(0, idx)).backward()
+            F.cross_entropy(net(x), y).backward()
         else:
-            grouped_step(net, params, inputs.index_select(0, idx), targets.index_select(0, idx), groups)
+            grouped_step(net, params, x, y, groups)
         for key, p in params:
             slots[key]["step"] += p.grad is not None
         if opt["name"] == "sgd":
@@ -412,21 +462,26 @@ def initial_state(task):
     return out
 
 
-def run(job):
+def run(job, data_dir):
     """job: [TASK, BEFORE, AFTER] or ["--init", TASK, EPOCH0, OUT]."""
     init = job[0] == "--init"
     task_path, before, after = job[1:] if init else job
     task = load_task(task_path)
+    if data_dir is None:  # dataset.path resolves from the task file's folder (docs/task.md)
+        data_dir = os.path.join(os.path.dirname(os.path.abspath(task_path)), task["dataset"].get("path", ""))
     meta, state = read_safetensors(before)
     if init:
         out = initial_state(task)
     else:
-        out, meta = replay(task, meta, state)
+        out, meta = replay(task, meta, state, data_dir)
     write_safetensors(after, out, meta)
 
 
 def main(args):
     """Several jobs may follow one another on the command line: one interpreter start for all."""
+    data_dir = None
+    if args[:1] == ["--data-dir"] and len(args) > 1:
+        data_dir, args = args[1], args[2:]
     jobs = []
     while args:
         size = 4 if args[0] == "--init" else 3
@@ -438,10 +493,13 @@ def main(args):
         raise SystemExit(__doc__)
     for job in jobs:
         try:
-            run(job)
+            run(job, data_dir)
         except NotCovered as e:
             print("replay_ref: not covered: %s" % e, file=sys.stderr)
             return NOT_COVERED
+        except replay_ref_data.BadData as e:
+            print("replay_ref: %s" % e, file=sys.stderr)
+            return BAD_INPUT
     return 0
 
 

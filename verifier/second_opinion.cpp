@@ -4,6 +4,8 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "common/file_io.h"
 #include "common/process.h"
@@ -54,9 +56,15 @@ Result<SecondOpinion> second_opinion(const std::string& task_json, ByteSpan befo
                  out = scratch.path() / "after.safetensors", log = scratch.path() / "reference.log";
   VT_RETURN_IF_ERROR(write_file_atomic(task, task_json));
   VT_RETURN_IF_ERROR(write_file_atomic(in, before));
-  VT_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::spawn({options.python.string(), options.script.string(),
-                                                               task.string(), in.string(), out.string()},
-                                                              log));
+  std::vector<std::string> argv{options.python.string(), options.script.string()};
+  if (!options.data_dir.empty()) {
+    std::error_code ec;
+    const fs::path dir = fs::absolute(options.data_dir, ec);
+    if (ec) return io_error("--second-opinion: the data folder " + options.data_dir.string() + ": " + ec.message());
+    argv.insert(argv.end(), {"--data-dir", dir.string()});
+  }
+  argv.insert(argv.end(), {task.string(), in.string(), out.string()});
+  VT_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::spawn(argv, log));
   const int status = child.wait();
   auto output = read_text_file(log);
   const std::string said = output ? tail(*output) : std::string();

@@ -16,6 +16,9 @@ namespace vt::verifier {
 struct SecondOpinionOptions {
   std::filesystem::path python = "/usr/bin/python3";  // with python3-torch and python3-numpy
   std::filesystem::path script;                        // replay_ref.py
+  // The task's data folder (task file's folder / dataset.path) for a task that pins files: the
+  // reference reads the task from a scratch folder, where dataset.path does not resolve.
+  std::filesystem::path data_dir;
 };
 
 struct SecondOpinion {

@@ -150,6 +150,8 @@ std::string changed_reference(const testing::ScratchDir& dir) {
   if (text.find(constant) != std::string::npos) text.replace(text.find(constant), constant.size(), "np.float32(1.7320509)");
   const std::string copy = (dir / "replay_changed.py").string();
   EXPECT_TRUE(write_file_atomic(copy, text).ok());
+  // The reference imports its dataset reader from its own folder.
+  fs::copy_file(script("replay_ref_data.py"), dir / "replay_ref_data.py", fs::copy_options::overwrite_existing);
   return copy;
 }
 
