@@ -38,6 +38,13 @@ bool same_bits(double a, double b) {
   return (!std::isfinite(a) && !std::isfinite(b)) || std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
 }
 
+// |claimed - replayed| <= bound, where a non-finite value on either side only matches another:
+// with an infinite replay, the plain difference would be infinite and pass an infinite bound.
+bool within(double claimed, double replayed, double bound) {
+  if (!std::isfinite(claimed) || !std::isfinite(replayed)) return !std::isfinite(claimed) && !std::isfinite(replayed);
+  return std::fabs(claimed - replayed) <= bound;
+}
+
 // Held-out metrics: the replay's bits in exact mode; in tolerance mode within the fixed bounds
 // of docs/datasets.md ("Held-out evaluation"), since the weights themselves differ a little.
 template <typename Fail>
@@ -59,14 +66,7 @@ void judge_eval(EpochCheck& check, const CommitMetrics& m, const Replay& replay,
     fail(line);
     return;
   }
-  bool ok = true;
-  if (exact) {
-    ok = same_bits(c.loss, r.loss) && (!c.accuracy || same_bits(*c.accuracy, *r.accuracy));
-  } else {
-    ok = std::fabs(c.loss - r.loss) <= training::kEvalLossTolerance * std::max(1.0, std::fabs(r.loss)) &&
-         (!c.accuracy || std::fabs(*c.accuracy - *r.accuracy) <= training::kEvalAccuracyTolerance);
-  }
-  if (!ok) {
+  if (!eval_agrees(c, r, exact)) {
     std::snprintf(line, sizeof line, "committed held-out loss %.17g%s is not the replay's %.17g (%s)", c.loss,
                   c.accuracy ? (" / accuracy " + std::to_string(*c.accuracy)).c_str() : "", r.loss,
                   exact ? "exact mode" : "beyond the tolerance-mode bounds");
@@ -140,6 +140,16 @@ Status fetch_after_state(EvidenceSource& source, const CheckContext& ctx, Prepar
 }
 
 }  // namespace
+
+bool eval_agrees(const EvalClaim& claimed, const EvalClaim& replayed, bool exact) {
+  if (claimed.accuracy.has_value() != replayed.accuracy.has_value()) return false;
+  if (exact) {
+    return same_bits(claimed.loss, replayed.loss) &&
+           (!claimed.accuracy || same_bits(*claimed.accuracy, *replayed.accuracy));
+  }
+  return within(claimed.loss, replayed.loss, training::kEvalLossTolerance * std::max(1.0, std::fabs(replayed.loss))) &&
+         (!claimed.accuracy || within(*claimed.accuracy, *replayed.accuracy, training::kEvalAccuracyTolerance));
+}
 
 fp::CompareMode compare_mode(const Task& task) {
   return task.determinism == "exact" ? fp::CompareMode::kExact : fp::CompareMode::kTolerance;

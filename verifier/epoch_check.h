@@ -35,6 +35,12 @@ struct CheckContext {
 Result<CheckContext> make_check_context(const Task& task, const training::TrainerOptions& trainer,
                                         FetchAfter fetch_after = FetchAfter::kAuto);
 
+// Whether committed held-out metrics agree with the replay's: the very bits in exact mode, the
+// bounds of docs/datasets.md ("Held-out evaluation") in tolerance mode. The log keeps a
+// non-finite loss as null (read back as NaN), so a non-finite loss agrees with any non-finite one
+// and with nothing finite, in both modes (as the state comparison treats non-finite values).
+bool eval_agrees(const EvalClaim& claimed, const EvalClaim& replayed, bool exact);
+
 // The tensor list of a canonical snapshot: names, dtypes and shapes.
 std::vector<TensorEntry> layout_of(const SafetensorsView& view);
 

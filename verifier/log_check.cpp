@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "common/safetensors.h"
+#include "common/text.h"
 #include "fingerprint/fingerprint.h"
 #include "fingerprint/merkle.h"
 
@@ -28,7 +29,7 @@ Result<std::string> initial_weights_differ(EvidenceSource& source, const SignedR
     if (other == nullptr) return "it lacks tensor " + t.name;
     ByteSpan a = ours.data(t), b = theirs.data(*other);
     if (other->dtype != t.dtype || !std::equal(a.begin(), a.end(), b.begin(), b.end())) {
-      return "tensor " + t.name + " differs (a pretrained or forged start?)";
+      return "tensor " + printable(t.name) + " differs (a pretrained or forged start?)";
     }
   }
   return std::string();

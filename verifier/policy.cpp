@@ -10,6 +10,7 @@
 
 #include "common/json_number.h"
 #include "common/sha256.h"
+#include "common/text.h"
 #include "fingerprint/compare.h"
 
 namespace vt::verifier {
@@ -224,11 +225,11 @@ Result<double> fingerprint_movement(const fp::Fingerprint& previous, const fp::F
     const fp::TensorSamples& a = previous.plan.tensors[t];
     const fp::TensorSamples& b = current.plan.tensors[t];
     if (a.name != b.name || a.dtype != b.dtype || a.indices != b.indices) {
-      return rejected("tracking fingerprints sample different positions in tensor '" + b.name + "'");
+      return rejected("tracking fingerprints sample different positions in tensor '" + printable(b.name) + "'");
     }
     const std::size_t width = dtype_size(a.dtype);
     if (previous.values[t].size() != a.indices.size() * width || current.values[t].size() != a.indices.size() * width) {
-      return rejected("tracking fingerprint values of tensor '" + b.name + "' have the wrong size");
+      return rejected("tracking fingerprint values of tensor '" + printable(b.name) + "' have the wrong size");
     }
     for (std::size_t i = 0; i < a.indices.size(); ++i) {
       const double x = fp::decode_value(a.dtype, previous.values[t].data() + i * width);

@@ -5,6 +5,7 @@
 
 #include "common/file_io.h"
 #include "common/json.h"
+#include "common/text.h"
 #include "protocol/log.h"
 #include "verifier/html_page.h"
 
@@ -237,7 +238,7 @@ std::string verdict_sentence(const Verdict& v) {
     s += replayed + ", " + std::to_string(v.checks.size() - passed) + " failed; ";
   }
   if (v.reasons.empty()) return s + "no reason was recorded.";
-  s += v.reasons.front();
+  s += printable(v.reasons.front(), 4096);
   if (v.reasons.size() > 1) s += " (and " + std::to_string(v.reasons.size() - 1) + " more reasons below)";
   return s + ".";
 }
@@ -268,7 +269,8 @@ std::string verdict_summary(const Verdict& v, const std::filesystem::path& repor
     }
     for (const std::string& n : c.replay_notes) s += "    note: " + n + "\n";
   }
-  for (const std::string& r : v.reasons) s += "reason: " + r + "\n";
+  // Reasons quote provider-chosen values: one more pass so that none reaches the terminal raw.
+  for (const std::string& r : v.reasons) s += "reason: " + printable(r, 4096) + "\n";
   for (const std::string& n : v.notes) s += "note: " + n + "\n";
   s += verdict_sentence(v) + "\n";
   if (!report_dir.empty()) {

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 
+#include "common/text.h"
 #include "fingerprint/fingerprint.h"
 #include "verifier/epoch_check.h"
 
@@ -17,7 +18,8 @@ bool is_count(const std::string& v, bool positive) {
   return !positive || std::strtoull(v.c_str(), nullptr, 10) > 0;
 }
 
-std::string quoted(const std::string& v) { return "\"" + v + "\""; }
+// Values the provider chose, quoted for a message: escaped and cut short (common/text.h).
+std::string quoted(const std::string& v) { return printable(v).insert(0, 1, '"') + '"'; }
 
 // Metadata must agree with the task and the epoch. In tolerance mode the thread count and device
 // class may differ from the task's (the replay notes it); they must still be well-formed.
@@ -87,7 +89,7 @@ void check_layout(const SafetensorsView& view, const std::vector<TensorEntry>& l
     if (got.name == "rng/cuda") continue;
     bool known = false;
     for (const TensorEntry& want : layout) known = known || want.name == got.name;
-    if (!known) out.push_back("tensor " + got.name + " is not part of the task's model");
+    if (!known) out.push_back("tensor " + printable(got.name) + " is not part of the task's model");
   }
 }
 

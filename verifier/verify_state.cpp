@@ -132,6 +132,26 @@ Result<std::optional<fp::Comparison>> comparison_from(const json& j, const std::
   return std::optional<fp::Comparison>(std::move(c));
 }
 
+json eval_claim_json(const std::optional<EvalClaim>& e) {
+  if (!e) return nullptr;
+  return {{"loss", number(e->loss)},
+          {"accuracy", e->accuracy ? number(*e->accuracy) : json(nullptr)},
+          {"examples", e->examples}};
+}
+
+Result<std::optional<EvalClaim>> eval_claim_from(const json& j, const std::string& where) {
+  if (j.is_null()) return std::optional<EvalClaim>();
+  Reader r(j, where);
+  EvalClaim e;
+  VT_ASSIGN_OR_RETURN(e.loss, r.real("loss"));
+  VT_ASSIGN_OR_RETURN(const json* accuracy, r.at("accuracy"));
+  if (!accuracy->is_null()) {
+    VT_ASSIGN_OR_RETURN(e.accuracy, r.real("accuracy"));
+  }
+  VT_ASSIGN_OR_RETURN(e.examples, r.count("examples"));
+  return std::optional<EvalClaim>(e);
+}
+
 json policy_json(const PolicyRequest& p) {
   json economics = nullptr;
   if (p.economics) {
@@ -189,7 +209,10 @@ nlohmann::json epoch_check_to_json(const EpochCheck& c) {
           {"claimed_loss", number(c.claimed_loss)},
           {"replay_loss", c.replay_loss ? number(*c.replay_loss) : json(nullptr)},
           {"loss_verified", c.loss_verified},
-          {"trail_verified", c.trail_verified}};
+          {"trail_verified", c.trail_verified},
+          {"claimed_eval", eval_claim_json(c.claimed_eval)},
+          {"replay_eval", eval_claim_json(c.replay_eval)},
+          {"eval_status", c.eval_status}};
 }
 
 Result<EpochCheck> epoch_check_from_json(const nlohmann::json& j, std::string_view where) {
@@ -217,6 +240,14 @@ Result<EpochCheck> epoch_check_from_json(const nlohmann::json& j, std::string_vi
   }
   VT_ASSIGN_OR_RETURN(c.loss_verified, r.flag("loss_verified"));
   VT_ASSIGN_OR_RETURN(c.trail_verified, r.flag("trail_verified"));
+  VT_ASSIGN_OR_RETURN(const json* claimed_eval, r.at("claimed_eval"));
+  VT_ASSIGN_OR_RETURN(c.claimed_eval, eval_claim_from(*claimed_eval, w + ".claimed_eval"));
+  VT_ASSIGN_OR_RETURN(const json* replay_eval, r.at("replay_eval"));
+  VT_ASSIGN_OR_RETURN(c.replay_eval, eval_claim_from(*replay_eval, w + ".replay_eval"));
+  VT_ASSIGN_OR_RETURN(c.eval_status, r.text("eval_status"));
+  if (c.eval_status != "claimed" && c.eval_status != "verified" && c.eval_status != "within_tolerance") {
+    return r.error("eval_status", "\"claimed\", \"verified\" or \"within_tolerance\"");
+  }
   return c;
 }
 
@@ -246,7 +277,7 @@ Result<VerifyState> load_state(const fs::path& dir) {
   VT_ASSIGN_OR_RETURN(json j, read_json_file(file));
   Reader r(j, file.string());
   VT_ASSIGN_OR_RETURN(std::string format, r.text("format"));
-  if (format != kVerifyStateFormat) return r.error("format", "\"" + std::string(kVerifyStateFormat) + "\"");
+  if (format != kVerifyStateFormat) return r.error("format", std::string(kVerifyStateFormat).insert(0, 1, '"') + '"');
   sweep_temp_files(dir);
   VerifyState s;
   VT_ASSIGN_OR_RETURN(s.task_id, r.text("task_id"));

@@ -24,7 +24,7 @@
 
 namespace vt::verifier {
 
-inline constexpr std::string_view kVerifyStateFormat = "veritrain.verify-state.v1";
+inline constexpr std::string_view kVerifyStateFormat = "veritrain.verify-state.v2";  // v2: held-out metrics
 
 struct VerifyState {
   std::string task_id;   // hex

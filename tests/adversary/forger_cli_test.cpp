@@ -102,6 +102,27 @@ TEST(ForgerCli, BadMetadataIsExitOneNotAnInputError) {
   EXPECT_EQ(nlohmann::json::parse(r.out)["provider"]["pinned"], false);
 }
 
+// Metadata is the provider's text: quoted in a reason, it must not drive the verifier's terminal
+// (ESC[8m would hide the REJECTED line after it) nor flood it.
+TEST(ForgerCli, ProviderTextInAReasonIsEscapedAndCut) {
+  Cli c;
+  Status s = reforge_workdir(c.wd, provider_key(), [&](std::uint64_t e, CommitRecord& r, Bytes& state) -> Status {
+    if (e != 2) return {};
+    VT_ASSIGN_OR_RETURN(state, rewrite_metadata(state, {{"device", "\x1b[8m" + std::string(100000, 'x')}}));
+    return commit_state(c.task, e, state, r);
+  });
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  auto r = run_command(veritrain_binary() + " verify --task " + c.task_file() + " --workdir " + c.wd.string() +
+                           " --report " + (c.dir / "report").string() + " --key " + (c.dir / "vkey").string(),
+                       c.dir.path());
+  ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos);
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos);
+  EXPECT_NE(r.out.find("metadata device \"\\x1b[8mxxx"), std::string::npos) << r.out.substr(0, 2000);
+  EXPECT_NE(r.out.find("(100004 bytes)"), std::string::npos) << r.out.substr(0, 2000);
+  EXPECT_LT(r.out.size(), 20000u);
+}
+
 // The verifier judges by its own task file: a workdir whose task.json is broken or missing is
 // still judged, by its log and snapshots.
 TEST(ForgerCli, BrokenWorkdirTaskJsonDoesNotStopTheVerdict) {

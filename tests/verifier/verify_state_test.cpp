@@ -38,6 +38,9 @@ EpochCheck sample_check() {
   c.claimed_loss = 0.1 + 0.2;
   c.replay_loss = 0.30000000000000004;
   c.trail_verified = true;
+  c.claimed_eval = EvalClaim{0.5, 0.875, 360};
+  c.replay_eval = EvalClaim{std::numeric_limits<double>::infinity(), std::nullopt, 360};
+  c.eval_status = "within_tolerance";
   return c;
 }
 
@@ -52,6 +55,12 @@ TEST(VerifyState, AJudgedEpochRoundTripsExactly) {
   EXPECT_EQ(back->fingerprint->first_mismatch->index, 42u);
   EXPECT_FALSE(back->full_state.has_value());
   EXPECT_EQ(back->replay_root, c.replay_root);
+  // The held-out metrics too: a resumed verdict says what an uninterrupted one would.
+  ASSERT_TRUE(back->claimed_eval && back->replay_eval);
+  EXPECT_EQ(back->claimed_eval->accuracy, 0.875);
+  EXPECT_TRUE(std::isinf(back->replay_eval->loss));
+  EXPECT_FALSE(back->replay_eval->accuracy.has_value());
+  EXPECT_EQ(back->eval_status, "within_tolerance");
 }
 
 TEST(VerifyState, FolderKeepsPolicySeedAndChecksAndNamesADamagedFile) {
