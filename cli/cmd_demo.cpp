@@ -7,7 +7,6 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
-#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -53,35 +52,33 @@ Result<int> run_demo(Context& ctx, const std::string& out_dir, std::int64_t epoc
   const std::string token_text = hex_encode(token);
   VT_RETURN_IF_ERROR(write_file_atomic(work / "serve.token", token_text + "\n", 0600));
 
-  VT_ASSIGN_OR_RETURN(std::uint16_t port, free_loopback_port());
+  // This process binds the port and the provider inherits it: the verifier connects at once and
+  // waits in the backlog while the provider loads LibTorch, instead of polling until it is up.
+  VT_ASSIGN_OR_RETURN(LoopbackListener listener, listen_on_loopback());
+  const std::string port = std::to_string(listener.port);
   const std::string self = fs::read_symlink("/proc/self/exe").string();
-  VT_ASSIGN_OR_RETURN(ChildProcess provider, ChildProcess::spawn({self, "--log-level", "warn", "--json", "train", "--task",
-                                                    task_file.string(), "--workdir", (work / "dir").string(), "--key",
-                                                    (work / "keys").string(), "--serve",
-                                                    "127.0.0.1:" + std::to_string(port), "--tls-cert",
-                                                    (work / "keys/tls.cert.pem").string(), "--tls-key",
-                                                    (work / "keys/tls.key.pem").string(), "--token-file",
-                                                    (work / "serve.token").string()},
-                                                   work / "provider.log"));
-  say("provider started: training and serving on 127.0.0.1:" + std::to_string(port) + " (log " +
-      (work / "provider.log").string() + ")");
+  VT_ASSIGN_OR_RETURN(ChildProcess provider,
+                      ChildProcess::spawn({self, "--log-level", "warn", "--json", "train", "--task", task_file.string(),
+                                           "--workdir", (work / "dir").string(), "--key", (work / "keys").string(),
+                                           "--serve", "fd:3", "--tls-cert", (work / "keys/tls.cert.pem").string(),
+                                           "--tls-key", (work / "keys/tls.key.pem").string(), "--token-file",
+                                           (work / "serve.token").string()},
+                                          work / "provider.log", listener.fd.get()));
+  listener.fd = Fd(-1);  // the provider's copy is the only one: if it exits, connecting fails at once
+  say("provider started: training and serving on 127.0.0.1:" + port + " (log " + (work / "provider.log").string() + ")");
 
   ClientConfig config;
   config.host = "127.0.0.1";
-  config.port = port;
+  config.port = listener.port;
   config.token = token_text;
   config.pin_sha256 = id.tls_cert_fingerprint;
-  std::unique_ptr<verifier::EvidenceSource> source;
-  for (int attempt = 0; attempt < 300 && !source; ++attempt) {
-    auto s = verifier::open_provider_source(config);
-    if (s) {
-      source = std::move(*s);
-    } else {
-      if (!provider.running()) return io_error("the provider process exited; see " + (work / "provider.log").string());
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+  config.connect_timeout = std::chrono::seconds(60);  // the handshake waits for the provider's start-up
+  auto opened = verifier::open_provider_source(config);
+  if (!opened) {
+    const std::string why = provider.running() ? opened.error().message : "the provider process exited";
+    return io_error(why + "; see " + (work / "provider.log").string());
   }
-  if (!source) return io_error("the provider did not start serving within 30 s");
+  std::unique_ptr<verifier::EvidenceSource> source = std::move(*opened);
 
   verifier::VerifyOptions o;
   o.provider_key = id.signing_fingerprint;  // the requestor got the provider's key out of band

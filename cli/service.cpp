@@ -2,6 +2,7 @@
 
 #include <openssl/rand.h>
 #include <pthread.h>
+#include <unistd.h>
 #include <spdlog/spdlog.h>
 
 #include <csignal>
@@ -19,7 +20,8 @@ namespace fs = std::filesystem;
 
 void add_serve_options(CLI::App* cmd, ServeArgs& a, bool listen_required) {
   auto* listen = cmd->add_option(listen_required ? "--listen" : "--serve", a.listen,
-                                 "Serve the workdir over TLS on HOST:PORT (port 0: any free port)");
+                                 "Serve the workdir over TLS on HOST:PORT (port 0: any free port), or on fd:N, a "
+                                 "listening socket this process inherited as descriptor N (socket activation)");
   if (listen_required) listen->required();
   cmd->add_option("--tls-cert", a.tls_cert, "TLS certificate (PEM); default: the key folder's tls.cert.pem");
   cmd->add_option("--tls-key", a.tls_key, "TLS private key (PEM); default: the key folder's tls.key.pem");
@@ -60,10 +62,18 @@ Result<std::string> read_or_create_token(const std::string& workdir, const std::
 }  // namespace
 
 Result<Service> start_service(const std::string& workdir, const ServeArgs& a, std::shared_ptr<const TrainMetrics> training) {
-  VT_ASSIGN_OR_RETURN(auto listen, parse_host_port(a.listen, "--listen"));
   ServerConfig config;
-  config.host = listen.first;
-  config.port = listen.second;
+  if (a.listen.rfind("fd:", 0) == 0) {
+    const std::optional<int> fd = parse_integer<int>(std::string_view(a.listen).substr(3));
+    if (!fd || *fd <= STDERR_FILENO) {
+      return invalid_input("--listen " + a.listen + ": expected fd:N with N an inherited descriptor number, 3 or more");
+    }
+    config.listen_fd = *fd;
+  } else {
+    VT_ASSIGN_OR_RETURN(auto listen, parse_host_port(a.listen, "--listen"));
+    config.host = listen.first;
+    config.port = listen.second;
+  }
   config.insecure = a.insecure;
   VT_ASSIGN_OR_RETURN(config.token, read_or_create_token(workdir, a.token_file));
   if (!a.insecure) {

@@ -10,13 +10,22 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 extern char** environ;
 
 namespace vt {
 
-Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& args, const std::filesystem::path& output) {
+Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& args, const std::filesystem::path& output,
+                                         int pass_fd) {
   if (args.empty()) return invalid_input("spawn: no program given");
+  constexpr int kPassedFd = 3;
+  std::optional<Fd> moved;  // dup2 onto itself would leave close-on-exec set: pass a copy instead
+  if (pass_fd == kPassedFd) {
+    moved.emplace(::fcntl(pass_fd, F_DUPFD_CLOEXEC, kPassedFd + 1));
+    if (moved->get() < 0) return io_error(std::string("spawn: duplicating descriptor 3: ") + std::strerror(errno));
+    pass_fd = moved->get();
+  }
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -24,6 +33,7 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& args, c
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  if (pass_fd >= 0) posix_spawn_file_actions_adddup2(&actions, pass_fd, kPassedFd);
   ChildProcess child;
   pid_t pid = -1;
   const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
@@ -160,6 +170,21 @@ Result<std::uint16_t> free_loopback_port() {
   ::close(fd);
   if (!ok) return io_error("cannot bind a loopback port");
   return ntohs(addr.sin_port);
+}
+
+Result<LoopbackListener> listen_on_loopback() {
+  LoopbackListener l{Fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0))};
+  if (l.fd.get() < 0) return io_error(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (::bind(l.fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(l.fd.get(), SOMAXCONN) != 0 ||
+      ::getsockname(l.fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    return io_error(std::string("listening on a loopback port: ") + std::strerror(errno));
+  }
+  l.port = ntohs(addr.sin_port);
+  return l;
 }
 
 }  // namespace vt

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/fd.h"
 #include "common/result.h"
 
 namespace vt {
@@ -17,7 +18,9 @@ namespace vt {
 class ChildProcess {
  public:
   // argv[0] is a path (no PATH search); output is truncated and receives both streams.
-  static Result<ChildProcess> spawn(const std::vector<std::string>& argv, const std::filesystem::path& output);
+  // `pass_fd`, when given, becomes the child's descriptor 3 (say `serve --listen fd:3`).
+  static Result<ChildProcess> spawn(const std::vector<std::string>& argv, const std::filesystem::path& output,
+                                    int pass_fd = -1);
   // As spawn, but the child's stdin and stdout are one end of a socket pair, this object holds
   // the other (for write_line and read_line); only stderr goes to `output`.
   static Result<ChildProcess> spawn_talking(const std::vector<std::string>& argv, const std::filesystem::path& output);
@@ -47,5 +50,15 @@ class ChildProcess {
 
 // A loopback TCP port that was free a moment ago (bound, read back, released).
 Result<std::uint16_t> free_loopback_port();
+
+// A TCP socket listening on 127.0.0.1 at a port the kernel picked, close-on-exec. A parent hands
+// it to the child that serves (spawn's pass_fd), so clients connect at once, waiting in the
+// backlog until the child accepts, rather than polling until it is up; and no other process can
+// take the port in between, as it can after free_loopback_port.
+struct LoopbackListener {
+  Fd fd;
+  std::uint16_t port = 0;
+};
+Result<LoopbackListener> listen_on_loopback();
 
 }  // namespace vt

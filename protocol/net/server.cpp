@@ -1,5 +1,9 @@
 #include "protocol/net/server.h"
 
+#include <fcntl.h>
+#include <sys/socket.h>
+
+#include <cstring>
 #include <exception>
 
 #include <boost/asio/post.hpp>
@@ -11,6 +15,35 @@ namespace vt {
 
 namespace asio = net::asio;
 using net::tcp;
+
+namespace {
+
+// The local address of an inherited descriptor that must be a listening TCP socket.
+Result<tcp::endpoint> listening_endpoint(int fd) {
+  const std::string what = "server: descriptor " + std::to_string(fd);
+  if (::fcntl(fd, F_GETFD) < 0) return invalid_input(what + " is not open (nothing was passed to this process as it)");
+  int type = 0, listening = 0;
+  socklen_t len = sizeof type;
+  if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0) return invalid_input(what + " is not a socket");
+  len = sizeof listening;
+  if (type != SOCK_STREAM || ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0) {
+    return invalid_input(what + " is not a TCP socket");
+  }
+  if (listening == 0) return invalid_input(what + " is not listening (bind(2) and listen(2) it before passing it)");
+  sockaddr_storage addr{};
+  len = sizeof addr;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
+      (addr.ss_family != AF_INET && addr.ss_family != AF_INET6)) {
+    return invalid_input(what + " is not an IPv4 or IPv6 socket");
+  }
+  tcp::endpoint endpoint;
+  if (len > endpoint.capacity()) return invalid_input(what + ": its address does not fit an IP endpoint");
+  std::memcpy(endpoint.data(), &addr, len);
+  endpoint.resize(len);
+  return endpoint;
+}
+
+}  // namespace
 
 void Server::Impl::accept_next() {
   // Each connection gets its own strand: its session and watchdog never run at the same time,
@@ -52,8 +85,16 @@ Result<std::unique_ptr<Server>> Server::start(ServerConfig config, std::shared_p
     return invalid_input("server: snapshot_chunk must be in 1..16777216 bytes, got " +
                          std::to_string(config.limits.snapshot_chunk));
   boost::system::error_code ec;
-  auto address = asio::ip::make_address(config.host, ec);
-  if (ec) return invalid_input("server: listen address \"" + config.host + "\" is not an IP address");
+  tcp::endpoint endpoint;
+  if (config.listen_fd >= 0) {
+    VT_ASSIGN_OR_RETURN(endpoint, listening_endpoint(config.listen_fd));
+    config.host = endpoint.address().to_string();
+  } else {
+    auto address = asio::ip::make_address(config.host, ec);
+    if (ec) return invalid_input("server: listen address \"" + config.host + "\" is not an IP address");
+    endpoint = tcp::endpoint(address, config.port);
+  }
+  const auto address = endpoint.address();
   auto impl = std::make_unique<Impl>();
   if (config.insecure) {
     if (!net::is_loopback(address))
@@ -69,18 +110,23 @@ Result<std::unique_ptr<Server>> Server::start(ServerConfig config, std::shared_p
   if (!records.ok()) return records.error().context("server: reading the catalog's log");
   impl->metrics->set_epochs_committed(records->size());
 
-  tcp::endpoint endpoint(address, config.port);
   impl->admission.emplace(AdmissionLimits{config.limits.max_connections, config.limits.max_connections_per_address,
                                          config.limits.max_unauthenticated,
                                          config.limits.max_unauthenticated_per_address,
                                          config.limits.unauthenticated_grace});
   impl->accept_pause.emplace(*impl->io);
   auto& acceptor = impl->acceptor.emplace(*impl->io);
-  acceptor.open(endpoint.protocol(), ec);
-  if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) acceptor.bind(endpoint, ec);
-  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) return io_error("server: listening on " + config.host + ":" + std::to_string(config.port) + ": " + ec.message());
+  if (config.listen_fd >= 0) {
+    ::fcntl(config.listen_fd, F_SETFD, FD_CLOEXEC);  // no child of ours inherits it in turn
+    acceptor.assign(endpoint.protocol(), config.listen_fd, ec);
+    if (ec) return io_error("server: serving on descriptor " + std::to_string(config.listen_fd) + ": " + ec.message());
+  } else {
+    acceptor.open(endpoint.protocol(), ec);
+    if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor.bind(endpoint, ec);
+    if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) return io_error("server: listening on " + config.host + ":" + std::to_string(config.port) + ": " + ec.message());
+  }
 
   impl->config = std::move(config);
   impl->catalog = std::move(catalog);

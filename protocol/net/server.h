@@ -40,6 +40,11 @@ struct ServerLimits {
 struct ServerConfig {
   std::string host = "127.0.0.1";
   std::uint16_t port = 0;  // 0: any free port; endpoint() tells which
+  // Or: an inherited, already listening TCP socket to serve on (socket activation; host and
+  // port are then its own). A parent that binds before starting the server lets clients connect
+  // at once: they wait in the backlog instead of polling until the server is up. The server
+  // owns the descriptor once start() succeeds.
+  int listen_fd = -1;
   std::filesystem::path tls_cert;  // PEM; required unless insecure
   std::filesystem::path tls_key;
   bool insecure = false;  // plain TCP, refused unless host is a loopback address

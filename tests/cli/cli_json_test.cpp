@@ -117,6 +117,22 @@ TEST(CliLight, LinksNoLibtorchAndForwardsTheRest) {
   EXPECT_EQ(verdict.err.find("needs LibTorch"), std::string::npos) << verdict.err;
 }
 
+// `make demo`'s command: a provider process inherits the listening socket (serve --listen fd:3),
+// the verifier connects at once and judges every epoch online.
+TEST(CliDemo, TrainsServesAndVerifiesOnLoopback) {
+  testing::ScratchDir dir;
+  auto r = run_command(veritrain_binary() + " --json demo --epochs 2 --out " + (dir / "out").string(), dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto j = parse_json(r.out);
+  EXPECT_EQ(j["ok"], true) << r.out;
+  EXPECT_EQ(j["provider"]["pinned"], true) << r.out;
+  EXPECT_TRUE(fs::exists(dir / "out/report/verdict.json"));
+  EXPECT_TRUE(fs::exists(dir / "out/report/report.html"));
+  EXPECT_NE(r.err.find("serving on 127.0.0.1:"), std::string::npos) << r.err;
+  auto check = run_command(veritrain_binary() + " verdict check " + (dir / "out/report/verdict.json").string(), dir.path());
+  EXPECT_EQ(check.exit_code, 0) << check.err;
+}
+
 TEST(CliPlan, CostNeedsNoMeasurementAndACudaTaskPlansWithoutAGpu) {
   testing::ScratchDir dir;
   const std::string task = small_task(dir, "--device cuda");

@@ -1,8 +1,14 @@
 // Loopback TLS: what a verifier fetches, resumed downloads, subscriptions and metrics.
 
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <atomic>
+#include <future>
 #include <thread>
 
+#include "common/process.h"
 #include "tests/protocol/net_util.h"
 #include "tests/protocol/server_fixture.h"
 
@@ -270,6 +276,53 @@ TEST_F(ServerTest, OpensslCompletesATls13Handshake) {
                                std::to_string(server_->endpoint().port),
                            dir_.path());
   EXPECT_NE(tls12.exit_code, 0) << "TLS 1.2 must be refused: " << tls12.out << tls12.err;
+}
+
+// Socket activation (`serve --listen fd:N`): a client that connects before the server exists
+// waits in the backlog, and is served once the server adopts the listening socket.
+TEST_F(ServerTest, ServesOnAnInheritedListeningSocketAClientThatConnectedFirst) {
+  auto listener = listen_on_loopback();
+  ASSERT_TRUE(listener.ok()) << listener.error().message;
+  ClientConfig early = client_config();
+  early.port = listener->port;
+  auto pending = std::async(std::launch::async, [early] { return Client::connect(early); });
+  std::this_thread::sleep_for(milliseconds(300));  // the client is in the backlog by now
+  ServerConfig config = configure();
+  config.listen_fd = listener->fd.release();
+  auto adopted = Server::start(std::move(config), catalog_);
+  ASSERT_TRUE(adopted.ok()) << adopted.error().message;
+  EXPECT_EQ((*adopted)->endpoint().port, listener->port);
+  EXPECT_EQ((*adopted)->endpoint().host, "127.0.0.1");
+  auto client = pending.get();
+  ASSERT_TRUE(client.ok()) << client.error().message;
+  auto task = client->get_task();
+  ASSERT_TRUE(task.ok()) << task.error().message;
+  EXPECT_EQ(*task, catalog_->task_bytes());
+}
+
+TEST_F(ServerTest, AnInheritedDescriptorMustBeAListeningTcpSocket) {
+  auto refused = [&](int fd, bool insecure = false) {
+    ServerConfig config = configure();
+    config.listen_fd = fd;
+    config.insecure = insecure;
+    auto s = Server::start(std::move(config), catalog_);
+    EXPECT_FALSE(s.ok());
+    return s.ok() ? std::string() : s.error().message;
+  };
+  EXPECT_NE(refused(1000).find("descriptor 1000 is not open"), std::string::npos) << refused(1000);
+  const Fd file(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  EXPECT_NE(refused(file.get()).find("is not a socket"), std::string::npos);
+  const Fd datagram(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  EXPECT_NE(refused(datagram.get()).find("is not a TCP socket"), std::string::npos);
+  const Fd quiet(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  EXPECT_NE(refused(quiet.get()).find("is not listening"), std::string::npos);
+  // Plain TCP stays loopback-only, whoever bound the socket.
+  const Fd wide(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in any{};
+  any.sin_family = AF_INET;
+  ASSERT_EQ(::bind(wide.get(), reinterpret_cast<sockaddr*>(&any), sizeof any), 0);
+  ASSERT_EQ(::listen(wide.get(), 4), 0);
+  EXPECT_NE(refused(wide.get(), true).find("only allowed on a loopback address"), std::string::npos);
 }
 
 }  // namespace
