@@ -10,6 +10,7 @@
 
 #include "common/file_io.h"
 #include "common/json.h"
+#include "tests/cli/reference_util.h"
 #include "tests/test_util.h"
 
 namespace vt {
@@ -18,21 +19,12 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const std::string kPython = "/usr/bin/python3";
-std::string script(const std::string& name) { return std::string(VT_SOURCE_DIR) + "/scripts/" + name; }
+using reference::committed_roots;
+using reference::Compared;
+using reference::kPython;
+using reference::script;
 
-bool have_reference() {
-  return std::system((kPython + " -c 'import torch, numpy, sklearn' >/dev/null 2>&1").c_str()) == 0;
-}
-
-std::vector<std::string> committed_roots(const fs::path& log) {
-  std::vector<std::string> roots;
-  std::istringstream lines(*read_text_file(log));
-  for (std::string line; std::getline(lines, line);) {
-    roots.push_back(json::parse(line.substr(0, line.find('\t'))).at("root").get<std::string>());
-  }
-  return roots;
-}
+bool have_reference() { return reference::have_modules("torch, numpy, sklearn"); }
 
 // One task on digits written into `work`/data by make_digits.py with `digits_args`; the task
 // file sits beside the data folder, as docs/datasets.md asks.
@@ -50,10 +42,6 @@ std::string data_files(const std::string& digits_args) {
   for (int i = 0; i < 3; ++i) out += " --data-file data/digits-train-" + std::to_string(i) + ".safetensors";
   return out;
 }
-
-struct Compared {
-  std::string what, reference, committed;
-};
 
 // Trains each case for 2 epochs, then replays epochs 1 and 2 (and the initial state of the
 // first case) with `replayer` in one interpreter, and returns each root beside veritrain's.

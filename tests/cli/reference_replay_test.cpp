@@ -9,6 +9,7 @@
 
 #include "common/file_io.h"
 #include "common/json.h"
+#include "tests/cli/reference_util.h"
 #include "tests/test_util.h"
 
 namespace vt {
@@ -17,12 +18,12 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const std::string kPython = "/usr/bin/python3";
-std::string script(const std::string& name) { return std::string(VT_SOURCE_DIR) + "/scripts/" + name; }
+using reference::committed_roots;
+using reference::Compared;
+using reference::kPython;
+using reference::script;
 
-bool have_reference() {
-  return std::system((kPython + " -c 'import torch, numpy' >/dev/null 2>&1").c_str()) == 0;
-}
+bool have_reference() { return reference::have_modules("torch, numpy"); }
 
 struct Combo {
   std::string optimizer;  // sgd-momentum, sgd-nesterov, adam, adamw
@@ -63,15 +64,6 @@ json tiny_task(const std::string& model, const Combo& c, const testing::ScratchD
   return task;
 }
 
-std::vector<std::string> committed_roots(const fs::path& log) {
-  std::vector<std::string> roots;
-  std::istringstream lines(*read_text_file(log));
-  for (std::string line; std::getline(lines, line);) {
-    roots.push_back(json::parse(line.substr(0, line.find('\t'))).at("root").get<std::string>());
-  }
-  return roots;
-}
-
 std::vector<std::string> reference_roots(const std::vector<std::string>& files, const testing::ScratchDir& dir) {
   std::string cmd = kPython + " " + script("fingerprint_ref.py") + " --root";
   for (const auto& f : files) cmd += " " + f;
@@ -85,9 +77,6 @@ std::vector<std::string> reference_roots(const std::vector<std::string>& files, 
 
 // Trains every combination of `model`, replays epoch 2 (from epoch 1) and for SGD epoch 1 (from
 // epoch 0) with `replayer`, and returns (what, reference root, committed root) per replay.
-struct Compared {
-  std::string what, reference, committed;
-};
 std::vector<Compared> replay_all(const std::string& model, const std::vector<Combo>& combos, const std::string& replayer,
                                  const testing::ScratchDir& dir, int groups = 1) {
   std::string jobs;
