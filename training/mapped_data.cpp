@@ -290,8 +290,9 @@ std::vector<std::int64_t> held_out_rows(std::uint64_t seed, std::int64_t rows, d
   return perm;
 }
 
-std::vector<std::int64_t> mapped_order(const MappedDataset& data, std::uint64_t seed, std::int64_t epoch,
-                                       std::int64_t steps, std::int64_t batch) {
+Result<std::vector<std::int64_t>> mapped_order(const MappedDataset& data, std::uint64_t seed, std::int64_t epoch,
+                                               std::int64_t steps, std::int64_t batch) {
+  if (data.positions() <= 0) return invalid_input("dataset: holds no examples to draw an epoch from");
   if (!data.windowed()) return epoch_order(seed, epoch, data.positions(), steps, batch);
   Prng rng(seed, kWindowStream, static_cast<std::uint64_t>(epoch));
   std::vector<std::int64_t> order(static_cast<std::size_t>(steps * batch));
