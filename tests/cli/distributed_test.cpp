@@ -12,6 +12,7 @@
 #include "common/file_io.h"
 #include "common/json.h"
 #include "common/process.h"
+#include "tests/cli/model_fixtures.h"
 #include "tests/test_util.h"
 
 namespace vt {
@@ -112,6 +113,50 @@ TEST(Distributed, TwoRankWorkdirVerifiesExactlyAndATamperedEpochIsRejected) {
   auto bad = verify(dir, task, work);
   EXPECT_EQ(bad.exit_code, 1) << bad.out << bad.err;
   EXPECT_NE(bad.out.find("epoch 2"), std::string::npos) << bad.out;
+}
+
+// A TorchScript module whose branch depends on the data: a group takes `a` or `b` by the sign
+// of its first feature, so in one step a parameter can get a gradient in one rank's groups and
+// none in the other's. Every rank must still treat it as one process running all G groups does
+// (reached if any group reached it), or the ranks diverge in the optimizer update.
+constexpr const char* kBranchy = R"PY(
+import sys, torch
+class Branchy(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(32, 4)
+        self.b = torch.nn.Linear(32, 4)
+    def forward(self, x):
+        if bool(x[0, 0] > 0):
+            return self.a(x)
+        return self.b(x)
+torch.manual_seed(0)
+torch.jit.script(Branchy()).save(sys.argv[1])
+)PY";
+
+TEST(Distributed, DataDependentBranchSameRootsOnOneAndTwoRanks) {
+  if (!testing::have_python_torch()) GTEST_SKIP() << "python3-torch not installed (scripts/setup.sh)";
+  testing::ScratchDir dir;
+  ASSERT_TRUE(write_file_atomic(dir / "branchy.py", as_bytes(kBranchy)).ok());
+  auto py = run_command(testing::kPython + " " + (dir / "branchy.py").string() + " " + (dir / "branchy.pt").string(),
+                        dir.path());
+  ASSERT_EQ(py.exit_code, 0) << py.err;
+  const std::string file = (dir / "task.json").string();
+  auto init = run_command(veritrain_binary() + " task init --model torchscript --model-file " +
+                              (dir / "branchy.pt").string() +
+                              " --epochs 2 --steps-per-epoch 4 --batch-size 8 --data-option samples=64 --seed 5 --k 128"
+                              " --gradient-groups 4 --out " + file,
+                          dir.path());
+  ASSERT_EQ(init.exit_code, 0) << init.err;
+  json task = json::parse(*read_text_file(file));
+  task["fingerprint"]["tracking_k"] = 128;
+  ASSERT_TRUE(write_file_atomic(file, task.dump()).ok());
+  auto one = train(dir, file, dir / "w1", 1);
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  auto two = train(dir, file, dir / "w2", 2);
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_EQ(committed_roots(dir / "w2"), committed_roots(dir / "w1"));
+  EXPECT_EQ(committed_roots(dir / "w2").size(), 3u);
 }
 
 // A rank killed in epoch 2 stops the run within the rank timeout, with a message naming it;
