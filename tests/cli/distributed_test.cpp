@@ -4,6 +4,7 @@
 // something else) stop it loudly and leave a workdir that resumes to the same roots.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <map>
@@ -179,6 +180,51 @@ TEST(Distributed, KilledRankStopsTheRunAndTrainResumesToTheSameRoots) {
   const auto before = committed_roots(work);
   EXPECT_GE(before.size(), 1u);
   EXPECT_LE(before.size(), 2u);
+
+  auto resumed = train(dir, task, work, 2);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(committed_roots(work), expected);
+}
+
+// The launcher killed outright (kill -9, so it stops nobody) takes its ranks with it within
+// seconds: none trains on or holds the workdir's lock, and `train` again resumes to the same
+// roots. Rank 1 freezes itself in epoch 2 (VT_CRASH_SIGNAL=STOP) to hold the run open; a frozen
+// rank must go too.
+TEST(Distributed, KilledLauncherTakesItsRanksWithItAndTrainResumes) {
+  testing::ScratchDir dir;
+  const std::string task = grouped_task(dir, "mlp");
+  ASSERT_EQ(train(dir, task, dir / "whole", 2).exit_code, 0);
+  const auto expected = committed_roots(dir / "whole");
+  ASSERT_EQ(expected.size(), 3u);
+
+  const fs::path work = dir / "w";
+  // Prints the ranks' pids, then "gone" once none is left (a zombie counts as gone) or "alive".
+  const std::string script =
+      "VT_CRASH_AT=during_training:2 VT_CRASH_RANK=1 VT_CRASH_SIGNAL=STOP " + veritrain_binary() + " train --task " +
+      task + " --workdir " + work.string() + " --nproc 2 --rank-timeout 60 >" + (dir / "launcher.log").string() +
+      " 2>&1 & L=$!\n"
+      "R=''\n"
+      "for i in $(seq 300); do\n"
+      "  R=$(pgrep -P $L | tr '\\n' ' ')\n"
+      "  for p in $R; do case $(ps -o stat= -p $p) in T*) break 2;; esac; done\n"
+      "  sleep 0.1\n"
+      "done\n"
+      "echo \"ranks: $R\"\n"
+      "kill -9 $L\n"
+      "for i in $(seq 50); do\n"
+      "  left=''\n"
+      "  for p in $R; do case $(ps -o stat= -p $p) in ''|Z*) ;; *) left=\"$left $p\";; esac; done\n"
+      "  [ -z \"$left\" ] && { echo gone; exit 0; }\n"
+      "  sleep 0.1\n"
+      "done\n"
+      "echo \"alive:$left\"; kill -9 $left\n";
+  ASSERT_TRUE(write_file_atomic(dir / "kill_launcher.sh", as_bytes(script)).ok());
+  auto r = run_command("bash " + (dir / "kill_launcher.sh").string(), dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string ranks_line = r.out.substr(0, r.out.find('\n'));
+  EXPECT_EQ(ranks_line.rfind("ranks: ", 0), 0u) << r.out;
+  EXPECT_EQ(std::count(ranks_line.begin(), ranks_line.end(), ' '), 3) << "two ranks expected: " << r.out;
+  EXPECT_NE(r.out.find("gone"), std::string::npos) << r.out << *read_text_file(dir / "launcher.log");
 
   auto resumed = train(dir, task, work, 2);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
