@@ -9,6 +9,7 @@
 #include "common/file_io.h"
 #include "common/sha256.h"
 #include "tests/test_util.h"
+#include "training/gunzip.h"
 #include "training/prng.h"
 #include "training/zoo.h"
 
@@ -138,6 +139,27 @@ TEST(Mnist, AnEmptyIdxPairIsRefused) {
     EXPECT_EQ(d.error().code, Errc::kInvalidInput);
     EXPECT_NE(d.error().message.find("train-images-idx3-ubyte: holds no images"), std::string::npos)
         << d.error().message;
+  }
+}
+
+// A download cut short: real text gzip'd by the real gzip tool, cut inside the header, the
+// deflate stream and the trailer, is named as truncated, not as an invalid file.
+TEST(Gunzip, AFileCutShortIsNamedTruncated) {
+  if (!std::filesystem::exists("/usr/share/games/fortunes/debian")) GTEST_SKIP() << "fortunes not installed";
+  testing::ScratchDir dir;
+  auto gz = testing::run_command("gzip -nc /usr/share/games/fortunes/debian > " + (dir / "debian.gz").string(), dir.path());
+  ASSERT_EQ(gz.exit_code, 0) << gz.err;
+  const Bytes whole = *read_file(dir / "debian.gz");
+  ASSERT_GT(whole.size(), 1000u);
+  auto full = gunzip(whole, std::uint64_t{1} << 30, "debian.gz");
+  ASSERT_TRUE(full.ok()) << full.error().message;
+  EXPECT_EQ(*full, *read_file("/usr/share/games/fortunes/debian"));
+  for (std::size_t keep : {std::size_t{5}, whole.size() / 2, whole.size() - 4}) {
+    auto cut = gunzip(ByteSpan(whole.data(), keep), std::uint64_t{1} << 30, "debian.gz");
+    ASSERT_FALSE(cut.ok()) << keep;
+    EXPECT_EQ(cut.error().code, Errc::kInvalidInput);
+    EXPECT_NE(cut.error().message.find("debian.gz: truncated gzip file"), std::string::npos)
+        << "cut at " << keep << " of " << whole.size() << ": " << cut.error().message;
   }
 }
 
