@@ -1,6 +1,7 @@
 #include "cli/train_ranks.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -132,6 +133,7 @@ Result<int> launch_local_ranks(const RankPlan& plan) {
       ::kill(pid, SIGCONT);  // a stopped rank acts on SIGTERM only once it runs again
     }
   };
+  const pid_t launcher = ::getpid();
   for (int r = 0; r < plan.launch; ++r) {
     const pid_t pid = ::fork();
     if (pid < 0) {
@@ -139,6 +141,12 @@ Result<int> launch_local_ranks(const RankPlan& plan) {
       return io_error("starting rank " + std::to_string(r) + ": fork failed");
     }
     if (pid == 0) {
+      // A launcher killed outright (kill -9: no stop_all) must not leave ranks training on and
+      // holding the workdir's lock. SIGKILL, not SIGTERM: a hung (stopped) rank acts on nothing
+      // else, and the workdir is crash-safe. It survives execv; the getppid() check covers a
+      // launcher that died before the prctl.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != launcher) ::_exit(127);
       ::setenv("RANK", std::to_string(r).c_str(), 1);
       ::setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
       ::setenv("WORLD_SIZE", std::to_string(plan.launch).c_str(), 1);

@@ -143,6 +143,8 @@ Result<Dataset> mnist(const Task& task, const fs::path& dir, std::int64_t limit)
   if (lab.size() < 8 || be32(lab, 0) != 2049) return invalid_input("train-labels-idx1-ubyte: not an idx1 label file (magic 2049)");
   std::uint64_t n = be32(img, 4), rows = be32(img, 8), cols = be32(img, 12);
   if (rows != 28 || cols != 28) return invalid_input("train-images-idx3-ubyte: images are not 28x28");
+  // An empty pair passes every other check; an epoch over zero examples has no batch to draw.
+  if (n == 0) return invalid_input("train-images-idx3-ubyte: holds no images");
   if (be32(lab, 4) != n) return invalid_input("MNIST: image and label files hold different counts");
   if (img.size() != 16 + n * 784 || lab.size() != 8 + n) return invalid_input("MNIST: file size does not match its header (truncated?)");
   if (limit > 0 && static_cast<std::uint64_t>(limit) < n) n = static_cast<std::uint64_t>(limit);
@@ -204,8 +206,10 @@ std::int64_t steps_per_epoch(const Task& task, std::int64_t dataset_size) {
   return std::max<std::int64_t>(1, dataset_size / task.batch_size);
 }
 
-std::vector<std::int64_t> epoch_order(std::uint64_t seed, std::int64_t epoch, std::int64_t dataset_size,
-                                      std::int64_t steps, std::int64_t batch) {
+Result<std::vector<std::int64_t>> epoch_order(std::uint64_t seed, std::int64_t epoch, std::int64_t dataset_size,
+                                              std::int64_t steps, std::int64_t batch) {
+  // Each pass adds dataset_size examples: with none, the loop below would never end.
+  if (dataset_size <= 0) return invalid_input("dataset: holds no examples to draw an epoch from");
   const std::int64_t needed = steps * batch;
   std::vector<std::int64_t> order;
   order.reserve(static_cast<std::size_t>(needed));

@@ -281,16 +281,17 @@ Status Collective::agree(const std::string& what, const Digest& mine) {
 #endif
 }
 
-Status Collective::broadcast(Bytes& bytes) {
+Status Collective::broadcast(Bytes& bytes, std::uint64_t limit) {
   if (world_size() == 1) return {};
 #if !VT_HAVE_GLOO
   (void)bytes;
+  (void)limit;
   return internal_error(kNoGloo);
 #else
   Impl& c = *impl_;
   const std::string key = "broadcast/" + std::to_string(c.agreements++);
-  return guard("receiving rank 0's state", 0, c.options.timeout, [&] {
-    std::int64_t size = static_cast<std::int64_t>(bytes.size());
+  std::int64_t size = static_cast<std::int64_t>(bytes.size());
+  Status got = guard("receiving rank 0's state", 0, c.options.timeout, [&] {
     if (rank() == 0) {
       std::vector<std::uint8_t> v(8);
       std::memcpy(v.data(), &size, 8);
@@ -299,8 +300,18 @@ Status Collective::broadcast(Bytes& bytes) {
       std::vector<std::uint8_t> v = c.store->get(key);
       if (v.size() != 8) throw std::runtime_error("malformed size under " + key);
       std::memcpy(&size, v.data(), 8);
-      bytes.resize(static_cast<std::size_t>(size));
     }
+  });
+  if (!got) return got;
+  if (rank() != 0) {
+    // Bounded before the allocation: not the peer-timeout message guard() would give.
+    if (size < 0 || static_cast<std::uint64_t>(size) > limit) {
+      return io_error("receiving rank 0's state: the store announces " + std::to_string(size) +
+                      " bytes under " + key + ", outside 0 ... " + std::to_string(limit) + "; stopping");
+    }
+    bytes.resize(static_cast<std::size_t>(size));
+  }
+  return guard("receiving rank 0's state", 0, c.options.timeout, [&] {
     if (size == 0) return;
     at::Tensor t = at::from_blob(bytes.data(), {size}, at::kByte);
     std::vector<at::Tensor> ts{t};

@@ -46,8 +46,13 @@ class Collective {
   // Every rank publishes `mine` under `what` and reads everyone else's; an error naming the
   // ranks that differ when they are not all equal (every rank reaches the same verdict).
   Status agree(const std::string& what, const Digest& mine);
-  // Rank 0's `bytes` replace every other rank's.
-  Status broadcast(Bytes& bytes);
+  // The most bytes a follower accepts from broadcast(): what a snapshot may hold elsewhere
+  // (verifier::SourceLimits, provider's Store). The size is read from the store before the
+  // follower allocates, and the store is reachable by anyone who can reach master_port.
+  static constexpr std::uint64_t kMaxBroadcastBytes = std::uint64_t{64} << 30;
+
+  // Rank 0's `bytes` replace every other rank's; a follower refuses a size above `limit`.
+  Status broadcast(Bytes& bytes, std::uint64_t limit = kMaxBroadcastBytes);
   // Called once at the end: rank 0, which hosts the store, waits until every other rank has
   // read what it needed from it before it may exit.
   Status finish();

@@ -75,6 +75,15 @@ at::Tensor GroupedStep::run(const at::Tensor& x, const at::Tensor& y, const Loss
       if (b.is_floating_point()) parts.push_back(b.reshape({-1}).mul(scale));
     }
     parts.push_back(loss.detach().to(at::kFloat).reshape({1}).mul(scale));
+    if (collective_) {
+      // Whether each parameter got a gradient in this group, as 0/1: summed by the same tree,
+      // a count > 0 is the OR over all G groups, on every rank alike and as one process running
+      // the G groups in a row sees it. A rank's own groups alone can disagree (a data-dependent
+      // branch), and the ranks would then diverge in the optimizer update.
+      std::vector<float> flags(params.size());
+      for (std::size_t i = 0; i < params.size(); ++i) flags[i] = params[i].second.grad().defined() ? 1.0f : 0.0f;
+      parts.push_back(at::tensor(flags, at::kFloat).to(loss.device()));
+    }
     pending.emplace_back(0, at::cat(parts));
     while (pending.size() >= 2 && pending[pending.size() - 1].first == pending[pending.size() - 2].first) {
       at::Tensor right = std::move(pending.back().second);
@@ -84,9 +93,14 @@ at::Tensor GroupedStep::run(const at::Tensor& x, const at::Tensor& y, const Loss
     }
   }
   at::Tensor total = std::move(pending.back().second);
-  if (collective_) tree_allreduce(*collective_, total);
-
   at::NoGradGuard no_grad;
+  if (collective_) {
+    tree_allreduce(*collective_, total);
+    const auto n = static_cast<std::int64_t>(params.size());
+    const at::Tensor counts = total.narrow(0, total.size(0) - n, n).cpu();
+    for (std::int64_t i = 0; i < n; ++i) reached[static_cast<std::size_t>(i)] = counts[i].item<float>() > 0.0f;
+  }
+
   std::int64_t offset = 0;
   for (std::size_t i = 0; i < params.size(); ++i) {
     at::Tensor& p = params[i].second;

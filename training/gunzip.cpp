@@ -25,6 +25,11 @@ Result<Bytes> gunzip(ByteSpan compressed, std::uint64_t max_output, const std::s
     z.next_out = chunk;
     z.avail_out = sizeof chunk;
     rc = inflate(&z, Z_NO_FLUSH);
+    // No progress possible with every byte consumed and the stream not ended: the file stops
+    // mid-stream (the usual shape of an interrupted download), not a corrupt one.
+    if (rc == Z_BUF_ERROR && z.avail_in == 0 && in_at == compressed.size()) {
+      return invalid_input(what + ": truncated gzip file (it ends before the end of its compressed stream)");
+    }
     if (rc != Z_OK && rc != Z_STREAM_END) {
       return invalid_input(what + ": not a valid gzip file (" + (z.msg ? z.msg : "zlib error " + std::to_string(rc)) + ")");
     }

@@ -35,6 +35,17 @@ bool is_integer(DType d) {
   return d == DType::kI64 || d == DType::kI32 || d == DType::kI16 || d == DType::kI8 || d == DType::kU8;
 }
 
+// One little-endian value of an integer dtype (is_integer), sign-extended.
+std::int64_t integer_at(const std::uint8_t* p, DType d) {
+  switch (d) {
+    case DType::kI64: return static_cast<std::int64_t>(get_u64le(p));
+    case DType::kI32: return static_cast<std::int32_t>(get_u32le(p));
+    case DType::kI16: return static_cast<std::int16_t>(static_cast<std::uint16_t>(p[0] | p[1] << 8));
+    case DType::kI8: return static_cast<std::int8_t>(p[0]);
+    default: return p[0];  // kU8
+  }
+}
+
 // A verify --jobs worker builds a trainer for every epoch it replays: hashing a 2 GiB shard
 // each time costs seconds per epoch for the same bytes. A file keeps its verified digest for the
 // life of the process while its device, inode, size and modification time stay the same (read
@@ -241,9 +252,12 @@ Status MappedDataset::gather(std::span<const std::int64_t> indices, std::uint8_t
     const auto local = static_cast<std::size_t>(i - s.first);
     std::memcpy(inputs_out + k * in_row, s.inputs.data() + local * in_row, in_row);
     std::memcpy(targets_out + k * tg_row, s.targets.data() + local * tg_row, tg_row);
-    if (token_limit > 0 && inputs_.dtype == DType::kI64) {
-      for (std::size_t j = 0; j < in_row / 8; ++j) {
-        const auto v = static_cast<std::int64_t>(get_u64le(inputs_out + k * in_row + j * 8));
+    // Every integer dtype reaches the Embedding as I64: a value outside the vocabulary would be
+    // an index error inside LibTorch (a device assert on CUDA), not a message about the input.
+    if (token_limit > 0 && is_integer(inputs_.dtype)) {
+      const std::size_t width = dtype_size(inputs_.dtype);
+      for (std::size_t j = 0; j < in_row / width; ++j) {
+        const std::int64_t v = integer_at(inputs_out + k * in_row + j * width, inputs_.dtype);
         if (v < 0 || v >= token_limit) {
           return invalid_input(s.file.path().string() + ": inputs of example " + std::to_string(local) + " hold token " +
                                std::to_string(v) + ", outside the model's vocabulary of " + std::to_string(token_limit));
@@ -290,8 +304,9 @@ std::vector<std::int64_t> held_out_rows(std::uint64_t seed, std::int64_t rows, d
   return perm;
 }
 
-std::vector<std::int64_t> mapped_order(const MappedDataset& data, std::uint64_t seed, std::int64_t epoch,
-                                       std::int64_t steps, std::int64_t batch) {
+Result<std::vector<std::int64_t>> mapped_order(const MappedDataset& data, std::uint64_t seed, std::int64_t epoch,
+                                               std::int64_t steps, std::int64_t batch) {
+  if (data.positions() <= 0) return invalid_input("dataset: holds no examples to draw an epoch from");
   if (!data.windowed()) return epoch_order(seed, epoch, data.positions(), steps, batch);
   Prng rng(seed, kWindowStream, static_cast<std::uint64_t>(epoch));
   std::vector<std::int64_t> order(static_cast<std::size_t>(steps * batch));

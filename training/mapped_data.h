@@ -88,8 +88,8 @@ class MappedDataset {
 // The example order of one epoch over a mapped dataset: epoch_order's permutations for rows;
 // window offsets drawn uniformly with replacement for token files (a permutation of every
 // offset of a 2 GB file would itself take gigabytes). Both come from the project's Prng.
-std::vector<std::int64_t> mapped_order(const MappedDataset& data, std::uint64_t seed, std::int64_t epoch,
-                                       std::int64_t steps, std::int64_t batch);
+Result<std::vector<std::int64_t>> mapped_order(const MappedDataset& data, std::uint64_t seed, std::int64_t epoch,
+                                               std::int64_t steps, std::int64_t batch);
 
 // The rows of a `rows`-example dataset held out by eval_fraction: a prefix of a permutation
 // drawn from the task seed on its own stream, sorted. At least one row, and at least one left.

@@ -150,6 +150,10 @@ Result<std::unique_ptr<Network>> load_torchscript(const Task& task, const std::f
     module = torch::jit::load(in);
   } catch (const c10::Error& e) {
     return invalid_input(file.string() + ": not a TorchScript module (" + e.what_without_backtrace() + ")");
+  } catch (const std::exception& e) {
+    // An archive whose code/ does not compile throws torch::jit::ErrorReport, not a c10::Error;
+    // it is the requestor's bad file all the same.
+    return invalid_input(file.string() + ": not a TorchScript module (" + e.what() + ")");
   }
   if (!module.find_method("forward")) {
     return invalid_input(file.string() + ": the TorchScript module has no forward(x) method");

@@ -279,8 +279,9 @@ Result<EpochSummary> Trainer::Impl::train_epoch(const EpochHooks& hooks, const T
   const auto start = std::chrono::steady_clock::now();
   const std::int64_t this_epoch = epoch + 1;
   const std::int64_t batch = task.batch_size;
-  std::vector<std::int64_t> order = mapped ? mapped_order(*mapped->data, task.seed, this_epoch, steps, batch)
-                                           : epoch_order(task.seed, this_epoch, dataset_size, steps, batch);
+  VT_ASSIGN_OR_RETURN(std::vector<std::int64_t> order,
+                      mapped ? mapped_order(*mapped->data, task.seed, this_epoch, steps, batch)
+                             : epoch_order(task.seed, this_epoch, dataset_size, steps, batch));
   at::Tensor order_t = mapped ? at::Tensor() : to_tensor(order, {static_cast<std::int64_t>(order.size())}, device);
   const bool bf16 = task.precision == "bf16";
   at::Tensor loss_sum = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(device));

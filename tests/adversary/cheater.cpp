@@ -110,8 +110,8 @@ class Cheater {
 
   // What an honest epoch `epoch` is said to have read: the provider can always compute it.
   Digest honest_order(std::uint64_t epoch) const {
-    return training::order_digest(training::epoch_order(task_.seed, static_cast<std::int64_t>(epoch), dataset_size_,
-                                                        steps_, task_.batch_size));
+    return training::order_digest(*training::epoch_order(task_.seed, static_cast<std::int64_t>(epoch), dataset_size_,
+                                                         steps_, task_.batch_size));
   }
 
   Result<Bytes> initial(Strategy s) const {

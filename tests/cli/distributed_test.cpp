@@ -4,6 +4,7 @@
 // something else) stop it loudly and leave a workdir that resumes to the same roots.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <map>
@@ -12,6 +13,7 @@
 #include "common/file_io.h"
 #include "common/json.h"
 #include "common/process.h"
+#include "tests/cli/model_fixtures.h"
 #include "tests/test_util.h"
 
 namespace vt {
@@ -114,6 +116,50 @@ TEST(Distributed, TwoRankWorkdirVerifiesExactlyAndATamperedEpochIsRejected) {
   EXPECT_NE(bad.out.find("epoch 2"), std::string::npos) << bad.out;
 }
 
+// A TorchScript module whose branch depends on the data: a group takes `a` or `b` by the sign
+// of its first feature, so in one step a parameter can get a gradient in one rank's groups and
+// none in the other's. Every rank must still treat it as one process running all G groups does
+// (reached if any group reached it), or the ranks diverge in the optimizer update.
+constexpr const char* kBranchy = R"PY(
+import sys, torch
+class Branchy(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(32, 4)
+        self.b = torch.nn.Linear(32, 4)
+    def forward(self, x):
+        if bool(x[0, 0] > 0):
+            return self.a(x)
+        return self.b(x)
+torch.manual_seed(0)
+torch.jit.script(Branchy()).save(sys.argv[1])
+)PY";
+
+TEST(Distributed, DataDependentBranchSameRootsOnOneAndTwoRanks) {
+  if (!testing::have_python_torch()) GTEST_SKIP() << "python3-torch not installed (scripts/setup.sh)";
+  testing::ScratchDir dir;
+  ASSERT_TRUE(write_file_atomic(dir / "branchy.py", as_bytes(kBranchy)).ok());
+  auto py = run_command(testing::kPython + " " + (dir / "branchy.py").string() + " " + (dir / "branchy.pt").string(),
+                        dir.path());
+  ASSERT_EQ(py.exit_code, 0) << py.err;
+  const std::string file = (dir / "task.json").string();
+  auto init = run_command(veritrain_binary() + " task init --model torchscript --model-file " +
+                              (dir / "branchy.pt").string() +
+                              " --epochs 2 --steps-per-epoch 4 --batch-size 8 --data-option samples=64 --seed 5 --k 128"
+                              " --gradient-groups 4 --out " + file,
+                          dir.path());
+  ASSERT_EQ(init.exit_code, 0) << init.err;
+  json task = json::parse(*read_text_file(file));
+  task["fingerprint"]["tracking_k"] = 128;
+  ASSERT_TRUE(write_file_atomic(file, task.dump()).ok());
+  auto one = train(dir, file, dir / "w1", 1);
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  auto two = train(dir, file, dir / "w2", 2);
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_EQ(committed_roots(dir / "w2"), committed_roots(dir / "w1"));
+  EXPECT_EQ(committed_roots(dir / "w2").size(), 3u);
+}
+
 // A rank killed in epoch 2 stops the run within the rank timeout, with a message naming it;
 // `train` again resumes after epoch 1 and lands on the uninterrupted roots.
 TEST(Distributed, KilledRankStopsTheRunAndTrainResumesToTheSameRoots) {
@@ -134,6 +180,51 @@ TEST(Distributed, KilledRankStopsTheRunAndTrainResumesToTheSameRoots) {
   const auto before = committed_roots(work);
   EXPECT_GE(before.size(), 1u);
   EXPECT_LE(before.size(), 2u);
+
+  auto resumed = train(dir, task, work, 2);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(committed_roots(work), expected);
+}
+
+// The launcher killed outright (kill -9, so it stops nobody) takes its ranks with it within
+// seconds: none trains on or holds the workdir's lock, and `train` again resumes to the same
+// roots. Rank 1 freezes itself in epoch 2 (VT_CRASH_SIGNAL=STOP) to hold the run open; a frozen
+// rank must go too.
+TEST(Distributed, KilledLauncherTakesItsRanksWithItAndTrainResumes) {
+  testing::ScratchDir dir;
+  const std::string task = grouped_task(dir, "mlp");
+  ASSERT_EQ(train(dir, task, dir / "whole", 2).exit_code, 0);
+  const auto expected = committed_roots(dir / "whole");
+  ASSERT_EQ(expected.size(), 3u);
+
+  const fs::path work = dir / "w";
+  // Prints the ranks' pids, then "gone" once none is left (a zombie counts as gone) or "alive".
+  const std::string script =
+      "VT_CRASH_AT=during_training:2 VT_CRASH_RANK=1 VT_CRASH_SIGNAL=STOP " + veritrain_binary() + " train --task " +
+      task + " --workdir " + work.string() + " --nproc 2 --rank-timeout 60 >" + (dir / "launcher.log").string() +
+      " 2>&1 & L=$!\n"
+      "R=''\n"
+      "for i in $(seq 300); do\n"
+      "  R=$(pgrep -P $L | tr '\\n' ' ')\n"
+      "  for p in $R; do case $(ps -o stat= -p $p) in T*) break 2;; esac; done\n"
+      "  sleep 0.1\n"
+      "done\n"
+      "echo \"ranks: $R\"\n"
+      "kill -9 $L\n"
+      "for i in $(seq 50); do\n"
+      "  left=''\n"
+      "  for p in $R; do case $(ps -o stat= -p $p) in ''|Z*) ;; *) left=\"$left $p\";; esac; done\n"
+      "  [ -z \"$left\" ] && { echo gone; exit 0; }\n"
+      "  sleep 0.1\n"
+      "done\n"
+      "echo \"alive:$left\"; kill -9 $left\n";
+  ASSERT_TRUE(write_file_atomic(dir / "kill_launcher.sh", as_bytes(script)).ok());
+  auto r = run_command("bash " + (dir / "kill_launcher.sh").string(), dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string ranks_line = r.out.substr(0, r.out.find('\n'));
+  EXPECT_EQ(ranks_line.rfind("ranks: ", 0), 0u) << r.out;
+  EXPECT_EQ(std::count(ranks_line.begin(), ranks_line.end(), ' '), 3) << "two ranks expected: " << r.out;
+  EXPECT_NE(r.out.find("gone"), std::string::npos) << r.out << *read_text_file(dir / "launcher.log");
 
   auto resumed = train(dir, task, work, 2);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;

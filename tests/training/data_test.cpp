@@ -9,6 +9,7 @@
 #include "common/file_io.h"
 #include "common/sha256.h"
 #include "tests/test_util.h"
+#include "training/gunzip.h"
 #include "training/prng.h"
 #include "training/zoo.h"
 
@@ -46,19 +47,28 @@ TEST(Prng, NormalSumsFourUniformsInDrawOrderLeftToRight) {
 }
 
 TEST(EpochOrder, DependsOnSeedAndEpochOnly) {
-  auto a = epoch_order(1, 3, 50, 4, 8);
+  auto a = *epoch_order(1, 3, 50, 4, 8);
   EXPECT_EQ(a.size(), 32u);
-  EXPECT_EQ(a, epoch_order(1, 3, 50, 4, 8));
-  EXPECT_NE(a, epoch_order(1, 4, 50, 4, 8));
-  EXPECT_NE(a, epoch_order(2, 3, 50, 4, 8));
-  EXPECT_NE(order_digest(a), order_digest(epoch_order(1, 4, 50, 4, 8)));
+  EXPECT_EQ(a, *epoch_order(1, 3, 50, 4, 8));
+  EXPECT_NE(a, *epoch_order(1, 4, 50, 4, 8));
+  EXPECT_NE(a, *epoch_order(2, 3, 50, 4, 8));
+  EXPECT_NE(order_digest(a), order_digest(*epoch_order(1, 4, 50, 4, 8)));
 }
 
 TEST(EpochOrder, MoreStepsThanOnePassContinuesWithFreshPermutations) {
-  auto order = epoch_order(9, 1, 10, 3, 8);  // 24 examples from a dataset of 10
+  auto order = *epoch_order(9, 1, 10, 3, 8);  // 24 examples from a dataset of 10
   ASSERT_EQ(order.size(), 24u);
   std::set<std::int64_t> first_pass(order.begin(), order.begin() + 10);
   EXPECT_EQ(first_pass.size(), 10u);
+}
+
+// Passes are added until the order is full; over no examples that never happens, so an empty
+// dataset of any kind must be an error, not a hang.
+TEST(EpochOrder, AnEmptyDatasetIsAnErrorNotAnEndlessLoop) {
+  auto order = epoch_order(9, 1, 0, 3, 8);
+  ASSERT_FALSE(order.ok());
+  EXPECT_EQ(order.error().code, Errc::kInvalidInput);
+  EXPECT_NE(order.error().message.find("no examples"), std::string::npos) << order.error().message;
 }
 
 TEST(Synthetic, SameTaskSameBytesOtherSeedOtherBytes) {
@@ -102,6 +112,55 @@ TEST(Mnist, ReadsIdxFilesPinnedBySha256) {
   auto bad = load_dataset(task, dir.path());
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("train-labels-idx1-ubyte: SHA-256 is"), std::string::npos) << bad.error().message;
+}
+
+// An idx pair that says it holds 0 images is well formed but gives nothing to train on; it must be
+// refused as input (plain and gzip'd), not handed to the trainer.
+TEST(Mnist, AnEmptyIdxPairIsRefused) {
+  testing::ScratchDir dir;
+  Bytes images = be32(2051), labels = be32(2049);
+  for (auto v : {0u, 28u, 28u}) append_bytes(images, be32(v));
+  append_bytes(labels, be32(0));
+  ASSERT_TRUE(write_file_atomic(dir / "train-images-idx3-ubyte", images).ok());
+  ASSERT_TRUE(write_file_atomic(dir / "train-labels-idx1-ubyte", labels).ok());
+  auto gz = testing::run_command("cd " + dir.path().string() +
+                                     " && gzip -nc train-images-idx3-ubyte > train-images-idx3-ubyte.gz"
+                                     " && gzip -nc train-labels-idx1-ubyte > train-labels-idx1-ubyte.gz",
+                                 dir.path());
+  ASSERT_EQ(gz.exit_code, 0) << gz.err;
+  for (const std::string suffix : {"", ".gz"}) {
+    Task task = *default_task("mlp", "mnist");
+    task.dataset.path = ".";
+    for (const char* name : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte"}) {
+      task.dataset.files[name + suffix] = hex_encode(sha256(*read_file(dir / (name + suffix))));
+    }
+    auto d = load_dataset(task, dir.path());
+    ASSERT_FALSE(d.ok()) << suffix;
+    EXPECT_EQ(d.error().code, Errc::kInvalidInput);
+    EXPECT_NE(d.error().message.find("train-images-idx3-ubyte: holds no images"), std::string::npos)
+        << d.error().message;
+  }
+}
+
+// A download cut short: real text gzip'd by the real gzip tool, cut inside the header, the
+// deflate stream and the trailer, is named as truncated, not as an invalid file.
+TEST(Gunzip, AFileCutShortIsNamedTruncated) {
+  if (!std::filesystem::exists("/usr/share/games/fortunes/debian")) GTEST_SKIP() << "fortunes not installed";
+  testing::ScratchDir dir;
+  auto gz = testing::run_command("gzip -nc /usr/share/games/fortunes/debian > " + (dir / "debian.gz").string(), dir.path());
+  ASSERT_EQ(gz.exit_code, 0) << gz.err;
+  const Bytes whole = *read_file(dir / "debian.gz");
+  ASSERT_GT(whole.size(), 1000u);
+  auto full = gunzip(whole, std::uint64_t{1} << 30, "debian.gz");
+  ASSERT_TRUE(full.ok()) << full.error().message;
+  EXPECT_EQ(*full, *read_file("/usr/share/games/fortunes/debian"));
+  for (std::size_t keep : {std::size_t{5}, whole.size() / 2, whole.size() - 4}) {
+    auto cut = gunzip(ByteSpan(whole.data(), keep), std::uint64_t{1} << 30, "debian.gz");
+    ASSERT_FALSE(cut.ok()) << keep;
+    EXPECT_EQ(cut.error().code, Errc::kInvalidInput);
+    EXPECT_NE(cut.error().message.find("debian.gz: truncated gzip file"), std::string::npos)
+        << "cut at " << keep << " of " << whole.size() << ": " << cut.error().message;
+  }
 }
 
 // MNIST as people download it: the same idx files gzip'd (by the real gzip tool), read to the

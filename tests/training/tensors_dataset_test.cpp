@@ -181,6 +181,60 @@ TEST(TensorsDataset, BadInputsAreNamedAndInvalidInput) {
   expect("loss cross_entropy needs I64 class-id targets, got F32");
 }
 
+// gpt token ids stored as I32 or I8 reach the Embedding as I64 like I64 ones: a value outside
+// the vocabulary is the requestor's bad input, named with its file, example and value, never an
+// index error inside LibTorch. Tokens are the bytes of real text (ASCII, so < 128 fits I8).
+TEST(TensorsDataset, GptTokenIdsOfEveryIntegerDtypeAreCheckedAgainstTheVocabulary) {
+  auto text = read_file("/usr/share/games/fortunes/debian");
+  if (!text.ok()) GTEST_SKIP() << "Debian's fortunes package is not installed (scripts/setup.sh)";
+  testing::ScratchDir dir;
+  constexpr std::int64_t kRows = 8, kT = 16;
+  Task task = *default_task("gpt", "tensors");
+  task.model.options = {{"vocab", 128}, {"d_model", 16}, {"layers", 1}, {"heads", 2}, {"seq_len", kT}};
+  task.dataset.path = ".";
+  task.batch_size = kRows;
+  task.steps_per_epoch = 1;  // one batch: every row
+  struct Case {
+    DType dtype;
+    std::int64_t bad;
+  };
+  for (const Case& c : {Case{DType::kI32, 70000}, Case{DType::kI8, -1}, Case{DType::kI16, 128}}) {
+    const std::size_t width = dtype_size(c.dtype);
+    Bytes in(kRows * kT * width, 0), tg(kRows * kT * 8, 0);
+    for (std::int64_t i = 0; i < kRows * kT; ++i) {
+      const std::uint8_t tok = (*text)[static_cast<std::size_t>(i)] & 0x7f;
+      in[static_cast<std::size_t>(i) * width] = tok;
+      tg[static_cast<std::size_t>(i) * 8] = (*text)[static_cast<std::size_t>(i) + 1] & 0x7f;
+    }
+    auto write = [&](const Bytes& inputs) {
+      auto out = write_canonical({{{"inputs", c.dtype, {kRows, kT}}, inputs}, {{"targets", DType::kI64, {kRows, kT}}, tg}}, {});
+      EXPECT_TRUE(out.ok());
+      EXPECT_TRUE(write_file_atomic(dir / "tok.safetensors", *out).ok());
+      task.dataset.files = {{"tok.safetensors", hex_encode(sha256(*out))}};
+    };
+    TrainerOptions opt;
+    opt.task_dir = dir.path();
+    write(in);
+    auto good = Trainer::create(task, opt);
+    ASSERT_TRUE(good.ok()) << good.error().message;
+    auto ok = (*good)->train_epoch();
+    ASSERT_TRUE(ok.ok()) << ok.error().message;
+
+    // Example 5, position 3: little-endian, sign-extended by the dtype's width.
+    const std::size_t at = static_cast<std::size_t>(5 * kT + 3) * width;
+    for (std::size_t b = 0; b < width; ++b) in[at + b] = static_cast<std::uint8_t>(static_cast<std::uint64_t>(c.bad) >> (8 * b));
+    write(in);
+    auto bad = Trainer::create(task, opt);
+    ASSERT_TRUE(bad.ok()) << bad.error().message;
+    auto e = (*bad)->train_epoch();
+    ASSERT_FALSE(e.ok()) << dtype_name(c.dtype);
+    EXPECT_EQ(e.error().code, Errc::kInvalidInput) << e.error().message;
+    const std::string want = "tok.safetensors: inputs of example 5 hold token " + std::to_string(c.bad) +
+                             ", outside the model's vocabulary of 128";
+    EXPECT_NE(e.error().message.find(want), std::string::npos) << e.error().message;
+  }
+}
+
 }  // namespace
 }  // namespace vt::training
 

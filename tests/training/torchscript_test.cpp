@@ -70,5 +70,37 @@ TEST(TorchScript, DigestMismatchAndMissingForwardAreClearErrors) {
   EXPECT_NE(junk.error().message.find("not a TorchScript module"), std::string::npos);
 }
 
+// A real archive whose code/*.py was edited into TorchScript that does not compile: loading it
+// throws torch::jit::ErrorReport (no c10::Error), still the requestor's bad input (exit 2).
+TEST(TorchScript, AnArchiveWhoseCodeDoesNotCompileIsInvalidInput) {
+  testing::ScratchDir dir;
+  write_module(dir / "model.pt", true);
+  const std::string edit =
+      "import sys, zipfile\n"
+      "src, dst = zipfile.ZipFile(sys.argv[1]), zipfile.ZipFile(sys.argv[2], 'w', zipfile.ZIP_STORED)\n"
+      "edited = 0\n"
+      "for info in src.infolist():\n"
+      "    data = src.read(info.filename)\n"
+      "    if '/code/' in info.filename and info.filename.endswith('.py') and b'return' in data:\n"
+      "        data = data.replace(b'return', b'return no_such_name(x) +', 1)\n"
+      "        edited += 1\n"
+      "    dst.writestr(info.filename, data)\n"
+      "dst.close()\n"
+      "sys.exit(0 if edited else 3)\n";
+  ASSERT_TRUE(write_file_atomic(dir / "edit.py", std::string_view(edit)).ok());
+  auto r = testing::run_command("/usr/bin/python3 " + (dir / "edit.py").string() + " " + (dir / "model.pt").string() +
+                                     " " + (dir / "broken.pt").string(),
+                                 dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  TrainerOptions opts;
+  opts.task_dir = dir.path();
+  auto broken = Trainer::create(script_task("broken.pt", hex_encode(sha256(*read_file(dir / "broken.pt")))), opts);
+  ASSERT_FALSE(broken.ok());
+  EXPECT_EQ(broken.error().code, Errc::kInvalidInput) << broken.error().message;
+  EXPECT_NE(broken.error().message.find("broken.pt: not a TorchScript module ("), std::string::npos)
+      << broken.error().message;
+  EXPECT_NE(broken.error().message.find("no_such_name"), std::string::npos) << broken.error().message;
+}
+
 }  // namespace
 }  // namespace vt::training
