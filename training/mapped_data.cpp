@@ -48,20 +48,22 @@ std::int64_t integer_at(const std::uint8_t* p, DType d) {
 
 // A verify --jobs worker builds a trainer for every epoch it replays: hashing a 2 GiB shard
 // each time costs seconds per epoch for the same bytes. A file keeps its verified digest for the
-// life of the process while its device, inode, size and modification time stay the same (read
-// before and after hashing, so a file written meanwhile is not remembered).
+// life of the process while its device, inode, size and status-change time stay the same (read
+// before and after hashing, so a file written meanwhile is not remembered). The ctime, not the
+// mtime: `touch -d` can put an mtime back after rewriting the bytes, but any write or touch
+// moves the ctime to now, and nothing short of the clock sets it back.
 Result<Digest> pinned_file_digest(const fs::path& path) {
   using Identity = std::tuple<dev_t, ino_t, off_t, std::int64_t, std::int64_t>;
   auto identity = [&]() -> std::optional<Identity> {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) return std::nullopt;
-    return Identity{st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec};
+    return Identity{st.st_dev, st.st_ino, st.st_size, st.st_ctim.tv_sec, st.st_ctim.tv_nsec};
   };
   static std::mutex mutex;
   static std::map<Identity, Digest> verified;
   auto before = identity();
-  // A file modified within the file system's timestamp granularity of being hashed could keep
-  // its mtime: one changed in the last two seconds is hashed every time (as git's "racy" check).
+  // A file changed within the file system's timestamp granularity of being hashed could keep
+  // its ctime: one changed in the last two seconds is hashed every time (as git's "racy" check).
   if (before && std::get<3>(*before) + 2 > static_cast<std::int64_t>(::time(nullptr))) before.reset();
   if (before) {
     std::lock_guard lock(mutex);

@@ -7,10 +7,11 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "common/file_io.h"
 #include "common/safetensors.h"
@@ -266,7 +267,8 @@ torch.jit.script(Pixels()).save(sys.argv[1] + "/pixels.pt")
 )PY";
 
 // A process keeps a shard's verified digest while the file is unchanged (a replay worker builds
-// a trainer per epoch); bytes rewritten in place, with a new modification time, are hashed again.
+// a trainer per epoch); bytes rewritten in place are hashed again even with their modification
+// time put back (`touch -d`), since the cache's key holds the status-change time instead.
 TEST(TensorsDataset, AShardRewrittenInPlaceIsHashedAgain) {
   testing::ScratchDir dir;
   Task task = *default_task("mlp", "tensors");
@@ -275,12 +277,9 @@ TEST(TensorsDataset, AShardRewrittenInPlaceIsHashedAgain) {
   task.batch_size = 2;
   const fs::path shard = dir / "a.safetensors";
   task.dataset.files = {{"a.safetensors", write_shard(shard, DType::kF32, {4, 6}, DType::kI64, {4})}};
-  auto age = [&](std::int64_t seconds_ago) {  // old enough to be remembered (not "racy")
-    const timespec t{::time(nullptr) - seconds_ago, 0};
-    const timespec times[2] = {t, t};
-    ASSERT_EQ(::utimensat(AT_FDCWD, shard.c_str(), times, 0), 0);
-  };
-  age(100);
+  struct stat written {};
+  ASSERT_EQ(::stat(shard.c_str(), &written), 0);
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // past the "racy" window: the digest is remembered
   TrainerOptions opt;
   opt.task_dir = dir.path();
   ASSERT_TRUE(Trainer::create(task, opt).ok());
@@ -293,7 +292,8 @@ TEST(TensorsDataset, AShardRewrittenInPlaceIsHashedAgain) {
     ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
     std::fclose(f);
   }
-  age(50);
+  const timespec times[2] = {written.st_atim, written.st_mtim};
+  ASSERT_EQ(::utimensat(AT_FDCWD, shard.c_str(), times, 0), 0);
   Error e = create_error(task, dir.path());
   EXPECT_NE(e.message.find("a.safetensors: SHA-256 is"), std::string::npos) << e.message;
 }
