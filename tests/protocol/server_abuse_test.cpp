@@ -115,6 +115,11 @@ TEST_F(AbuseTest, TwoHundredIdleSocketsDoNotDelayAVerifier) {
 }
 
 TEST_F(AbuseTest, OutOfDescriptorsPausesTheListenerInsteadOfSpinning) {
+#ifdef VT_SANITIZE_UNDEFINED
+  // At the descriptor limit UBSan's vptr check probes memory through a pipe(2) it cannot open,
+  // and reports every virtual call as an "invalid vptr"; no suppression applies to that report.
+  GTEST_SKIP() << "cannot run under UBSan at the descriptor limit; the Release build runs it";
+#endif
   // A child (with its own descriptor table) connects once the parent has no descriptors left.
   int go[2];
   ASSERT_EQ(::pipe(go), 0);
