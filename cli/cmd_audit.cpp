@@ -100,7 +100,6 @@ void register_audit(CLI::App& app, Context& ctx) {
   audit->add_option("--reference", a->reference, "The reference replayer (scripts/replay_ref.py)")->capture_default_str();
   audit->add_option("--python", a->python, "Interpreter with python3-torch for the reference")->capture_default_str();
   audit->callback([&ctx, a] { ctx.action = [&ctx, a] { return run_audit(ctx, *a); }; });
-
 }
 
 }  // namespace vt::cli

@@ -6,6 +6,7 @@
 
 namespace vt::cli {
 namespace {
+
 struct VerdictCheckArgs {
   std::string file, signer;
 };
@@ -44,7 +45,6 @@ void register_verdict(CLI::App& app, Context& ctx) {
   check->add_option("file", vc->file, "A verdict.json written by verify")->required();
   check->add_option("--signer", vc->signer, "The verifier key that must have signed it: SHA-256 or signing.pub.pem");
   check->callback([&ctx, vc] { ctx.action = [&ctx, vc] { return run_verdict_check(ctx, *vc); }; });
-
 }
 
 }  // namespace vt::cli

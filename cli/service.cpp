@@ -61,7 +61,8 @@ Result<std::string> read_or_create_token(const std::string& workdir, const std::
 
 }  // namespace
 
-Result<Service> start_service(const std::string& workdir, const ServeArgs& a, std::shared_ptr<const TrainMetrics> training) {
+Result<Service> start_service(const std::string& workdir, const ServeArgs& a,
+                              const std::shared_ptr<const TrainMetrics>& training) {
   ServerConfig config;
   if (a.listen.rfind("fd:", 0) == 0) {
     const std::optional<int> fd = parse_integer<int>(std::string_view(a.listen).substr(3));
@@ -101,13 +102,14 @@ Result<Service> start_service(const std::string& workdir, const ServeArgs& a, st
     spdlog::info("certificate pin (verify --pin): {}", pin);
   }
   if (!a.metrics.empty()) {
-    VT_ASSIGN_OR_RETURN(service.metrics, start_metrics(a.metrics, service.server->metrics(), std::move(training)));
+    VT_ASSIGN_OR_RETURN(service.metrics, start_metrics(a.metrics, service.server->metrics(), training));
   }
   return service;
 }
 
-Result<std::unique_ptr<MetricsServer>> start_metrics(const std::string& address, std::shared_ptr<const Metrics> server,
-                                                     std::shared_ptr<const TrainMetrics> training) {
+Result<std::unique_ptr<MetricsServer>> start_metrics(const std::string& address,
+                                                     const std::shared_ptr<const Metrics>& server,
+                                                     const std::shared_ptr<const TrainMetrics>& training) {
   VT_ASSIGN_OR_RETURN(auto m, parse_host_port(address, "--metrics"));
   VT_ASSIGN_OR_RETURN(auto listener, MetricsServer::start(m.first, m.second, [server, training] {
                         return (server ? server->prometheus_text() : std::string()) +

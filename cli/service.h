@@ -33,12 +33,13 @@ struct Service {
 // certificate pin and token file. `training`, when given, joins the server's counters on
 // --metrics.
 Result<Service> start_service(const std::string& workdir, const ServeArgs& args,
-                              std::shared_ptr<const TrainMetrics> training = nullptr);
+                              const std::shared_ptr<const TrainMetrics>& training = nullptr);
 
 // --metrics HOST:PORT alone (train without --serve): training gauges and /healthz. Says on
 // stderr which port it bound (port 0 picks one).
-Result<std::unique_ptr<MetricsServer>> start_metrics(const std::string& address, std::shared_ptr<const Metrics> server,
-                                                     std::shared_ptr<const TrainMetrics> training);
+Result<std::unique_ptr<MetricsServer>> start_metrics(const std::string& address,
+                                                     const std::shared_ptr<const Metrics>& server,
+                                                     const std::shared_ptr<const TrainMetrics>& training);
 
 Result<std::pair<std::string, std::uint16_t>> parse_host_port(const std::string& text, const std::string& flag);
 

@@ -12,8 +12,6 @@
 #include <cstring>
 #include <optional>
 
-extern char** environ;
-
 namespace vt {
 
 Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& args, const std::filesystem::path& output,
@@ -27,6 +25,7 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& args, c
     pass_fd = moved->get();
   }
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   posix_spawn_file_actions_t actions;
@@ -52,6 +51,7 @@ Result<ChildProcess> ChildProcess::spawn_talking(const std::vector<std::string>&
     return io_error(std::string("socketpair for ") + args[0] + ": " + std::strerror(errno));
   }
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   posix_spawn_file_actions_t actions;

@@ -34,7 +34,7 @@ Dataset blobs(std::uint64_t seed, std::int64_t samples, std::int64_t dim, std::i
 }
 
 Dataset images(std::uint64_t seed, std::int64_t samples, std::int64_t classes) {
-  constexpr std::int64_t kPixels = 3 * 32 * 32;
+  constexpr std::int64_t kPixels = std::int64_t{3} * 32 * 32;
   Prng rng(seed, kData, 2);
   std::vector<float> templates(static_cast<std::size_t>(classes * kPixels));
   for (float& t : templates) t = rng.normal();

@@ -131,10 +131,10 @@ void apply_determinism(const Task& task, const at::Device& device, bool determin
   }
 }
 
-at::Tensor to_tensor(const std::vector<float>& v, std::vector<std::int64_t> shape, const at::Device& d) {
+at::Tensor to_tensor(const std::vector<float>& v, const std::vector<std::int64_t>& shape, const at::Device& d) {
   return at::from_blob(const_cast<float*>(v.data()), shape, at::kFloat).to(d, /*non_blocking=*/false, /*copy=*/true);
 }
-at::Tensor to_tensor(const std::vector<std::int64_t>& v, std::vector<std::int64_t> shape, const at::Device& d) {
+at::Tensor to_tensor(const std::vector<std::int64_t>& v, const std::vector<std::int64_t>& shape, const at::Device& d) {
   return at::from_blob(const_cast<std::int64_t*>(v.data()), shape, at::kLong).to(d, false, true);
 }
 

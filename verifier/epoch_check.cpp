@@ -236,7 +236,7 @@ Result<Replay> replay_here(const CheckContext& ctx, ByteSpan start) {
     };
   }
   VT_ASSIGN_OR_RETURN(training::EpochSummary summary, trainer->train_epoch(hooks));
-  VT_RETURN_IF_ERROR(trail_status);
+  VT_RETURN_IF_ERROR(std::move(trail_status));
   VT_ASSIGN_OR_RETURN(r.snapshot, trainer->snapshot());
   r.root = fp::merkle_root(r.snapshot);
   r.data_order_digest = summary.data_order_digest;

@@ -191,7 +191,7 @@ Bytes challenge_prefix(const Bytes& seed) {
 
 }  // namespace
 
-ChallengeRandom::ChallengeRandom(Bytes seed, std::string seed_hex)
+ChallengeRandom::ChallengeRandom(const Bytes& seed, std::string seed_hex)
     : seed_hex_(std::move(seed_hex)), stream_(challenge_prefix(seed)) {}
 
 Result<ChallengeRandom> ChallengeRandom::from_os() {
@@ -199,7 +199,7 @@ Result<ChallengeRandom> ChallengeRandom::from_os() {
   if (RAND_bytes(seed.data(), static_cast<int>(seed.size())) != 1) {
     return io_error("challenge seed: OpenSSL RAND_bytes could not read the OS CSPRNG");
   }
-  return ChallengeRandom(std::move(seed), "");
+  return ChallengeRandom(seed, "");
 }
 
 Result<ChallengeRandom> ChallengeRandom::from_seed_hex(std::string_view hex) {
@@ -209,7 +209,7 @@ Result<ChallengeRandom> ChallengeRandom::from_seed_hex(std::string_view hex) {
     return invalid_input("--seed: expected 1 to 64 bytes of hex, got " + std::to_string(seed->size()) + " bytes");
   }
   std::string canonical = hex_encode(*seed);
-  return ChallengeRandom(std::move(seed).value(), std::move(canonical));
+  return ChallengeRandom(*seed, std::move(canonical));
 }
 
 

@@ -121,7 +121,7 @@ class ChallengeRandom {
   const std::string& seed_hex() const { return seed_hex_; }
 
  private:
-  ChallengeRandom(Bytes seed, std::string seed_hex);
+  ChallengeRandom(const Bytes& seed, std::string seed_hex);
   std::string seed_hex_;
   Sha256Stream stream_;  // keyed by "veritrain/challenge/v1" || seed
 };

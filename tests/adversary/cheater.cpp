@@ -49,7 +49,7 @@ Result<Trained> train_from(const Task& run_task, ByteSpan start, const Task& tas
     };
   }
   VT_ASSIGN_OR_RETURN(training::EpochSummary s, trainer->train_epoch(hooks));
-  VT_RETURN_IF_ERROR(trail_status);
+  VT_RETURN_IF_ERROR(std::move(trail_status));
   VT_ASSIGN_OR_RETURN(out.bytes, trainer->snapshot());
   out.loss = s.mean_loss;
   if (s.eval) out.eval = training::eval_claim(*s.eval);  // the held-out metrics of what it committed

@@ -21,7 +21,7 @@ using testing::veritrain_binary;
 nlohmann::json parse_json(const std::string& text) { return nlohmann::json::parse(text, nullptr, false); }
 
 std::string small_task(const testing::ScratchDir& dir, const std::string& extra = "") {
-  const std::string task = (dir / "task.json").string();
+  std::string task = (dir / "task.json").string();
   auto r = run_command(veritrain_binary() + " task init --model mlp --epochs 2 --steps-per-epoch 3 " +
                            extra + " --out " + task,
                        dir.path());

@@ -107,13 +107,13 @@ std::vector<Compared> replay_all(const std::string& model, const std::vector<Com
                                                " --epoch " + std::to_string(e) + " --out " + before,
                                            dir.path());
       EXPECT_EQ(exported.exit_code, 0) << exported.err;
-      jobs += " " + task + " " + before + " " + after;
+      jobs.append(" ").append(task).append(" ").append(before).append(" ").append(after);
       outputs.push_back(after);
       out.push_back({model + " " + c.name() + " epoch " + std::to_string(e + 1), "", roots[e + 1]});
     }
     if (first) {  // the initial state from the seed, once per model
       const std::string init = (work / "ref0").string();
-      jobs += " --init " + task + " " + (work / "e0").string() + " " + init;
+      jobs.append(" --init ").append(task).append(" ").append((work / "e0").string()).append(" ").append(init);
       outputs.push_back(init);
       out.push_back({model + " initial state", "", roots[0]});
     }
@@ -137,7 +137,7 @@ std::string changed_reference(const testing::ScratchDir& dir) {
   const std::string constant = "np.float32(1.7320508)";
   EXPECT_NE(text.find(constant), std::string::npos);
   if (text.find(constant) != std::string::npos) text.replace(text.find(constant), constant.size(), "np.float32(1.7320509)");
-  const std::string copy = (dir / "replay_changed.py").string();
+  std::string copy = (dir / "replay_changed.py").string();
   EXPECT_TRUE(write_file_atomic(copy, text).ok());
   // The reference imports its dataset reader from its own folder.
   fs::copy_file(script("replay_ref_data.py"), dir / "replay_ref_data.py", fs::copy_options::overwrite_existing);

@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/process.h"
+
 namespace vt::testing {
 
 inline int connect_loopback(std::uint16_t port) {
@@ -56,15 +58,11 @@ class CuttingProxy {
 
   CuttingProxy(std::uint16_t target, std::uint64_t at, Fault fault = Fault::kCut)
       : target_(target), cut_after_(at), fault_(fault) {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-    ::listen(listen_fd_, 16);
-    socklen_t len = sizeof(addr);
-    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
+    auto listener = listen_on_loopback();  // on failure port_ stays 0 and every connect fails
+    if (listener.ok()) {
+      listen_fd_ = listener->fd.release();
+      port_ = listener->port;
+    }
     acceptor_ = std::thread([this] { accept_loop(); });
   }
   ~CuttingProxy() {

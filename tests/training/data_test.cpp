@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstring>
+#include <bit>
 #include <set>
 
 #include "common/file_io.h"
@@ -42,7 +42,7 @@ TEST(Prng, NormalSumsFourUniformsInDrawOrderLeftToRight) {
     const float u1 = same.uniform(), u2 = same.uniform(), u3 = same.uniform(), u4 = same.uniform();
     const float expected = ((((u1 + u2) + u3) + u4) - 2.0f) * 1.7320508f;
     const float got = rng.normal();
-    ASSERT_EQ(std::memcmp(&got, &expected, sizeof got), 0) << "draw " << i;
+    ASSERT_EQ(std::bit_cast<std::uint32_t>(got), std::bit_cast<std::uint32_t>(expected)) << "draw " << i;
   }
 }
 
