@@ -160,13 +160,19 @@ TEST(Distributed, DataDependentBranchSameRootsOnOneAndTwoRanks) {
   EXPECT_EQ(committed_roots(dir / "w2").size(), 3u);
 }
 
+// The roots of the same task trained on 2 ranks without interruption: what a resumed run must reach.
+std::vector<std::string> uninterrupted_roots(const testing::ScratchDir& dir, const std::string& task) {
+  auto whole = train(dir, task, dir / "whole", 2);
+  EXPECT_EQ(whole.exit_code, 0) << whole.err;
+  return committed_roots(dir / "whole");
+}
+
 // A rank killed in epoch 2 stops the run within the rank timeout, with a message naming it;
 // `train` again resumes after epoch 1 and lands on the uninterrupted roots.
 TEST(Distributed, KilledRankStopsTheRunAndTrainResumesToTheSameRoots) {
   testing::ScratchDir dir;
   const std::string task = grouped_task(dir, "mlp");
-  ASSERT_EQ(train(dir, task, dir / "whole", 2).exit_code, 0);
-  const auto expected = committed_roots(dir / "whole");
+  const auto expected = uninterrupted_roots(dir, task);
   ASSERT_EQ(expected.size(), 3u);
 
   const fs::path work = dir / "w";
@@ -193,8 +199,7 @@ TEST(Distributed, KilledRankStopsTheRunAndTrainResumesToTheSameRoots) {
 TEST(Distributed, KilledLauncherTakesItsRanksWithItAndTrainResumes) {
   testing::ScratchDir dir;
   const std::string task = grouped_task(dir, "mlp");
-  ASSERT_EQ(train(dir, task, dir / "whole", 2).exit_code, 0);
-  const auto expected = committed_roots(dir / "whole");
+  const auto expected = uninterrupted_roots(dir, task);
   ASSERT_EQ(expected.size(), 3u);
 
   const fs::path work = dir / "w";

@@ -143,6 +143,15 @@ std::string write_shard(const fs::path& file, DType in, std::vector<std::int64_t
   return hex_encode(sha256(*out));
 }
 
+// An mlp over 6 features and 3 classes whose data files lie beside the task (pins added by the test).
+Task tiny_mlp_task() {
+  Task task = *default_task("mlp", "tensors");
+  task.model.options = {{"input_dim", 6}, {"hidden", 4}, {"layers", 1}, {"classes", 3}};
+  task.dataset.path = ".";
+  task.batch_size = 2;
+  return task;
+}
+
 Error create_error(const Task& task, const fs::path& dir) {
   TrainerOptions opt;
   opt.task_dir = dir;
@@ -153,10 +162,7 @@ Error create_error(const Task& task, const fs::path& dir) {
 
 TEST(TensorsDataset, BadInputsAreNamedAndInvalidInput) {
   testing::ScratchDir dir;
-  Task task = *default_task("mlp", "tensors");
-  task.model.options = {{"input_dim", 6}, {"hidden", 4}, {"layers", 1}, {"classes", 3}};
-  task.dataset.path = ".";
-  task.batch_size = 2;
+  Task task = tiny_mlp_task();
   auto expect = [&](const std::string& needle) {
     Error e = create_error(task, dir.path());
     EXPECT_EQ(e.code, Errc::kInvalidInput) << e.message;
@@ -271,10 +277,7 @@ torch.jit.script(Pixels()).save(sys.argv[1] + "/pixels.pt")
 // time put back (`touch -d`), since the cache's key holds the status-change time instead.
 TEST(TensorsDataset, AShardRewrittenInPlaceIsHashedAgain) {
   testing::ScratchDir dir;
-  Task task = *default_task("mlp", "tensors");
-  task.model.options = {{"input_dim", 6}, {"hidden", 4}, {"layers", 1}, {"classes", 3}};
-  task.dataset.path = ".";
-  task.batch_size = 2;
+  Task task = tiny_mlp_task();
   const fs::path shard = dir / "a.safetensors";
   task.dataset.files = {{"a.safetensors", write_shard(shard, DType::kF32, {4, 6}, DType::kI64, {4})}};
   struct stat written {};
