@@ -6,15 +6,16 @@
 //
 // --binary lets the same measurement run against another build, e.g. veritrain-torch, which
 // loads LibTorch for every command as `veritrain` did before it was split.
-#include <spawn.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <filesystem>
 #include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include "bench/bench_util.h"
 
@@ -60,7 +61,8 @@ int main(int argc, char** argv) {
   int runs = 11;
   std::string binary = VT_BINARY;
   app.add_flag("--json", json, "One JSON object on stdout");
-  app.add_option("--runs", runs, "Runs per command (the median is reported)")->check(CLI::Range(1, 1000));
+  app.add_option("--runs", runs, "Runs per command (the median is reported)")
+      ->check(CLI::Range(1, 1000));
   app.add_option("--binary", binary, "The veritrain to measure")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   vt::bench::Report report(argc, argv);
@@ -69,7 +71,8 @@ int main(int argc, char** argv) {
   const fs::path dir = fs::temp_directory_path() / ("vt-bench-cli-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const std::string task = (dir / "task.json").string(), work = (dir / "run").string();
-  if (run_quiet({binary, "task", "init", "--model", "mlp", "--epochs", "2", "--steps-per-epoch", "2", "--out", task}) != 0 ||
+  if (run_quiet({binary, "task", "init", "--model", "mlp", "--epochs", "2", "--steps-per-epoch",
+                 "2", "--out", task}) != 0 ||
       run_quiet({binary, "train", "--task", task, "--workdir", work}) != 0) {
     std::cerr << "bench_cli: could not make the fixtures with " << binary << "\n";
     return 1;
@@ -82,7 +85,8 @@ int main(int argc, char** argv) {
   const std::vector<Case> cases = {
       {"help", {"--help"}},
       {"task_show", {"task", "show", task}},
-      {"plan_cost", {"plan", "--task", task, "--cost", "100", "--reward", "100", "--penalty", "50"}},
+      {"plan_cost",
+       {"plan", "--task", task, "--cost", "100", "--reward", "100", "--penalty", "50"}},
       {"log_verify", {"log", "verify", "--workdir", work}},
       {"inspect", {"inspect", work}},
   };

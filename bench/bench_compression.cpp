@@ -39,12 +39,20 @@ class Rng {  // xoshiro256**, seeded by splitmix64: fast and the same on every p
   }
   std::uint64_t next() {
     std::uint64_t r = rotl(s_[1] * 5, 7) * 9, t = s_[1] << 17;
-    s_[2] ^= s_[0]; s_[3] ^= s_[1]; s_[1] ^= s_[2]; s_[0] ^= s_[3]; s_[2] ^= t; s_[3] = rotl(s_[3], 45);
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = rotl(s_[3], 45);
     return r;
   }
   double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
   double normal() {  // Box-Muller; the spare value is kept
-    if (have_spare_) { have_spare_ = false; return spare_; }
+    if (have_spare_) {
+      have_spare_ = false;
+      return spare_;
+    }
     double u = uniform(), v = uniform();
     double r = std::sqrt(-2.0 * std::log(u + 1e-300));
     spare_ = r * std::sin(2 * M_PI * v);
@@ -82,7 +90,9 @@ std::vector<Tensor> model_shapes(std::int64_t params) {
   std::int64_t per_layer = 12 * d * d + 13 * d;
   std::int64_t layers = std::max<std::int64_t>(1, (params - vocab * d - ctx * d) / per_layer);
   std::vector<Tensor> t;
-  auto add = [&](std::string name, std::vector<std::int64_t> shape) { t.push_back({std::move(name), vt::DType::kF32, std::move(shape), {}, {}}); };
+  auto add = [&](std::string name, std::vector<std::int64_t> shape) {
+    t.push_back({std::move(name), vt::DType::kF32, std::move(shape), {}, {}});
+  };
   add("wte.weight", {vocab, d});
   add("wpe.weight", {ctx, d});
   for (std::int64_t l = 0; l < layers; ++l) {
@@ -116,20 +126,25 @@ std::vector<Tensor> synthetic_state(std::int64_t params, Rng& rng) {
     double grad = 1e-3 * std::exp(rng.normal());  // each tensor has its own gradient scale
     Tensor m{"optim.exp_avg." + w.name, vt::DType::kF32, w.shape, {}, {}};
     Tensor v{"optim.exp_avg_sq." + w.name, vt::DType::kF32, w.shape, {}, {}};
-    w.f.resize(n); m.f.resize(n); v.f.resize(n);
+    w.f.resize(n);
+    m.f.resize(n);
+    v.f.resize(n);
     for (std::int64_t i = 0; i < n; ++i) {
       w.f[i] = static_cast<float>((is_ln && is_weight ? 1.0 : 0.0) + sigma * rng.normal());
       double g = grad * std::exp(0.5 * rng.normal());  // per-element gradient scale
       m.f[i] = static_cast<float>(0.25 * g * rng.normal());
       v.f[i] = static_cast<float>(g * g * std::exp(0.1 * rng.normal()));
     }
-    state.push_back(std::move(w)); state.push_back(std::move(m)); state.push_back(std::move(v));
+    state.push_back(std::move(w));
+    state.push_back(std::move(m));
+    state.push_back(std::move(v));
   }
   Tensor step{"optim.step", vt::DType::kI64, {1}, {}, Bytes(8, 0)};
   step.raw[0] = 100;
   Tensor cpu_rng{"rng.cpu", vt::DType::kU8, {5056}, {}, Bytes(5056)};
   for (auto& b : cpu_rng.raw) b = static_cast<std::uint8_t>(rng.next());
-  state.push_back(std::move(step)); state.push_back(std::move(cpu_rng));
+  state.push_back(std::move(step));
+  state.push_back(std::move(cpu_rng));
   return state;
 }
 
@@ -155,7 +170,8 @@ std::vector<Tensor> epoch_later(std::vector<Tensor> s, Rng& rng) {
   s = updated(std::move(s), 1e-3, 1.0, rng);
   for (Tensor& t : s) {
     if (t.name.rfind("optim.exp_avg.", 0) == 0) {
-      for (float& x : t.f) x = static_cast<float>(0.5 * x + 0.5 * std::fabs(x) * rng.normal() + 1e-9 * rng.normal());
+      for (float& x : t.f)
+        x = static_cast<float>(0.5 * x + 0.5 * std::fabs(x) * rng.normal() + 1e-9 * rng.normal());
     } else if (t.name.rfind("optim.exp_avg_sq.", 0) == 0) {
       for (float& x : t.f) x = static_cast<float>(x * std::exp(0.1 * rng.normal()));
     }
@@ -166,17 +182,25 @@ std::vector<Tensor> epoch_later(std::vector<Tensor> s, Rng& rng) {
 Bytes canonical(const std::vector<Tensor>& s) {
   std::vector<vt::TensorData> data;
   for (const Tensor& t : s) {
-    ByteSpan b = t.dtype == vt::DType::kF32 ? ByteSpan(reinterpret_cast<const std::uint8_t*>(t.f.data()), t.f.size() * 4) : ByteSpan(t.raw);
+    ByteSpan b = t.dtype == vt::DType::kF32
+                     ? ByteSpan(reinterpret_cast<const std::uint8_t*>(t.f.data()), t.f.size() * 4)
+                     : ByteSpan(t.raw);
     data.push_back({{t.name, t.dtype, t.shape}, b});
   }
   auto out = vt::write_canonical(data, {{"format", "veritrain-bench"}});
-  if (!out.ok()) { std::cerr << out.error().message << "\n"; std::exit(2); }
+  if (!out.ok()) {
+    std::cerr << out.error().message << "\n";
+    std::exit(2);
+  }
   return std::move(out).value();
 }
 
 template <typename T>
 T must(vt::Result<T> r, const char* what) {
-  if (!r.ok()) { std::cerr << what << ": " << r.error().message << "\n"; std::exit(2); }
+  if (!r.ok()) {
+    std::cerr << what << ": " << r.error().message << "\n";
+    std::exit(2);
+  }
   return std::move(r).value();
 }
 
@@ -191,11 +215,16 @@ int main(int argc, char** argv) {
   double xz_sample_mb = 32;
   std::string snapshot_file, after_file_name;
   CLI::App app{"bench_compression: container ratio and per-core speed against zstd and xz"};
-  app.add_option("--params", params, "Parameters of the synthetic state")->check(CLI::PositiveNumber);
-  app.add_option("--rel-update", rel, "Relative size of the synthetic update")->check(CLI::PositiveNumber);
-  app.add_option("--xz-sample-mb", xz_sample_mb, "Megabytes xz compresses (it is slow)")->check(CLI::PositiveNumber);
-  app.add_option("--snapshot", snapshot_file, "A real snapshot instead of the synthetic state")->check(CLI::ExistingFile);
-  app.add_option("--after", after_file_name, "The snapshot after it, for the pair figures")->check(CLI::ExistingFile);
+  app.add_option("--params", params, "Parameters of the synthetic state")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--rel-update", rel, "Relative size of the synthetic update")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--xz-sample-mb", xz_sample_mb, "Megabytes xz compresses (it is slow)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--snapshot", snapshot_file, "A real snapshot instead of the synthetic state")
+      ->check(CLI::ExistingFile);
+  app.add_option("--after", after_file_name, "The snapshot after it, for the pair figures")
+      ->check(CLI::ExistingFile);
   if (auto stop = vt::bench::parse_flags(app, argc, argv)) return *stop;
   const char* snapshot = snapshot_file.empty() ? nullptr : snapshot_file.c_str();
   const char* after_file = after_file_name.empty() ? nullptr : after_file_name.c_str();
@@ -205,7 +234,8 @@ int main(int argc, char** argv) {
   if (snapshot) {
     before = must(vt::read_file(snapshot), snapshot);
     if (after_file) dense = must(vt::read_file(after_file), after_file);
-    report.add("input", std::string(snapshot) + (after_file ? std::string(" + ") + after_file : ""));
+    report.add("input",
+               std::string(snapshot) + (after_file ? std::string(" + ") + after_file : ""));
   } else {
     Rng rng(42);
     auto state = synthetic_state(params, rng);
@@ -213,20 +243,27 @@ int main(int argc, char** argv) {
     dense = canonical(updated(state, rel, 1.0, rng));
     sparse = canonical(updated(state, rel, 0.2, rng));
     epoch = canonical(epoch_later(state, rng));
-    report.add("input", "synthetic transformer state, " + std::to_string(params) + " parameters + Adam moments");
+    report.add("input", "synthetic transformer state, " + std::to_string(params) +
+                            " parameters + Adam moments");
     report.add("rel_update", rel);
   }
   report.add("snapshot_bytes", before.size());
 
   vt::comp::EncodeOptions planes;  // threads = 1: every speed below is per core
   Bytes single;
-  double enc_s = vt::bench::best_seconds(3, [&] { single = must(vt::comp::encode(before, planes), "encode"); });
+  double enc_s = vt::bench::best_seconds(
+      3, [&] { single = must(vt::comp::encode(before, planes), "encode"); });
   Bytes back;
-  double dec_s = vt::bench::best_seconds(3, [&] { back = must(vt::comp::decode(single, {}), "decode"); });
-  if (back != before) { std::cerr << "round trip mismatch\n"; return 1; }
+  double dec_s =
+      vt::bench::best_seconds(3, [&] { back = must(vt::comp::decode(single, {}), "decode"); });
+  if (back != before) {
+    std::cerr << "round trip mismatch\n";
+    return 1;
+  }
   vt::comp::DecodeOptions no_root;
   no_root.verify_root = false;
-  double dec_noroot_s = vt::bench::best_seconds(3, [&] { back = must(vt::comp::decode(single, no_root), "decode"); });
+  double dec_noroot_s =
+      vt::bench::best_seconds(3, [&] { back = must(vt::comp::decode(single, no_root), "decode"); });
   report.add("single_ratio", ratio(before.size(), single.size()));
   report.add("compress_mb_s_per_core", mb_s(before.size(), enc_s));
   report.add("decompress_mb_s_per_core", mb_s(before.size(), dec_s));
@@ -234,15 +271,18 @@ int main(int argc, char** argv) {
 
   Bytes z(ZSTD_compressBound(before.size()));
   std::size_t zn = 0;
-  double z_s = vt::bench::best_seconds(1, [&] { zn = ZSTD_compress(z.data(), z.size(), before.data(), before.size(), 3); });
+  double z_s = vt::bench::best_seconds(
+      1, [&] { zn = ZSTD_compress(z.data(), z.size(), before.data(), before.size(), 3); });
   report.add("zstd3_single_ratio", ratio(before.size(), zn));
   report.add("zstd3_compress_mb_s_per_core", mb_s(before.size(), z_s));
 
   // xz-6 is slow (a few MB/s on float data), so beyond the sample size it is measured on a prefix.
-  std::size_t xz_len = std::min<std::size_t>(before.size(), static_cast<std::size_t>(xz_sample_mb * 1e6));
+  std::size_t xz_len =
+      std::min<std::size_t>(before.size(), static_cast<std::size_t>(xz_sample_mb * 1e6));
   Bytes x(lzma_stream_buffer_bound(xz_len));
   std::size_t xn = 0;
-  lzma_easy_buffer_encode(6, LZMA_CHECK_CRC64, nullptr, before.data(), xz_len, x.data(), &xn, x.size());
+  lzma_easy_buffer_encode(6, LZMA_CHECK_CRC64, nullptr, before.data(), xz_len, x.data(), &xn,
+                          x.size());
   report.add("xz6_single_ratio", ratio(xz_len, xn));
   report.add("xz6_sample_bytes", xz_len);
 
@@ -251,12 +291,17 @@ int main(int argc, char** argv) {
     delta.codec = vt::comp::Codec::kDelta;
     delta.base = before;
     Bytes coded;
-    double s = vt::bench::best_seconds(1, [&] { coded = must(vt::comp::encode(after, delta), "encode delta"); });
+    double s = vt::bench::best_seconds(
+        1, [&] { coded = must(vt::comp::encode(after, delta), "encode delta"); });
     vt::comp::DecodeOptions d;
     d.base = before;
     Bytes restored;
-    double ds = vt::bench::best_seconds(1, [&] { restored = must(vt::comp::decode(coded, d), "decode delta"); });
-    if (restored != after) { std::cerr << "delta round trip mismatch\n"; std::exit(1); }
+    double ds = vt::bench::best_seconds(
+        1, [&] { restored = must(vt::comp::decode(coded, d), "decode delta"); });
+    if (restored != after) {
+      std::cerr << "delta round trip mismatch\n";
+      std::exit(1);
+    }
     report.add(key + "_ratio", ratio(before.size() + after.size(), single.size() + coded.size()));
     report.add(key + "_after_ratio", ratio(after.size(), coded.size()));
     report.add(key + "_compress_mb_s_per_core", mb_s(after.size(), s));
@@ -264,7 +309,9 @@ int main(int argc, char** argv) {
     Bytes both = before;
     both.insert(both.end(), after.begin(), after.end());
     Bytes zz(ZSTD_compressBound(both.size()));
-    report.add("zstd3_" + key + "_ratio", ratio(both.size(), ZSTD_compress(zz.data(), zz.size(), both.data(), both.size(), 3)));
+    report.add(
+        "zstd3_" + key + "_ratio",
+        ratio(both.size(), ZSTD_compress(zz.data(), zz.size(), both.data(), both.size(), 3)));
   };
   if (!dense.empty()) pair(dense, snapshot ? "pair" : "pair_dense");
   if (!sparse.empty()) pair(sparse, "pair_sparse");
@@ -272,7 +319,8 @@ int main(int argc, char** argv) {
 
   vt::comp::EncodeOptions two = planes;
   two.threads = 2;
-  double enc2_s = vt::bench::best_seconds(2, [&] { single = must(vt::comp::encode(before, two), "encode"); });
+  double enc2_s =
+      vt::bench::best_seconds(2, [&] { single = must(vt::comp::encode(before, two), "encode"); });
   report.add("compress_mb_s_2_threads", mb_s(before.size(), enc2_s));
   return 0;
 }

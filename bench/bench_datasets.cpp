@@ -8,10 +8,10 @@
 // PRNG), pinned by SHA-256 like any dataset, and removed afterwards unless --keep. Each run
 // measures one training epoch of --steps steps after a warm-up epoch.
 
-#include <CLI/CLI.hpp>
-
 #include <fstream>
 #include <string>
+
+#include <CLI/CLI.hpp>
 
 #include "bench/bench_util.h"
 #include "common/mapped_file.h"

@@ -9,10 +9,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fstream>
 #include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include "bench/bench_util.h"
 #include "common/process.h"
@@ -65,13 +66,16 @@ int run_rank(const Args& a, int rank, int port, const std::string& out) {
   }
   std::vector<float> values(static_cast<std::size_t>(a.floats));
   auto fill = [&] {
-    for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>((i * 2654435761u) % 1000) * 1e-3f;
+    for (std::size_t i = 0; i < values.size(); ++i)
+      values[i] = static_cast<float>((i * 2654435761u) % 1000) * 1e-3f;
   };
   bool ok = true;
   fill();
-  const double tree = best_seconds(a.repeats, [&] { ok = ok && (*c)->tree_allreduce(values).ok(); });
+  const double tree =
+      best_seconds(a.repeats, [&] { ok = ok && (*c)->tree_allreduce(values).ok(); });
   fill();
-  const double gloo = best_seconds(a.repeats, [&] { ok = ok && (*c)->gloo_allreduce(values).ok(); });
+  const double gloo =
+      best_seconds(a.repeats, [&] { ok = ok && (*c)->gloo_allreduce(values).ok(); });
   const double step = step_seconds(a, *c);
   ok = ok && (*c)->finish().ok();
   if (!ok) return 3;
@@ -93,17 +97,23 @@ int run(int argc, char** argv) {
   CLI::App app{"bench_distributed: tree all-reduce vs Gloo allreduce, W = 2 step vs W = 1"};
   bool json = false;
   app.add_flag("--json", json, "Print the figures as one JSON object");
-  app.add_option("--floats", a.floats, "Floats per all-reduce")->check(CLI::Range(std::int64_t{2}, std::int64_t{1} << 30));
-  app.add_option("--repeats", a.repeats, "All-reduces per method (best is reported)")->check(CLI::Range(1, 1000));
-  app.add_option("--steps", a.steps, "Training steps timed per W")->check(CLI::Range(std::int64_t{1}, std::int64_t{100000}));
-  app.add_option("--hidden", a.hidden, "mlp hidden width of the timed task")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 16));
+  app.add_option("--floats", a.floats, "Floats per all-reduce")
+      ->check(CLI::Range(std::int64_t{2}, std::int64_t{1} << 30));
+  app.add_option("--repeats", a.repeats, "All-reduces per method (best is reported)")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--steps", a.steps, "Training steps timed per W")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{100000}));
+  app.add_option("--hidden", a.hidden, "mlp hidden width of the timed task")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 16));
   CLI11_PARSE(app, argc, argv);
   auto port = free_loopback_port();
   if (!port) {
     std::cerr << port.error().message << "\n";
     return 3;
   }
-  const std::string out = (std::filesystem::temp_directory_path() / ("bench_distributed." + std::to_string(::getpid()))).string();
+  const std::string out =
+      (std::filesystem::temp_directory_path() / ("bench_distributed." + std::to_string(::getpid())))
+          .string();
   std::vector<pid_t> ranks;
   for (int r = 0; r < 2; ++r) {
     const pid_t pid = ::fork();

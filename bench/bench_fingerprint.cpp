@@ -8,10 +8,11 @@
 //   merkle_gb_s_all_threads   merkle_root on a pool of every hardware thread
 //   fingerprint_ms_100m       parse + plan + gather, k = 1024, root given; goal < 5
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "bench/bench_util.h"
 #include "common/sha256.h"
@@ -30,7 +31,8 @@ constexpr std::uint64_t kK = 1024;
 vt::Bytes make_snapshot() {
   std::vector<vt::TensorSpec> specs;
   for (int i = 0; i < 10; ++i) {
-    specs.push_back({"layer" + std::to_string(i) + ".weight", vt::DType::kF32, {10'000, kElements / 100'000}});
+    specs.push_back(
+        {"layer" + std::to_string(i) + ".weight", vt::DType::kF32, {10'000, kElements / 100'000}});
     specs.push_back({"layer" + std::to_string(i) + ".bias", vt::DType::kF32, {10'000}});
   }
   auto layout = vt::plan_canonical(specs, {}).value();
@@ -70,11 +72,13 @@ int main(int argc, char** argv) {
   report.add("merkle_vs_evp_ratio", evp / merkle1);
 
   const auto dir = std::filesystem::temp_directory_path();
-  const std::string data_path = (dir / ("vt-bench-fp-" + std::to_string(::getpid()) + ".bin")).string();
+  const std::string data_path =
+      (dir / ("vt-bench-fp-" + std::to_string(::getpid()) + ".bin")).string();
   const std::string empty_path = data_path + ".empty";
   {
-    std::ofstream(data_path, std::ios::binary).write(reinterpret_cast<const char*>(snapshot.data()),
-                                                     static_cast<std::streamsize>(snapshot.size()));
+    std::ofstream(data_path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(snapshot.data()),
+               static_cast<std::streamsize>(snapshot.size()));
     std::ofstream(empty_path, std::ios::binary);
   }
   const double cli = openssl_cli_seconds(data_path);

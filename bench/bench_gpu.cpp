@@ -23,8 +23,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -33,8 +33,8 @@
 #include "common/file_io.h"
 #include "common/sha256.h"
 #include "fingerprint/sampling.h"
-#include "training/live_fingerprint.h"
 #include "provider/provider.h"
+#include "training/live_fingerprint.h"
 #include "training/runtime.h"
 #include "training/zoo.h"
 #include "verifier/verify.h"
@@ -54,9 +54,15 @@ struct Size {
 // the reference measurements). CPU sizes keep the whole run near two minutes on two cores of
 // Debian's LibTorch, whose reference BLAS multiplies at ~2 GFLOP/s: few tokens per step, and
 // the "100m" model is bench_provider's 11.6M one.
-Size size_10m(bool cuda) { return cuda ? Size{8192, 256, 12, 4, 256, 32, 200, 5} : Size{1024, 128, 4, 4, 16, 2, 20, 5}; }
-Size size_100m(bool cuda) { return cuda ? Size{16384, 768, 12, 12, 256, 32, 100, 4} : Size{4096, 256, 12, 4, 16, 2, 4, 4}; }
-Size size_verify(bool cuda) { return cuda ? Size{8192, 256, 12, 4, 256, 32, 50, 20} : Size{256, 64, 2, 4, 32, 4, 4, 20}; }
+Size size_10m(bool cuda) {
+  return cuda ? Size{8192, 256, 12, 4, 256, 32, 200, 5} : Size{1024, 128, 4, 4, 16, 2, 20, 5};
+}
+Size size_100m(bool cuda) {
+  return cuda ? Size{16384, 768, 12, 12, 256, 32, 100, 4} : Size{4096, 256, 12, 4, 16, 2, 4, 4};
+}
+Size size_verify(bool cuda) {
+  return cuda ? Size{8192, 256, 12, 4, 256, 32, 50, 20} : Size{256, 64, 2, 4, 32, 4, 4, 20};
+}
 
 vt::Result<vt::Task> gpt_task(const Size& s, const std::string& device) {
   VT_ASSIGN_OR_RETURN(vt::Task task, vt::training::default_task("gpt", "synthetic"));
@@ -77,7 +83,8 @@ vt::Result<vt::Task> gpt_task(const Size& s, const std::string& device) {
 }
 
 // Steady-state seconds per epoch of run_provider: end of epoch 1 to end of the last epoch.
-vt::Result<double> provider_epoch_seconds(const vt::Task& task, const fs::path& workdir, bool commit) {
+vt::Result<double> provider_epoch_seconds(const vt::Task& task, const fs::path& workdir,
+                                          bool commit) {
   fs::remove_all(workdir);
   std::vector<double> ends;
   const auto start = Clock::now();
@@ -126,7 +133,8 @@ vt::Status save_and_hash(const vt::Bytes& snapshot, const fs::path& file) {
   std::vector<char> buf(std::size_t{1} << 20);
   vt::Sha256 h;
   while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0) {
-    h.update(vt::ByteSpan(reinterpret_cast<const std::uint8_t*>(buf.data()), static_cast<std::size_t>(in.gcount())));
+    h.update(vt::ByteSpan(reinterpret_cast<const std::uint8_t*>(buf.data()),
+                          static_cast<std::size_t>(in.gcount())));
   }
   (void)h.finish();
   return {};
@@ -191,14 +199,15 @@ vt::Result<Throughput> determinism_cost(const vt::Task& task, int reps) {
   for (int i = 0; i < reps; ++i) {
     VT_ASSIGN_OR_RETURN(double det, steps_per_s(task, true));
     VT_ASSIGN_OR_RETURN(double def, steps_per_s(task, false));
-    best.deterministic = std::max(best.deterministic, det), best.fallback = std::max(best.fallback, def);
+    best.deterministic = std::max(best.deterministic, det),
+    best.fallback = std::max(best.fallback, def);
   }
   return best;
 }
 
 struct Gather {
   std::int64_t params = 0;
-  std::size_t tensors = 0;      // sampled tensors: one Trainer::gather call each
+  std::size_t tensors = 0;  // sampled tensors: one Trainer::gather call each
   double total_ms = 0, plan_ms = 0;
 };
 
@@ -213,14 +222,17 @@ vt::Result<Gather> gather_cost(const vt::Task& task) {
   const vt::Digest seed = vt::fp::tracking_seed(vt::task_id(task));
   const auto k = static_cast<std::uint64_t>(task.fingerprint.k);
   g.total_ms = 1e3 * vt::bench::best_seconds(5, [&] {
-    auto f = vt::provider::live_fingerprint(*trainer, seed, k);
-    if (!f) st = f.error();
-  });
+                 auto f = vt::provider::live_fingerprint(*trainer, seed, k);
+                 if (!f) st = f.error();
+               });
   g.plan_ms = 1e3 * vt::bench::best_seconds(5, [&] {
-    const auto layout = trainer->layout();
-    auto plan = vt::fp::plan_samples(seed, std::span<const vt::TensorEntry>(layout), k);
-    if (plan) g.tensors = plan->tensors.size(); else st = plan.error();
-  });
+                const auto layout = trainer->layout();
+                auto plan = vt::fp::plan_samples(seed, std::span<const vt::TensorEntry>(layout), k);
+                if (plan)
+                  g.tensors = plan->tensors.size();
+                else
+                  st = plan.error();
+              });
   VT_RETURN_IF_ERROR(st);
   return g;
 }
@@ -269,7 +281,8 @@ int main(int argc, char** argv) {
   std::string device = info.cuda_available ? "cuda" : "cpu";
   fs::path dir = fs::temp_directory_path();
   CLI::App app{"bench_gpu: the issue-11 figures on the machine's device"};
-  app.add_option("--device", device, "cpu or cuda (default: cuda when present)")->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--device", device, "cpu or cuda (default: cuda when present)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--dir", dir, "Scratch folder");
   if (auto stop = vt::bench::parse_flags(app, argc, argv)) return *stop;
   const bool cuda = device != "cpu";
@@ -303,10 +316,12 @@ int main(int argc, char** argv) {
     report.add("naive_vs_ours_overhead_ratio", naive / o10.fraction());
   } else {
     report.add("naive_vs_ours_overhead_ratio", nullptr);
-    report.add("note_naive_vs_ours_overhead_ratio", "our overhead measured <= 0 (within noise); the ratio is unbounded");
+    report.add("note_naive_vs_ours_overhead_ratio",
+               "our overhead measured <= 0 (within noise); the ratio is unbounded");
   }
-  report.add("note_naive", "naive = our canonical snapshot (model + optimizer state) written synchronously "
-                           "to a file with fsync, then SHA-256 of the file read back, after every epoch");
+  report.add("note_naive",
+             "naive = our canonical snapshot (model + optimizer state) written synchronously "
+             "to a file with fsync, then SHA-256 of the file read back, after every epoch");
   report.add("gather_ms_100m", g.total_ms);
   report.add("gather_plan_ms_100m", g.plan_ms);
   report.add("gather_tensors_100m", g.tensors);
@@ -320,7 +335,8 @@ int main(int argc, char** argv) {
   report.add("deterministic_vs_default_throughput", tp.deterministic / tp.fallback);
 
   const VerifyCost v = or_die(verify_cost(tv, scratch / "verify"), "verify");
-  report.add("verify_task", std::to_string(tv.epochs) + " epochs x " + std::to_string(tv.steps_per_epoch) + " steps");
+  report.add("verify_task", std::to_string(tv.epochs) + " epochs x " +
+                                std::to_string(tv.steps_per_epoch) + " steps");
   report.add("verify_challenged_epochs", v.challenged);
   report.add("verify_accepted", v.accepted);
   report.add("verify_replay_seconds", v.replay);

@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "bench/bench_util.h"
-#include "protocol/net/client.h"
 #include "protocol/keys.h"
+#include "protocol/net/client.h"
 #include "protocol/net/server.h"
 #include "tests/protocol/memory_catalog.h"
 
@@ -53,7 +53,8 @@ double tcp_copy_seconds(const Bytes& bytes) {
     reserve_large(in, bytes.size());
     in.resize(bytes.size());
     std::size_t got = 0;
-    for (ssize_t n; got < in.size() && (n = ::recv(fd, in.data() + got, in.size() - got, 0)) > 0;) got += n;
+    for (ssize_t n; got < in.size() && (n = ::recv(fd, in.data() + got, in.size() - got, 0)) > 0;)
+      got += n;
     ::close(fd);
   });
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -75,7 +76,9 @@ double tcp_copy_seconds(const Bytes& bytes) {
 double process_cpu_seconds() {
   rusage usage{};
   ::getrusage(RUSAGE_SELF, &usage);
-  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
+  auto s = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
+  };
   return s(usage.ru_utime) + s(usage.ru_stime);
 }
 
@@ -101,7 +104,8 @@ int main(int argc, char** argv) {
   if (!container.ok()) return fail("encoding the snapshot", container.error());
   const double mb = static_cast<double>((*container)->size()) / 1e6;
 
-  auto keydir = std::filesystem::temp_directory_path() / ("vt-bench-protocol-" + std::to_string(::getpid()));
+  auto keydir =
+      std::filesystem::temp_directory_path() / ("vt-bench-protocol-" + std::to_string(::getpid()));
   std::filesystem::remove_all(keydir);
   auto identity = generate_identity(keydir);
   if (!identity.ok()) return fail("making a TLS identity", identity.error());

@@ -73,7 +73,8 @@ std::optional<int> parse(int argc, char** argv, Args& a) {
   app.add_option("--seq-len", a.seq_len, "Tokens per example")->check(CLI::PositiveNumber);
   app.add_option("--batch", a.batch, "Examples per step")->check(CLI::PositiveNumber);
   app.add_option("--steps", a.steps, "Steps per epoch")->check(CLI::PositiveNumber);
-  app.add_option("--epochs", a.epochs, "Epochs (one warm-up, at least two timed)")->check(CLI::Range(3, 1 << 20));
+  app.add_option("--epochs", a.epochs, "Epochs (one warm-up, at least two timed)")
+      ->check(CLI::Range(3, 1 << 20));
   app.add_option("--threads", a.threads, "The task's intra-op threads")->check(CLI::PositiveNumber);
   app.add_option("--repeat", a.repeat, "Rounds; figures are medians")->check(CLI::PositiveNumber);
   app.add_flag("--before", a.before, "Also run the old pipeline set-up in each round");
@@ -88,8 +89,9 @@ vt::Result<vt::Task> make_task(const Args& a) {
   task.batch_size = a.batch;
   task.intra_op_threads = a.threads;
   task.optimizer = {.name = "adamw", .lr = 3e-4, .weight_decay = 0.01};
-  task.model.options = {{"vocab", a.vocab}, {"d_model", a.d_model}, {"layers", a.layers}, {"heads", 4},
-                        {"seq_len", a.seq_len}, {"mlp_ratio", 4},       {"dropout_permille", 0}};
+  task.model.options = {{"vocab", a.vocab},     {"d_model", a.d_model}, {"layers", a.layers},
+                        {"heads", 4},           {"seq_len", a.seq_len}, {"mlp_ratio", 4},
+                        {"dropout_permille", 0}};
   task.dataset.options = {{"samples", a.steps * task.batch_size}};
   // Every floating-point tensor gets a position; 12 blocks with AdamW hold 450 of them, more
   // than the default tracking_k of 256 (run_provider would refuse the task at epoch 0).
@@ -111,11 +113,14 @@ struct Usage {
   static Usage now() {
     rusage u{};
     ::getrusage(RUSAGE_SELF, &u);
-    auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
+    auto sec = [](const timeval& t) {
+      return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
+    };
     return {sec(u.ru_utime) + sec(u.ru_stime), u.ru_minflt, u.ru_nvcsw, u.ru_nivcsw};
   }
   Usage operator-(const Usage& o) const {
-    return {cpu - o.cpu, minor_faults - o.minor_faults, voluntary - o.voluntary, involuntary - o.involuntary};
+    return {cpu - o.cpu, minor_faults - o.minor_faults, voluntary - o.voluntary,
+            involuntary - o.involuntary};
   }
 };
 
@@ -168,9 +173,11 @@ struct PipelineCost {
 };
 
 // Pipeline::commit's steps, one at a time on idle cores, over the last two stored snapshots.
-vt::Result<PipelineCost> pipeline_alone(const vt::Task& task, const fs::path& workdir, const fs::path& scratch) {
+vt::Result<PipelineCost> pipeline_alone(const vt::Task& task, const fs::path& workdir,
+                                        const fs::path& scratch) {
   const vt::Digest id = vt::task_id(task);
-  VT_ASSIGN_OR_RETURN(vt::CommitLog log, vt::CommitLog::open(workdir / "commitments.log", id, vt::LogMode::kReadOnly));
+  VT_ASSIGN_OR_RETURN(vt::CommitLog log,
+                      vt::CommitLog::open(workdir / "commitments.log", id, vt::LogMode::kReadOnly));
   const auto& recs = log.records();
   vt::provider::SnapshotStore store(workdir / "snapshots", {});
   VT_ASSIGN_OR_RETURN(vt::Bytes base, store.load_canonical(recs[recs.size() - 2].record.root));
@@ -193,8 +200,9 @@ vt::Result<PipelineCost> pipeline_alone(const vt::Task& task, const fs::path& wo
     fs::remove_all(scratch / "s");
     vt::provider::SnapshotStore fresh(scratch / "s", {});
     const auto t = Clock::now();
-    auto stored = delta ? fresh.put(epoch, root, bytes, std::make_pair(base_root, vt::ByteSpan(base)))
-                        : fresh.put(epoch, root, bytes, std::nullopt);
+    auto stored = delta
+                      ? fresh.put(epoch, root, bytes, std::make_pair(base_root, vt::ByteSpan(base)))
+                      : fresh.put(epoch, root, bytes, std::nullopt);
     if (!stored) st = stored.error();
     return seconds_since(t);
   };
@@ -202,7 +210,8 @@ vt::Result<PipelineCost> pipeline_alone(const vt::Task& task, const fs::path& wo
   c.store_full = put(4, false);
   VT_RETURN_IF_ERROR(st);
   VT_ASSIGN_OR_RETURN(vt::SigningKey key, vt::load_or_create_signing_key(workdir / "keys"));
-  VT_ASSIGN_OR_RETURN(vt::CommitLog out, vt::CommitLog::open(scratch / "log", id, vt::LogMode::kAppend));
+  VT_ASSIGN_OR_RETURN(vt::CommitLog out,
+                      vt::CommitLog::open(scratch / "log", id, vt::LogMode::kAppend));
   vt::CommitRecord rec = recs.back().record;  // same size as a real record
   rec.epoch = 0, rec.prev = {}, rec.time.clear(), rec.signer.clear();
   const auto t = Clock::now();
@@ -257,21 +266,24 @@ int main(int argc, char** argv) {
   fs::remove_all(scratch);
 
   double latency = 0;
-  for (std::size_t i = 0; i < on->committed.size(); ++i) latency += on->committed[i] - on->epoch_end[i];
+  for (std::size_t i = 0; i < on->committed.size(); ++i)
+    latency += on->committed[i] - on->epoch_end[i];
   latency /= static_cast<double>(on->committed.size());
 
   vt::bench::Report report(argc, argv);
-  report.add("model", "gpt d_model " + std::to_string(args.d_model) + ", " + std::to_string(args.layers) +
-                          " layers, vocab " + std::to_string(args.vocab) + ", " + std::to_string(args.batch) +
-                          " x " + std::to_string(args.seq_len) + " tokens per step, AdamW");
+  report.add("model", "gpt d_model " + std::to_string(args.d_model) + ", " +
+                          std::to_string(args.layers) + " layers, vocab " +
+                          std::to_string(args.vocab) + ", " + std::to_string(args.batch) + " x " +
+                          std::to_string(args.seq_len) + " tokens per step, AdamW");
   report.add("params", params);
   report.add("epochs", task->epochs);
   report.add("steps_per_epoch", task->steps_per_epoch);
   report.add("threads", task->intra_op_threads);
   report.add("hardware_threads", vt::hardware_threads());
-  report.add("pipeline_threads", vt::hardware_threads() > static_cast<std::size_t>(args.threads)
-                                     ? vt::hardware_threads() - static_cast<std::size_t>(args.threads)
-                                     : std::size_t{1});
+  report.add("pipeline_threads",
+             vt::hardware_threads() > static_cast<std::size_t>(args.threads)
+                 ? vt::hardware_threads() - static_cast<std::size_t>(args.threads)
+                 : std::size_t{1});
   report.add("repeat", args.repeat);
   report.add("epoch_seconds_off", median(off_epoch));
   report.add("epoch_seconds_on", median(on_epoch));

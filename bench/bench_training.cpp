@@ -33,17 +33,19 @@ struct Args {
   std::int64_t width = 32;     // cnn: ~0.3M parameters, a few seconds per epoch on one core
   std::int64_t d_model = 128;  // gpt: ~0.5M parameters with the layers below
   std::int64_t steps = 8;
-  std::int64_t epochs = 3;     // >= 3: one warm-up, at least two timed
-  std::int64_t threads = 1;    // the task's intra-op threads
+  std::int64_t epochs = 3;   // >= 3: one warm-up, at least two timed
+  std::int64_t threads = 1;  // the task's intra-op threads
 };
 
 std::optional<int> parse(int argc, char** argv, Args& a) {
   CLI::App app{"bench_training: samples/s per model, and a replay against its training"};
-  app.add_option("--model", a.model, "cnn, gpt or all")->check(CLI::IsMember({"cnn", "gpt", "all"}));
+  app.add_option("--model", a.model, "cnn, gpt or all")
+      ->check(CLI::IsMember({"cnn", "gpt", "all"}));
   app.add_option("--width", a.width, "cnn width")->check(CLI::PositiveNumber);
   app.add_option("--d-model", a.d_model, "gpt width")->check(CLI::PositiveNumber);
   app.add_option("--steps", a.steps, "Steps per epoch")->check(CLI::PositiveNumber);
-  app.add_option("--epochs", a.epochs, "Epochs (one warm-up, at least two timed)")->check(CLI::Range(3, 1 << 20));
+  app.add_option("--epochs", a.epochs, "Epochs (one warm-up, at least two timed)")
+      ->check(CLI::Range(3, 1 << 20));
   app.add_option("--threads", a.threads, "The task's intra-op threads")->check(CLI::PositiveNumber);
   return vt::bench::parse_flags(app, argc, argv);
 }
@@ -59,8 +61,8 @@ vt::Result<vt::Task> make_task(const std::string& model, const Args& a) {
     task.model.options = {{"width", a.width}, {"blocks", 1}, {"classes", 10}};
     task.batch_size = 32;
   } else {
-    task.model.options = {{"vocab", 256},  {"d_model", a.d_model}, {"layers", 2},
-                          {"heads", 4},    {"seq_len", 64},        {"mlp_ratio", 4},
+    task.model.options = {{"vocab", 256},         {"d_model", a.d_model}, {"layers", 2},
+                          {"heads", 4},           {"seq_len", 64},        {"mlp_ratio", 4},
                           {"dropout_permille", 0}};
     task.batch_size = 16;
   }
@@ -111,7 +113,8 @@ vt::Result<Figures> measure(const vt::Task& task) {
   const double replay_s = seconds_since(t);
   VT_ASSIGN_OR_RETURN(vt::Bytes replayed, replayer->snapshot());
   f.identical = replayed == last;
-  f.replay_ratio = last_epoch_s / replay_s;  // same steps, so the time ratio is the throughput ratio
+  f.replay_ratio =
+      last_epoch_s / replay_s;  // same steps, so the time ratio is the throughput ratio
   return f;
 }
 

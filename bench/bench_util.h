@@ -2,13 +2,14 @@
 // Every bench_<module> prints one "key: value" line per figure, or with --json the same keys as
 // one JSON object. Baselines are measured in the same run and reported beside our figures.
 
-#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstring>
 #include <iostream>
 #include <optional>
-#include <nlohmann/json.hpp>
 #include <string>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 namespace vt::bench {
 

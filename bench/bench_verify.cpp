@@ -51,7 +51,8 @@ struct Args {
 // program should stop (help, or a flag that is wrong), nothing to go on.
 std::optional<int> parse(int argc, char** argv, Args& a) {
   CLI::App app{"bench_verify: verify wall time against the sum of its replays, bytes per check"};
-  app.add_option("--epochs", a.epochs, "Epochs of the task, all challenged")->check(CLI::Range(2, 1 << 20));
+  app.add_option("--epochs", a.epochs, "Epochs of the task, all challenged")
+      ->check(CLI::Range(2, 1 << 20));
   app.add_option("--steps", a.steps, "Steps per epoch")->check(CLI::PositiveNumber);
   app.add_option("--width", a.width, "cnn width")->check(CLI::PositiveNumber);
   app.add_option("--jobs", a.jobs, "verify --jobs (0: automatic)");
@@ -96,13 +97,18 @@ vt::Result<Timed> timed_verify(const vt::Task& task, const fs::path& workdir, st
   return r;
 }
 
-vt::Result<std::uint64_t> isolated_check_bytes(const vt::Task& task, const fs::path& workdir, std::uint64_t epoch,
+vt::Result<std::uint64_t> isolated_check_bytes(const vt::Task& task, const fs::path& workdir,
+                                               std::uint64_t epoch,
                                                vt::verifier::FetchAfter fetch_after) {
   VT_ASSIGN_OR_RETURN(auto source, vt::verifier::open_workdir_source(workdir));
   VT_ASSIGN_OR_RETURN(auto log, source->log());
-  VT_ASSIGN_OR_RETURN(vt::verifier::CheckContext ctx, vt::verifier::make_check_context(task, {}, fetch_after));
-  VT_ASSIGN_OR_RETURN(vt::verifier::EpochCheck c, vt::verifier::check_epoch(*source, ctx, log.at(epoch - 1), log.at(epoch), false));
-  if (!c.passed) return vt::internal_error("the honest epoch " + std::to_string(epoch) + " failed its check");
+  VT_ASSIGN_OR_RETURN(vt::verifier::CheckContext ctx,
+                      vt::verifier::make_check_context(task, {}, fetch_after));
+  VT_ASSIGN_OR_RETURN(
+      vt::verifier::EpochCheck c,
+      vt::verifier::check_epoch(*source, ctx, log.at(epoch - 1), log.at(epoch), false));
+  if (!c.passed)
+    return vt::internal_error("the honest epoch " + std::to_string(epoch) + " failed its check");
   return c.bytes_fetched;
 }
 
@@ -121,23 +127,27 @@ int main(int argc, char** argv) {
   const fs::path workdir = scratch / "wd";
   vt::provider::ProviderOptions po;
   po.workdir = workdir;
-  if (auto trained = vt::provider::run_provider(*task, po); !trained) return fail("training", trained.error());
+  if (auto trained = vt::provider::run_provider(*task, po); !trained)
+    return fail("training", trained.error());
 
   auto children = timed_verify(*task, workdir, args.jobs);
   if (!children) return fail("verify with child processes", children.error());
   auto here = timed_verify(*task, workdir, 1);
   if (!here) return fail("verify in process", here.error());
-  if (!children->accepted || !here->accepted) return fail("verify", vt::internal_error("an honest run was rejected"));
+  if (!children->accepted || !here->accepted)
+    return fail("verify", vt::internal_error("an honest run was rejected"));
 
   const std::uint64_t middle = static_cast<std::uint64_t>(args.epochs) / 2;
   auto bytes_auto = isolated_check_bytes(*task, workdir, middle, vt::verifier::FetchAfter::kAuto);
   if (!bytes_auto) return fail("isolated check", bytes_auto.error());
-  auto bytes_always = isolated_check_bytes(*task, workdir, middle, vt::verifier::FetchAfter::kAlways);
+  auto bytes_always =
+      isolated_check_bytes(*task, workdir, middle, vt::verifier::FetchAfter::kAlways);
   if (!bytes_always) return fail("isolated check, fetch after always", bytes_always.error());
   std::uint64_t state_bytes = 0;
   {
     auto source = vt::verifier::open_workdir_source(workdir);
-    auto log = source.ok() ? (*source)->log() : vt::Result<std::vector<vt::SignedRecord>>(source.error());
+    auto log =
+        source.ok() ? (*source)->log() : vt::Result<std::vector<vt::SignedRecord>>(source.error());
     if (!log) return fail("log", log.error());
     auto canonical = (*source)->snapshot(middle - 1, log->at(middle - 1).record.root, std::nullopt);
     if (!canonical) return fail("state", canonical.error());
@@ -148,8 +158,8 @@ int main(int argc, char** argv) {
   fs::remove_all(scratch);
 
   vt::bench::Report report(argc, argv);
-  report.add("model", "cnn width " + std::to_string(args.width) + ", " + std::to_string(args.steps) +
-                          " steps of 32 per epoch, AdamW, exact mode");
+  report.add("model", "cnn width " + std::to_string(args.width) + ", " +
+                          std::to_string(args.steps) + " steps of 32 per epoch, AdamW, exact mode");
   report.add("epochs_challenged", children->checks);
   report.add("jobs", args.jobs == 0 ? std::string("automatic") : std::to_string(args.jobs));
   report.add("verify_seconds", children->wall);
@@ -161,7 +171,9 @@ int main(int argc, char** argv) {
   report.add("isolated_check_bytes", *bytes_auto);
   report.add("isolated_check_bytes_always", *bytes_always);
   report.add("state_container_bytes", state_bytes);
-  report.add("isolated_check_vs_state", static_cast<double>(*bytes_auto) / static_cast<double>(state_bytes));
-  report.add("isolated_check_always_vs_state", static_cast<double>(*bytes_always) / static_cast<double>(state_bytes));
+  report.add("isolated_check_vs_state",
+             static_cast<double>(*bytes_auto) / static_cast<double>(state_bytes));
+  report.add("isolated_check_always_vs_state",
+             static_cast<double>(*bytes_always) / static_cast<double>(state_bytes));
   return 0;
 }

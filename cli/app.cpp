@@ -26,8 +26,9 @@ Result<int> run_action(const Context& ctx) {
   try {
     return ctx.action();
   } catch (const std::bad_alloc&) {
-    return internal_error("out of memory (an allocation failed); this is a bug: every size a peer "
-                          "declares should be bounded before it is allocated");
+    return internal_error(
+        "out of memory (an allocation failed); this is a bug: every size a peer "
+        "declares should be bounded before it is allocated");
   } catch (const std::exception& e) {
     return internal_error(std::string("unexpected exception: ") + e.what());
   } catch (...) {
@@ -66,7 +67,11 @@ std::vector<std::string> take_global_json(int argc, char** argv, bool& json) {
 }
 
 void print_json_error(const std::string& message, int code) {
-  std::cout << nlohmann::json{{"ok", false}, {"kind", "error"}, {"error", message}, {"exit_code", code}}.dump()
+  std::cout << nlohmann::json{{"ok", false},
+                              {"kind", "error"},
+                              {"error", message},
+                              {"exit_code", code}}
+                   .dump()
             << std::endl;
 }
 
@@ -90,13 +95,15 @@ int run(int argc, char** argv, const CommandSet& commands) {
   Context ctx;
   bool version = false;
   std::vector<std::string> args = take_global_json(argc, argv, ctx.json);
-  app.add_flag("--version", version, "Print veritrain's and LibTorch's versions and CUDA availability");
+  app.add_flag("--version", version,
+               "Print veritrain's and LibTorch's versions and CUDA availability");
   app.add_flag("--json", ctx.json, "Print results as JSON on stdout (anywhere on the line)");
   app.add_option("--log-level", ctx.log_level, "Logging on stderr")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->envname("VERITRAIN_LOG_LEVEL");
-  app.footer("Exit codes: 0 success/accepted, 1 rejected, 2 usage or input error, "
-             "3 I/O or network error, 4 internal error (a bug). See docs/cli.md.");
+  app.footer(
+      "Exit codes: 0 success/accepted, 1 rejected, 2 usage or input error, "
+      "3 I/O or network error, 4 internal error (a bug). See docs/cli.md.");
   commands.register_commands(app, ctx);
   bind_environment(app);
 

@@ -3,12 +3,13 @@
 // Commands never print errors themselves: they return a Result and run() turns it into a
 // message on stderr and an exit code (docs/cli.md).
 
-#include <CLI/CLI.hpp>
 #include <charconv>
 #include <functional>
 #include <optional>
-#include <nlohmann/json.hpp>
 #include <string>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "common/result.h"
 

@@ -23,25 +23,31 @@ struct AuditArgs {
 
 // audit --second-opinion: the reference replays the same epoch from the same stored state, and
 // the finding (so the evidence) records whether it lands where veritrain's replay landed.
-Status add_second_opinion(verifier::AuditFinding& f, const Task& task, verifier::EvidenceSource& source,
-                          const AuditArgs& a) {
+Status add_second_opinion(verifier::AuditFinding& f, const Task& task,
+                          verifier::EvidenceSource& source, const AuditArgs& a) {
   VT_ASSIGN_OR_RETURN(std::vector<SignedRecord> records, source.log());
-  VT_ASSIGN_OR_RETURN(Bytes before, source.snapshot(a.epoch - 1, records.at(a.epoch - 1).record.root, std::nullopt));
+  VT_ASSIGN_OR_RETURN(
+      Bytes before,
+      source.snapshot(a.epoch - 1, records.at(a.epoch - 1).record.root, std::nullopt));
   verifier::SecondOpinionOptions o;
   o.python = a.python;
   o.script = a.reference;
   if (!task.dataset.files.empty()) o.data_dir = fs::path(a.task).parent_path() / task.dataset.path;
-  VT_ASSIGN_OR_RETURN(verifier::SecondOpinion s, verifier::second_opinion(canonical_task_json(task), before, f.replay_root, o));
+  VT_ASSIGN_OR_RETURN(
+      verifier::SecondOpinion s,
+      verifier::second_opinion(canonical_task_json(task), before, f.replay_root, o));
   f.second_opinion = verifier::second_opinion_to_json(s);
-  f.summary += s.status == "not_covered" ? "; second opinion: the reference does not cover this task"
-                                         : "; second opinion: the reference replay " + s.status + " with veritrain's (root " +
-                                               hex_encode(s.reference_root) + ")";
+  f.summary += s.status == "not_covered"
+                   ? "; second opinion: the reference does not cover this task"
+                   : "; second opinion: the reference replay " + s.status +
+                         " with veritrain's (root " + hex_encode(s.reference_root) + ")";
   return {};
 }
 
 Result<int> run_audit(Context& ctx, const AuditArgs& a) {
   VT_ASSIGN_OR_RETURN(Task task, load_task(a.task));
-  VT_ASSIGN_OR_RETURN(std::optional<std::string> pinned, pinned_provider_key(a.provider_key, "audit"));
+  VT_ASSIGN_OR_RETURN(std::optional<std::string> pinned,
+                      pinned_provider_key(a.provider_key, "audit"));
   VT_ASSIGN_OR_RETURN(auto source, verifier::open_workdir_source(a.workdir));
   VT_RETURN_IF_ERROR(check_log_signer(*source, task, pinned));
   training::TrainerOptions t;
@@ -50,23 +56,33 @@ Result<int> run_audit(Context& ctx, const AuditArgs& a) {
   t.intra_op_threads = a.threads;
   if (!a.check.empty()) {
     VT_ASSIGN_OR_RETURN(std::string text, read_text_file(a.check));
-    VT_ASSIGN_OR_RETURN(verifier::EvidenceCheck c, verifier::check_evidence(text, *source, task, t));
-    emit(ctx, {{"ok", c.agrees}, {"kind", "audit check"}, {"auditor", c.auditor_fingerprint}, {"claimed", verifier::finding_to_json(c.claimed)},
-               {"recomputed", verifier::finding_to_json(c.recomputed)}},
-         std::string(c.agrees ? "evidence re-checks: " : "evidence does NOT re-check: ") + c.recomputed.summary + "\n");
+    VT_ASSIGN_OR_RETURN(verifier::EvidenceCheck c,
+                        verifier::check_evidence(text, *source, task, t));
+    emit(ctx,
+         {{"ok", c.agrees},
+          {"kind", "audit check"},
+          {"auditor", c.auditor_fingerprint},
+          {"claimed", verifier::finding_to_json(c.claimed)},
+          {"recomputed", verifier::finding_to_json(c.recomputed)}},
+         std::string(c.agrees ? "evidence re-checks: " : "evidence does NOT re-check: ") +
+             c.recomputed.summary + "\n");
     return c.agrees ? 0 : exit_code(Errc::kRejected);
   }
-  if (a.epoch == 0) return invalid_input("audit needs --epoch E (1..epochs) or --check evidence.json");
+  if (a.epoch == 0)
+    return invalid_input("audit needs --epoch E (1..epochs) or --check evidence.json");
   VT_ASSIGN_OR_RETURN(verifier::AuditFinding f, verifier::audit_epoch(*source, task, a.epoch, t));
   if (a.second_opinion) VT_RETURN_IF_ERROR(add_second_opinion(f, task, *source, a));
   nlohmann::json j = verifier::finding_to_json(f);
   VT_ASSIGN_OR_RETURN(std::vector<SignedRecord> records, source->log());
-  verifier::EvidencePageInfo page{hex_encode(task_id(task)), a.task, a.workdir, "", pinned.has_value(), "", a.evidence};
-  if (auto signer = PublicKey::from_raw(records.at(a.epoch).record.signer)) page.provider_key = signer->fingerprint();
+  verifier::EvidencePageInfo page{hex_encode(task_id(task)), a.task, a.workdir, "",
+                                  pinned.has_value(),        "",     a.evidence};
+  if (auto signer = PublicKey::from_raw(records.at(a.epoch).record.signer))
+    page.provider_key = signer->fingerprint();
   j["ok"] = f.bit_identical;
   if (!a.evidence.empty()) {
     VT_ASSIGN_OR_RETURN(SigningKey key, verifier_key(a.key));
-    VT_ASSIGN_OR_RETURN(std::string text, verifier::make_evidence(f, task, records.at(a.epoch - 1), records.at(a.epoch), key));
+    VT_ASSIGN_OR_RETURN(std::string text, verifier::make_evidence(f, task, records.at(a.epoch - 1),
+                                                                  records.at(a.epoch), key));
     VT_RETURN_IF_ERROR(write_file_atomic(a.evidence, text));
     j["evidence"] = a.evidence;
     page.auditor_key = key.public_key().fingerprint();
@@ -75,8 +91,10 @@ Result<int> run_audit(Context& ctx, const AuditArgs& a) {
     VT_RETURN_IF_ERROR(verifier::write_evidence_page(a.report, f, page));
     j["report"] = (fs::path(a.report) / "report.html").string();
   }
-  emit(ctx, j, f.summary + "\n" + (a.evidence.empty() ? "" : "evidence: " + a.evidence + "\n") +
-                   (a.report.empty() ? "" : "report: " + (fs::path(a.report) / "report.html").string() + "\n"));
+  emit(ctx, j,
+       f.summary + "\n" + (a.evidence.empty() ? "" : "evidence: " + a.evidence + "\n") +
+           (a.report.empty() ? ""
+                             : "report: " + (fs::path(a.report) / "report.html").string() + "\n"));
   return f.bit_identical ? 0 : exit_code(Errc::kRejected);
 }
 
@@ -84,21 +102,28 @@ Result<int> run_audit(Context& ctx, const AuditArgs& a) {
 
 void register_audit(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<AuditArgs>();
-  auto* audit = app.add_subcommand("audit", "Replay a disputed epoch offline and write signed evidence");
+  auto* audit =
+      app.add_subcommand("audit", "Replay a disputed epoch offline and write signed evidence");
   audit->add_option("--task", a->task, "task.json")->required();
   audit->add_option("--workdir", a->workdir, "The provider's workdir (or a copy)")->required();
   audit->add_option("--epoch", a->epoch, "The disputed epoch");
   audit->add_option("--evidence", a->evidence, "Write signed evidence here");
-  audit->add_option("--report", a->report, "Folder for report.html: the finding as a page an arbiter can read");
+  audit->add_option("--report", a->report,
+                    "Folder for report.html: the finding as a page an arbiter can read");
   audit->add_option("--check", a->check, "Re-check an evidence file instead");
-  audit->add_option("--key", a->key, "Auditor key folder; default: $XDG_CONFIG_HOME/veritrain/verifier");
-  audit->add_option("--provider-key", a->provider_key, "The provider's signing.pub.pem or its key's SHA-256");
+  audit->add_option("--key", a->key,
+                    "Auditor key folder; default: $XDG_CONFIG_HOME/veritrain/verifier");
+  audit->add_option("--provider-key", a->provider_key,
+                    "The provider's signing.pub.pem or its key's SHA-256");
   audit->add_option("--device", a->device, "Replay on cpu, cuda or cuda:N");
   audit->add_option("--threads", a->threads, "Replay with this intra-op thread count");
-  audit->add_flag("--second-opinion", a->second_opinion,
-                  "Also replay with the independent PyTorch reference and record whether it agrees");
-  audit->add_option("--reference", a->reference, "The reference replayer (scripts/replay_ref.py)")->capture_default_str();
-  audit->add_option("--python", a->python, "Interpreter with python3-torch for the reference")->capture_default_str();
+  audit->add_flag(
+      "--second-opinion", a->second_opinion,
+      "Also replay with the independent PyTorch reference and record whether it agrees");
+  audit->add_option("--reference", a->reference, "The reference replayer (scripts/replay_ref.py)")
+      ->capture_default_str();
+  audit->add_option("--python", a->python, "Interpreter with python3-torch for the reference")
+      ->capture_default_str();
   audit->callback([&ctx, a] { ctx.action = [&ctx, a] { return run_audit(ctx, *a); }; });
 }
 

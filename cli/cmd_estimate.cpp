@@ -18,11 +18,13 @@ std::string mib(std::uint64_t bytes) {
 }  // namespace
 
 void register_estimate(CLI::App& app, Context& ctx) {
-  auto* cmd = app.add_subcommand("estimate", "Measure a task's state size and one step's peak memory and time");
+  auto* cmd = app.add_subcommand("estimate",
+                                 "Measure a task's state size and one step's peak memory and time");
   auto task_path = std::make_shared<std::string>();
   auto device = std::make_shared<std::string>();
   cmd->add_option("--task", *task_path, "task.json")->required();
-  cmd->add_option("--device", *device, "Measure on cpu, cuda or cuda:N instead of the task's device");
+  cmd->add_option("--device", *device,
+                  "Measure on cpu, cuda or cuda:N instead of the task's device");
   cmd->callback([&ctx, task_path, device] {
     ctx.action = [&ctx, task_path, device]() -> Result<int> {
       VT_ASSIGN_OR_RETURN(Task task, load_task(*task_path));
@@ -31,29 +33,32 @@ void register_estimate(CLI::App& app, Context& ctx) {
       options.device = *device;
       VT_ASSIGN_OR_RETURN(training::MemoryEstimate e, training::estimate(task, options));
       const std::uint64_t per_check = 2 * e.snapshot_bytes;  // before and after states
-      nlohmann::json j = {{"parameters", e.parameters},
-                          {"parameter_bytes", e.parameter_bytes},
-                          {"optimizer_state_bytes", e.optimizer_state_bytes},
-                          {"snapshot_bytes", e.snapshot_bytes},
-                          {"step_peak_bytes", e.step_peak_bytes},
-                          {"peak_source", e.peak_source},
-                          {"gradient_groups", e.gradient_groups},
-                          {"examples_per_group", e.examples_per_group},
-                          {"step_seconds", e.step_seconds},
-                          {"steps_per_epoch", e.steps_per_epoch},
-                          {"epoch_seconds_estimate", e.step_seconds * static_cast<double>(e.steps_per_epoch)},
-                          {"raw_bytes_per_check", per_check},
-                          {"device", e.device}};
+      nlohmann::json j = {
+          {"parameters", e.parameters},
+          {"parameter_bytes", e.parameter_bytes},
+          {"optimizer_state_bytes", e.optimizer_state_bytes},
+          {"snapshot_bytes", e.snapshot_bytes},
+          {"step_peak_bytes", e.step_peak_bytes},
+          {"peak_source", e.peak_source},
+          {"gradient_groups", e.gradient_groups},
+          {"examples_per_group", e.examples_per_group},
+          {"step_seconds", e.step_seconds},
+          {"steps_per_epoch", e.steps_per_epoch},
+          {"epoch_seconds_estimate", e.step_seconds * static_cast<double>(e.steps_per_epoch)},
+          {"raw_bytes_per_check", per_check},
+          {"device", e.device}};
       char secs[64];
       std::snprintf(secs, sizeof secs, "%.4f s/step, ~%.2f s/epoch", e.step_seconds,
                     e.step_seconds * static_cast<double>(e.steps_per_epoch));
-      std::string human = "parameters        " + std::to_string(e.parameters) + " (" + mib(e.parameter_bytes) + ")\n" +
-                          "optimizer state   " + mib(e.optimizer_state_bytes) + "\n" +
-                          "snapshot (raw)    " + mib(e.snapshot_bytes) + "; a check moves two: " + mib(per_check) + "\n" +
-                          "step peak memory  " + mib(e.step_peak_bytes) + " above the resting state (" + e.peak_source + ")\n" +
-                          "  per group       " + std::to_string(e.gradient_groups) + " group(s) of " +
-                          std::to_string(e.examples_per_group) + " examples, run one at a time: the peak is one group's\n" +
-                          "step time         " + secs + " on " + e.device + "\n";
+      std::string human =
+          "parameters        " + std::to_string(e.parameters) + " (" + mib(e.parameter_bytes) +
+          ")\n" + "optimizer state   " + mib(e.optimizer_state_bytes) + "\n" +
+          "snapshot (raw)    " + mib(e.snapshot_bytes) + "; a check moves two: " + mib(per_check) +
+          "\n" + "step peak memory  " + mib(e.step_peak_bytes) + " above the resting state (" +
+          e.peak_source + ")\n" + "  per group       " + std::to_string(e.gradient_groups) +
+          " group(s) of " + std::to_string(e.examples_per_group) +
+          " examples, run one at a time: the peak is one group's\n" + "step time         " + secs +
+          " on " + e.device + "\n";
       emit(ctx, j, human);
       return 0;
     };

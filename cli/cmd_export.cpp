@@ -19,12 +19,16 @@ void register_export(CLI::App& app, Context& ctx) {
     std::uint64_t epoch = 0;
   };
   auto a = std::make_shared<Args>();
-  auto* cmd = app.add_subcommand("export", "Write the model of a committed epoch as TorchScript and/or safetensors");
+  auto* cmd = app.add_subcommand(
+      "export", "Write the model of a committed epoch as TorchScript and/or safetensors");
   cmd->add_option("--workdir", a->workdir, "The provider's workdir")->required();
   cmd->add_option("--epoch", a->epoch, "A committed epoch")->required();
-  cmd->add_option("--torchscript", a->torchscript, "Write the module (torchscript tasks) for torch.jit.load");
-  cmd->add_option("--safetensors", a->safetensors, "Write parameters and buffers under the module's own names");
-  cmd->add_option("--task-dir", a->task_dir, "Where the task's relative paths (model.path) resolve")->capture_default_str();
+  cmd->add_option("--torchscript", a->torchscript,
+                  "Write the module (torchscript tasks) for torch.jit.load");
+  cmd->add_option("--safetensors", a->safetensors,
+                  "Write parameters and buffers under the module's own names");
+  cmd->add_option("--task-dir", a->task_dir, "Where the task's relative paths (model.path) resolve")
+      ->capture_default_str();
   cmd->callback([&ctx, a] {
     ctx.action = [&ctx, a]() -> Result<int> {
       if (a->torchscript.empty() && a->safetensors.empty()) {
@@ -37,8 +41,9 @@ void register_export(CLI::App& app, Context& ctx) {
         if (r.record.epoch == a->epoch) found = &r;
       }
       if (found == nullptr) {
-        return invalid_input("--epoch " + std::to_string(a->epoch) + ": not committed in " + a->workdir + " (" +
-                             std::to_string(log.records.size()) + " epochs committed, from 0)");
+        return invalid_input("--epoch " + std::to_string(a->epoch) + ": not committed in " +
+                             a->workdir + " (" + std::to_string(log.records.size()) +
+                             " epochs committed, from 0)");
       }
       provider::SnapshotStore store(w.snapshots_dir(), {1, 0, 64});
       VT_ASSIGN_OR_RETURN(Bytes snapshot, store.load_canonical(found->record.root));

@@ -1,8 +1,8 @@
 // `veritrain plan` with LibTorch: how often to challenge and what it costs, with the per-check
 // bytes and replay time measured on the task itself (plan_light.cpp has the --cost-only form).
-#include <filesystem>
-
 #include <spdlog/spdlog.h>
+
+#include <filesystem>
 
 #include "cli/app.h"
 #include "cli/plan_args.h"
@@ -34,13 +34,16 @@ Result<int> run_plan(Context& ctx, const PlanArgs& a) {
   training::TrainerOptions t;
   t.task_dir = fs::path(a.task).parent_path();
   verifier::PlanInputs in = plan_inputs(task, a);
-  // A GPU task planned on a machine without one: the bytes and replay time stay unknown (K from --cost).
+  // A GPU task planned on a machine without one: the bytes and replay time stay unknown (K from
+  // --cost).
   if (task.device.rfind("cuda", 0) != 0 || training::runtime_info().cuda_available) {
     VT_ASSIGN_OR_RETURN(in.estimate, training::estimate(task, t));
     VT_ASSIGN_OR_RETURN(in.codec_ratio, measured_codec_ratio(task, t));
   } else {
-    spdlog::warn("plan: no CUDA device here to measure the {} task on: per-check bytes and replay time are unknown",
-                 task.device);
+    spdlog::warn(
+        "plan: no CUDA device here to measure the {} task on: per-check bytes and replay time are "
+        "unknown",
+        task.device);
   }
   VT_ASSIGN_OR_RETURN(verifier::Plan plan, verifier::make_plan(in));
   emit(ctx, verifier::plan_to_json(plan), verifier::plan_text(plan));

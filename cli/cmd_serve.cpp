@@ -1,7 +1,7 @@
 // `veritrain serve`: serve an existing workdir to verifiers and auditors.
-#include <iostream>
-
 #include <spdlog/spdlog.h>
+
+#include <iostream>
 
 #include "cli/app.h"
 #include "cli/service.h"
@@ -14,7 +14,9 @@ void register_serve(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<ServeArgs>();
   cmd->add_option("--workdir", *workdir, "The provider's workdir")->required();
   add_serve_options(cmd, *a, /*listen_required=*/true);
-  cmd->add_option("--key", a->key_dir, "Key folder (veritrain keygen) whose TLS certificate to serve; default: the workdir's keys");
+  cmd->add_option(
+      "--key", a->key_dir,
+      "Key folder (veritrain keygen) whose TLS certificate to serve; default: the workdir's keys");
   cmd->callback([&ctx, workdir, a] {
     ctx.action = [&ctx, workdir, a]() -> Result<int> {
       block_termination_signals();

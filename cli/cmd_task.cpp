@@ -27,11 +27,14 @@ struct InitArgs {
 };
 
 // "key=value" pairs into an options map; `what` names the flag in errors.
-Status parse_options(const std::vector<std::string>& pairs, Options& into, const std::string& what) {
+Status parse_options(const std::vector<std::string>& pairs, Options& into,
+                     const std::string& what) {
   for (const std::string& p : pairs) {
     auto eq = p.find('=');
-    if (eq == std::string::npos || eq == 0) return invalid_input(what + ": expected key=value, got \"" + p + "\"");
-    const std::optional<std::int64_t> v = parse_integer<std::int64_t>(std::string_view(p).substr(eq + 1));
+    if (eq == std::string::npos || eq == 0)
+      return invalid_input(what + ": expected key=value, got \"" + p + "\"");
+    const std::optional<std::int64_t> v =
+        parse_integer<std::int64_t>(std::string_view(p).substr(eq + 1));
     if (!v) return invalid_input(what + ": value of \"" + p.substr(0, eq) + "\" is not an integer");
     into[p.substr(0, eq)] = *v;
   }
@@ -51,7 +54,8 @@ Status pin_data_files(Task& task, const std::string& dir) {
     task.dataset.files[name] = hex_encode(sha256(bytes));
   }
   if (ec) return io_error("reading folder " + dir + ": " + ec.message());
-  if (task.dataset.files.empty()) return invalid_input("--data-dir " + dir + ": no " + task.dataset.name + " files found");
+  if (task.dataset.files.empty())
+    return invalid_input("--data-dir " + dir + ": no " + task.dataset.name + " files found");
   return {};
 }
 
@@ -69,7 +73,8 @@ Status cover_every_tensor(Task& task, const InitArgs& a) {
   if (a.k <= 0 && task.fingerprint.k < tensors) task.fingerprint.k = covering;
   if (task.fingerprint.tracking_k < tensors) task.fingerprint.tracking_k = covering;
   if (task.fingerprint.k < tensors) {
-    return invalid_input("--k " + std::to_string(task.fingerprint.k) + ": the model has " + std::to_string(tensors) +
+    return invalid_input("--k " + std::to_string(task.fingerprint.k) + ": the model has " +
+                         std::to_string(tensors) +
                          " floating-point tensors and a fingerprint samples each at least once");
   }
   return {};
@@ -82,8 +87,8 @@ Result<Task> build_task(const InitArgs& a) {
   if (!a.optimizer.empty()) task.optimizer = training::default_optimizer(a.model, a.optimizer);
   if (a.lr > 0) task.optimizer.lr = a.lr;
   if (!a.schedule.empty() || a.lr > 0) {
-    task.schedule = training::default_schedule(a.model, a.schedule.empty() ? task.schedule.name : a.schedule,
-                                               task.optimizer.lr);
+    task.schedule = training::default_schedule(
+        a.model, a.schedule.empty() ? task.schedule.name : a.schedule, task.optimizer.lr);
   }
   apply_hyper_args(a.hyper, task);
   VT_RETURN_IF_ERROR(parse_options(a.model_options, task.model.options, "--option"));
@@ -102,14 +107,17 @@ Result<Task> build_task(const InitArgs& a) {
   if (task.determinism == "tolerance" && task.tolerance.rel_l2 == 0.0) {
     // The calibrated thresholds of docs/tolerance.md: honest cross-thread-count spread times a
     // margin of 10. Convolutions spread most; the cnn row covers them, the gpt row the rest.
-    const bool convolutional = task.model.name == "cnn" || task.model.name == "conv3d" || task.model.name == "torchscript";
-    task.tolerance = convolutional ? ToleranceSpec{2.3e-3, 0.0, 1.0e-3, 0.0} : ToleranceSpec{2.9e-4, 0.0, 1.1e-5, 0.0};
+    const bool convolutional =
+        task.model.name == "cnn" || task.model.name == "conv3d" || task.model.name == "torchscript";
+    task.tolerance = convolutional ? ToleranceSpec{2.3e-3, 0.0, 1.0e-3, 0.0}
+                                   : ToleranceSpec{2.9e-4, 0.0, 1.1e-5, 0.0};
   }
   if (!a.seed.empty()) {
     // Decimal, or hex after 0x as before; a sign or trailing characters are refused.
     const std::string_view s = a.seed;
     const bool hex = s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
-    const std::optional<std::uint64_t> seed = parse_integer<std::uint64_t>(hex ? s.substr(2) : s, hex ? 16 : 10);
+    const std::optional<std::uint64_t> seed =
+        parse_integer<std::uint64_t>(hex ? s.substr(2) : s, hex ? 16 : 10);
     if (!seed) return invalid_input("--seed: \"" + a.seed + "\" is not an unsigned integer");
     task.seed = *seed;
   }
@@ -131,21 +139,30 @@ Result<Task> build_task(const InitArgs& a) {
 }  // namespace
 
 void register_task(CLI::App& app, Context& ctx) {
-  auto* task = app.add_subcommand("task", "Write or show a task (what to train, how, for how long)");
+  auto* task =
+      app.add_subcommand("task", "Write or show a task (what to train, how, for how long)");
   task->require_subcommand(1);
 
   auto a = std::make_shared<InitArgs>();
-  auto* init = task->add_subcommand("init", "Write a valid task with sensible defaults to stdout (or --out)");
-  init->add_option("--model", a->model, "mlp | cnn | conv3d | gpt | torchscript")->capture_default_str();
-  init->add_option("--dataset", a->dataset, "synthetic | mnist | cifar10 | tensors | tokens")->capture_default_str();
+  auto* init = task->add_subcommand(
+      "init", "Write a valid task with sensible defaults to stdout (or --out)");
+  init->add_option("--model", a->model, "mlp | cnn | conv3d | gpt | torchscript")
+      ->capture_default_str();
+  init->add_option("--dataset", a->dataset, "synthetic | mnist | cifar10 | tensors | tokens")
+      ->capture_default_str();
   init->add_option("--epochs", a->epochs, "Epochs to train");
   init->add_option("--steps-per-epoch", a->steps, "Optimizer steps per epoch (0 = one full pass)");
   init->add_option("--batch-size", a->batch, "Examples per step");
-  init->add_option("--gradient-groups", a->groups, "Groups per batch, summed along a fixed tree (a power of two; docs/training.md)");
-  init->add_option("--world-size", a->world, "Ranks `train` starts by default (not in the task_id)");
+  init->add_option(
+      "--gradient-groups", a->groups,
+      "Groups per batch, summed along a fixed tree (a power of two; docs/training.md)");
+  init->add_option("--world-size", a->world,
+                   "Ranks `train` starts by default (not in the task_id)");
   init->add_option("--device", a->device, "cpu | cuda");
-  init->add_option("--seed", a->seed, "Seed for initialisation, data and order (u64, 0x... allowed)");
-  init->add_option("--threads", a->threads, "Intra-op threads (part of the task: CPU results depend on it)");
+  init->add_option("--seed", a->seed,
+                   "Seed for initialisation, data and order (u64, 0x... allowed)");
+  init->add_option("--threads", a->threads,
+                   "Intra-op threads (part of the task: CPU results depend on it)");
   init->add_option("--precision", a->precision, "fp32 | tf32 | bf16");
   init->add_option("--determinism", a->determinism, "exact | tolerance");
   init->add_option("--optimizer", a->optimizer, "sgd | adam | adamw");
@@ -153,10 +170,14 @@ void register_task(CLI::App& app, Context& ctx) {
   init->add_option("--lr", a->lr, "Base learning rate");
   add_hyper_options(init, a->hyper);
   init->add_option("--k", a->k, "Values sampled per fingerprint");
-  init->add_option("--trail-interval", a->trail, "Steps between intra-epoch trail fingerprints (0 = none)");
-  init->add_option("--option", a->model_options, "Model option key=value (repeatable), e.g. width=32");
-  init->add_option("--data-option", a->data_options, "Dataset option key=value (repeatable), e.g. samples=1024");
-  init->add_option("--data-dir", a->data_dir, "Folder with MNIST idx or CIFAR-10 batch files to pin by SHA-256");
+  init->add_option("--trail-interval", a->trail,
+                   "Steps between intra-epoch trail fingerprints (0 = none)");
+  init->add_option("--option", a->model_options,
+                   "Model option key=value (repeatable), e.g. width=32");
+  init->add_option("--data-option", a->data_options,
+                   "Dataset option key=value (repeatable), e.g. samples=1024");
+  init->add_option("--data-dir", a->data_dir,
+                   "Folder with MNIST idx or CIFAR-10 batch files to pin by SHA-256");
   init->add_option("--model-file", a->model_file, "TorchScript module file to pin by SHA-256");
   add_data_flags(init, a->data);
   init->add_option("--out", a->out, "Write to this file (atomically) instead of stdout");
@@ -169,7 +190,8 @@ void register_task(CLI::App& app, Context& ctx) {
         std::cerr << "wrote " << a->out << " (task_id " << hex_encode(task_id(t)) << ")\n";
       }
       if (ctx.json) {  // as `task show --json` prints it
-        nlohmann::json j = {{"task_id", hex_encode(task_id(t))}, {"task", nlohmann::json::parse(canonical_task_json(t))}};
+        nlohmann::json j = {{"task_id", hex_encode(task_id(t))},
+                            {"task", nlohmann::json::parse(canonical_task_json(t))}};
         if (!a->out.empty()) j["out"] = a->out;
         emit(ctx, j, "");
       } else if (a->out.empty()) {

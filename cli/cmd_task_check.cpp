@@ -79,7 +79,8 @@ Status finish(ChildProcess& child, const fs::path& log) {
   }
   const std::string prefix = "veritrain: error: ";
   if (said.rfind(prefix, 0) == 0) said = said.substr(prefix.size());
-  return Error{code == 2 ? Errc::kInvalidInput : Errc::kInternal, "task check: the training run failed: " + said};
+  return Error{code == 2 ? Errc::kInvalidInput : Errc::kInternal,
+               "task check: the training run failed: " + said};
 }
 
 }  // namespace
@@ -90,18 +91,23 @@ void register_task_check(CLI::App* task, Context& ctx) {
     std::int64_t steps = 3;
   };
   auto a = std::make_shared<Args>();
-  auto* check = task->add_subcommand("check", "Pre-flight: model against data, and a replay in a fresh process");
+  auto* check = task->add_subcommand(
+      "check", "Pre-flight: model against data, and a replay in a fresh process");
   check->add_option("task", a->task, "task.json")->required();
-  check->add_option("--steps", a->steps, "Steps per run (at most one epoch)")->capture_default_str()
+  check->add_option("--steps", a->steps, "Steps per run (at most one epoch)")
+      ->capture_default_str()
       ->check(CLI::Range(1, 1000));
   check->callback([&ctx, a] {
     ctx.action = [&ctx, a]() -> Result<int> {
       const auto start = std::chrono::steady_clock::now();
       VT_ASSIGN_OR_RETURN(Task t, load_task(a->task));
-      if (Status fit = training::validate_for_training(t); !fit) return fit.error().context(a->task);
+      if (Status fit = training::validate_for_training(t); !fit)
+        return fit.error().context(a->task);
       // Short epochs: the task's own if shorter (epoch_order makes more passes if needed).
-      const std::int64_t steps = t.steps_per_epoch > 0 ? std::min(a->steps, t.steps_per_epoch) : a->steps;
-      const fs::path scratch = fs::temp_directory_path() / ("veritrain-check-" + std::to_string(::getpid()));
+      const std::int64_t steps =
+          t.steps_per_epoch > 0 ? std::min(a->steps, t.steps_per_epoch) : a->steps;
+      const fs::path scratch =
+          fs::temp_directory_path() / ("veritrain-check-" + std::to_string(::getpid()));
       fs::create_directories(scratch);
       struct Cleanup {
         fs::path dir;
@@ -114,30 +120,41 @@ void register_task_check(CLI::App* task, Context& ctx) {
       // First process: epoch 0 -> A -> B, started at once, beside the shape check here. Second:
       // restore A, train -> B'. B' == B or the task does not replay (state outside the
       // snapshot, randomness outside its generators).
-      VT_ASSIGN_OR_RETURN(ChildProcess first_run, spawn_self({a->task, "--steps", n, "--out1", (scratch / "a").string(),
-                                                              "--out2", (scratch / "b").string()}, scratch / "first.log"));
+      VT_ASSIGN_OR_RETURN(ChildProcess first_run,
+                          spawn_self({a->task, "--steps", n, "--out1", (scratch / "a").string(),
+                                      "--out2", (scratch / "b").string()},
+                                     scratch / "first.log"));
       {
         VT_ASSIGN_OR_RETURN(auto trainer, training::Trainer::create(t, options_for(a->task)));
         VT_RETURN_IF_ERROR(trainer->check_model());
       }
       VT_RETURN_IF_ERROR(finish(first_run, scratch / "first.log"));
-      VT_ASSIGN_OR_RETURN(ChildProcess second_run, spawn_self({a->task, "--steps", n, "--from", (scratch / "a").string(),
-                                                               "--out2", (scratch / "b2").string()}, scratch / "second.log"));
+      VT_ASSIGN_OR_RETURN(ChildProcess second_run,
+                          spawn_self({a->task, "--steps", n, "--from", (scratch / "a").string(),
+                                      "--out2", (scratch / "b2").string()},
+                                     scratch / "second.log"));
       VT_RETURN_IF_ERROR(finish(second_run, scratch / "second.log"));
       VT_ASSIGN_OR_RETURN(Bytes first, read_file(scratch / "b"));
       VT_ASSIGN_OR_RETURN(Bytes second, read_file(scratch / "b2"));
       if (first != second) {
-        return invalid_input(a->task + ": not replayable: " + n + " steps from one snapshot gave different states in "
-                             "two processes (differing: " + differing_tensors(first, second) + "). A verifier "
-                             "would reject an honest provider. Look for state outside parameters and buffers, "
-                             "or randomness outside torch's generators.");
+        return invalid_input(
+            a->task + ": not replayable: " + n +
+            " steps from one snapshot gave different states in "
+            "two processes (differing: " +
+            differing_tensors(first, second) +
+            "). A verifier "
+            "would reject an honest provider. Look for state outside parameters and buffers, "
+            "or randomness outside torch's generators.");
       }
-      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double secs =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       const std::string digest = hex_encode(sha256(first));
       std::ostringstream human;
-      human << "ok: the model fits the data, and " << steps << " steps replay bit for bit in a fresh process"
+      human << "ok: the model fits the data, and " << steps
+            << " steps replay bit for bit in a fresh process"
             << " (state sha256 " << digest.substr(0, 16) << "..., " << secs << " s)\n";
-      emit(ctx, {{"ok", true}, {"steps", steps}, {"state_sha256", digest}, {"seconds", secs}}, human.str());
+      emit(ctx, {{"ok", true}, {"steps", steps}, {"state_sha256", digest}, {"seconds", secs}},
+           human.str());
       return 0;
     };
   });

@@ -9,8 +9,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // Pins `files` into `into`; every file must lie in `folder` (set from the first when empty).
-Status pin(const std::vector<std::string>& files, std::map<std::string, std::string>& into, std::string& folder,
-           const std::string& flag) {
+Status pin(const std::vector<std::string>& files, std::map<std::string, std::string>& into,
+           std::string& folder, const std::string& flag) {
   for (const std::string& f : files) {
     const fs::path p(f);
     const std::string parent = p.parent_path().empty() ? "." : p.parent_path().string();
@@ -31,7 +31,8 @@ void add_data_flags(CLI::App* init, DataFlags& f) {
   init->add_option("--data-file", f.data_files,
                    "A tensors or tokens file to pin by SHA-256 (repeatable; shards in name order)");
   init->add_option("--eval-file", f.eval_files, "A held-out file to pin by SHA-256 (repeatable)");
-  init->add_option("--eval-fraction", f.eval_fraction, "Fraction of the examples held out by the PRNG (tensors)");
+  init->add_option("--eval-fraction", f.eval_fraction,
+                   "Fraction of the examples held out by the PRNG (tensors)");
   init->add_option("--context", f.context, "Tokens per example (tokens; 0 = the gpt's seq_len)");
   init->add_option("--token-dtype", f.token_dtype, "u16 | u32 (tokens files)");
 }

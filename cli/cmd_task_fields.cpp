@@ -28,10 +28,13 @@ void list_fields(const nlohmann::json& value, const std::string& path, std::stri
 }  // namespace
 
 void add_hyper_options(CLI::App* init, HyperArgs& a) {
-  init->add_option("--loss", a.loss, "cross_entropy | mse | model (the module's forward(inputs, targets) is the loss)");
+  init->add_option(
+      "--loss", a.loss,
+      "cross_entropy | mse | model (the module's forward(inputs, targets) is the loss)");
   init->add_option("--momentum", a.momentum, "sgd momentum (default 0.9 for sgd)");
   init->add_flag("--nesterov", a.nesterov, "sgd: Nesterov momentum");
-  init->add_option("--weight-decay", a.weight_decay, "L2 penalty (sgd, adam) or decoupled decay (adamw)");
+  init->add_option("--weight-decay", a.weight_decay,
+                   "L2 penalty (sgd, adam) or decoupled decay (adamw)");
   init->add_option("--beta1", a.beta1, "adam/adamw first-moment decay");
   init->add_option("--beta2", a.beta2, "adam/adamw second-moment decay");
   init->add_option("--eps", a.eps, "adam/adamw denominator epsilon");

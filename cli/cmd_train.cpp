@@ -1,24 +1,25 @@
 // `veritrain train`: run a task as a provider, committing every epoch.
+#include <spdlog/spdlog.h>
+
 #include <filesystem>
 #include <iostream>
 #include <sstream>
 #include <thread>
 
-#include <spdlog/spdlog.h>
-
 #include "cli/app.h"
 #include "cli/progress.h"
 #include "cli/service.h"
 #include "cli/train_ranks.h"
-#include "provider/workdir/workdir.h"
 #include "protocol/task.h"
 #include "provider/provider.h"
 #include "provider/ranks.h"
+#include "provider/workdir/workdir.h"
 
 namespace vt::cli {
 
 void register_train(CLI::App& app, Context& ctx) {
-  auto* cmd = app.add_subcommand("train", "Run a task as a provider: train, commit every epoch, store snapshots");
+  auto* cmd = app.add_subcommand(
+      "train", "Run a task as a provider: train, commit every epoch, store snapshots");
   struct Args {
     std::string task, workdir, key, device;
     int full_every = 4;
@@ -27,11 +28,16 @@ void register_train(CLI::App& app, Context& ctx) {
   auto serve = std::make_shared<ServeArgs>();
   auto ranks = std::make_shared<RankArgs>();
   cmd->add_option("--task", a->task, "task.json")->required();
-  cmd->add_option("--workdir", a->workdir, "Folder for the log, snapshots and keys (resumed if it exists)")->required();
-  cmd->add_option("--key", a->key, "Key folder (veritrain keygen); default: the workdir's own keys");
+  cmd->add_option("--workdir", a->workdir,
+                  "Folder for the log, snapshots and keys (resumed if it exists)")
+      ->required();
+  cmd->add_option("--key", a->key,
+                  "Key folder (veritrain keygen); default: the workdir's own keys");
   cmd->add_option("--device", a->device, "cpu, cuda or cuda:N (default: the task's)");
-  cmd->add_option("--full-every", a->full_every, "Store a whole snapshot every N epochs, deltas between")
-      ->check(CLI::Range(1, 1000000))->capture_default_str();
+  cmd->add_option("--full-every", a->full_every,
+                  "Store a whole snapshot every N epochs, deltas between")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
   add_serve_options(cmd, *serve, /*listen_required=*/false);
   add_rank_options(cmd, *ranks);
   cmd->callback([&ctx, a, serve, ranks] {
@@ -93,8 +99,8 @@ void register_train(CLI::App& app, Context& ctx) {
       std::ostringstream human;
       human << "trained " << task.epochs << " epochs; " << s.epochs_committed << " commitments in "
             << a->workdir << "\nfinal root " << hex_encode(s.final_root) << "\nstored "
-            << static_cast<double>(s.disk_bytes) / 1048576.0 << " MiB; training " << s.train_seconds << " s of "
-            << s.total_seconds << " s\n";
+            << static_cast<double>(s.disk_bytes) / 1048576.0 << " MiB; training " << s.train_seconds
+            << " s of " << s.total_seconds << " s\n";
       emit(ctx, j, human.str());
       if (service.server) {
         spdlog::info("training done; still serving until interrupted (Ctrl-C)");

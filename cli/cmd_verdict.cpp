@@ -12,7 +12,8 @@ struct VerdictCheckArgs {
 };
 
 // Exit 0 when the file is a well-formed verdict signed as it says (and by --signer when given),
-// whatever the verdict's own result; 1 for a bad signature or another signer; 2 for a malformed file.
+// whatever the verdict's own result; 1 for a bad signature or another signer; 2 for a malformed
+// file.
 Result<int> run_verdict_check(Context& ctx, const VerdictCheckArgs& a) {
   std::optional<std::string> expected;
   if (!a.signer.empty()) {
@@ -22,16 +23,22 @@ Result<int> run_verdict_check(Context& ctx, const VerdictCheckArgs& a) {
   VT_ASSIGN_OR_RETURN(verifier::CheckedVerdict v, verifier::verify_verdict_file(a.file));
   const std::string signer = v.signer.fingerprint();
   if (expected && signer != *expected) {
-    return rejected(a.file + ": signed by " + signer + ", not by the expected verifier key " + *expected);
+    return rejected(a.file + ": signed by " + signer + ", not by the expected verifier key " +
+                    *expected);
   }
   const std::string result = v.accepted ? "accepted" : "rejected";
   emit(ctx,
-       {{"ok", true}, {"signer", signer}, {"signer_expected", expected.has_value()}, {"result", result},
-        {"task_id", v.task_id}, {"provider_key", v.provider_key}, {"provider_key_pinned", v.provider_key_pinned}},
+       {{"ok", true},
+        {"signer", signer},
+        {"signer_expected", expected.has_value()},
+        {"result", result},
+        {"task_id", v.task_id},
+        {"provider_key", v.provider_key},
+        {"provider_key_pinned", v.provider_key_pinned}},
        a.file + ": signature and format check out\nsigned by verifier key " + signer +
-           (expected ? " (as expected)" : " (not compared: give --signer)") + "\nresult " + result + " for task " +
-           v.task_id + "\nprovider key " + v.provider_key + (v.provider_key_pinned ? " (pinned)" : " (not pinned)") +
-           "\n");
+           (expected ? " (as expected)" : " (not compared: give --signer)") + "\nresult " + result +
+           " for task " + v.task_id + "\nprovider key " + v.provider_key +
+           (v.provider_key_pinned ? " (pinned)" : " (not pinned)") + "\n");
   return 0;
 }
 
@@ -43,7 +50,8 @@ void register_verdict(CLI::App& app, Context& ctx) {
   verdict->require_subcommand(1);
   auto* check = verdict->add_subcommand("check", "Check a verdict's signature, format and signer");
   check->add_option("file", vc->file, "A verdict.json written by verify")->required();
-  check->add_option("--signer", vc->signer, "The verifier key that must have signed it: SHA-256 or signing.pub.pem");
+  check->add_option("--signer", vc->signer,
+                    "The verifier key that must have signed it: SHA-256 or signing.pub.pem");
   check->callback([&ctx, vc] { ctx.action = [&ctx, vc] { return run_verdict_check(ctx, *vc); }; });
 }
 

@@ -1,13 +1,12 @@
 // `veritrain verify`: the requestor's command. It challenges random epochs of a provider's log,
 // replays them (in worker processes, `replay-worker`) and writes a signed verdict.
+#include <spdlog/spdlog.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 #include <csignal>
 #include <filesystem>
 #include <iostream>
-
-#include <spdlog/spdlog.h>
 
 #include "cli/app.h"
 #include "cli/service.h"
@@ -16,8 +15,8 @@
 #include "common/file_io.h"
 #include "training/estimate.h"
 #include "verifier/plan.h"
-#include "verifier/report_folder.h"
 #include "verifier/replay_jobs.h"
+#include "verifier/report_folder.h"
 #include "verifier/verify.h"
 #include "verifier/verify_state.h"
 
@@ -32,16 +31,19 @@ struct SourceArgs {
 
 void add_source_options(CLI::App* cmd, SourceArgs& s) {
   auto* provider = cmd->add_option("--provider", s.provider, "The provider's service, HOST:PORT");
-  auto* workdir = cmd->add_option("--workdir", s.workdir, "Or: the provider's workdir, read offline");
+  auto* workdir =
+      cmd->add_option("--workdir", s.workdir, "Or: the provider's workdir, read offline");
   provider->excludes(workdir);
   cmd->add_option("--token-file", s.token_file, "The provider's access token")->needs(provider);
   cmd->add_option("--pin", s.pin, "SHA-256 of the provider's TLS certificate")->needs(provider);
-  cmd->add_option("--ca-file", s.ca_file, "Or: a CA that signed the provider's certificate")->needs(provider);
+  cmd->add_option("--ca-file", s.ca_file, "Or: a CA that signed the provider's certificate")
+      ->needs(provider);
   cmd->add_flag("--insecure", s.insecure, "Plain TCP (loopback only)")->needs(provider);
 }
 
 Result<std::unique_ptr<verifier::EvidenceSource>> open_source(
-    const SourceArgs& s, std::chrono::milliseconds evidence_timeout = verifier::kDefaultEvidenceTimeout,
+    const SourceArgs& s,
+    std::chrono::milliseconds evidence_timeout = verifier::kDefaultEvidenceTimeout,
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max()) {
   if (!s.workdir.empty()) return verifier::open_workdir_source(s.workdir);
   if (s.provider.empty()) return invalid_input("give --provider HOST:PORT or --workdir DIR");
@@ -52,13 +54,17 @@ Result<std::unique_ptr<verifier::EvidenceSource>> open_source(
   config.insecure = s.insecure;
   config.pin_sha256 = s.pin;
   config.ca_file = s.ca_file;
-  config.io_timeout = std::min(config.io_timeout, evidence_timeout);  // one stalled frame cannot outlast it
+  config.io_timeout =
+      std::min(config.io_timeout, evidence_timeout);  // one stalled frame cannot outlast it
   config.deadline = deadline;
-  if (s.token_file.empty()) return invalid_input("--provider needs --token-file (the provider's serve.token)");
+  if (s.token_file.empty())
+    return invalid_input("--provider needs --token-file (the provider's serve.token)");
   VT_ASSIGN_OR_RETURN(config.token, read_secret_file(s.token_file, 4096));
-  while (!config.token.empty() && std::isspace(static_cast<unsigned char>(config.token.back()))) config.token.pop_back();
+  while (!config.token.empty() && std::isspace(static_cast<unsigned char>(config.token.back())))
+    config.token.pop_back();
   if (!s.insecure && s.pin.empty() && s.ca_file.empty()) {
-    return invalid_input("--provider over TLS needs --pin SHA256 (printed by the provider) or --ca-file");
+    return invalid_input(
+        "--provider over TLS needs --pin SHA256 (printed by the provider) or --ca-file");
   }
   return verifier::open_provider_source(config, evidence_timeout);
 }
@@ -98,24 +104,30 @@ Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
   auto deadline = std::chrono::steady_clock::time_point::max();
   if (a.deadline_seconds > 0) {
     deadline = std::chrono::steady_clock::now() +
-               std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(a.deadline_seconds));
+               std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                   std::chrono::duration<double>(a.deadline_seconds));
   }
   VT_ASSIGN_OR_RETURN(Task task, load_task(a.task));
   // The verifier's own inputs first: any error in them is exit 2 before the provider is judged.
   if (!a.resume.empty() && !a.report.empty() && fs::path(a.resume) != fs::path(a.report)) {
-    return invalid_input("--resume " + a.resume + " and --report " + a.report + ": the resumed run writes its verdict "
+    return invalid_input("--resume " + a.resume + " and --report " + a.report +
+                         ": the resumed run writes its verdict "
                          "where the interrupted one would have; give one of them");
   }
   if (!a.resume.empty() && a.online) {
-    return invalid_input("--resume: only an offline verify can be resumed (an online one draws its challenges as "
-                         "epochs arrive); run it again without --online");
+    return invalid_input(
+        "--resume: only an offline verify can be resumed (an online one draws its challenges as "
+        "epochs arrive); run it again without --online");
   }
   const fs::path report(a.report.empty() ? a.resume : a.report);
   if (report.empty()) return invalid_input("verify needs --report DIR (or --resume DIR)");
-  if (!(a.evidence_timeout > 0)) return invalid_input("--evidence-timeout must be a positive number of seconds");
-  VT_ASSIGN_OR_RETURN(std::optional<std::string> pinned, pinned_provider_key(a.provider_key, "verify"));
+  if (!(a.evidence_timeout > 0))
+    return invalid_input("--evidence-timeout must be a positive number of seconds");
+  VT_ASSIGN_OR_RETURN(std::optional<std::string> pinned,
+                      pinned_provider_key(a.provider_key, "verify"));
   VT_ASSIGN_OR_RETURN(SigningKey key, verifier_key(a.key));
-  const auto evidence_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(a.evidence_timeout * 1000));
+  const auto evidence_timeout =
+      std::chrono::milliseconds(static_cast<std::int64_t>(a.evidence_timeout * 1000));
   VT_ASSIGN_OR_RETURN(auto source, open_source(a.source, evidence_timeout, deadline));
   verifier::VerifyOptions o;
   o.provider_key = pinned;
@@ -140,8 +152,11 @@ Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
   if (bar->on()) o.on_progress = [bar](const verifier::VerifyProgress& p) { bar->update(p); };
   o.replay_jobs = a.jobs;
   std::error_code ec;
-  o.replay_program = fs::read_symlink("/proc/self/exe", ec);  // this binary: its replay-worker command
-  if (ec && a.jobs != 1) spdlog::warn("verify: cannot locate this program ({}); replaying in this process", ec.message());
+  o.replay_program =
+      fs::read_symlink("/proc/self/exe", ec);  // this binary: its replay-worker command
+  if (ec && a.jobs != 1)
+    spdlog::warn("verify: cannot locate this program ({}); replaying in this process",
+                 ec.message());
   if (!a.online) o.state_dir = verifier::state_dir(report);
   o.resume = !a.resume.empty();
   Result<verifier::Verdict> judged = verifier::verify(*source, task, o);
@@ -150,7 +165,8 @@ Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
 
   const std::string next = verifier::audit_command(verdict, a.task, a.source.workdir);
   VT_RETURN_IF_ERROR(verifier::write_report_folder(report, verdict, key, next));
-  fs::remove_all(verifier::state_dir(report), ec);  // it holds the secret seed; the verdict stands now
+  fs::remove_all(verifier::state_dir(report),
+                 ec);  // it holds the secret seed; the verdict stands now
   nlohmann::json out = verifier::verdict_to_json(verdict, key.public_key());
   out["ok"] = verdict.accepted;
   emit(ctx, out,
@@ -181,48 +197,73 @@ Result<int> run_replay_worker(const ReplayWorkerArgs& a) {
 
 void register_verify(CLI::App& app, Context& ctx) {
   auto v = std::make_shared<VerifyArgs>();
-  auto* verify = app.add_subcommand("verify", "Challenge random epochs, replay them, and judge the provider");
+  auto* verify =
+      app.add_subcommand("verify", "Challenge random epochs, replay them, and judge the provider");
   verify->add_option("--task", v->task, "Your task.json (what you paid for)")->required();
   add_source_options(verify, v->source);
   auto* confidence =
-      verify->add_option("--confidence", v->confidence, "Probability of catching the cheat below")->capture_default_str();
-  verify->add_option("--cheat-fraction", v->cheat_fraction, "Fraction of epochs a cheater skips")->capture_default_str();
-  auto* fixed = verify->add_option("--check-probability", v->check_probability, "Challenge each epoch with this p instead");
-  auto* reward = verify->add_option("--reward", v->reward,
-                                    "R: payment to an accepted provider; sets p so that cheating never pays (with --penalty)");
-  verify->add_option("--penalty", v->penalty, "D: the provider's deposit, forfeited when caught")->needs(reward);
-  verify->add_option("--cost", v->cost, "K: the honest training cost (default: measured device-seconds)")->needs(reward);
+      verify->add_option("--confidence", v->confidence, "Probability of catching the cheat below")
+          ->capture_default_str();
+  verify->add_option("--cheat-fraction", v->cheat_fraction, "Fraction of epochs a cheater skips")
+      ->capture_default_str();
+  auto* fixed = verify->add_option("--check-probability", v->check_probability,
+                                   "Challenge each epoch with this p instead");
+  auto* reward = verify->add_option(
+      "--reward", v->reward,
+      "R: payment to an accepted provider; sets p so that cheating never pays (with --penalty)");
+  verify->add_option("--penalty", v->penalty, "D: the provider's deposit, forfeited when caught")
+      ->needs(reward);
+  verify
+      ->add_option("--cost", v->cost,
+                   "K: the honest training cost (default: measured device-seconds)")
+      ->needs(reward);
   reward->excludes(fixed)->excludes(confidence);
-  verify->add_flag("--online", v->online, "Check epochs as they are committed, while training runs");
-  verify->add_flag("--fingerprint-only", v->fingerprint_only, "Judge replays by fingerprint; don't fetch 'after' snapshots");
-  verify->add_option("--fetch-after", v->fetch_after,
-                     "auto: fetch an epoch's 'after' state only when it is needed (tolerance mode, a missed root, "
-                     "the next challenged epoch's start); always: every time (a storage audit)")
+  verify->add_flag("--online", v->online,
+                   "Check epochs as they are committed, while training runs");
+  verify->add_flag("--fingerprint-only", v->fingerprint_only,
+                   "Judge replays by fingerprint; don't fetch 'after' snapshots");
+  verify
+      ->add_option("--fetch-after", v->fetch_after,
+                   "auto: fetch an epoch's 'after' state only when it is needed (tolerance mode, a "
+                   "missed root, "
+                   "the next challenged epoch's start); always: every time (a storage audit)")
       ->check(CLI::IsMember({"auto", "always"}))
       ->capture_default_str();
   verify->add_option("--device", v->device, "Replay on cpu, cuda or cuda:N");
-  verify->add_option("--threads", v->threads, "Replay with this intra-op thread count (tolerance-mode tasks)");
-  verify->add_option("--jobs", v->jobs, "Replays at once, each in its own process (default 0: as cores allow; 1 on a GPU)");
-  verify->add_option("--seed", v->seed, "Reproduce a run's challenges (hex); default: fresh OS randomness");
-  verify->add_option("--deadline", v->deadline_seconds,
-                     "Seconds the provider has to deliver everything; past it, what is missing rejects it")
+  verify->add_option("--threads", v->threads,
+                     "Replay with this intra-op thread count (tolerance-mode tasks)");
+  verify->add_option(
+      "--jobs", v->jobs,
+      "Replays at once, each in its own process (default 0: as cores allow; 1 on a GPU)");
+  verify->add_option("--seed", v->seed,
+                     "Reproduce a run's challenges (hex); default: fresh OS randomness");
+  verify
+      ->add_option(
+          "--deadline", v->deadline_seconds,
+          "Seconds the provider has to deliver everything; past it, what is missing rejects it")
       ->check(CLI::PositiveNumber);
   verify->add_option("--report", v->report, "Folder for verdict.json and report.html");
-  verify->add_option("--resume", v->resume,
-                     "Continue the interrupted offline verify that was writing to this --report folder: the same "
-                     "challenges, without replaying epochs it already judged");
-  verify->add_option("--key", v->key, "Verifier key folder; default: $XDG_CONFIG_HOME/veritrain/verifier");
+  verify->add_option(
+      "--resume", v->resume,
+      "Continue the interrupted offline verify that was writing to this --report folder: the same "
+      "challenges, without replaying epochs it already judged");
+  verify->add_option("--key", v->key,
+                     "Verifier key folder; default: $XDG_CONFIG_HOME/veritrain/verifier");
   verify->add_option("--provider-key", v->provider_key,
-                     "The provider's signing.pub.pem or its key's SHA-256: a log signed by any other key is rejected");
-  verify->add_option("--evidence-timeout", v->evidence_timeout,
-                     "Seconds the provider has to deliver the log or a snapshot before it counts as withheld")
+                     "The provider's signing.pub.pem or its key's SHA-256: a log signed by any "
+                     "other key is rejected");
+  verify
+      ->add_option(
+          "--evidence-timeout", v->evidence_timeout,
+          "Seconds the provider has to deliver the log or a snapshot before it counts as withheld")
       ->capture_default_str();
   verify->callback([&ctx, v] { ctx.action = [&ctx, v] { return run_verify(ctx, *v); }; });
 
   // Internal: a long-lived replay process for `verify --jobs` (verifier/replay_jobs.h), talking
   // JSON lines on stdin and stdout. Not in --help: its files are the parent's scratch files.
   auto r = std::make_shared<ReplayWorkerArgs>();
-  auto* replay = app.add_subcommand("replay-worker", "Replay epochs from state files on request (used by verify --jobs)");
+  auto* replay = app.add_subcommand(
+      "replay-worker", "Replay epochs from state files on request (used by verify --jobs)");
   replay->group("");
   replay->add_option("--task", r->task, "task.json")->required();
   replay->add_option("--task-dir", r->task_dir, "Where the task's relative paths resolve");

@@ -35,8 +35,9 @@ int print_version(bool json) {
               << "\n";
   } else {
     std::cout << "veritrain " << VT_VERSION << "\nlibtorch " << rt.torch_version << "\ncuda "
-              << (rt.cuda_available ? "available (" + std::to_string(rt.cuda_device_count) + " devices)"
-                                    : std::string("unavailable"))
+              << (rt.cuda_available
+                      ? "available (" + std::to_string(rt.cuda_device_count) + " devices)"
+                      : std::string("unavailable"))
               << "\n";
   }
   return 0;

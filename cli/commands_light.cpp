@@ -21,11 +21,13 @@ void listed(CLI::App& parent, const std::string& name, const std::string& descri
 
 void register_light(CLI::App& app, Context& ctx) {
   register_keygen(app, ctx);
-  auto* task = app.add_subcommand("task", "Write or show a task (what to train, how, for how long)");
+  auto* task =
+      app.add_subcommand("task", "Write or show a task (what to train, how, for how long)");
   task->require_subcommand(1);
   listed(*task, "init", "Write a valid task with sensible defaults to stdout (or --out)");
   register_task_show(*task, ctx);
-  listed(*task, "check", "Check a task before anyone pays: model against data, and a replay of a few steps");
+  listed(*task, "check",
+         "Check a task before anyone pays: model against data, and a replay of a few steps");
   listed(app, "estimate", "Measure a task's state size and one step's peak memory and time");
   listed(app, "train", "Run a task as a provider: train, commit every epoch, store snapshots");
   register_log(app, ctx);

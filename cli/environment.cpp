@@ -50,7 +50,8 @@ void bind_environment(CLI::App& app) {
     opt->envname(b.variable);
     // A variable exported once serves both sources: with --workdir, the network flags it sets
     // are unused rather than an error ("--pin requires --provider").
-    if (CLI::Option* provider = cmd->get_option_no_throw("--provider"); provider != nullptr) opt->remove_needs(provider);
+    if (CLI::Option* provider = cmd->get_option_no_throw("--provider"); provider != nullptr)
+      opt->remove_needs(provider);
   }
 }
 

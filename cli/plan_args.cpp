@@ -3,18 +3,22 @@
 namespace vt::cli {
 
 CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
-  auto* plan = app.add_subcommand("plan", "How many checks, what they cost, and whether cheating could pay");
+  auto* plan =
+      app.add_subcommand("plan", "How many checks, what they cost, and whether cheating could pay");
   plan->add_option("--task", a.task, "task.json")->required();
   plan->add_option("--epochs", a.epochs, "Plan for this many epochs instead of the task's");
-  plan->add_option("--confidence", a.confidence, "Wanted probability of catching the cheat")->capture_default_str();
-  plan->add_option("--cheat-fraction", a.cheat_fraction, "Fraction of epochs cheated")->capture_default_str();
+  plan->add_option("--confidence", a.confidence, "Wanted probability of catching the cheat")
+      ->capture_default_str();
+  plan->add_option("--cheat-fraction", a.cheat_fraction, "Fraction of epochs cheated")
+      ->capture_default_str();
   plan->add_option("--check-probability", a.check_probability, "Evaluate this p instead");
   plan->add_option("--fetch-after", a.fetch_after, "As verify's: auto or always (a storage audit)")
       ->check(CLI::IsMember({"auto", "always"}))
       ->capture_default_str();
   plan->add_option("--reward", a.reward, "R: payment to an accepted provider");
   plan->add_option("--penalty", a.penalty, "D: the provider's deposit, forfeited when caught");
-  plan->add_option("--cost", a.cost, "K: the honest training cost (default: measured device-seconds)");
+  plan->add_option("--cost", a.cost,
+                   "K: the honest training cost (default: measured device-seconds)");
   return plan;
 }
 

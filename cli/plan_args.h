@@ -3,9 +3,10 @@
 // nothing measured) and veritrain-torch (plan without --cost measures a step and the codec), so
 // the two spellings of one command cannot drift apart. Torch-free.
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
+
+#include <CLI/CLI.hpp>
 
 #include "protocol/task.h"
 #include "verifier/plan.h"
@@ -15,7 +16,8 @@ namespace vt::cli {
 struct PlanArgs {
   std::string task, fetch_after = "auto";
   std::uint64_t epochs = 0;
-  double confidence = 0.99, cheat_fraction = 0.1, check_probability = 0.0, reward = -1, penalty = -1, cost = -1;
+  double confidence = 0.99, cheat_fraction = 0.1, check_probability = 0.0, reward = -1,
+         penalty = -1, cost = -1;
 };
 
 // Adds the `plan` subcommand with every flag; the caller sets its callback.

@@ -19,7 +19,8 @@ Result<int> run_light_plan(Context& ctx, const PlanArgs& a) {
   j["per_check_measured"] = false;
   emit(ctx, j,
        verifier::plan_text(plan) +
-           "(with --cost, plan measures nothing: per-check bytes and replay time come from `plan` without --cost, "
+           "(with --cost, plan measures nothing: per-check bytes and replay time come from `plan` "
+           "without --cost, "
            "or `veritrain estimate`, on a machine with the task's device)\n");
   return 0;
 }

@@ -19,7 +19,7 @@ class Progress {
   void notice(const std::string& text);
 
  private:
-  bool bar_;   // a terminal on stderr and not --json
+  bool bar_;  // a terminal on stderr and not --json
   bool json_;
   std::int64_t total_epochs_;
   std::chrono::steady_clock::time_point last_line_{};

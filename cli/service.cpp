@@ -2,11 +2,10 @@
 
 #include <openssl/rand.h>
 #include <pthread.h>
-#include <unistd.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <csignal>
-
 #include <filesystem>
 #include <iostream>
 
@@ -19,43 +18,57 @@ namespace vt::cli {
 namespace fs = std::filesystem;
 
 void add_serve_options(CLI::App* cmd, ServeArgs& a, bool listen_required) {
-  auto* listen = cmd->add_option(listen_required ? "--listen" : "--serve", a.listen,
-                                 "Serve the workdir over TLS on HOST:PORT (port 0: any free port), or on fd:N, a "
-                                 "listening socket this process inherited as descriptor N (socket activation)");
+  auto* listen = cmd->add_option(
+      listen_required ? "--listen" : "--serve", a.listen,
+      "Serve the workdir over TLS on HOST:PORT (port 0: any free port), or on fd:N, a "
+      "listening socket this process inherited as descriptor N (socket activation)");
   if (listen_required) listen->required();
-  cmd->add_option("--tls-cert", a.tls_cert, "TLS certificate (PEM); default: the key folder's tls.cert.pem");
-  cmd->add_option("--tls-key", a.tls_key, "TLS private key (PEM); default: the key folder's tls.key.pem");
-  cmd->add_option("--token-file", a.token_file, "Bearer token clients must present; default: <workdir>/serve.token");
+  cmd->add_option("--tls-cert", a.tls_cert,
+                  "TLS certificate (PEM); default: the key folder's tls.cert.pem");
+  cmd->add_option("--tls-key", a.tls_key,
+                  "TLS private key (PEM); default: the key folder's tls.key.pem");
+  cmd->add_option("--token-file", a.token_file,
+                  "Bearer token clients must present; default: <workdir>/serve.token");
   cmd->add_flag("--insecure", a.insecure, "Plain TCP instead of TLS (loopback addresses only)");
-  cmd->add_option("--metrics", a.metrics,
-                  "Expose Prometheus metrics at http://HOST:PORT/metrics and a liveness check at /healthz "
-                  "(port 0: any free port, printed)");
+  cmd->add_option(
+      "--metrics", a.metrics,
+      "Expose Prometheus metrics at http://HOST:PORT/metrics and a liveness check at /healthz "
+      "(port 0: any free port, printed)");
 }
 
-Result<std::pair<std::string, std::uint16_t>> parse_host_port(const std::string& text, const std::string& flag) {
+Result<std::pair<std::string, std::uint16_t>> parse_host_port(const std::string& text,
+                                                              const std::string& flag) {
   auto colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0) return invalid_input(flag + ": expected HOST:PORT, got \"" + text + "\"");
+  if (colon == std::string::npos || colon == 0)
+    return invalid_input(flag + ": expected HOST:PORT, got \"" + text + "\"");
   std::string host = text.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  const std::optional<std::uint16_t> port = parse_integer<std::uint16_t>(std::string_view(text).substr(colon + 1));
-  if (!port) return invalid_input(flag + ": \"" + text.substr(colon + 1) + "\" is not a port number");
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  const std::optional<std::uint16_t> port =
+      parse_integer<std::uint16_t>(std::string_view(text).substr(colon + 1));
+  if (!port)
+    return invalid_input(flag + ": \"" + text.substr(colon + 1) + "\" is not a port number");
   return std::make_pair(host, *port);
 }
 
 namespace {
 
-Result<std::string> read_or_create_token(const std::string& workdir, const std::string& token_file) {
+Result<std::string> read_or_create_token(const std::string& workdir,
+                                         const std::string& token_file) {
   fs::path file = token_file.empty() ? fs::path(workdir) / "serve.token" : fs::path(token_file);
   if (!fs::exists(file)) {
     if (!token_file.empty()) return invalid_input("--token-file " + token_file + " does not exist");
     Bytes random(32);
     if (RAND_bytes(random.data(), 32) != 1) return internal_error("OpenSSL RAND_bytes failed");
-    VT_RETURN_IF_ERROR(write_file_atomic(file, hex_encode(random) + "\n", 0600, Overwrite::kRefuse));
+    VT_RETURN_IF_ERROR(
+        write_file_atomic(file, hex_encode(random) + "\n", 0600, Overwrite::kRefuse));
     spdlog::info("wrote a new access token to {} (give it to verifiers)", file.string());
   }
   VT_ASSIGN_OR_RETURN(std::string token, read_secret_file(file, 4096));
-  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
-  if (token.size() < 16) return invalid_input(file.string() + ": a token must have at least 16 characters");
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' '))
+    token.pop_back();
+  if (token.size() < 16)
+    return invalid_input(file.string() + ": a token must have at least 16 characters");
   return token;
 }
 
@@ -67,7 +80,8 @@ Result<Service> start_service(const std::string& workdir, const ServeArgs& a,
   if (a.listen.rfind("fd:", 0) == 0) {
     const std::optional<int> fd = parse_integer<int>(std::string_view(a.listen).substr(3));
     if (!fd || *fd <= STDERR_FILENO) {
-      return invalid_input("--listen " + a.listen + ": expected fd:N with N an inherited descriptor number, 3 or more");
+      return invalid_input("--listen " + a.listen +
+                           ": expected fd:N with N an inherited descriptor number, 3 or more");
     }
     config.listen_fd = *fd;
   } else {
@@ -84,7 +98,8 @@ Result<Service> start_service(const std::string& workdir, const ServeArgs& a,
     KeyFiles keys = KeyFiles::in(key_dir);
     if (a.tls_cert.empty() && !fs::exists(keys.tls_cert)) {
       if (!a.key_dir.empty()) {
-        return invalid_input("--key " + a.key_dir + ": no tls.cert.pem there (make the folder with veritrain keygen, "
+        return invalid_input("--key " + a.key_dir +
+                             ": no tls.cert.pem there (make the folder with veritrain keygen, "
                              "or give --tls-cert and --tls-key)");
       }
       VT_RETURN_IF_ERROR(generate_identity(key_dir));
@@ -96,20 +111,22 @@ Result<Service> start_service(const std::string& workdir, const ServeArgs& a,
   Service service;
   VT_ASSIGN_OR_RETURN(service.server, Server::start(config, catalog));
   const Endpoint ep = service.server->endpoint();
-  spdlog::info("serving {} on {}:{} ({})", workdir, ep.host, ep.port, a.insecure ? "plain TCP" : "TLS 1.3");
+  spdlog::info("serving {} on {}:{} ({})", workdir, ep.host, ep.port,
+               a.insecure ? "plain TCP" : "TLS 1.3");
   if (!a.insecure) {
     VT_ASSIGN_OR_RETURN(std::string pin, certificate_fingerprint(config.tls_cert));
     spdlog::info("certificate pin (verify --pin): {}", pin);
   }
   if (!a.metrics.empty()) {
-    VT_ASSIGN_OR_RETURN(service.metrics, start_metrics(a.metrics, service.server->metrics(), training));
+    VT_ASSIGN_OR_RETURN(service.metrics,
+                        start_metrics(a.metrics, service.server->metrics(), training));
   }
   return service;
 }
 
-Result<std::unique_ptr<MetricsServer>> start_metrics(const std::string& address,
-                                                     const std::shared_ptr<const Metrics>& server,
-                                                     const std::shared_ptr<const TrainMetrics>& training) {
+Result<std::unique_ptr<MetricsServer>> start_metrics(
+    const std::string& address, const std::shared_ptr<const Metrics>& server,
+    const std::shared_ptr<const TrainMetrics>& training) {
   VT_ASSIGN_OR_RETURN(auto m, parse_host_port(address, "--metrics"));
   VT_ASSIGN_OR_RETURN(auto listener, MetricsServer::start(m.first, m.second, [server, training] {
                         return (server ? server->prometheus_text() : std::string()) +

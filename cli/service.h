@@ -13,12 +13,12 @@
 namespace vt::cli {
 
 struct ServeArgs {
-  std::string listen;      // HOST:PORT
+  std::string listen;  // HOST:PORT
   std::string tls_cert, tls_key;
   std::string token_file;  // default: <workdir>/serve.token, created with a random token
   bool insecure = false;
-  std::string metrics;     // HOST:PORT for /metrics
-  std::string key_dir;     // keygen's folder: its tls.*.pem; default: <workdir>/keys
+  std::string metrics;  // HOST:PORT for /metrics
+  std::string key_dir;  // keygen's folder: its tls.*.pem; default: <workdir>/keys
 };
 
 // `listen_required`: serve needs --listen; train only serves when it is given.
@@ -37,11 +37,12 @@ Result<Service> start_service(const std::string& workdir, const ServeArgs& args,
 
 // --metrics HOST:PORT alone (train without --serve): training gauges and /healthz. Says on
 // stderr which port it bound (port 0 picks one).
-Result<std::unique_ptr<MetricsServer>> start_metrics(const std::string& address,
-                                                     const std::shared_ptr<const Metrics>& server,
-                                                     const std::shared_ptr<const TrainMetrics>& training);
+Result<std::unique_ptr<MetricsServer>> start_metrics(
+    const std::string& address, const std::shared_ptr<const Metrics>& server,
+    const std::shared_ptr<const TrainMetrics>& training);
 
-Result<std::pair<std::string, std::uint16_t>> parse_host_port(const std::string& text, const std::string& flag);
+Result<std::pair<std::string, std::uint16_t>> parse_host_port(const std::string& text,
+                                                              const std::string& flag);
 
 }  // namespace vt::cli
 

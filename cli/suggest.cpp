@@ -11,8 +11,10 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
   for (std::size_t i = 1; i <= a.size(); ++i) {
     for (std::size_t j = 1; j <= b.size(); ++j) {
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      d[i][j] = std::min(
+          {d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   }
   return d[a.size()][b.size()];
@@ -71,7 +73,8 @@ std::string usage_hint(CLI::App& app, const std::vector<std::string>& args) {
         const std::string guess = closest_name(name, long_option_names(*at));
         return guess.empty() ? "" : "did you mean " + guess + "?";
       }
-      if (known != nullptr && known->get_items_expected_min() > 0 && name.size() == word.size()) ++i;  // its value
+      if (known != nullptr && known->get_items_expected_min() > 0 && name.size() == word.size())
+        ++i;  // its value
       continue;
     }
     if (word.rfind('-', 0) == 0) continue;

@@ -1,10 +1,11 @@
 #pragma once
 // "Did you mean" for mistyped commands and flags: the closest name by edit distance.
 
-#include <CLI/CLI.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <CLI/CLI.hpp>
 
 namespace vt::cli {
 

@@ -2,10 +2,10 @@
 // `task init` flags for the data a task reads from files (docs/datasets.md): kept apart from
 // cmd_task.cpp so that the dataset flags and their pinning live in one place.
 
-#include <CLI/CLI.hpp>
-
 #include <string>
 #include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include "protocol/task.h"
 

@@ -2,9 +2,10 @@
 // `task init` flags for the optimizer, schedule and loss fields, and `task show`'s listing of
 // every field. Kept apart from cmd_task.cpp so that the data flags there stay a separate edit.
 
-#include <CLI/CLI.hpp>
 #include <cmath>
 #include <string>
+
+#include <CLI/CLI.hpp>
 
 #include "cli/app.h"
 #include "protocol/task.h"

@@ -7,10 +7,11 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace vt::cli {
 namespace {
@@ -27,12 +28,15 @@ bool has_json_flag() {
 
 }  // namespace
 
-void remember_arguments(int argc, char** argv) { g_argv.assign(argv, argv + argc + 1); }  // with the null
+void remember_arguments(int argc, char** argv) {
+  g_argv.assign(argv, argv + argc + 1);
+}  // with the null
 
 bool needs_torch(int argc, char** argv) {
   // The commands this program runs; everything else, a command added to veritrain-torch later
   // or a typo included, goes on to veritrain-torch, which knows every command.
-  static const std::set<std::string> light_commands = {"keygen", "log", "inspect", "serve", "verdict"};
+  static const std::set<std::string> light_commands = {"keygen", "log", "inspect", "serve",
+                                                       "verdict"};
   std::vector<std::string> words;  // the command words, in order
   bool plan_has_cost = false;
   for (int i = 1; i < argc; ++i) {
@@ -71,10 +75,15 @@ int exec_torch_program() {
   if (argv.empty()) argv = {nullptr};
   argv[0] = name.data();
   ::execv(name.c_str(), argv.data());
-  const std::string message = "this command needs LibTorch, which lives in " + name + " (" + std::strerror(errno) +
-                              "); install veritrain-torch next to veritrain, or name it with VERITRAIN_TORCH";
+  const std::string message =
+      "this command needs LibTorch, which lives in " + name + " (" + std::strerror(errno) +
+      "); install veritrain-torch next to veritrain, or name it with VERITRAIN_TORCH";
   if (has_json_flag()) {
-    std::cout << nlohmann::json{{"ok", false}, {"kind", "error"}, {"error", message}, {"exit_code", 3}}.dump()
+    std::cout << nlohmann::json{{"ok", false},
+                                {"kind", "error"},
+                                {"error", message},
+                                {"exit_code", 3}}
+                     .dump()
               << std::endl;
   }
   std::cerr << "veritrain: error: " << message << "\n";

@@ -7,8 +7,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <mutex>
 #include <map>
+#include <mutex>
 #include <string>
 
 namespace vt::cli {
@@ -16,7 +16,8 @@ namespace vt::cli {
 class TrainMetrics {
  public:
   explicit TrainMetrics(std::int64_t total_epochs) : epochs_(total_epochs) {}
-  void step(std::int64_t epoch, std::int64_t step, std::int64_t steps, double loss, double samples_per_second);
+  void step(std::int64_t epoch, std::int64_t step, std::int64_t steps, double loss,
+            double samples_per_second);
   // Epoch `epoch`'s commitment is durable; the lag is measured from its last step.
   void committed(std::uint64_t epoch);
   std::string prometheus_text() const;

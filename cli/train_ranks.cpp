@@ -64,15 +64,23 @@ Errc errc_of(int status) {
 }  // namespace
 
 void add_rank_options(CLI::App* cmd, RankArgs& a) {
-  cmd->add_option("--nproc", a.nproc, "Start N local ranks (like torchrun --nproc-per-node); default: the task's world_size")
+  cmd->add_option(
+         "--nproc", a.nproc,
+         "Start N local ranks (like torchrun --nproc-per-node); default: the task's world_size")
       ->check(CLI::Range(1, 1 << 16));
-  cmd->add_option("--rank", a.rank, "This process's rank in a multi-machine run (or $RANK)")->check(CLI::Range(0, 1 << 16));
-  cmd->add_option("--world-size", a.world_size, "Ranks in the whole run (or $WORLD_SIZE)")->check(CLI::Range(1, 1 << 16));
-  cmd->add_option("--master-addr", a.master_addr, "Where rank 0 hosts the rendezvous (or $MASTER_ADDR; default 127.0.0.1)");
-  cmd->add_option("--master-port", a.master_port, "Its TCP port (or $MASTER_PORT; default 29500, --nproc: a free one)")
+  cmd->add_option("--rank", a.rank, "This process's rank in a multi-machine run (or $RANK)")
+      ->check(CLI::Range(0, 1 << 16));
+  cmd->add_option("--world-size", a.world_size, "Ranks in the whole run (or $WORLD_SIZE)")
+      ->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--master-addr", a.master_addr,
+                  "Where rank 0 hosts the rendezvous (or $MASTER_ADDR; default 127.0.0.1)");
+  cmd->add_option("--master-port", a.master_port,
+                  "Its TCP port (or $MASTER_PORT; default 29500, --nproc: a free one)")
       ->check(CLI::Range(1, 65535));
-  cmd->add_option("--rank-timeout", a.timeout_seconds, "Seconds a rank waits for another before the run stops")
-      ->check(CLI::Range(1.0, 86400.0))->capture_default_str();
+  cmd->add_option("--rank-timeout", a.timeout_seconds,
+                  "Seconds a rank waits for another before the run stops")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
 }
 
 Result<RankPlan> plan_ranks(const RankArgs& a, const Task& task) {
@@ -88,21 +96,25 @@ Result<RankPlan> plan_ranks(const RankArgs& a, const Task& task) {
   int world = d.world_size;
   if (a.nproc > 0) {
     if (a.rank >= 0 || a.world_size > 0) {
-      return invalid_input("--nproc starts every rank on this machine itself; leave out --rank and --world-size");
+      return invalid_input(
+          "--nproc starts every rank on this machine itself; leave out --rank and --world-size");
     }
     world = a.nproc;
   } else if (a.world_size == 0 && !from_env) {
     world = static_cast<int>(task.world_size);
   }
   if (world < 1 || (world & (world - 1)) != 0 || task.gradient_groups % world != 0) {
-    return invalid_input("world size " + std::to_string(world) + ": expected a power of two dividing the task's gradient_groups (" +
-                         std::to_string(task.gradient_groups) + "); each rank trains G/W whole groups");
+    return invalid_input("world size " + std::to_string(world) +
+                         ": expected a power of two dividing the task's gradient_groups (" +
+                         std::to_string(task.gradient_groups) +
+                         "); each rank trains G/W whole groups");
   }
   const bool joining = a.nproc == 0 && (a.world_size > 0 || from_env);
   if (joining) {
     d.world_size = world;
     if (d.rank >= world) {
-      return invalid_input("rank " + std::to_string(d.rank) + ": expected 0 ... " + std::to_string(world - 1));
+      return invalid_input("rank " + std::to_string(d.rank) + ": expected 0 ... " +
+                           std::to_string(world - 1));
     }
     return plan;
   }
@@ -187,12 +199,16 @@ Result<int> launch_local_ranks(const RankPlan& plan) {
     }
   }
   if (!failure.empty()) {
-    return Error{code, failure + "; stopped the other ranks. Run the same command to resume after the last commitment"};
+    return Error{
+        code,
+        failure +
+            "; stopped the other ranks. Run the same command to resume after the last commitment"};
   }
   return 0;
 }
 
-Result<int> run_follower_rank(const Task& task, const std::string& task_file, const std::string& device,
+Result<int> run_follower_rank(const Task& task, const std::string& task_file,
+                              const std::string& device,
                               std::shared_ptr<training::Collective> collective) {
   provider::FollowerOptions o;
   o.task_dir = std::filesystem::path(task_file).parent_path();

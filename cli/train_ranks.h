@@ -3,9 +3,10 @@
 // --nproc-per-node; --rank/--world-size/--master-addr/--master-port, or torchrun's RANK,
 // WORLD_SIZE, MASTER_ADDR and MASTER_PORT, make this process one rank of a larger run.
 
-#include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
+
+#include <CLI/CLI.hpp>
 
 #include "protocol/task.h"
 #include "training/distributed.h"
@@ -37,7 +38,8 @@ Result<RankPlan> plan_ranks(const RankArgs& args, const Task& task);
 Result<int> launch_local_ranks(const RankPlan& plan);
 
 // A follower rank's whole `train` (provider/ranks.h).
-Result<int> run_follower_rank(const Task& task, const std::string& task_file, const std::string& device,
+Result<int> run_follower_rank(const Task& task, const std::string& task_file,
+                              const std::string& device,
                               std::shared_ptr<training::Collective> collective);
 
 }  // namespace vt::cli

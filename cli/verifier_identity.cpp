@@ -1,13 +1,12 @@
 // The verifier's signing key and the pinned provider key, for `verify` and `audit`.
 #include "cli/verifier_identity.h"
 
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
-
-#include <spdlog/spdlog.h>
 
 #include "common/file_io.h"
 #include "protocol/log.h"
@@ -28,7 +27,8 @@ Result<fs::path> default_key_dir() {
   } else if (home != nullptr && *home == '/') {
     base = fs::path(home) / ".config";
   } else {
-    return invalid_input("no $XDG_CONFIG_HOME or $HOME to keep the verifier key in: give --key DIR");
+    return invalid_input(
+        "no $XDG_CONFIG_HOME or $HOME to keep the verifier key in: give --key DIR");
   }
   return base / "veritrain" / "verifier";
 }
@@ -46,30 +46,37 @@ Result<SigningKey> verifier_key(const std::string& key_dir) {
   if (!fs::exists(dir, ec)) {
     fs::create_directories(dir.parent_path(), ec);
     if (ec) return io_error("creating " + dir.parent_path().string() + ": " + ec.message());
-    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return io_error(errno_text(errno, "creating", dir));
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+      return io_error(errno_text(errno, "creating", dir));
     spdlog::info("verifier key: creating {} (used for every later verdict)", dir.string());
   }
   return load_or_create_signing_key(dir);
 }
 
-Result<std::optional<std::string>> pinned_provider_key(const std::string& arg, const char* command) {
+Result<std::optional<std::string>> pinned_provider_key(const std::string& arg,
+                                                       const char* command) {
   if (arg.empty()) {
-    spdlog::warn("{}: no --provider-key: any key that signed the log is taken, and the verdict says it was not pinned",
-                 command);
+    spdlog::warn(
+        "{}: no --provider-key: any key that signed the log is taken, and the verdict says it was "
+        "not pinned",
+        command);
     return std::optional<std::string>();
   }
   VT_ASSIGN_OR_RETURN(std::string key, verifier::parse_provider_key(arg));
   return std::optional<std::string>(key);
 }
 
-Status check_log_signer(verifier::EvidenceSource& source, const Task& task, const std::optional<std::string>& pinned) {
+Status check_log_signer(verifier::EvidenceSource& source, const Task& task,
+                        const std::optional<std::string>& pinned) {
   if (!pinned) return {};
   VT_ASSIGN_OR_RETURN(std::vector<SignedRecord> records, source.log());
   auto checked = verify_log(records, task_id(task));
   if (!checked) return rejected(checked.error().message);
   if (checked->signer_fingerprint != *pinned) {
-    return rejected("the log is signed by key " + checked->signer_fingerprint + ", not by the provider key given with "
-                    "--provider-key (" + *pinned + ")");
+    return rejected("the log is signed by key " + checked->signer_fingerprint +
+                    ", not by the provider key given with "
+                    "--provider-key (" +
+                    *pinned + ")");
   }
   return {};
 }

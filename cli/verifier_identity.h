@@ -20,6 +20,7 @@ Result<SigningKey> verifier_key(const std::string& key_dir);
 Result<std::optional<std::string>> pinned_provider_key(const std::string& arg, const char* command);
 
 // The log's signer against the pinned key, for commands that read a log without check_log.
-Status check_log_signer(verifier::EvidenceSource& source, const Task& task, const std::optional<std::string>& pinned);
+Status check_log_signer(verifier::EvidenceSource& source, const Task& task,
+                        const std::optional<std::string>& pinned);
 
 }  // namespace vt::cli

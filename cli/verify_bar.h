@@ -3,14 +3,13 @@
 // stderr, only when stderr is a terminal (on a pipe or in a log file the event lines say it all).
 // Event lines print above the bar. Header-only: cmd_verify.cpp is its one user.
 
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <mutex>
 #include <string>
-
-#include <spdlog/spdlog.h>
 
 #include "verifier/verify.h"
 
@@ -57,18 +56,21 @@ class VerifyBar {
     constexpr int kWidth = 30;
     const std::size_t total = std::max<std::size_t>(last_.challenged, 1);
     const int filled = static_cast<int>(kWidth * std::min(last_.judged, total) / total);
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     std::string eta = "ETA --";
     if (last_.judged > 0 && last_.final) {
-      const double left = elapsed / static_cast<double>(last_.judged) * static_cast<double>(total - std::min(last_.judged, total));
+      const double left = elapsed / static_cast<double>(last_.judged) *
+                          static_cast<double>(total - std::min(last_.judged, total));
       char buf[32];
-      std::snprintf(buf, sizeof buf, "ETA %d:%02d", static_cast<int>(left) / 60, static_cast<int>(left) % 60);
+      std::snprintf(buf, sizeof buf, "ETA %d:%02d", static_cast<int>(left) / 60,
+                    static_cast<int>(left) % 60);
       eta = buf;
     }
     std::fprintf(stderr, "\r\033[Kverify [%s%s] %zu/%zu%s challenged epochs judged  %s",
                  std::string(static_cast<std::size_t>(filled), '#').c_str(),
-                 std::string(static_cast<std::size_t>(kWidth - filled), '.').c_str(), last_.judged, last_.challenged,
-                 last_.final ? "" : "+", eta.c_str());
+                 std::string(static_cast<std::size_t>(kWidth - filled), '.').c_str(), last_.judged,
+                 last_.challenged, last_.final ? "" : "+", eta.c_str());
     std::fflush(stderr);
     drawn_ = true;
   }

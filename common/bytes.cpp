@@ -43,7 +43,8 @@ Result<Bytes> hex_decode(std::string_view hex) {
     int hi = hex_value(hex[2 * i]);
     int lo = hex_value(hex[2 * i + 1]);
     if (hi < 0 || lo < 0) {
-      return invalid_input("not a hex digit at offset " + std::to_string(hi < 0 ? 2 * i : 2 * i + 1));
+      return invalid_input("not a hex digit at offset " +
+                           std::to_string(hi < 0 ? 2 * i : 2 * i + 1));
     }
     out[i] = static_cast<std::uint8_t>(hi << 4 | lo);
   }

@@ -51,7 +51,9 @@ inline void append_u64le(Bytes& out, std::uint64_t v) {
   out.resize(out.size() + 8);
   put_u64le(out.data() + out.size() - 8, v);
 }
-inline void append_bytes(Bytes& out, ByteSpan bytes) { out.insert(out.end(), bytes.begin(), bytes.end()); }
+inline void append_bytes(Bytes& out, ByteSpan bytes) {
+  out.insert(out.end(), bytes.begin(), bytes.end());
+}
 
 // reserve() for buffers of many megabytes (a snapshot being downloaded or decoded): also asks
 // the kernel for transparent huge pages over the new storage, so filling it takes one page

@@ -41,8 +41,8 @@ Status private_mode(const fs::path& path, const struct stat& st) {
   if ((st.st_mode & 077) == 0) return {};
   char mode[8];
   std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
-  return invalid_input(path.string() + " holds a secret but is open to group or others (mode " + mode +
-                       "); make it private with: chmod 600 " + path.string());
+  return invalid_input(path.string() + " holds a secret but is open to group or others (mode " +
+                       mode + "); make it private with: chmod 600 " + path.string());
 }
 
 Result<Bytes> read_opened(Fd& fd, const fs::path& path, std::uint64_t max_bytes, bool secret) {
@@ -73,7 +73,9 @@ Result<Bytes> read_opened(Fd& fd, const fs::path& path, std::uint64_t max_bytes,
 
 // O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer that may never come; on a
 // regular file the flag changes nothing.
-int open_for_reading(const fs::path& path) { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK); }
+int open_for_reading(const fs::path& path) {
+  return ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+}
 
 }  // namespace
 
@@ -130,8 +132,9 @@ Status write_file_atomic(const fs::path& path, ByteSpan bytes, mode_t mode, Over
   if (overwrite == Overwrite::kRefuse) {
     // link() fails if the target appeared meanwhile, where rename() would replace it.
     if (::link(tmp.c_str(), path.c_str()) != 0) {
-      return fail(errno == EEXIST ? invalid_input(path.string() + " already exists; refusing to overwrite it")
-                                  : io_error(errno_text(errno, "creating", path)));
+      return fail(errno == EEXIST
+                      ? invalid_input(path.string() + " already exists; refusing to overwrite it")
+                      : io_error(errno_text(errno, "creating", path)));
     }
     ::unlink(tmp.c_str());
   } else if (::rename(tmp.c_str(), path.c_str()) != 0) {
@@ -153,7 +156,9 @@ std::size_t sweep_temp_files(const fs::path& dir) {
     if (dot == std::string::npos || dot == 0 || dot + 1 == rest.size()) continue;
     const std::string pid_text = rest.substr(0, dot);
     const std::string counter = rest.substr(dot + 1);
-    auto digits = [](const std::string& t) { return t.find_first_not_of("0123456789") == std::string::npos; };
+    auto digits = [](const std::string& t) {
+      return t.find_first_not_of("0123456789") == std::string::npos;
+    };
     if (!digits(pid_text) || !digits(counter) || pid_text.size() > 9) continue;
     const auto pid = static_cast<pid_t>(std::stol(pid_text));
     // A live writer (a `serve` writing its token, say) keeps its file.

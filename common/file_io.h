@@ -3,8 +3,9 @@
 // or complete. Writes go to a temp file in the same folder, are fsync'd, renamed over the target
 // and the folder is fsync'd, so a crash never leaves a half-written file under the real name.
 
-#include <filesystem>
 #include <sys/types.h>
+
+#include <filesystem>
 
 #include "common/bytes.h"
 

@@ -15,8 +15,9 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <nlohmann/json.hpp>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "common/result.h"
 
@@ -32,7 +33,8 @@ inline std::string json_double_text(double v) {
   if (v == 0.0) return std::signbit(v) ? "-0.0" : "0.0";
   char buf[64];
   // Shortest round-trip digits, closest to the value on ties (C++17 [charconv.to.chars]).
-  const auto end = std::to_chars(buf, buf + sizeof buf, std::fabs(v), std::chars_format::scientific).ptr;
+  const auto end =
+      std::to_chars(buf, buf + sizeof buf, std::fabs(v), std::chars_format::scientific).ptr;
   const std::string sci(buf, end);  // "d.ddde+XX" or "de-XX"
   const std::size_t e = sci.find('e');
   int exp = 0;
@@ -84,8 +86,12 @@ inline void append_canonical_json(const nlohmann::json& value, std::string& out)
       out += ']';
       return;
     }
-    case nlohmann::json::value_t::number_float: out += json_double_text(value.get<double>()); return;
-    default: out += value.dump(); return;
+    case nlohmann::json::value_t::number_float:
+      out += json_double_text(value.get<double>());
+      return;
+    default:
+      out += value.dump();
+      return;
   }
 }
 
@@ -107,9 +113,9 @@ std::size_t json_nesting_depth(std::string_view text, std::size_t limit = kMaxJs
 // Parses without exceptions; `what` names the file or message in the error. Refuses a text
 // nested deeper than `max_depth` before building any tree. `callback`, if given, sees each
 // parse event (as nlohmann's parser callback) and can veto a value.
-Result<nlohmann::json> parse_json_bounded(std::string_view text, std::string_view what,
-                                          std::size_t max_depth = kMaxJsonDepth,
-                                          const nlohmann::json::parser_callback_t& callback = nullptr);
+Result<nlohmann::json> parse_json_bounded(
+    std::string_view text, std::string_view what, std::size_t max_depth = kMaxJsonDepth,
+    const nlohmann::json::parser_callback_t& callback = nullptr);
 
 inline Result<nlohmann::json> parse_json(std::string_view text, std::string_view what) {
   return parse_json_bounded(text, what);

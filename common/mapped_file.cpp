@@ -32,7 +32,8 @@ Result<MappedFile> MappedFile::open(const std::filesystem::path& path) {
   file.size_ = static_cast<std::size_t>(st.st_size);
   if (file.size_ == 0) return file;  // mmap of length 0 fails; an empty span is the honest view
   void* p = ::mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, fd.get(), 0);
-  if (p == MAP_FAILED) return io_error(path.string() + ": mmap failed (" + std::strerror(errno) + ")");
+  if (p == MAP_FAILED)
+    return io_error(path.string() + ": mmap failed (" + std::strerror(errno) + ")");
   // Batches touch rows at random offsets: read-ahead of neighbours would mostly be wasted.
   ::madvise(p, file.size_, MADV_RANDOM);
   file.data_ = static_cast<const std::uint8_t*>(p);

@@ -14,14 +14,15 @@
 
 namespace vt {
 
-Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& args, const std::filesystem::path& output,
-                                         int pass_fd) {
+Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& args,
+                                         const std::filesystem::path& output, int pass_fd) {
   if (args.empty()) return invalid_input("spawn: no program given");
   constexpr int kPassedFd = 3;
   std::optional<Fd> moved;  // dup2 onto itself would leave close-on-exec set: pass a copy instead
   if (pass_fd == kPassedFd) {
     moved.emplace(::fcntl(pass_fd, F_DUPFD_CLOEXEC, kPassedFd + 1));
-    if (moved->get() < 0) return io_error(std::string("spawn: duplicating descriptor 3: ") + std::strerror(errno));
+    if (moved->get() < 0)
+      return io_error(std::string("spawn: duplicating descriptor 3: ") + std::strerror(errno));
     pass_fd = moved->get();
   }
   std::vector<char*> argv;
@@ -30,7 +31,8 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& args, c
   argv.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, output.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
   if (pass_fd >= 0) posix_spawn_file_actions_adddup2(&actions, pass_fd, kPassedFd);
   ChildProcess child;
@@ -56,7 +58,8 @@ Result<ChildProcess> ChildProcess::spawn_talking(const std::vector<std::string>&
   argv.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, output.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&actions, pair[1], STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions, pair[1], STDOUT_FILENO);
   pid_t pid = -1;
@@ -119,11 +122,13 @@ Result<std::string> ChildProcess::read_line(std::size_t max) {
       pending_.erase(0, end + 1);
       return line;
     }
-    if (pending_.size() > max) return io_error("a child process sent a line longer than " + std::to_string(max) + " bytes");
+    if (pending_.size() > max)
+      return io_error("a child process sent a line longer than " + std::to_string(max) + " bytes");
     char buf[4096];
     const ssize_t n = ::recv(channel_, buf, sizeof buf, 0);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return io_error(std::string("reading from a child process: ") + std::strerror(errno));
+    if (n < 0)
+      return io_error(std::string("reading from a child process: ") + std::strerror(errno));
     if (n == 0) return io_error("the child process ended without answering");
     pending_.append(buf, static_cast<std::size_t>(n));
   }
@@ -133,7 +138,8 @@ bool ChildProcess::running() const {
   if (pid_ <= 0) return false;
   // WNOWAIT leaves an exited child unreaped, so wait() still gets its exit status.
   siginfo_t info{};
-  return ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == 0;
+  return ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+         info.si_pid == 0;
 }
 
 int ChildProcess::wait() {
@@ -179,7 +185,8 @@ Result<LoopbackListener> listen_on_loopback() {
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof addr;
-  if (::bind(l.fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(l.fd.get(), SOMAXCONN) != 0 ||
+  if (::bind(l.fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(l.fd.get(), SOMAXCONN) != 0 ||
       ::getsockname(l.fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
     return io_error(std::string("listening on a loopback port: ") + std::strerror(errno));
   }

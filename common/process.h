@@ -19,11 +19,12 @@ class ChildProcess {
  public:
   // args[0] is a path (no PATH search); output is truncated and receives both streams.
   // `pass_fd`, when given, becomes the child's descriptor 3 (say `serve --listen fd:3`).
-  static Result<ChildProcess> spawn(const std::vector<std::string>& args, const std::filesystem::path& output,
-                                    int pass_fd = -1);
+  static Result<ChildProcess> spawn(const std::vector<std::string>& args,
+                                    const std::filesystem::path& output, int pass_fd = -1);
   // As spawn, but the child's stdin and stdout are one end of a socket pair, this object holds
   // the other (for write_line and read_line); only stderr goes to `output`.
-  static Result<ChildProcess> spawn_talking(const std::vector<std::string>& args, const std::filesystem::path& output);
+  static Result<ChildProcess> spawn_talking(const std::vector<std::string>& args,
+                                            const std::filesystem::path& output);
   ChildProcess(ChildProcess&& other) noexcept;
   ChildProcess& operator=(ChildProcess&& other) noexcept;
   ChildProcess(const ChildProcess&) = delete;
@@ -31,7 +32,7 @@ class ChildProcess {
   ~ChildProcess();
 
   bool running() const;
-  int wait();       // exit code, or 128 + the signal that ended it (a talking child: after end of input)
+  int wait();  // exit code, or 128 + the signal that ended it (a talking child: after end of input)
   int terminate();  // SIGTERM, then wait()
 
   // A spawn_talking child only. write_line appends '\n'; a child that is gone is an I/O error,

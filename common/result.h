@@ -30,7 +30,9 @@ struct Error {
 };
 
 inline Error rejected(std::string message) { return {Errc::kRejected, std::move(message)}; }
-inline Error invalid_input(std::string message) { return {Errc::kInvalidInput, std::move(message)}; }
+inline Error invalid_input(std::string message) {
+  return {Errc::kInvalidInput, std::move(message)};
+}
 inline Error io_error(std::string message) { return {Errc::kIo, std::move(message)}; }
 inline Error internal_error(std::string message) { return {Errc::kInternal, std::move(message)}; }
 
@@ -39,22 +41,34 @@ inline int exit_code(Errc code) { return static_cast<int>(code); }
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit
+  Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}      // NOLINT: implicit
   Result(Error error) : state_(std::in_place_index<1>, std::move(error)) {}  // NOLINT: implicit
 
   bool ok() const { return state_.index() == 0; }
   explicit operator bool() const { return ok(); }
 
-  T& value() & { assert(ok()); return std::get<0>(state_); }
-  const T& value() const& { assert(ok()); return std::get<0>(state_); }
-  T&& value() && { assert(ok()); return std::get<0>(std::move(state_)); }
+  T& value() & {
+    assert(ok());
+    return std::get<0>(state_);
+  }
+  const T& value() const& {
+    assert(ok());
+    return std::get<0>(state_);
+  }
+  T&& value() && {
+    assert(ok());
+    return std::get<0>(std::move(state_));
+  }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T&& operator*() && { return std::move(*this).value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 
-  const Error& error() const { assert(!ok()); return std::get<1>(state_); }
+  const Error& error() const {
+    assert(!ok());
+    return std::get<1>(state_);
+  }
 
  private:
   std::variant<T, Error> state_;
@@ -68,7 +82,10 @@ class [[nodiscard]] Result<void> {
 
   bool ok() const { return ok_; }
   explicit operator bool() const { return ok_; }
-  const Error& error() const { assert(!ok_); return error_; }
+  const Error& error() const {
+    assert(!ok_);
+    return error_;
+  }
 
  private:
   Error error_;

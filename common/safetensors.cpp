@@ -46,9 +46,8 @@ nlohmann::json header_json(const std::vector<TensorEntry>& tensors, const Metada
   nlohmann::json header = nlohmann::json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   for (const TensorEntry& t : tensors) {
-    header[t.name] = {{"dtype", dtype_name(t.dtype)},
-                      {"shape", t.shape},
-                      {"data_offsets", {t.begin, t.end}}};
+    header[t.name] = {
+        {"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {t.begin, t.end}}};
   }
   return header;
 }
@@ -111,8 +110,9 @@ Result<Bytes> write_canonical(const std::vector<TensorData>& tensors, const Meta
   Bytes out(layout.total_size);
   std::copy(layout.prefix.begin(), layout.prefix.end(), out.begin());
   for (const TensorData& t : tensors) {
-    auto it = std::lower_bound(layout.tensors.begin(), layout.tensors.end(), t.spec.name,
-                               [](const TensorEntry& e, const std::string& n) { return e.name < n; });
+    auto it =
+        std::lower_bound(layout.tensors.begin(), layout.tensors.end(), t.spec.name,
+                         [](const TensorEntry& e, const std::string& n) { return e.name < n; });
     if (t.data.size() != it->nbytes()) {
       return invalid_input("tensor \"" + t.spec.name + "\" has " + std::to_string(t.data.size()) +
                            " bytes of data, its shape needs " + std::to_string(it->nbytes()));
@@ -175,7 +175,8 @@ Result<SafetensorsView> parse_safetensors(ByteSpan bytes, Canonical mode) {
     TensorEntry entry{key, *dtype, {}, 0, 0};
     if (!shape.is_array()) return invalid_input(where + ": shape is not an array");
     for (const auto& d : shape) {
-      if (!d.is_number_unsigned()) return invalid_input(where + ": shape holds a non-natural number");
+      if (!d.is_number_unsigned())
+        return invalid_input(where + ": shape holds a non-natural number");
       entry.shape.push_back(d.get<std::int64_t>());
     }
     if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||

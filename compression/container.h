@@ -74,7 +74,7 @@ struct DecodeOptions {
 
 struct SectionInfo {
   std::uint32_t index = 0;
-  std::string name;  // "__header__" for the safetensors header, else the tensor name
+  std::string name;         // "__header__" for the safetensors header, else the tensor name
   std::uint32_t chunk = 0;  // chunk index within the tensor
   Method method = Method::kStored;
   WordKind word = WordKind::kByte;

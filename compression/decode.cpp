@@ -16,7 +16,9 @@ std::uint64_t saturating_mul(std::uint64_t a, std::uint64_t b) {
   if (a != 0 && b > UINT64_MAX / a) return UINT64_MAX;
   return a * b;
 }
-std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
+std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) {
+  return a + b < a ? UINT64_MAX : a + b;
+}
 
 Status check_raw_size(const ContainerInfo& info, ByteSpan container, const DecodeOptions& o) {
   std::uint64_t limit = saturating_add(saturating_mul(container.size(), o.max_expansion),
@@ -33,26 +35,31 @@ Status check_raw_size(const ContainerInfo& info, ByteSpan container, const Decod
 Status check_base(const ContainerInfo& info, const DecodeOptions& o, ThreadPool* pool) {
   if (!info.base_root) return {};
   std::string want = hex_encode(*info.base_root);
-  if (o.base.empty()) return invalid_input("this delta container needs its base snapshot (root " + want + ")");
+  if (o.base.empty())
+    return invalid_input("this delta container needs its base snapshot (root " + want + ")");
   if (o.base.size() != info.base_size) {
-    return invalid_input("base snapshot has " + std::to_string(o.base.size()) + " bytes, the container's base (root " +
-                         want + ") has " + std::to_string(info.base_size));
+    return invalid_input("base snapshot has " + std::to_string(o.base.size()) +
+                         " bytes, the container's base (root " + want + ") has " +
+                         std::to_string(info.base_size));
   }
   Digest got = o.base_root ? *o.base_root : fp::merkle_root(o.base, pool);
   if (got != *info.base_root) {
-    return invalid_input("base snapshot has root " + hex_encode(got) + ", the container was coded against root " + want);
+    return invalid_input("base snapshot has root " + hex_encode(got) +
+                         ", the container was coded against root " + want);
   }
   return {};
 }
 
-Status check_and_decode(const SectionInfo& s, ByteSpan container, ByteSpan base, std::span<std::uint8_t> out) {
+Status check_and_decode(const SectionInfo& s, ByteSpan container, ByteSpan base,
+                        std::span<std::uint8_t> out) {
   ByteSpan payload = container.subspan(s.payload_offset, s.payload_size);
   std::uint64_t sum = format::xxh3(payload);
   if (sum != s.payload_xxh3) return invalid_input("payload is corrupted (checksum mismatch)");
   ByteSpan base_run;
   if (s.method == Method::kDeltaPlanes) base_run = base.subspan(s.base_offset, s.raw_size);
   VT_RETURN_IF_ERROR(decode_section(s, payload, base_run, out));
-  if (format::xxh3(out) != s.raw_xxh3) return invalid_input("decoded bytes do not match the section's checksum");
+  if (format::xxh3(out) != s.raw_xxh3)
+    return invalid_input("decoded bytes do not match the section's checksum");
   return {};
 }
 
@@ -60,7 +67,8 @@ Result<Bytes> decode_impl(ByteSpan container, const DecodeOptions& o) {
   VT_ASSIGN_OR_RETURN(ContainerInfo info, format::parse(container));
   VT_RETURN_IF_ERROR(check_raw_size(info, container, o));
   if (!info.base_root && !o.base.empty()) {
-    return invalid_input("a base snapshot was given but this is a " + std::string(codec_name(info.codec)) + " container");
+    return invalid_input("a base snapshot was given but this is a " +
+                         std::string(codec_name(info.codec)) + " container");
   }
   std::unique_ptr<ThreadPool> owned;
   ThreadPool* pool = resolve_pool(o.pool, o.threads, owned);
@@ -72,7 +80,8 @@ Result<Bytes> decode_impl(ByteSpan container, const DecodeOptions& o) {
   std::vector<std::optional<Error>> errors(info.sections.size());
   for_each_index(pool, info.sections.size(), [&](std::size_t i) {
     const SectionInfo& s = info.sections[i];
-    Status st = check_and_decode(s, container, o.base, std::span(out).subspan(s.raw_offset, s.raw_size));
+    Status st =
+        check_and_decode(s, container, o.base, std::span(out).subspan(s.raw_offset, s.raw_size));
     if (!st.ok()) errors[i] = st.error().context(s.label());
   });
   for (auto& e : errors) {
@@ -81,8 +90,8 @@ Result<Bytes> decode_impl(ByteSpan container, const DecodeOptions& o) {
   if (o.verify_root) {
     Digest root = fp::merkle_root(out, pool);
     if (root != info.root) {
-      return invalid_input("decoded bytes have Merkle root " + hex_encode(root) + ", the header commits to " +
-                           hex_encode(info.root));
+      return invalid_input("decoded bytes have Merkle root " + hex_encode(root) +
+                           ", the header commits to " + hex_encode(info.root));
     }
   }
   return out;

@@ -22,35 +22,49 @@ struct PlannedSection {
 
 int default_level(Codec codec) {
   switch (codec) {
-    case Codec::kZstd: return 3;
-    case Codec::kXz: return 6;
-    default: return 1;
+    case Codec::kZstd:
+      return 3;
+    case Codec::kXz:
+      return 6;
+    default:
+      return 1;
   }
 }
 
 Method primary_method(Codec codec) {
   switch (codec) {
-    case Codec::kRaw: return Method::kStored;
-    case Codec::kZstd: return Method::kZstd;
-    case Codec::kPlanes: return Method::kPlanes;
-    case Codec::kDelta: return Method::kDeltaPlanes;
-    case Codec::kXz: return Method::kXzPlanes;
+    case Codec::kRaw:
+      return Method::kStored;
+    case Codec::kZstd:
+      return Method::kZstd;
+    case Codec::kPlanes:
+      return Method::kPlanes;
+    case Codec::kDelta:
+      return Method::kDeltaPlanes;
+    case Codec::kXz:
+      return Method::kXzPlanes;
   }
   return Method::kStored;
 }
 
 Status check_options(const EncodeOptions& o, int level) {
-  if (o.chunk_size < format::kMinChunkSize || o.chunk_size > format::kMaxSectionRaw || o.chunk_size % 8 != 0) {
-    return invalid_input("chunk_size " + std::to_string(o.chunk_size) + " is not a multiple of 8 in [" +
-                         std::to_string(format::kMinChunkSize) + ", " + std::to_string(format::kMaxSectionRaw) + "]");
+  if (o.chunk_size < format::kMinChunkSize || o.chunk_size > format::kMaxSectionRaw ||
+      o.chunk_size % 8 != 0) {
+    return invalid_input("chunk_size " + std::to_string(o.chunk_size) +
+                         " is not a multiple of 8 in [" + std::to_string(format::kMinChunkSize) +
+                         ", " + std::to_string(format::kMaxSectionRaw) + "]");
   }
-  if (o.codec == Codec::kXz && (level < 0 || level > 9)) return invalid_input("xz preset must be 0..9, got " + std::to_string(level));
-  if ((o.codec == Codec::kZstd || o.codec == Codec::kPlanes || o.codec == Codec::kDelta) && (level < -7 || level > 19)) {
+  if (o.codec == Codec::kXz && (level < 0 || level > 9))
+    return invalid_input("xz preset must be 0..9, got " + std::to_string(level));
+  if ((o.codec == Codec::kZstd || o.codec == Codec::kPlanes || o.codec == Codec::kDelta) &&
+      (level < -7 || level > 19)) {
     return invalid_input("zstd level must be -7..19, got " + std::to_string(level));
   }
-  if (o.codec == Codec::kDelta && o.base.empty()) return invalid_input("the delta codec needs the base snapshot's bytes");
+  if (o.codec == Codec::kDelta && o.base.empty())
+    return invalid_input("the delta codec needs the base snapshot's bytes");
   if (o.codec != Codec::kDelta && !o.base.empty()) {
-    return invalid_input("a base snapshot was given but codec " + std::string(codec_name(o.codec)) + " does not use it");
+    return invalid_input("a base snapshot was given but codec " + std::string(codec_name(o.codec)) +
+                         " does not use it");
   }
   return {};
 }
@@ -85,7 +99,8 @@ std::vector<PlannedSection> plan(const SafetensorsView& view, std::uint64_t chun
 
 // Points each section at the same bytes of the base when the base has a tensor of the same name,
 // dtype and size (and, for the header section, a header of the same size).
-void match_base(std::vector<PlannedSection>& sections, const SafetensorsView& after, const SafetensorsView& base) {
+void match_base(std::vector<PlannedSection>& sections, const SafetensorsView& after,
+                const SafetensorsView& base) {
   std::map<std::string_view, const TensorEntry*> by_name;
   for (const TensorEntry& t : base.tensors) by_name[t.name] = &t;
   for (PlannedSection& s : sections) {
@@ -98,18 +113,21 @@ void match_base(std::vector<PlannedSection>& sections, const SafetensorsView& af
     if (it == by_name.end() || mine == nullptr) continue;
     const TensorEntry& theirs = *it->second;
     if (theirs.dtype != mine->dtype || theirs.nbytes() != mine->nbytes()) continue;
-    s.base_offset = base.data_start + theirs.begin + (s.info.raw_offset - after.data_start - mine->begin);
+    s.base_offset =
+        base.data_start + theirs.begin + (s.info.raw_offset - after.data_start - mine->begin);
   }
 }
 
 // The sections of `view`, numbered, with names the container can hold.
-Result<std::vector<PlannedSection>> plan_sections(const SafetensorsView& view, std::uint64_t chunk_size) {
+Result<std::vector<PlannedSection>> plan_sections(const SafetensorsView& view,
+                                                  std::uint64_t chunk_size) {
   std::vector<PlannedSection> sections = plan(view, chunk_size);
   if (sections.size() > UINT32_MAX) return invalid_input("too many sections; raise chunk_size");
   for (std::size_t i = 0; i < sections.size(); ++i) {
     SectionInfo& s = sections[i].info;
     if (s.name.size() > format::kMaxNameSize) {
-      return invalid_input("tensor name '" + s.name.substr(0, 64) + "...' is longer than the container's " +
+      return invalid_input("tensor name '" + s.name.substr(0, 64) +
+                           "...' is longer than the container's " +
                            std::to_string(format::kMaxNameSize) + "-byte limit");
     }
     s.index = static_cast<std::uint32_t>(i);
@@ -134,8 +152,8 @@ std::vector<std::uint64_t> payload_slots(const std::vector<PlannedSection>& sect
 
 // Codes section `section` into `payload` (its info's method, payload fields and delta fields
 // filled in).
-Result<std::uint64_t> code_section(PlannedSection& section, ByteSpan canonical, const EncodeOptions& o, int level,
-                                   Bytes& payload) {
+Result<std::uint64_t> code_section(PlannedSection& section, ByteSpan canonical,
+                                   const EncodeOptions& o, int level, Bytes& payload) {
   thread_local Bytes alternative;
   SectionInfo& s = section.info;
   ByteSpan raw = canonical.subspan(s.raw_offset, s.raw_size);
@@ -171,7 +189,8 @@ Result<std::uint64_t> code_section(PlannedSection& section, ByteSpan canonical, 
 }
 
 // Moves the coded payloads together (each sits at the start of its slot) and shrinks `out`.
-void pack_payloads(Bytes& out, const std::vector<PlannedSection>& sections, const std::vector<std::uint64_t>& slot) {
+void pack_payloads(Bytes& out, const std::vector<PlannedSection>& sections,
+                   const std::vector<std::uint64_t>& slot) {
   std::uint64_t end = slot[0];
   for (std::size_t i = 0; i < sections.size(); ++i) {
     std::uint64_t n = sections[i].info.payload_size;
@@ -213,7 +232,8 @@ Result<Bytes> encode_impl(ByteSpan canonical, const EncodeOptions& o) {
   for_each_index(pool, sections.size(), [&](std::size_t i) {
     thread_local Bytes payload;
     auto coded = code_section(sections[i], canonical, o, level, payload);
-    if (coded.ok() && *coded > slot[i + 1] - slot[i]) coded = internal_error(sections[i].info.label() + ": payload exceeds its bound");
+    if (coded.ok() && *coded > slot[i + 1] - slot[i])
+      coded = internal_error(sections[i].info.label() + ": payload exceeds its bound");
     if (!coded.ok()) {
       errors[i] = coded.error();
       return;

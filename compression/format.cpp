@@ -30,11 +30,16 @@ std::uint64_t xxh3(ByteSpan bytes) { return XXH3_64bits(bytes.data(), bytes.size
 
 bool method_allowed(Codec codec, Method method) {
   switch (codec) {
-    case Codec::kRaw: return method == Method::kStored;
-    case Codec::kZstd: return method == Method::kZstd;
-    case Codec::kPlanes: return method == Method::kPlanes;
-    case Codec::kDelta: return method == Method::kPlanes || method == Method::kDeltaPlanes;
-    case Codec::kXz: return method == Method::kXzPlanes;
+    case Codec::kRaw:
+      return method == Method::kStored;
+    case Codec::kZstd:
+      return method == Method::kZstd;
+    case Codec::kPlanes:
+      return method == Method::kPlanes;
+    case Codec::kDelta:
+      return method == Method::kPlanes || method == Method::kDeltaPlanes;
+    case Codec::kXz:
+      return method == Method::kXzPlanes;
   }
   return false;
 }
@@ -85,19 +90,22 @@ Result<ContainerInfo> parse(ByteSpan c) {
     return invalid_input("container is " + std::to_string(c.size()) + " bytes, shorter than its " +
                          std::to_string(kHeaderSize) + "-byte header");
   }
-  if (!std::equal(kMagic.begin(), kMagic.end(), c.begin())) return invalid_input("not a veritrain container (bad magic)");
+  if (!std::equal(kMagic.begin(), kMagic.end(), c.begin()))
+    return invalid_input("not a veritrain container (bad magic)");
   ContainerInfo info;
   info.version = static_cast<std::uint16_t>(c[8] | (c[9] << 8));
   if (info.version != kVersion) {
-    return invalid_input("container version " + std::to_string(info.version) + " is not supported (expected " +
-                         std::to_string(kVersion) + ")");
+    return invalid_input("container version " + std::to_string(info.version) +
+                         " is not supported (expected " + std::to_string(kVersion) + ")");
   }
-  if (c[10] > static_cast<std::uint8_t>(Codec::kXz)) return invalid_input("header: unknown codec " + std::to_string(c[10]));
+  if (c[10] > static_cast<std::uint8_t>(Codec::kXz))
+    return invalid_input("header: unknown codec " + std::to_string(c[10]));
   info.codec = static_cast<Codec>(c[10]);
   std::uint8_t flags = c[11];
   if (flags & ~kFlagDelta) return invalid_input("header: unknown flags " + std::to_string(flags));
   if (((flags & kFlagDelta) != 0) != (info.codec == Codec::kDelta)) {
-    return invalid_input("header: the base flag does not match codec " + std::string(codec_name(info.codec)));
+    return invalid_input("header: the base flag does not match codec " +
+                         std::string(codec_name(info.codec)));
   }
   std::uint32_t count = get_u32le(c.data() + 12);
   info.raw_size = get_u64le(c.data() + 16);
@@ -111,13 +119,15 @@ Result<ContainerInfo> parse(ByteSpan c) {
   } else if (info.base_size != 0) {
     return invalid_input("header: base size set without a base");
   }
-  if (get_u64le(c.data() + 112) != 0) return invalid_input("header: reserved bytes 112..119 are not zero");
+  if (get_u64le(c.data() + 112) != 0)
+    return invalid_input("header: reserved bytes 112..119 are not zero");
 
   std::uint64_t body = c.size() - kHeaderSize;
   if (table_size > body || payload_size != body - table_size) {
-    return invalid_input("container is " + std::to_string(c.size()) + " bytes but its header declares " +
-                         std::to_string(kHeaderSize) + " + " + std::to_string(table_size) + " + " +
-                         std::to_string(payload_size) + " (truncated or trailing bytes)");
+    return invalid_input("container is " + std::to_string(c.size()) +
+                         " bytes but its header declares " + std::to_string(kHeaderSize) + " + " +
+                         std::to_string(table_size) + " + " + std::to_string(payload_size) +
+                         " (truncated or trailing bytes)");
   }
   ByteSpan table = c.subspan(kHeaderSize, table_size);
   std::uint64_t stored = get_u64le(c.data() + kHeaderChecksumOffset);
@@ -138,13 +148,16 @@ Result<ContainerInfo> parse(ByteSpan c) {
     const std::uint8_t* e = table.data() + at;
     SectionInfo s;
     s.index = i;
-    if (e[0] > static_cast<std::uint8_t>(Method::kXzPlanes)) return invalid_input(where + "unknown method " + std::to_string(e[0]));
+    if (e[0] > static_cast<std::uint8_t>(Method::kXzPlanes))
+      return invalid_input(where + "unknown method " + std::to_string(e[0]));
     s.method = static_cast<Method>(e[0]);
     if (!method_allowed(info.codec, s.method)) {
-      return invalid_input(where + "method " + std::string(method_name(s.method)) + " is not allowed in a " +
-                           std::string(codec_name(info.codec)) + " container");
+      return invalid_input(where + "method " + std::string(method_name(s.method)) +
+                           " is not allowed in a " + std::string(codec_name(info.codec)) +
+                           " container");
     }
-    if (e[1] >= kWordKindCount) return invalid_input(where + "unknown word kind " + std::to_string(e[1]));
+    if (e[1] >= kWordKindCount)
+      return invalid_input(where + "unknown word kind " + std::to_string(e[1]));
     s.word = static_cast<WordKind>(e[1]);
     std::size_t name_size = static_cast<std::size_t>(e[2] | (e[3] << 8));
     s.chunk = get_u32le(e + 4);
@@ -155,23 +168,29 @@ Result<ContainerInfo> parse(ByteSpan c) {
     s.payload_xxh3 = get_u64le(e + 40);
     s.raw_xxh3 = get_u64le(e + 48);
     at += kEntryFixedSize;
-    if (name_size > kMaxNameSize || name_size > table_size - at) return invalid_input(where + "name is truncated or too long");
+    if (name_size > kMaxNameSize || name_size > table_size - at)
+      return invalid_input(where + "name is truncated or too long");
     s.name.assign(reinterpret_cast<const char*>(table.data() + at), name_size);
     at += name_size;
     where = s.label() + ": ";
 
     std::size_t w = word_size(s.word);
     if (s.raw_size > kMaxSectionRaw) {
-      return invalid_input(where + "declares " + std::to_string(s.raw_size) + " raw bytes, above the section limit of " +
+      return invalid_input(where + "declares " + std::to_string(s.raw_size) +
+                           " raw bytes, above the section limit of " +
                            std::to_string(kMaxSectionRaw));
     }
-    if (s.raw_size % w != 0) return invalid_input(where + "raw size is not a multiple of the word size");
-    if (s.payload_size > c.size() - payload_offset) return invalid_input(where + "payload runs past the end of the container");
-    if (s.method == Method::kStored && s.payload_size != s.raw_size) return invalid_input(where + "stored payload size differs from raw size");
+    if (s.raw_size % w != 0)
+      return invalid_input(where + "raw size is not a multiple of the word size");
+    if (s.payload_size > c.size() - payload_offset)
+      return invalid_input(where + "payload runs past the end of the container");
+    if (s.method == Method::kStored && s.payload_size != s.raw_size)
+      return invalid_input(where + "stored payload size differs from raw size");
     if (s.method == Method::kDeltaPlanes) {
       std::uint64_t end;
       if (add_overflows(s.base_offset, s.raw_size, end) || end > info.base_size) {
-        return invalid_input(where + "base range runs past the base's " + std::to_string(info.base_size) + " bytes");
+        return invalid_input(where + "base range runs past the base's " +
+                             std::to_string(info.base_size) + " bytes");
       }
       if (s.changed > s.raw_size / w) return invalid_input(where + "more changed words than words");
     } else if (s.base_offset != 0 || s.changed != 0) {
@@ -179,16 +198,20 @@ Result<ContainerInfo> parse(ByteSpan c) {
     }
     s.raw_offset = raw_offset;
     s.payload_offset = payload_offset;
-    if (add_overflows(raw_offset, s.raw_size, raw_offset)) return invalid_input(where + "raw sizes overflow");
+    if (add_overflows(raw_offset, s.raw_size, raw_offset))
+      return invalid_input(where + "raw sizes overflow");
     payload_offset += s.payload_size;
     info.sections.push_back(std::move(s));
   }
-  if (at != table_size) return invalid_input("section table has " + std::to_string(table_size - at) + " trailing bytes");
+  if (at != table_size)
+    return invalid_input("section table has " + std::to_string(table_size - at) +
+                         " trailing bytes");
   if (raw_offset != info.raw_size) {
-    return invalid_input("sections hold " + std::to_string(raw_offset) + " raw bytes but the header declares " +
-                         std::to_string(info.raw_size));
+    return invalid_input("sections hold " + std::to_string(raw_offset) +
+                         " raw bytes but the header declares " + std::to_string(info.raw_size));
   }
-  if (payload_offset != c.size()) return invalid_input("section payloads do not cover the container exactly");
+  if (payload_offset != c.size())
+    return invalid_input("section payloads do not cover the container exactly");
   return info;
 }
 

@@ -81,7 +81,8 @@ void append_raw_zstd_frame(Bytes& out, ByteSpan in) {
 }
 
 void append_zstd_frame(Bytes& out, ByteSpan in, int level, ZstdTuning tuning) {
-  if (tuning == ZstdTuning::kLiterals && in.size() >= 4096 && sampled_entropy(in) >= kIncompressibleBits) {
+  if (tuning == ZstdTuning::kLiterals && in.size() >= 4096 &&
+      sampled_entropy(in) >= kIncompressibleBits) {
     append_raw_zstd_frame(out, in);
     return;
   }
@@ -94,7 +95,8 @@ void append_zstd_frame(Bytes& out, ByteSpan in, int level, ZstdTuning tuning) {
     ZSTD_CCtx_setParameter(cctx, ZSTD_c_minMatch, 7);
     ZSTD_CCtx_setParameter(cctx, ZSTD_c_hashLog, 8);
   }
-  std::size_t n = ZSTD_compress2(cctx, out.data() + start, out.size() - start, in.data(), in.size());
+  std::size_t n =
+      ZSTD_compress2(cctx, out.data() + start, out.size() - start, in.data(), in.size());
   if (ZSTD_isError(n) || n >= raw_frame_size(in.size())) {
     out.resize(start);
     append_raw_zstd_frame(out, in);
@@ -110,10 +112,14 @@ Result<std::uint64_t> zstd_content_size(ByteSpan frames) {
     const std::uint8_t* p = frames.data() + at;
     std::size_t left = frames.size() - at;
     unsigned long long size = ZSTD_getFrameContentSize(p, left);
-    if (size == ZSTD_CONTENTSIZE_ERROR) return invalid_input("not a zstd frame at byte " + std::to_string(at));
-    if (size == ZSTD_CONTENTSIZE_UNKNOWN) return invalid_input("zstd frame at byte " + std::to_string(at) + " does not declare its content size");
+    if (size == ZSTD_CONTENTSIZE_ERROR)
+      return invalid_input("not a zstd frame at byte " + std::to_string(at));
+    if (size == ZSTD_CONTENTSIZE_UNKNOWN)
+      return invalid_input("zstd frame at byte " + std::to_string(at) +
+                           " does not declare its content size");
     std::size_t len = ZSTD_findFrameCompressedSize(p, left);
-    if (ZSTD_isError(len)) return invalid_input("zstd frame at byte " + std::to_string(at) + " is truncated or corrupt");
+    if (ZSTD_isError(len))
+      return invalid_input("zstd frame at byte " + std::to_string(at) + " is truncated or corrupt");
     if (size > UINT64_MAX - total) return invalid_input("zstd frame sizes overflow");
     total += size;
     at += len;
@@ -128,7 +134,8 @@ Status zstd_decode_exact(ByteSpan frames, std::span<std::uint8_t> out) {
     return invalid_input("zstd frames declare " + std::to_string(declared) + " bytes, expected " +
                          std::to_string(out.size()));
   }
-  std::size_t n = ZSTD_decompressDCtx(thread_dctx(), out.data(), out.size(), frames.data(), frames.size());
+  std::size_t n =
+      ZSTD_decompressDCtx(thread_dctx(), out.data(), out.size(), frames.data(), frames.size());
   if (ZSTD_isError(n)) return invalid_input(std::string("zstd: ") + ZSTD_getErrorName(n));
   if (n != out.size()) {
     return invalid_input("zstd frames decoded to " + std::to_string(n) + " bytes, expected " +
@@ -141,8 +148,9 @@ Status append_xz_stream(Bytes& out, ByteSpan in, int preset) {
   std::size_t start = out.size();
   out.resize(start + lzma_stream_buffer_bound(in.size()));
   std::size_t pos = 0;
-  lzma_ret ret = lzma_easy_buffer_encode(static_cast<std::uint32_t>(preset), LZMA_CHECK_CRC32, nullptr,
-                                         in.data(), in.size(), out.data() + start, &pos, out.size() - start);
+  lzma_ret ret =
+      lzma_easy_buffer_encode(static_cast<std::uint32_t>(preset), LZMA_CHECK_CRC32, nullptr,
+                              in.data(), in.size(), out.data() + start, &pos, out.size() - start);
   if (ret != LZMA_OK) {
     out.resize(start);
     return internal_error("xz encoder failed with code " + std::to_string(ret));
@@ -156,11 +164,13 @@ Status xz_decode_exact(ByteSpan stream, std::span<std::uint8_t> out) {
   // more is refused instead of allocated.
   std::uint64_t memlimit = 256u << 20;
   std::size_t in_pos = 0, out_pos = 0;
-  lzma_ret ret = lzma_stream_buffer_decode(&memlimit, 0, nullptr, stream.data(), &in_pos, stream.size(),
-                                           out.data(), &out_pos, out.size());
-  if (ret == LZMA_BUF_ERROR) return invalid_input("xz stream is truncated or decodes to more than " +
-                                                  std::to_string(out.size()) + " bytes");
-  if (ret != LZMA_OK) return invalid_input("xz stream is corrupt (liblzma code " + std::to_string(ret) + ")");
+  lzma_ret ret = lzma_stream_buffer_decode(&memlimit, 0, nullptr, stream.data(), &in_pos,
+                                           stream.size(), out.data(), &out_pos, out.size());
+  if (ret == LZMA_BUF_ERROR)
+    return invalid_input("xz stream is truncated or decodes to more than " +
+                         std::to_string(out.size()) + " bytes");
+  if (ret != LZMA_OK)
+    return invalid_input("xz stream is corrupt (liblzma code " + std::to_string(ret) + ")");
   if (out_pos != out.size() || in_pos != stream.size()) {
     return invalid_input("xz stream decoded to " + std::to_string(out_pos) + " bytes, expected " +
                          std::to_string(out.size()));

@@ -20,7 +20,8 @@ enum class ZstdTuning { kDefault, kLiterals };
 // Appends one zstd frame holding `in` (with its content size) at `level`. When compression does
 // not shrink the input, the frame is written with raw blocks instead: the bytes are stored as
 // they are, decoding is a copy, and the frame is still one that any zstd decoder accepts.
-void append_zstd_frame(Bytes& out, ByteSpan in, int level, ZstdTuning tuning = ZstdTuning::kDefault);
+void append_zstd_frame(Bytes& out, ByteSpan in, int level,
+                       ZstdTuning tuning = ZstdTuning::kDefault);
 // Appends a frame of raw blocks without trying to compress.
 void append_raw_zstd_frame(Bytes& out, ByteSpan in);
 

@@ -8,7 +8,8 @@ namespace vt::comp {
 namespace {
 
 // Tensor bytes are little-endian (safetensors) and are loaded as native words.
-static_assert(std::endian::native == std::endian::little, "planes.cpp assumes a little-endian host");
+static_assert(std::endian::native == std::endian::little,
+              "planes.cpp assumes a little-endian host");
 
 template <typename U>
 U load(const std::uint8_t* p) {
@@ -68,7 +69,8 @@ void merge(const std::uint8_t* in, std::uint8_t* out, std::size_t n) {
   constexpr std::size_t kW = sizeof(U);
   for (std::size_t i = 0; i < n; ++i) {
     U v = 0;
-    for (std::size_t p = 0; p < kW; ++p) v |= static_cast<U>(static_cast<U>(in[p * n + i]) << (8 * p));
+    for (std::size_t p = 0; p < kW; ++p)
+      v |= static_cast<U>(static_cast<U>(in[p * n + i]) << (8 * p));
     store<U>(out + i * kW, from_planes_order<U, kExp>(v));
   }
 }
@@ -89,7 +91,8 @@ std::size_t delta(const std::uint8_t* after, const std::uint8_t* before, std::si
     U d = static_cast<U>(a - b);
     // Zigzag: small differences of either sign become small unsigned numbers.
     U z = static_cast<U>(static_cast<U>(d << 1) ^ static_cast<U>(static_cast<S>(d) >> kTop));
-    for (std::size_t p = 0; p < kW; ++p) diffs[p * n + changed] = static_cast<std::uint8_t>(z >> (8 * p));
+    for (std::size_t p = 0; p < kW; ++p)
+      diffs[p * n + changed] = static_cast<std::uint8_t>(z >> (8 * p));
     ++changed;
   }
   // Planes were written at stride n; pack them at stride `changed`.
@@ -108,7 +111,8 @@ void undelta(const std::uint8_t* before, const std::uint8_t* mask, const std::ui
       continue;
     }
     U z = 0;
-    for (std::size_t p = 0; p < kW; ++p) z |= static_cast<U>(static_cast<U>(diffs[p * changed + k]) << (8 * p));
+    for (std::size_t p = 0; p < kW; ++p)
+      z |= static_cast<U>(static_cast<U>(diffs[p * changed + k]) << (8 * p));
     U d = static_cast<U>((z >> 1) ^ static_cast<U>(0 - (z & 1)));
     store<U>(after + i * kW, static_cast<U>(load<U>(before + i * kW) + d));
     ++k;
@@ -118,17 +122,21 @@ void undelta(const std::uint8_t* before, const std::uint8_t* mask, const std::ui
 template <template <typename> class Fn, typename... Args>
 auto by_width(std::size_t width, Args&&... args) {
   switch (width) {
-    case 1: return Fn<std::uint8_t>::run(args...);
-    case 2: return Fn<std::uint16_t>::run(args...);
-    case 4: return Fn<std::uint32_t>::run(args...);
-    default: return Fn<std::uint64_t>::run(args...);
+    case 1:
+      return Fn<std::uint8_t>::run(args...);
+    case 2:
+      return Fn<std::uint16_t>::run(args...);
+    case 4:
+      return Fn<std::uint32_t>::run(args...);
+    default:
+      return Fn<std::uint64_t>::run(args...);
   }
 }
 
 template <typename U>
 struct DeltaFn {
-  static std::size_t run(const std::uint8_t* a, const std::uint8_t* b, std::size_t n, std::uint8_t* m,
-                         std::uint8_t* d) {
+  static std::size_t run(const std::uint8_t* a, const std::uint8_t* b, std::size_t n,
+                         std::uint8_t* m, std::uint8_t* d) {
     return delta<U>(a, b, n, m, d);
   }
 };
@@ -144,7 +152,9 @@ struct UndeltaFn {
 std::size_t popcount_bits(std::span<const std::uint8_t> mask, std::size_t n) {
   std::size_t count = 0;
   for (std::size_t i = 0; i < n / 8; ++i) count += static_cast<std::size_t>(std::popcount(mask[i]));
-  if (n % 8) count += static_cast<std::size_t>(std::popcount(static_cast<unsigned>(mask[n / 8] & ((1u << (n % 8)) - 1))));
+  if (n % 8)
+    count += static_cast<std::size_t>(
+        std::popcount(static_cast<unsigned>(mask[n / 8] & ((1u << (n % 8)) - 1))));
   return count;
 }
 
@@ -152,66 +162,109 @@ std::size_t popcount_bits(std::span<const std::uint8_t> mask, std::size_t n) {
 
 std::size_t word_size(WordKind kind) {
   switch (kind) {
-    case WordKind::kByte: return 1;
-    case WordKind::kU16: case WordKind::kF16: case WordKind::kBF16: return 2;
-    case WordKind::kU32: case WordKind::kF32: return 4;
-    case WordKind::kU64: case WordKind::kF64: return 8;
+    case WordKind::kByte:
+      return 1;
+    case WordKind::kU16:
+    case WordKind::kF16:
+    case WordKind::kBF16:
+      return 2;
+    case WordKind::kU32:
+    case WordKind::kF32:
+      return 4;
+    case WordKind::kU64:
+    case WordKind::kF64:
+      return 8;
   }
   return 1;
 }
 
 std::string_view word_kind_name(WordKind kind) {
   switch (kind) {
-    case WordKind::kByte: return "byte";
-    case WordKind::kU16: return "u16";
-    case WordKind::kU32: return "u32";
-    case WordKind::kU64: return "u64";
-    case WordKind::kF16: return "f16";
-    case WordKind::kBF16: return "bf16";
-    case WordKind::kF32: return "f32";
-    case WordKind::kF64: return "f64";
+    case WordKind::kByte:
+      return "byte";
+    case WordKind::kU16:
+      return "u16";
+    case WordKind::kU32:
+      return "u32";
+    case WordKind::kU64:
+      return "u64";
+    case WordKind::kF16:
+      return "f16";
+    case WordKind::kBF16:
+      return "bf16";
+    case WordKind::kF32:
+      return "f32";
+    case WordKind::kF64:
+      return "f64";
   }
   return "?";
 }
 
 WordKind word_kind_for(DType dtype) {
   switch (dtype) {
-    case DType::kF64: return WordKind::kF64;
-    case DType::kF32: return WordKind::kF32;
-    case DType::kF16: return WordKind::kF16;
-    case DType::kBF16: return WordKind::kBF16;
-    case DType::kI64: return WordKind::kU64;
-    case DType::kI32: return WordKind::kU32;
-    case DType::kI16: return WordKind::kU16;
-    default: return WordKind::kByte;
+    case DType::kF64:
+      return WordKind::kF64;
+    case DType::kF32:
+      return WordKind::kF32;
+    case DType::kF16:
+      return WordKind::kF16;
+    case DType::kBF16:
+      return WordKind::kBF16;
+    case DType::kI64:
+      return WordKind::kU64;
+    case DType::kI32:
+      return WordKind::kU32;
+    case DType::kI16:
+      return WordKind::kU16;
+    default:
+      return WordKind::kByte;
   }
 }
 
 void split_planes(WordKind kind, std::span<const std::uint8_t> words, std::span<std::uint8_t> out) {
   std::size_t n = words.size() / word_size(kind);
   switch (kind) {
-    case WordKind::kByte: std::memcpy(out.data(), words.data(), words.size()); return;
-    case WordKind::kU16: return split<std::uint16_t, 0>(words.data(), out.data(), n);
-    case WordKind::kU32: return split<std::uint32_t, 0>(words.data(), out.data(), n);
-    case WordKind::kU64: return split<std::uint64_t, 0>(words.data(), out.data(), n);
-    case WordKind::kF16: return split<std::uint16_t, 5>(words.data(), out.data(), n);
-    case WordKind::kBF16: return split<std::uint16_t, 8>(words.data(), out.data(), n);
-    case WordKind::kF32: return split<std::uint32_t, 8>(words.data(), out.data(), n);
-    case WordKind::kF64: return split<std::uint64_t, 11>(words.data(), out.data(), n);
+    case WordKind::kByte:
+      std::memcpy(out.data(), words.data(), words.size());
+      return;
+    case WordKind::kU16:
+      return split<std::uint16_t, 0>(words.data(), out.data(), n);
+    case WordKind::kU32:
+      return split<std::uint32_t, 0>(words.data(), out.data(), n);
+    case WordKind::kU64:
+      return split<std::uint64_t, 0>(words.data(), out.data(), n);
+    case WordKind::kF16:
+      return split<std::uint16_t, 5>(words.data(), out.data(), n);
+    case WordKind::kBF16:
+      return split<std::uint16_t, 8>(words.data(), out.data(), n);
+    case WordKind::kF32:
+      return split<std::uint32_t, 8>(words.data(), out.data(), n);
+    case WordKind::kF64:
+      return split<std::uint64_t, 11>(words.data(), out.data(), n);
   }
 }
 
-void merge_planes(WordKind kind, std::span<const std::uint8_t> planes, std::span<std::uint8_t> out) {
+void merge_planes(WordKind kind, std::span<const std::uint8_t> planes,
+                  std::span<std::uint8_t> out) {
   std::size_t n = planes.size() / word_size(kind);
   switch (kind) {
-    case WordKind::kByte: std::memcpy(out.data(), planes.data(), planes.size()); return;
-    case WordKind::kU16: return merge<std::uint16_t, 0>(planes.data(), out.data(), n);
-    case WordKind::kU32: return merge<std::uint32_t, 0>(planes.data(), out.data(), n);
-    case WordKind::kU64: return merge<std::uint64_t, 0>(planes.data(), out.data(), n);
-    case WordKind::kF16: return merge<std::uint16_t, 5>(planes.data(), out.data(), n);
-    case WordKind::kBF16: return merge<std::uint16_t, 8>(planes.data(), out.data(), n);
-    case WordKind::kF32: return merge<std::uint32_t, 8>(planes.data(), out.data(), n);
-    case WordKind::kF64: return merge<std::uint64_t, 11>(planes.data(), out.data(), n);
+    case WordKind::kByte:
+      std::memcpy(out.data(), planes.data(), planes.size());
+      return;
+    case WordKind::kU16:
+      return merge<std::uint16_t, 0>(planes.data(), out.data(), n);
+    case WordKind::kU32:
+      return merge<std::uint32_t, 0>(planes.data(), out.data(), n);
+    case WordKind::kU64:
+      return merge<std::uint64_t, 0>(planes.data(), out.data(), n);
+    case WordKind::kF16:
+      return merge<std::uint16_t, 5>(planes.data(), out.data(), n);
+    case WordKind::kBF16:
+      return merge<std::uint16_t, 8>(planes.data(), out.data(), n);
+    case WordKind::kF32:
+      return merge<std::uint32_t, 8>(planes.data(), out.data(), n);
+    case WordKind::kF64:
+      return merge<std::uint64_t, 11>(planes.data(), out.data(), n);
   }
 }
 
@@ -219,7 +272,8 @@ std::size_t delta_planes(WordKind kind, std::span<const std::uint8_t> after,
                          std::span<const std::uint8_t> before, std::span<std::uint8_t> mask,
                          std::span<std::uint8_t> diffs) {
   std::size_t w = word_size(kind);
-  return by_width<DeltaFn>(w, after.data(), before.data(), after.size() / w, mask.data(), diffs.data());
+  return by_width<DeltaFn>(w, after.data(), before.data(), after.size() / w, mask.data(),
+                           diffs.data());
 }
 
 Status undelta_planes(WordKind kind, std::span<const std::uint8_t> before,

@@ -3,10 +3,10 @@
 //
 // A float word (sign, exponent, mantissa) has its top bits rotated to (exponent, sign, mantissa),
 // so the top byte holds exponent bits only (eight for f32/bf16, the high eight of f64's eleven,
-// f16's five, then the sign and two mantissa bits) and the sign sits just above the mantissa. The words are
-// then split into byte planes, plane p holding byte p of every word: the exponent plane carries
-// the few bits of real entropy, the low mantissa planes are close to uniform and are stored raw.
-// Integer words are split as they are.
+// f16's five, then the sign and two mantissa bits) and the sign sits just above the mantissa. The
+// words are then split into byte planes, plane p holding byte p of every word: the exponent plane
+// carries the few bits of real entropy, the low mantissa planes are close to uniform and are stored
+// raw. Integer words are split as they are.
 //
 // A delta codes an "after" word run against a "before" run of the same kind: a bitmap of the
 // words that differ, then the zigzag-coded integer difference (after - before, modulo 2^bits) of

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "common/json_number.h"
@@ -27,13 +28,13 @@ double half_to_double(std::uint16_t h) {
 Status check_same_plan(const SamplePlan& a, const SamplePlan& b) {
   if (a.seed != b.seed) return invalid_input("compare: the fingerprints have different seeds");
   if (a.tensors.size() != b.tensors.size()) {
-    return invalid_input("compare: the fingerprints sample " + std::to_string(a.tensors.size()) + " and " +
-                         std::to_string(b.tensors.size()) + " tensors");
+    return invalid_input("compare: the fingerprints sample " + std::to_string(a.tensors.size()) +
+                         " and " + std::to_string(b.tensors.size()) + " tensors");
   }
   for (std::size_t i = 0; i < a.tensors.size(); ++i) {
     if (a.tensors[i] != b.tensors[i]) {
-      return invalid_input("compare: the fingerprints differ in which positions of tensor \"" + a.tensors[i].name +
-                           "\" (or its dtype or size) they sample");
+      return invalid_input("compare: the fingerprints differ in which positions of tensor \"" +
+                           a.tensors[i].name + "\" (or its dtype or size) they sample");
     }
   }
   return {};
@@ -41,10 +42,14 @@ Status check_same_plan(const SamplePlan& a, const SamplePlan& b) {
 
 Status check_tolerance(const Tolerance& t) {
   const std::pair<const char*, double> fields[] = {
-      {"atol", t.atol}, {"rtol", t.rtol}, {"rel_l2", t.rel_l2}, {"max_outlier_fraction", t.max_outlier_fraction}};
+      {"atol", t.atol},
+      {"rtol", t.rtol},
+      {"rel_l2", t.rel_l2},
+      {"max_outlier_fraction", t.max_outlier_fraction}};
   for (auto [name, v] : fields) {
     if (!std::isfinite(v) || v < 0) {
-      return invalid_input(std::string("compare: tolerance.") + name + " must be a finite number >= 0, got " + std::to_string(v));
+      return invalid_input(std::string("compare: tolerance.") + name +
+                           " must be a finite number >= 0, got " + std::to_string(v));
     }
   }
   return {};
@@ -59,24 +64,33 @@ nlohmann::json number(double v) { return json_number(v); }
 
 }  // namespace
 
-std::string_view compare_mode_name(CompareMode mode) { return mode == CompareMode::kExact ? "exact" : "tolerance"; }
+std::string_view compare_mode_name(CompareMode mode) {
+  return mode == CompareMode::kExact ? "exact" : "tolerance";
+}
 
 double decode_value(DType dtype, const std::uint8_t* bytes) {
   switch (dtype) {
-    case DType::kF64: return std::bit_cast<double>(get_u64le(bytes));
-    case DType::kF32: return std::bit_cast<float>(get_u32le(bytes));
-    case DType::kF16: return half_to_double(static_cast<std::uint16_t>(bytes[0] | bytes[1] << 8));
-    case DType::kBF16: return std::bit_cast<float>(std::uint32_t{bytes[0]} << 16 | std::uint32_t{bytes[1]} << 24);
-    default: return std::nan("");
+    case DType::kF64:
+      return std::bit_cast<double>(get_u64le(bytes));
+    case DType::kF32:
+      return std::bit_cast<float>(get_u32le(bytes));
+    case DType::kF16:
+      return half_to_double(static_cast<std::uint16_t>(bytes[0] | bytes[1] << 8));
+    case DType::kBF16:
+      return std::bit_cast<float>(std::uint32_t{bytes[0]} << 16 | std::uint32_t{bytes[1]} << 24);
+    default:
+      return std::nan("");
   }
 }
 
-Result<Comparison> compare(const Fingerprint& replay, const Fingerprint& committed, CompareMode mode,
-                           const Tolerance& tolerance) {
+Result<Comparison> compare(const Fingerprint& replay, const Fingerprint& committed,
+                           CompareMode mode, const Tolerance& tolerance) {
   VT_RETURN_IF_ERROR(check_same_plan(replay.plan, committed.plan));
   VT_RETURN_IF_ERROR(check_tolerance(tolerance));
-  if (replay.values.size() != replay.plan.tensors.size() || committed.values.size() != committed.plan.tensors.size()) {
-    return invalid_input("compare: a fingerprint has values for a different number of tensors than its plan");
+  if (replay.values.size() != replay.plan.tensors.size() ||
+      committed.values.size() != committed.plan.tensors.size()) {
+    return invalid_input(
+        "compare: a fingerprint has values for a different number of tensors than its plan");
   }
   Comparison c;
   c.mode = mode;
@@ -89,7 +103,8 @@ Result<Comparison> compare(const Fingerprint& replay, const Fingerprint& committ
     const Bytes& av = replay.values[t];
     const Bytes& bv = committed.values[t];
     if (av.size() != ts.indices.size() * size || bv.size() != av.size()) {
-      return invalid_input("compare: tensor \"" + ts.name + "\" has the wrong number of value bytes");
+      return invalid_input("compare: tensor \"" + ts.name +
+                           "\" has the wrong number of value bytes");
     }
     for (std::size_t i = 0; i < ts.indices.size(); ++i) {
       const std::uint8_t* pa = av.data() + i * size;
@@ -103,7 +118,8 @@ Result<Comparison> compare(const Fingerprint& replay, const Fingerprint& committ
         if (b != 0) c.max_rel_diff = std::max(c.max_rel_diff, d / std::fabs(b));
         diff_sq += static_cast<long double>(a - b) * (a - b);
         ref_sq += static_cast<long double>(b) * b;
-        ok = mode == CompareMode::kExact ? std::equal(pa, pa + size, pb) : d <= tolerance.atol + tolerance.rtol * std::fabs(b);
+        ok = mode == CompareMode::kExact ? std::equal(pa, pa + size, pb)
+                                         : d <= tolerance.atol + tolerance.rtol * std::fabs(b);
       } else {
         ok = mode == CompareMode::kExact ? std::equal(pa, pa + size, pb) : nonfinite_match(a, b);
         if (!ok && !nonfinite_match(a, b)) ++c.nonfinite_mismatches;
@@ -111,8 +127,12 @@ Result<Comparison> compare(const Fingerprint& replay, const Fingerprint& committ
       if (ok) continue;
       ++c.mismatches;
       if (!c.first_mismatch) {
-        c.first_mismatch = MismatchLocation{ts.name, ts.indices[i], hex_encode(ByteSpan(pa, size)),
-                                            hex_encode(ByteSpan(pb, size)), a, b};
+        c.first_mismatch = MismatchLocation{ts.name,
+                                            ts.indices[i],
+                                            hex_encode(ByteSpan(pa, size)),
+                                            hex_encode(ByteSpan(pb, size)),
+                                            a,
+                                            b};
       }
     }
     c.compared += ts.indices.size();
@@ -125,8 +145,10 @@ Result<Comparison> compare(const Fingerprint& replay, const Fingerprint& committ
   if (mode == CompareMode::kExact) {
     c.match = c.mismatches == 0;
   } else {
-    c.allowed_mismatches = static_cast<std::uint64_t>(std::floor(tolerance.max_outlier_fraction * static_cast<double>(c.compared)));
-    c.match = c.nonfinite_mismatches == 0 && c.mismatches <= c.allowed_mismatches && c.rel_l2 <= tolerance.rel_l2;
+    c.allowed_mismatches = static_cast<std::uint64_t>(
+        std::floor(tolerance.max_outlier_fraction * static_cast<double>(c.compared)));
+    c.match = c.nonfinite_mismatches == 0 && c.mismatches <= c.allowed_mismatches &&
+              c.rel_l2 <= tolerance.rel_l2;
   }
   return c;
 }
@@ -135,8 +157,9 @@ nlohmann::json comparison_to_json(const Comparison& c) {
   nlohmann::json first = nullptr;
   if (c.first_mismatch) {
     const MismatchLocation& m = *c.first_mismatch;
-    first = {{"tensor", m.tensor}, {"index", m.index}, {"replay_bits", m.replay_bits},
-             {"committed_bits", m.committed_bits}, {"replay", number(m.replay)}, {"committed", number(m.committed)}};
+    first = {{"tensor", m.tensor},           {"index", m.index},
+             {"replay_bits", m.replay_bits}, {"committed_bits", m.committed_bits},
+             {"replay", number(m.replay)},   {"committed", number(m.committed)}};
   }
   return {{"mode", compare_mode_name(c.mode)},
           {"compared", c.compared},
@@ -147,8 +170,11 @@ nlohmann::json comparison_to_json(const Comparison& c) {
           {"max_rel_diff", number(c.max_rel_diff)},
           {"rel_l2", number(c.rel_l2)},
           {"first_mismatch", std::move(first)},
-          {"thresholds", {{"atol", c.thresholds.atol}, {"rtol", c.thresholds.rtol}, {"rel_l2", c.thresholds.rel_l2},
-                          {"max_outlier_fraction", c.thresholds.max_outlier_fraction}}},
+          {"thresholds",
+           {{"atol", c.thresholds.atol},
+            {"rtol", c.thresholds.rtol},
+            {"rel_l2", c.thresholds.rel_l2},
+            {"max_outlier_fraction", c.thresholds.max_outlier_fraction}}},
           {"match", c.match}};
 }
 

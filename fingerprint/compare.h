@@ -10,9 +10,10 @@
 // ||a - b|| / ||b|| over finite pairs is <= rel_l2.
 
 #include <cstdint>
-#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "fingerprint/fingerprint.h"
 
@@ -32,8 +33,8 @@ struct Tolerance {
 
 struct MismatchLocation {
   std::string tensor;
-  std::uint64_t index = 0;   // flat element index in the tensor
-  std::string replay_bits;   // little-endian hex, as in the fingerprint
+  std::uint64_t index = 0;  // flat element index in the tensor
+  std::string replay_bits;  // little-endian hex, as in the fingerprint
   std::string committed_bits;
   double replay = 0.0;
   double committed = 0.0;
@@ -42,22 +43,22 @@ struct MismatchLocation {
 // What a verdict and an evidence file quote.
 struct Comparison {
   CompareMode mode = CompareMode::kExact;
-  Tolerance thresholds;                // as given; unused by exact mode but recorded
+  Tolerance thresholds;  // as given; unused by exact mode but recorded
   std::uint64_t compared = 0;
-  std::uint64_t mismatches = 0;        // exact: bit differences; tolerance: per-value failures
+  std::uint64_t mismatches = 0;  // exact: bit differences; tolerance: per-value failures
   std::uint64_t nonfinite_mismatches = 0;
-  std::uint64_t allowed_mismatches = 0;  // exact: 0
-  double max_abs_diff = 0.0;           // over finite pairs
-  double max_rel_diff = 0.0;           // |a - b| / |b| over finite pairs with b != 0
-  double rel_l2 = 0.0;                 // +inf when ||b|| = 0 and ||a - b|| > 0
+  std::uint64_t allowed_mismatches = 0;            // exact: 0
+  double max_abs_diff = 0.0;                       // over finite pairs
+  double max_rel_diff = 0.0;                       // |a - b| / |b| over finite pairs with b != 0
+  double rel_l2 = 0.0;                             // +inf when ||b|| = 0 and ||a - b|| > 0
   std::optional<MismatchLocation> first_mismatch;  // in plan order
   bool match = false;
 };
 
 // Errors (invalid input) when the two fingerprints do not sample the same positions, or when
 // a tolerance threshold is negative or not finite.
-Result<Comparison> compare(const Fingerprint& replay, const Fingerprint& committed, CompareMode mode,
-                           const Tolerance& tolerance = {});
+Result<Comparison> compare(const Fingerprint& replay, const Fingerprint& committed,
+                           CompareMode mode, const Tolerance& tolerance = {});
 
 // Non-finite numbers are written as null.
 nlohmann::json comparison_to_json(const Comparison& c);

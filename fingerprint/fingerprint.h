@@ -4,8 +4,9 @@
 // the JSON form is lossless for every dtype.
 
 #include <cstdint>
-#include <nlohmann/json_fwd.hpp>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "common/bytes.h"
 #include "common/safetensors.h"
@@ -36,7 +37,8 @@ Result<Fingerprint> gather(const SamplePlan& plan, const SafetensorsView& snapsh
 Result<Fingerprint> fingerprint_from_values(SamplePlan plan, std::vector<Bytes> values);
 
 // plan_samples over the snapshot's own tensors, then gather.
-Result<Fingerprint> fingerprint_snapshot(const SafetensorsView& snapshot, const Digest& seed, std::uint64_t k);
+Result<Fingerprint> fingerprint_snapshot(const SafetensorsView& snapshot, const Digest& seed,
+                                         std::uint64_t k);
 
 // What a provider commits per epoch: the root of the canonical bytes and the fingerprint at
 // positions seeded by commitment_seed(task_id, epoch, root). Rejects non-canonical bytes.
@@ -44,8 +46,9 @@ struct Commitment {
   Digest root{};
   Fingerprint fingerprint;
 };
-Result<Commitment> commit_snapshot(ByteSpan canonical_bytes, const Digest& task_id, std::uint64_t epoch,
-                                   std::uint64_t k, ThreadPool* pool = nullptr);
+Result<Commitment> commit_snapshot(ByteSpan canonical_bytes, const Digest& task_id,
+                                   std::uint64_t epoch, std::uint64_t k,
+                                   ThreadPool* pool = nullptr);
 
 // JSON form, stored in the commitment log. Canonical through vt::canonical_json:
 //   {"seed":"<hex>","tensors":[{"dtype":"F32","indices":[..],"name":"..","numel":N,

@@ -19,7 +19,8 @@ ByteSpan chunk_of(ByteSpan bytes, std::uint64_t i) {
 std::vector<Digest> leaf_hashes(ByteSpan bytes, ThreadPool* pool) {
   std::vector<Digest> leaves(merkle_chunk_count(bytes.size()));
   if (pool != nullptr && pool->size() > 0 && leaves.size() > 1) {
-    pool->parallel_for(leaves.size(), [&](std::size_t i) { leaves[i] = merkle_leaf_hash(chunk_of(bytes, i)); });
+    pool->parallel_for(leaves.size(),
+                       [&](std::size_t i) { leaves[i] = merkle_leaf_hash(chunk_of(bytes, i)); });
   } else {
     // One context for every leaf: EVP_MD_CTX_new per MiB is cheap, but not free on small inputs.
     Sha256 h;
@@ -34,7 +35,8 @@ std::vector<Digest> leaf_hashes(ByteSpan bytes, ThreadPool* pool) {
 // Replaces `level` by the level above it; a trailing odd node moves up unchanged.
 void reduce_level(std::vector<Digest>& level) {
   std::size_t out = 0;
-  for (std::size_t i = 0; i + 1 < level.size(); i += 2) level[out++] = merkle_node_hash(level[i], level[i + 1]);
+  for (std::size_t i = 0; i + 1 < level.size(); i += 2)
+    level[out++] = merkle_node_hash(level[i], level[i + 1]);
   if (level.size() % 2 == 1) level[out++] = level.back();
   level.resize(out);
 }
@@ -65,8 +67,9 @@ Digest merkle_root(ByteSpan bytes, ThreadPool* pool) {
 Result<InclusionProof> prove_chunk(ByteSpan bytes, std::uint64_t chunk_index, ThreadPool* pool) {
   const std::uint64_t count = merkle_chunk_count(bytes.size());
   if (chunk_index >= count) {
-    return invalid_input("merkle proof: chunk " + std::to_string(chunk_index) + " does not exist; " +
-                         std::to_string(bytes.size()) + " bytes have " + std::to_string(count) + " chunks");
+    return invalid_input("merkle proof: chunk " + std::to_string(chunk_index) +
+                         " does not exist; " + std::to_string(bytes.size()) + " bytes have " +
+                         std::to_string(count) + " chunks");
   }
   InclusionProof proof{chunk_index, count, {}};
   std::vector<Digest> level = leaf_hashes(bytes, pool);
@@ -83,7 +86,8 @@ bool verify_chunk(const Digest& root, ByteSpan chunk, const InclusionProof& proo
   std::uint64_t idx = proof.chunk_index;
   if (idx >= count) return false;
   const bool last = idx + 1 == count;
-  if (chunk.size() > kMerkleChunkSize || chunk.empty() || (!last && chunk.size() != kMerkleChunkSize)) {
+  if (chunk.size() > kMerkleChunkSize || chunk.empty() ||
+      (!last && chunk.size() != kMerkleChunkSize)) {
     return false;
   }
   Digest h = merkle_leaf_hash(chunk);

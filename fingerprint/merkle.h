@@ -26,7 +26,7 @@ inline std::uint64_t merkle_chunk_count(std::uint64_t size) {
   return (size + kMerkleChunkSize - 1) / kMerkleChunkSize;
 }
 
-Digest merkle_leaf_hash(ByteSpan chunk);                          // H(0x00 || chunk)
+Digest merkle_leaf_hash(ByteSpan chunk);                           // H(0x00 || chunk)
 Digest merkle_node_hash(const Digest& left, const Digest& right);  // H(0x01 || left || right)
 
 // Root over `bytes`; hashes leaves on `pool` when given.
@@ -39,7 +39,8 @@ struct InclusionProof {
 };
 
 // Fails (invalid input) when chunk_index is not below the number of chunks.
-Result<InclusionProof> prove_chunk(ByteSpan bytes, std::uint64_t chunk_index, ThreadPool* pool = nullptr);
+Result<InclusionProof> prove_chunk(ByteSpan bytes, std::uint64_t chunk_index,
+                                   ThreadPool* pool = nullptr);
 // True iff `chunk` is chunk `proof.chunk_index` of a byte string whose root is `root`. Also
 // checks the chunk's length: every chunk but the last is exactly 1 MiB, the last 1..1 MiB.
 bool verify_chunk(const Digest& root, ByteSpan chunk, const InclusionProof& proof);

@@ -11,7 +11,8 @@ namespace {
 
 Sha256& domain(Sha256& h, std::string_view tag) { return h.update(tag); }
 
-Digest hash_with_u64s(std::string_view tag, const Digest& task_id, std::initializer_list<std::uint64_t> words) {
+Digest hash_with_u64s(std::string_view tag, const Digest& task_id,
+                      std::initializer_list<std::uint64_t> words) {
   Sha256 h;
   domain(h, tag).update(ByteSpan(task_id));
   for (std::uint64_t w : words) {
@@ -24,7 +25,8 @@ Digest hash_with_u64s(std::string_view tag, const Digest& task_id, std::initiali
 
 // Floyd's algorithm: `count` distinct positions in [0, numel) with exactly `count` draws, so
 // the cost never depends on how close count is to numel.
-std::vector<std::uint64_t> distinct_positions(PrfStream& prf, std::uint64_t numel, std::uint64_t count) {
+std::vector<std::uint64_t> distinct_positions(PrfStream& prf, std::uint64_t numel,
+                                              std::uint64_t count) {
   std::unordered_set<std::uint64_t> chosen;
   chosen.reserve(count * 2);
   std::vector<std::uint64_t> out;
@@ -56,8 +58,9 @@ void allocate(std::vector<Eligible>& tensors, std::uint64_t k) {
     e.count = std::min(e.numel, kMinSamplesPerTensor);
     capacity += e.numel - e.count;
   }
-  const std::uint64_t base = std::accumulate(tensors.begin(), tensors.end(), std::uint64_t{0},
-                                             [](std::uint64_t s, const Eligible& e) { return s + e.count; });
+  const std::uint64_t base =
+      std::accumulate(tensors.begin(), tensors.end(), std::uint64_t{0},
+                      [](std::uint64_t s, const Eligible& e) { return s + e.count; });
   const std::uint64_t rest = k - base;
   if (rest == 0) return;
   std::vector<std::uint64_t> remainder(tensors.size());
@@ -71,7 +74,8 @@ void allocate(std::vector<Eligible>& tensors, std::uint64_t k) {
   }
   std::vector<std::size_t> order(tensors.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return remainder[a] > remainder[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return remainder[a] > remainder[b]; });
   for (std::size_t i = 0; given < rest; ++i, ++given) tensors[order[i]].count += 1;
 }
 
@@ -81,7 +85,11 @@ Digest commitment_seed(const Digest& task_id, std::uint64_t epoch, const Digest&
   Sha256 h;
   std::uint8_t buf[8];
   put_u64le(buf, epoch);
-  return domain(h, "veritrain/fingerprint/v1").update(ByteSpan(task_id)).update(ByteSpan(buf, 8)).update(ByteSpan(root)).finish();
+  return domain(h, "veritrain/fingerprint/v1")
+      .update(ByteSpan(task_id))
+      .update(ByteSpan(buf, 8))
+      .update(ByteSpan(root))
+      .finish();
 }
 
 Digest tracking_seed(const Digest& task_id) {
@@ -103,7 +111,8 @@ Bytes tensor_prefix(const Digest& seed, std::string_view name) {
 
 }  // namespace
 
-PrfStream::PrfStream(const Digest& seed, std::string_view name) : Sha256Stream(tensor_prefix(seed, name)) {}
+PrfStream::PrfStream(const Digest& seed, std::string_view name)
+    : Sha256Stream(tensor_prefix(seed, name)) {}
 
 std::uint64_t SamplePlan::count() const {
   std::uint64_t n = 0;
@@ -111,7 +120,8 @@ std::uint64_t SamplePlan::count() const {
   return n;
 }
 
-Result<SamplePlan> plan_samples(const Digest& seed, std::span<const TensorSpec> tensors, std::uint64_t k) {
+Result<SamplePlan> plan_samples(const Digest& seed, std::span<const TensorSpec> tensors,
+                                std::uint64_t k) {
   if (k == 0) return invalid_input("fingerprint: k must be at least 1");
   std::vector<const TensorSpec*> sorted;
   for (const TensorSpec& t : tensors) sorted.push_back(&t);
@@ -141,13 +151,14 @@ Result<SamplePlan> plan_samples(const Digest& seed, std::span<const TensorSpec> 
                          " tensors but none is F64, F32, F16 or BF16 with at least one element");
   }
   if (k > total) {
-    return invalid_input("fingerprint: k = " + std::to_string(k) + " exceeds the " + std::to_string(total) +
-                         " floating-point elements of the snapshot");
+    return invalid_input("fingerprint: k = " + std::to_string(k) + " exceeds the " +
+                         std::to_string(total) + " floating-point elements of the snapshot");
   }
   if (k < eligible.size() * kMinSamplesPerTensor) {
     return invalid_input("fingerprint: k = " + std::to_string(k) + " is below the minimum " +
                          std::to_string(eligible.size() * kMinSamplesPerTensor) + " (" +
-                         std::to_string(kMinSamplesPerTensor) + " per non-empty floating-point tensor, " +
+                         std::to_string(kMinSamplesPerTensor) +
+                         " per non-empty floating-point tensor, " +
                          std::to_string(eligible.size()) + " tensors)");
   }
   allocate(eligible, k);
@@ -155,12 +166,14 @@ Result<SamplePlan> plan_samples(const Digest& seed, std::span<const TensorSpec> 
   plan.tensors.reserve(eligible.size());
   for (const Eligible& e : eligible) {
     PrfStream prf(seed, e.spec->name);
-    plan.tensors.push_back({e.spec->name, e.spec->dtype, e.numel, distinct_positions(prf, e.numel, e.count)});
+    plan.tensors.push_back(
+        {e.spec->name, e.spec->dtype, e.numel, distinct_positions(prf, e.numel, e.count)});
   }
   return plan;
 }
 
-Result<SamplePlan> plan_samples(const Digest& seed, std::span<const TensorEntry> tensors, std::uint64_t k) {
+Result<SamplePlan> plan_samples(const Digest& seed, std::span<const TensorEntry> tensors,
+                                std::uint64_t k) {
   std::vector<TensorSpec> specs;
   specs.reserve(tensors.size());
   for (const TensorEntry& t : tensors) specs.push_back({t.name, t.dtype, t.shape});
@@ -173,19 +186,23 @@ Status check_plan(const SamplePlan& plan) {
     specs.push_back({t.name, t.dtype, {static_cast<std::int64_t>(t.numel)}});
   }
   auto expected = plan_samples(plan.seed, std::span<const TensorSpec>(specs), plan.count());
-  if (!expected.ok()) return rejected("fingerprint plan is not derivable: " + expected.error().message);
+  if (!expected.ok())
+    return rejected("fingerprint plan is not derivable: " + expected.error().message);
   if (expected->tensors.size() != plan.tensors.size()) {
-    return rejected("fingerprint plan: lists " + std::to_string(plan.tensors.size()) + " tensors, of which " +
-                    std::to_string(expected->tensors.size()) + " are non-empty floating-point tensors");
+    return rejected("fingerprint plan: lists " + std::to_string(plan.tensors.size()) +
+                    " tensors, of which " + std::to_string(expected->tensors.size()) +
+                    " are non-empty floating-point tensors");
   }
   for (std::size_t i = 0; i < plan.tensors.size(); ++i) {
     const TensorSamples& got = plan.tensors[i];
     const TensorSamples& want = expected->tensors[i];
     if (got.name != want.name) {
-      return rejected("fingerprint plan: tensor " + std::to_string(i) + " is \"" + got.name + "\", expected \"" + want.name + "\"");
+      return rejected("fingerprint plan: tensor " + std::to_string(i) + " is \"" + got.name +
+                      "\", expected \"" + want.name + "\"");
     }
     if (got.indices != want.indices) {
-      return rejected("fingerprint plan: tensor \"" + got.name + "\" samples other positions than its seed gives");
+      return rejected("fingerprint plan: tensor \"" + got.name +
+                      "\" samples other positions than its seed gives");
     }
   }
   return {};

@@ -59,8 +59,10 @@ struct SamplePlan {
 // The plan for `k` positions over `tensors` (any order). Errors: k == 0; two tensors with one
 // name; a negative or overflowing shape; no non-empty floating-point tensor; k larger than the
 // floating-point elements; k smaller than the number of non-empty floating-point tensors.
-Result<SamplePlan> plan_samples(const Digest& seed, std::span<const TensorSpec> tensors, std::uint64_t k);
-Result<SamplePlan> plan_samples(const Digest& seed, std::span<const TensorEntry> tensors, std::uint64_t k);
+Result<SamplePlan> plan_samples(const Digest& seed, std::span<const TensorSpec> tensors,
+                                std::uint64_t k);
+Result<SamplePlan> plan_samples(const Digest& seed, std::span<const TensorEntry> tensors,
+                                std::uint64_t k);
 
 // Re-derives `plan` from its own seed, tensors and count and rejects (Errc::kRejected) any
 // difference: what a verifier runs on a fingerprint it received.

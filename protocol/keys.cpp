@@ -45,7 +45,8 @@ Result<PkeyPtr> generate_key(const char* algorithm) {
   } else {
     key = EVP_PKEY_Q_keygen(nullptr, nullptr, algorithm);
   }
-  if (key == nullptr) return internal_error(std::string("OpenSSL could not generate a ") + algorithm + " key");
+  if (key == nullptr)
+    return internal_error(std::string("OpenSSL could not generate a ") + algorithm + " key");
   return PkeyPtr(key);
 }
 
@@ -71,13 +72,14 @@ Result<std::string> self_signed_certificate(EVP_PKEY* key) {
   X509_set_pubkey(cert.get(), key);
   X509_NAME* name = X509_get_subject_name(cert.get());
   X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                             reinterpret_cast<const unsigned char*>("veritrain-provider"), -1, -1, 0);
+                             reinterpret_cast<const unsigned char*>("veritrain-provider"), -1, -1,
+                             0);
   X509_set_issuer_name(cert.get(), name);
   X509V3_CTX ctx;
   X509V3_set_ctx_nodb(&ctx);
   X509V3_set_ctx(&ctx, cert.get(), cert.get(), nullptr, nullptr, 0);
-  X509_EXTENSION* san = X509V3_EXT_conf_nid(nullptr, &ctx, NID_subject_alt_name,
-                                            "DNS:localhost,IP:127.0.0.1,IP:::1");
+  X509_EXTENSION* san =
+      X509V3_EXT_conf_nid(nullptr, &ctx, NID_subject_alt_name, "DNS:localhost,IP:127.0.0.1,IP:::1");
   if (san == nullptr) return internal_error("OpenSSL could not build the certificate's names");
   X509_add_ext(cert.get(), san, -1);
   X509_EXTENSION_free(san);
@@ -108,7 +110,8 @@ Bytes raw_public(EVP_PKEY* key) {
 
 Result<PublicKey> PublicKey::from_raw(ByteSpan raw32) {
   if (raw32.size() != kEd25519PublicKeySize) {
-    return invalid_input("Ed25519 public key must be 32 bytes, got " + std::to_string(raw32.size()));
+    return invalid_input("Ed25519 public key must be 32 bytes, got " +
+                         std::to_string(raw32.size()));
   }
   PublicKey pk;
   pk.raw_.assign(raw32.begin(), raw32.end());
@@ -180,7 +183,8 @@ Bytes SigningKey::sign(ByteSpan message) const {
 std::string SigningKey::to_pem() const { return private_pem(key_.get()); }
 
 KeyFiles KeyFiles::in(const fs::path& dir) {
-  return {dir / "signing.key.pem", dir / "signing.pub.pem", dir / "tls.key.pem", dir / "tls.cert.pem"};
+  return {dir / "signing.key.pem", dir / "signing.pub.pem", dir / "tls.key.pem",
+          dir / "tls.cert.pem"};
 }
 
 Result<std::string> certificate_fingerprint(const fs::path& cert_pem) {
@@ -217,9 +221,12 @@ Result<IdentitySummary> generate_identity(const fs::path& dir) {
   VT_ASSIGN_OR_RETURN(PkeyPtr tls_key, generate_key("EC"));
   VT_ASSIGN_OR_RETURN(std::string cert, self_signed_certificate(tls_key.get()));
   // Private keys first: a crash in between leaves no public half without its private key.
-  VT_RETURN_IF_ERROR(write_file_atomic(files.signing_key, signing.to_pem(), 0600, Overwrite::kRefuse));
-  VT_RETURN_IF_ERROR(write_file_atomic(files.tls_key, private_pem(tls_key.get()), 0600, Overwrite::kRefuse));
-  VT_RETURN_IF_ERROR(write_file_atomic(files.signing_pub, signing.public_key().to_pem(), 0644, Overwrite::kRefuse));
+  VT_RETURN_IF_ERROR(
+      write_file_atomic(files.signing_key, signing.to_pem(), 0600, Overwrite::kRefuse));
+  VT_RETURN_IF_ERROR(
+      write_file_atomic(files.tls_key, private_pem(tls_key.get()), 0600, Overwrite::kRefuse));
+  VT_RETURN_IF_ERROR(write_file_atomic(files.signing_pub, signing.public_key().to_pem(), 0644,
+                                       Overwrite::kRefuse));
   VT_RETURN_IF_ERROR(write_file_atomic(files.tls_cert, cert, 0644, Overwrite::kRefuse));
   VT_ASSIGN_OR_RETURN(std::string cert_fp, certificate_fingerprint(files.tls_cert));
   return IdentitySummary{signing.public_key().fingerprint(), cert_fp};

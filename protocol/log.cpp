@@ -66,7 +66,8 @@ class BodyReader {
   Result<std::uint64_t> count(const json& object, std::string_view field) const {
     auto it = object.find(field);
     if (it == object.end()) return bad(field, "missing");
-    if (!it->is_number_unsigned()) return bad(field, "expected an unsigned integer, got " + it->dump());
+    if (!it->is_number_unsigned())
+      return bad(field, "expected an unsigned integer, got " + it->dump());
     return it->get<std::uint64_t>();
   }
 
@@ -76,8 +77,10 @@ class BodyReader {
 };
 
 Result<EvalClaim> read_eval(const BodyReader& r, const json& e) {
-  if (!e.is_object() || !e.contains("loss") || !e.contains("examples") || e.size() != 2u + (e.contains("accuracy") ? 1u : 0u)) {
-    return r.bad("metrics.eval", "expected an object with examples, loss and (classification) accuracy");
+  if (!e.is_object() || !e.contains("loss") || !e.contains("examples") ||
+      e.size() != 2u + (e.contains("accuracy") ? 1u : 0u)) {
+    return r.bad("metrics.eval",
+                 "expected an object with examples, loss and (classification) accuracy");
   }
   EvalClaim out;
   const json& loss = e["loss"];
@@ -88,7 +91,8 @@ Result<EvalClaim> read_eval(const BodyReader& r, const json& e) {
   if (e.contains("accuracy")) {
     const json& acc = e["accuracy"];
     if (!acc.is_number_float() || !(acc.get<double>() >= 0.0 && acc.get<double>() <= 1.0)) {
-      return r.bad("metrics.eval.accuracy", "expected a number with a fraction or exponent in [0, 1]");
+      return r.bad("metrics.eval.accuracy",
+                   "expected a number with a fraction or exponent in [0, 1]");
     }
     out.accuracy = acc.get<double>();
   }
@@ -99,7 +103,8 @@ Result<EvalClaim> read_eval(const BodyReader& r, const json& e) {
 Result<CommitMetrics> read_metrics(const BodyReader& r, const json& m) {
   const bool has_eval = m.is_object() && m.contains("eval");
   if (!m.is_object() || m.size() != (has_eval ? 5u : 4u)) {
-    return r.bad("metrics", "expected an object with loss, samples, seconds, steps and (optionally) eval");
+    return r.bad("metrics",
+                 "expected an object with loss, samples, seconds, steps and (optionally) eval");
   }
   CommitMetrics out;
   if (has_eval) {
@@ -123,9 +128,18 @@ Result<CommitMetrics> read_metrics(const BodyReader& r, const json& m) {
 
 Result<CommitRecord> read_body(const json& body, std::string_view where) {
   BodyReader r(body, where);
-  static const char* const kFields[] = {"data_order_digest", "epoch", "fingerprint", "format",
-                                        "metrics", "prev", "root", "signer", "task_id", "time",
-                                        "tracking_fingerprint", "trail"};
+  static const char* const kFields[] = {"data_order_digest",
+                                        "epoch",
+                                        "fingerprint",
+                                        "format",
+                                        "metrics",
+                                        "prev",
+                                        "root",
+                                        "signer",
+                                        "task_id",
+                                        "time",
+                                        "tracking_fingerprint",
+                                        "trail"};
   for (const auto& [key, _] : body.items()) {
     bool known = false;
     for (const char* f : kFields) known = known || key == f;
@@ -133,7 +147,8 @@ Result<CommitRecord> read_body(const json& body, std::string_view where) {
   }
   VT_ASSIGN_OR_RETURN(const json* format, r.get("format"));
   if (*format != kCommitFormat) {
-    return r.bad("format", "expected \"" + std::string(kCommitFormat) + "\", got " + format->dump());
+    return r.bad("format",
+                 "expected \"" + std::string(kCommitFormat) + "\", got " + format->dump());
   }
   CommitRecord rec;
   VT_ASSIGN_OR_RETURN(rec.task_id, r.digest("task_id"));
@@ -154,7 +169,8 @@ Result<CommitRecord> read_body(const json& body, std::string_view where) {
   VT_ASSIGN_OR_RETURN(rec.metrics, read_metrics(r, *metrics));
   VT_ASSIGN_OR_RETURN(const json* time, r.get("time"));
   if (!time->is_string() || !is_utc_timestamp(time->get_ref<const std::string&>())) {
-    return r.bad("time", "expected a UTC time like \"2025-06-01T12:00:00.123Z\", got " + time->dump());
+    return r.bad("time",
+                 "expected a UTC time like \"2025-06-01T12:00:00.123Z\", got " + time->dump());
   }
   rec.time = time->get<std::string>();
   return rec;
@@ -181,8 +197,9 @@ Result<std::string> commit_body_json(const CommitRecord& r) {
                          std::to_string(r.signer.size()) + " bytes");
   }
   if (!is_utc_timestamp(r.time)) {
-    return invalid_input("commit record: time must be UTC like \"2025-06-01T12:00:00.123Z\", got \"" +
-                         r.time + "\"");
+    return invalid_input(
+        "commit record: time must be UTC like \"2025-06-01T12:00:00.123Z\", got \"" + r.time +
+        "\"");
   }
   if (!std::isfinite(r.metrics.seconds)) {
     return invalid_input("commit record: metrics.seconds must be finite");
@@ -242,7 +259,9 @@ Bytes encode_record(const SignedRecord& r) {
 }
 
 Result<SignedRecord> decode_record(ByteSpan line, std::string_view where) {
-  auto bad = [&](std::string problem) { return invalid_input(std::string(where) + ": " + problem); };
+  auto bad = [&](std::string problem) {
+    return invalid_input(std::string(where) + ": " + problem);
+  };
   if (line.size() > kMaxRecordBytes) {
     return bad("record is " + std::to_string(line.size()) + " bytes, more than the limit of " +
                std::to_string(kMaxRecordBytes));
@@ -272,7 +291,9 @@ Result<SignedRecord> decode_record(ByteSpan line, std::string_view where) {
     return bad(std::string("body cannot be re-serialized: ") + e.what());
   }
   if (canonical != body) {
-    return bad("body is not canonical JSON (sorted keys, no whitespace, numbers as docs/log.md spells them)");
+    return bad(
+        "body is not canonical JSON (sorted keys, no whitespace, numbers as docs/log.md spells "
+        "them)");
   }
   SignedRecord out;
   VT_ASSIGN_OR_RETURN(out.record, read_body(value, where));

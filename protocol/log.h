@@ -29,8 +29,8 @@ inline constexpr std::uint64_t kMaxRecordBytes = std::uint64_t{64} << 20;
 
 // The held-out split evaluated at the end of an epoch (docs/datasets.md, "Held-out evaluation").
 struct EvalClaim {
-  double loss = 0.0;                // mean over the split; NaN is stored as null
-  std::optional<double> accuracy;   // classification only
+  double loss = 0.0;               // mean over the split; NaN is stored as null
+  std::optional<double> accuracy;  // classification only
   std::uint64_t examples = 0;
 };
 
@@ -62,9 +62,9 @@ struct CommitRecord {
 
 struct SignedRecord {
   CommitRecord record;
-  std::string body;    // the exact signed bytes (canonical JSON)
-  Bytes signature;     // 64 bytes
-  Digest hash{};       // SHA-256 of the stored line including its final newline
+  std::string body;          // the exact signed bytes (canonical JSON)
+  Bytes signature;           // 64 bytes
+  Digest hash{};             // SHA-256 of the stored line including its final newline
   std::uint64_t offset = 0;  // where the line starts in its log file
   std::uint64_t line = 0;    // 1-based line number in its log file (0 when not from a file)
 };
@@ -82,7 +82,8 @@ Result<SignedRecord> sign_record(CommitRecord record, const SigningKey& key);
 Bytes encode_record(const SignedRecord& record);
 
 // Parses one line (its final newline included) and checks its form; the signature is only
-// checked by verify_record. `where` prefixes errors, e.g. "log.jsonl: epoch 3 (line 4, offset 1234)".
+// checked by verify_record. `where` prefixes errors, e.g. "log.jsonl: epoch 3 (line 4, offset
+// 1234)".
 Result<SignedRecord> decode_record(ByteSpan line, std::string_view where = "record");
 
 // Checks one record in its place: the epoch, the task, the signer (when given), the signature,
@@ -109,7 +110,8 @@ struct LogFile {
 Result<LogFile> read_log(ByteSpan bytes, std::string_view where = "log");
 // A file larger than `max_bytes` is refused before it is read (a reader that knows the task
 // passes (epochs + 1) × kMaxRecordBytes).
-Result<LogFile> read_log(const std::filesystem::path& path, std::uint64_t max_bytes = std::uint64_t{1} << 40);
+Result<LogFile> read_log(const std::filesystem::path& path,
+                         std::uint64_t max_bytes = std::uint64_t{1} << 40);
 
 struct LogCheck {
   std::uint64_t records = 0;
@@ -130,7 +132,8 @@ enum class LogMode { kReadOnly, kAppend };
 class CommitLog {
  public:
   static Result<CommitLog> open(const std::filesystem::path& path, const Digest& task_id,
-                                LogMode mode, const std::optional<PublicKey>& signer = std::nullopt);
+                                LogMode mode,
+                                const std::optional<PublicKey>& signer = std::nullopt);
 
   // Appends the next epoch durably. Fills task_id (if zero), prev, signer and time (if empty);
   // refuses an epoch other than next_epoch() and a key other than the log's signer.

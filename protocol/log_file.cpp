@@ -16,7 +16,8 @@ namespace {
 std::string locate(std::string_view where, std::uint64_t epoch, std::uint64_t line,
                    std::uint64_t offset) {
   std::string out = std::string(where) + ": epoch " + std::to_string(epoch);
-  if (line != 0) out += " (line " + std::to_string(line) + ", offset " + std::to_string(offset) + ")";
+  if (line != 0)
+    out += " (line " + std::to_string(line) + ", offset " + std::to_string(offset) + ")";
   return out;
 }
 
@@ -47,8 +48,8 @@ Result<LogFile> read_log(ByteSpan bytes, std::string_view where) {
       break;
     }
     std::uint64_t end = static_cast<const std::uint8_t*>(newline) - bytes.data() + 1;
-    VT_ASSIGN_OR_RETURN(SignedRecord record,
-                        decode_record(bytes.subspan(pos, end - pos), locate(where, epoch, epoch + 1, pos)));
+    VT_ASSIGN_OR_RETURN(SignedRecord record, decode_record(bytes.subspan(pos, end - pos),
+                                                           locate(where, epoch, epoch + 1, pos)));
     record.offset = pos;
     record.line = epoch + 1;
     out.records.push_back(std::move(record));
@@ -91,7 +92,9 @@ Result<CommitLog> CommitLog::open(const fs::path& path, const Digest& task_id, L
   VT_ASSIGN_OR_RETURN(LogCheck check, verify_log(file.records, task_id, signer, path.string()));
   (void)check;
   log.records_ = std::move(file.records);
-  log.size_ = log.records_.empty() ? 0 : log.records_.back().offset + encode_record(log.records_.back()).size();
+  log.size_ = log.records_.empty()
+                  ? 0
+                  : log.records_.back().offset + encode_record(log.records_.back()).size();
   log.torn_tail_ = file.torn_tail;
   if (const auto& torn = log.torn_tail_) {
     std::string what = std::to_string(torn->size) + " bytes at offset " +

@@ -177,8 +177,8 @@ Result<json> parse_without_duplicates(std::string_view text, std::string_view wh
 
 Status read_task(const Obj& root, Task& t) {
   VT_RETURN_IF_ERROR(root.known_keys({"batch_size", "dataset", "determinism", "device", "epochs",
-                                      "fingerprint", "gradient_groups", "intra_op_threads", "loss", "model",
-                                      "optimizer", "precision", "schedule", "seed",
+                                      "fingerprint", "gradient_groups", "intra_op_threads", "loss",
+                                      "model", "optimizer", "precision", "schedule", "seed",
                                       "steps_per_epoch", "tolerance", "version", "world_size"}));
   VT_RETURN_IF_ERROR(root.integer("version", t.version));
 
@@ -190,7 +190,8 @@ Status read_task(const Obj& root, Task& t) {
   VT_RETURN_IF_ERROR(model.string("sha256", t.model.sha256));
 
   VT_ASSIGN_OR_RETURN(Obj data, root.child("dataset", true));
-  VT_RETURN_IF_ERROR(data.known_keys({"eval_files", "eval_fraction", "files", "name", "options", "path"}));
+  VT_RETURN_IF_ERROR(
+      data.known_keys({"eval_files", "eval_fraction", "files", "name", "options", "path"}));
   VT_RETURN_IF_ERROR(data.string("name", t.dataset.name, true));
   VT_RETURN_IF_ERROR(data.options("options", t.dataset.options));
   VT_RETURN_IF_ERROR(data.string("path", t.dataset.path));

@@ -17,16 +17,16 @@ namespace vt {
 using Options = std::map<std::string, std::int64_t>;
 
 struct ModelSpec {
-  std::string name;          // "mlp" | "cnn" | "conv3d" | "gpt" | "torchscript"
-  Options options;           // e.g. {"width": 16} — per model, checked by training/
-  std::string path;          // torchscript only: module file, relative to the task file
-  std::string sha256;        // torchscript only: hex digest of that file
+  std::string name;    // "mlp" | "cnn" | "conv3d" | "gpt" | "torchscript"
+  Options options;     // e.g. {"width": 16} — per model, checked by training/
+  std::string path;    // torchscript only: module file, relative to the task file
+  std::string sha256;  // torchscript only: hex digest of that file
 };
 
 struct DatasetSpec {
-  std::string name;          // "synthetic" | "mnist" | "cifar10"
-  Options options;           // e.g. {"samples": 512}
-  std::string path;          // mnist / cifar10: folder holding the files
+  std::string name;                          // "synthetic" | "mnist" | "cifar10"
+  Options options;                           // e.g. {"samples": 512}
+  std::string path;                          // mnist / cifar10: folder holding the files
   std::map<std::string, std::string> files;  // file name -> hex SHA-256, pinned
   // Held-out split (tensors, tokens): its own pinned files in `path`, or a fraction of the
   // examples chosen by the task's PRNG. Written in the canonical form only when set, so tasks
@@ -38,10 +38,10 @@ struct DatasetSpec {
 struct OptimizerSpec {
   std::string name = "sgd";  // "sgd" | "adam" | "adamw"
   double lr = 0.01;
-  double momentum = 0.0;     // sgd
-  bool nesterov = false;     // sgd
+  double momentum = 0.0;  // sgd
+  bool nesterov = false;  // sgd
   double weight_decay = 0.0;
-  double beta1 = 0.9;        // adam, adamw
+  double beta1 = 0.9;  // adam, adamw
   double beta2 = 0.999;
   double eps = 1e-8;
 };
@@ -55,15 +55,15 @@ struct ScheduleSpec {
 };
 
 struct FingerprintSpec {
-  std::int64_t k = 1024;             // values sampled per commitment
-  std::int64_t tracking_k = 256;     // values in the tracking fingerprint
-  std::int64_t trail_interval = 0;   // steps between intra-epoch trail fingerprints; 0 = none
+  std::int64_t k = 1024;            // values sampled per commitment
+  std::int64_t tracking_k = 256;    // values in the tracking fingerprint
+  std::int64_t trail_interval = 0;  // steps between intra-epoch trail fingerprints; 0 = none
 };
 
 struct ToleranceSpec {
   double atol = 0.0;
   double rtol = 0.0;
-  double rel_l2 = 0.0;               // aggregate relative L2 bound
+  double rel_l2 = 0.0;  // aggregate relative L2 bound
   double max_outlier_fraction = 0.0;
 };
 
@@ -75,19 +75,19 @@ struct Task {
   OptimizerSpec optimizer;
   ScheduleSpec schedule;
   std::int64_t epochs = 3;
-  std::int64_t steps_per_epoch = 0;    // 0 = one full pass over the dataset
+  std::int64_t steps_per_epoch = 0;  // 0 = one full pass over the dataset
   std::int64_t batch_size = 32;
   // Data-parallel training (docs/training.md, "Gradient groups"). gradient_groups changes what
   // is computed and enters the task_id when it is not 1; world_size only says how many ranks
   // `train` starts by default and never enters the task_id, so a run on any number of ranks
   // and its one-process replay share one task_id and one set of roots.
-  std::int64_t gradient_groups = 1;    // a power of two dividing batch_size
-  std::int64_t world_size = 1;         // a power of two <= gradient_groups
+  std::int64_t gradient_groups = 1;  // a power of two dividing batch_size
+  std::int64_t world_size = 1;       // a power of two <= gradient_groups
   std::uint64_t seed = 0;
   std::int64_t intra_op_threads = 1;
-  std::string device = "cpu";          // "cpu" | "cuda"
-  std::string determinism = "exact";   // "exact" | "tolerance"
-  std::string precision = "fp32";      // "fp32" | "tf32" | "bf16"
+  std::string device = "cpu";         // "cpu" | "cuda"
+  std::string determinism = "exact";  // "exact" | "tolerance"
+  std::string precision = "fp32";     // "fp32" | "tf32" | "bf16"
   FingerprintSpec fingerprint;
   ToleranceSpec tolerance;
 };
@@ -104,7 +104,8 @@ Result<Task> load_task(const std::string& path);
 Status validate_task(const Task& task, std::string_view where = "task");
 
 std::string canonical_task_json(const Task& task);  // sorted keys, no whitespace
-std::string pretty_task_json(const Task& task);     // the same fields and world_size, indented; no final newline
-Digest task_id(const Task& task);                   // SHA-256 of canonical_task_json
+std::string pretty_task_json(
+    const Task& task);             // the same fields and world_size, indented; no final newline
+Digest task_id(const Task& task);  // SHA-256 of canonical_task_json
 
 }  // namespace vt

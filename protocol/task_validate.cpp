@@ -146,10 +146,12 @@ Status validate_dataset(const Checker& c, const DatasetSpec& d) {
     if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
       return c.fail_text(path, "a file name must be a plain name inside dataset.path");
     }
-    if (d.files.count(name) != 0) return c.fail_text(path, "is also a training file; held-out data must be other data");
+    if (d.files.count(name) != 0)
+      return c.fail_text(path, "is also a training file; held-out data must be other data");
     VT_RETURN_IF_ERROR(c.sha256_hex(path, digest));
   }
-  if (!d.eval_files.empty() && d.path.empty()) return c.fail_text("dataset.path", "required when dataset.eval_files pins files");
+  if (!d.eval_files.empty() && d.path.empty())
+    return c.fail_text("dataset.path", "required when dataset.eval_files pins files");
   VT_RETURN_IF_ERROR(c.in_range("dataset.eval_fraction", d.eval_fraction, 0, false, 1, true));
   if (d.eval_fraction != 0.0 && !d.eval_files.empty()) {
     return c.fail_text("dataset.eval_fraction", "set either eval_fraction or eval_files, not both");
@@ -186,8 +188,8 @@ Status validate_schedule(const Checker& c, const ScheduleSpec& s, double lr) {
   VT_RETURN_IF_ERROR(c.in_range("schedule.min_lr", s.min_lr, 0, false));
   VT_RETURN_IF_ERROR(c.at_least("schedule.warmup_steps", s.warmup_steps, 0));
   if (s.name != "step") {
-    VT_RETURN_IF_ERROR(c.unused("schedule.step_size", s.step_size, defaults.step_size,
-                                "schedule \"step\""));
+    VT_RETURN_IF_ERROR(
+        c.unused("schedule.step_size", s.step_size, defaults.step_size, "schedule \"step\""));
     VT_RETURN_IF_ERROR(c.unused("schedule.gamma", s.gamma, defaults.gamma, "schedule \"step\""));
   }
   if (s.name != "cosine") {
@@ -206,12 +208,14 @@ Status validate_groups(const Checker& c, const Task& t) {
     return c.fail("gradient_groups", "a power of two in [1, 2^20]", t.gradient_groups);
   }
   if (t.batch_size % t.gradient_groups != 0) {
-    return c.fail("gradient_groups", "a divisor of batch_size (" + std::to_string(t.batch_size) + ")",
+    return c.fail("gradient_groups",
+                  "a divisor of batch_size (" + std::to_string(t.batch_size) + ")",
                   t.gradient_groups);
   }
   if (!power_of_two(t.world_size) || t.world_size > t.gradient_groups) {
     return c.fail("world_size",
-                  "a power of two <= gradient_groups (" + std::to_string(t.gradient_groups) + ")", t.world_size);
+                  "a power of two <= gradient_groups (" + std::to_string(t.gradient_groups) + ")",
+                  t.world_size);
   }
   return {};
 }
@@ -242,8 +246,8 @@ Status validate_task(const Task& t, std::string_view where) {
   VT_RETURN_IF_ERROR(c.in_range("tolerance.atol", t.tolerance.atol, 0, false));
   VT_RETURN_IF_ERROR(c.in_range("tolerance.rtol", t.tolerance.rtol, 0, false));
   VT_RETURN_IF_ERROR(c.in_range("tolerance.rel_l2", t.tolerance.rel_l2, 0, false));
-  return c.in_range("tolerance.max_outlier_fraction", t.tolerance.max_outlier_fraction, 0, false,
-                    1, false);
+  return c.in_range("tolerance.max_outlier_fraction", t.tolerance.max_outlier_fraction, 0, false, 1,
+                    false);
 }
 
 }  // namespace vt

@@ -12,7 +12,8 @@ namespace {
 
 class WorkdirCatalog final : public Catalog {
  public:
-  explicit WorkdirCatalog(Workdir w) : workdir_(std::move(w)), store_(workdir_.snapshots_dir(), {1, 2, 64}) {}
+  explicit WorkdirCatalog(Workdir w)
+      : workdir_(std::move(w)), store_(workdir_.snapshots_dir(), {1, 2, 64}) {}
 
   Result<Bytes> task() override { return read_file(workdir_.task_file(), 64u << 20); }
 
@@ -37,7 +38,8 @@ class WorkdirCatalog final : public Catalog {
     VT_ASSIGN_OR_RETURN(Digest root, root_of(request.epoch));
     VT_ASSIGN_OR_RETURN(std::shared_ptr<const Bytes> stored, stored_container(root));
     VT_ASSIGN_OR_RETURN(comp::ContainerInfo info, comp::read_container_info(*stored));
-    const bool usable = !info.base_root || (request.base_root && *request.base_root == *info.base_root);
+    const bool usable =
+        !info.base_root || (request.base_root && *request.base_root == *info.base_root);
     if (usable) return stored;
     // The stored delta needs a base the client lacks: code one it can use. A base the workdir
     // does not hold cannot be used, so it is not part of the key: a client sending made-up
@@ -52,7 +54,8 @@ class WorkdirCatalog final : public Catalog {
     // A second request for the same container waits here and then finds it in the cache.
     std::lock_guard encoding(encode_mutex_);
     return cached(coded_, key, [&]() -> Result<Bytes> {
-      VT_ASSIGN_OR_RETURN(std::shared_ptr<const Bytes> canonical, canonical_snapshot(request.epoch));
+      VT_ASSIGN_OR_RETURN(std::shared_ptr<const Bytes> canonical,
+                          canonical_snapshot(request.epoch));
       comp::EncodeOptions enc;
       enc.root = root;
       enc.threads = 0;
@@ -92,8 +95,8 @@ class WorkdirCatalog final : public Catalog {
 
   // A small cache: a verifier asks for a few epochs, often twice (resume, get_chunks).
   template <typename Key, typename Make>
-  Result<std::shared_ptr<const Bytes>> cached(std::map<Key, std::shared_ptr<const Bytes>>& cache, const Key& key,
-                                              Make&& make) {
+  Result<std::shared_ptr<const Bytes>> cached(std::map<Key, std::shared_ptr<const Bytes>>& cache,
+                                              const Key& key, Make&& make) {
     {
       std::lock_guard lock(mutex_);
       if (auto it = cache.find(key); it != cache.end()) return it->second;
@@ -112,8 +115,8 @@ class WorkdirCatalog final : public Catalog {
   std::mutex mutex_;
   std::mutex encode_mutex_;  // held for a whole encode
   std::mutex load_mutex_;    // held while a stored container is read, so it is read once
-  std::map<Digest, std::weak_ptr<const Bytes>> loaded_;  // GUARDED_BY(load_mutex_)
-  std::map<Digest, std::shared_ptr<const Bytes>> canonical_;  // GUARDED_BY(mutex_)
+  std::map<Digest, std::weak_ptr<const Bytes>> loaded_;        // GUARDED_BY(load_mutex_)
+  std::map<Digest, std::shared_ptr<const Bytes>> canonical_;   // GUARDED_BY(mutex_)
   std::map<std::string, std::shared_ptr<const Bytes>> coded_;  // GUARDED_BY(mutex_)
 };
 

@@ -17,9 +17,10 @@ Result<WorkdirReport> check_workdir(const fs::path& dir, bool decode_snapshots) 
   auto log = read_log(w.log_file());
   if (!log) return rejected(log.error().message);
   if (log->torn_tail) {
-    report.torn_tail = "a partial record of " + std::to_string(log->torn_tail->size) + " bytes at offset " +
-                       std::to_string(log->torn_tail->offset) + " (a crash during epoch " +
-                       std::to_string(log->torn_tail->epoch) + "'s append; `train` recovers it)";
+    report.torn_tail = "a partial record of " + std::to_string(log->torn_tail->size) +
+                       " bytes at offset " + std::to_string(log->torn_tail->offset) +
+                       " (a crash during epoch " + std::to_string(log->torn_tail->epoch) +
+                       "'s append; `train` recovers it)";
   }
   if (!log->records.empty() && log->records.front().record.task_id != w.task_id()) {
     return rejected(w.log_file().string() + ": the log commits to task " +

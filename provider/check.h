@@ -14,10 +14,10 @@ namespace vt::provider {
 struct EpochStatus {
   std::uint64_t epoch = 0;
   Digest root{};
-  std::string file;      // relative to the workdir
-  std::string codec;     // of the stored container; empty if missing
+  std::string file;   // relative to the workdir
+  std::string codec;  // of the stored container; empty if missing
   std::uint64_t stored_bytes = 0;
-  std::string problem;   // empty when the snapshot checks out
+  std::string problem;  // empty when the snapshot checks out
 };
 
 struct WorkdirReport {

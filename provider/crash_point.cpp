@@ -25,7 +25,8 @@ void crash_point(std::string_view point, std::uint64_t epoch) {
     const char* v = std::getenv("VT_CRASH_SIGNAL");
     return v != nullptr && std::string(v) == "STOP";
   }();
-  if (target == std::string(point) + ":" + std::to_string(epoch)) std::raise(stop ? SIGSTOP : SIGKILL);
+  if (target == std::string(point) + ":" + std::to_string(epoch))
+    std::raise(stop ? SIGSTOP : SIGKILL);
 }
 
 }  // namespace vt::provider

@@ -5,6 +5,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+
 #include <nlohmann/json.hpp>
 
 #include "common/thread_pool.h"
@@ -12,19 +13,22 @@
 #include "fingerprint/merkle.h"
 #include "protocol/keys.h"
 #include "provider/crash_point.h"
-#include "training/eval_claim.h"
-#include "training/live_fingerprint.h"
 #include "provider/workdir/store.h"
 #include "provider/workdir/workdir.h"
+#include "training/eval_claim.h"
+#include "training/live_fingerprint.h"
 
 namespace vt::provider {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
-Result<nlohmann::json> live_fingerprint_json(const training::Trainer& trainer, const Digest& seed, std::uint64_t k) {
+Result<nlohmann::json> live_fingerprint_json(const training::Trainer& trainer, const Digest& seed,
+                                             std::uint64_t k) {
   VT_ASSIGN_OR_RETURN(fp::Fingerprint f, live_fingerprint(trainer, seed, k));
   return fp::fingerprint_to_json(f);
 }
@@ -141,8 +145,8 @@ class Pipeline {
     lap(timings.log);
     crash_point("after_log_append", job.epoch);
     if (options_.on_commit) {
-      options_.on_commit({job.epoch, root, job.metrics.loss, job.metrics.seconds, stored.stored_size,
-                          stored.raw_size, stored.already_present, timings});
+      options_.on_commit({job.epoch, root, job.metrics.loss, job.metrics.seconds,
+                          stored.stored_size, stored.raw_size, stored.already_present, timings});
     }
     last_root_ = root;
     last_canonical_ = job.canonical;
@@ -161,9 +165,11 @@ class Pipeline {
   std::shared_ptr<const Bytes> last_canonical_;
 };
 
-Result<EpochFingerprints> tracking_only(const training::Trainer& trainer, const Task& task, const Digest& id) {
+Result<EpochFingerprints> tracking_only(const training::Trainer& trainer, const Task& task,
+                                        const Digest& id) {
   EpochFingerprints f;
-  auto tracking = live_fingerprint_json(trainer, fp::tracking_seed(id), static_cast<std::uint64_t>(task.fingerprint.tracking_k));
+  auto tracking = live_fingerprint_json(trainer, fp::tracking_seed(id),
+                                        static_cast<std::uint64_t>(task.fingerprint.tracking_k));
   if (!tracking) return tracking.error().context("task fingerprint.tracking_k");
   f.tracking = std::move(*tracking);
   return f;
@@ -172,7 +178,8 @@ Result<EpochFingerprints> tracking_only(const training::Trainer& trainer, const 
 // Hardware threads minus training's intra-op threads, at least one; or as the options say.
 std::size_t spare_threads(const Task& task, const ProviderOptions& options) {
   if (options.pipeline_threads > 0) return options.pipeline_threads;
-  const std::size_t training = static_cast<std::size_t>(std::max<std::int64_t>(1, task.intra_op_threads));
+  const std::size_t training =
+      static_cast<std::size_t>(std::max<std::int64_t>(1, task.intra_op_threads));
   const std::size_t cores = hardware_threads();
   return cores > training ? cores - training : 1;
 }
@@ -184,9 +191,11 @@ Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& op
   VT_ASSIGN_OR_RETURN(Workdir workdir, Workdir::open_for(options.workdir, task));
   VT_RETURN_IF_ERROR(workdir.lock());
   const Digest id = workdir.task_id();
-  VT_ASSIGN_OR_RETURN(SigningKey key,
-                      load_or_create_signing_key(options.key_dir.empty() ? workdir.keys_dir() : options.key_dir));
-  VT_ASSIGN_OR_RETURN(CommitLog log, CommitLog::open(workdir.log_file(), id, LogMode::kAppend, key.public_key()));
+  VT_ASSIGN_OR_RETURN(
+      SigningKey key,
+      load_or_create_signing_key(options.key_dir.empty() ? workdir.keys_dir() : options.key_dir));
+  VT_ASSIGN_OR_RETURN(CommitLog log,
+                      CommitLog::open(workdir.log_file(), id, LogMode::kAppend, key.public_key()));
   if (!log.notice().empty() && options.on_notice) options.on_notice(log.notice());
   // The pipeline overlaps training on the cores training leaves spare: with a hash pool and a
   // coding pool of one thread per core each beside its own, it put more runnable threads than
@@ -211,15 +220,18 @@ Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& op
     const SignedRecord& last = log.records().back();
     auto bytes = store.load_canonical(last.record.root);
     if (!bytes) {
-      return bytes.error().context("resuming: the snapshot of committed epoch " + std::to_string(last.record.epoch));
+      return bytes.error().context("resuming: the snapshot of committed epoch " +
+                                   std::to_string(last.record.epoch));
     }
     VT_ASSIGN_OR_RETURN(trainer, training::Trainer::restore(task, *bytes, topts));
     if (trainer->epoch() != static_cast<std::int64_t>(last.record.epoch)) {
-      return invalid_input("resuming: the snapshot committed for epoch " + std::to_string(last.record.epoch) +
-                           " says it is epoch " + std::to_string(trainer->epoch()));
+      return invalid_input("resuming: the snapshot committed for epoch " +
+                           std::to_string(last.record.epoch) + " says it is epoch " +
+                           std::to_string(trainer->epoch()));
     }
     pipeline.resume_after(last.record.root, std::make_shared<const Bytes>(std::move(*bytes)));
-    if (options.on_notice) options.on_notice("resuming after committed epoch " + std::to_string(last.record.epoch));
+    if (options.on_notice)
+      options.on_notice("resuming after committed epoch " + std::to_string(last.record.epoch));
   }
   if (options.on_start) VT_RETURN_IF_ERROR(options.on_start(*trainer));
 
@@ -245,15 +257,17 @@ Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& op
     EpochFingerprints f;
     training::EpochHooks hooks;
     // A progress report reads the loss, which waits for the GPU: ~100 per epoch is plenty.
-    hooks.progress_every = options.on_step ? std::max<std::int64_t>(1, trainer->steps_per_epoch() / 100) : 0;
+    hooks.progress_every =
+        options.on_step ? std::max<std::int64_t>(1, trainer->steps_per_epoch() / 100) : 0;
     hooks.on_progress = options.on_step;
     Status trail_status;
     if (options.commit && task.fingerprint.trail_interval > 0) {
       hooks.trail_every = task.fingerprint.trail_interval;
       hooks.on_trail = [&](std::int64_t step, const training::Trainer& t) {
         if (!trail_status) return;
-        auto trail = live_fingerprint_json(t, fp::trail_seed(id, static_cast<std::uint64_t>(e), static_cast<std::uint64_t>(step)),
-                                      static_cast<std::uint64_t>(task.fingerprint.tracking_k));
+        auto trail = live_fingerprint_json(
+            t, fp::trail_seed(id, static_cast<std::uint64_t>(e), static_cast<std::uint64_t>(step)),
+            static_cast<std::uint64_t>(task.fingerprint.tracking_k));
         if (trail) {
           f.trail.push_back(std::move(*trail));
         } else {
@@ -269,9 +283,14 @@ Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& op
     const auto captured = Clock::now();
     VT_ASSIGN_OR_RETURN(EpochFingerprints tracking, tracking_only(*trainer, task, id));
     f.tracking = std::move(tracking.tracking);
-    CommitMetrics m{s.mean_loss, static_cast<std::uint64_t>(s.steps), s.seconds, static_cast<std::uint64_t>(s.samples), {}};
+    CommitMetrics m{s.mean_loss,
+                    static_cast<std::uint64_t>(s.steps),
+                    s.seconds,
+                    static_cast<std::uint64_t>(s.samples),
+                    {}};
     if (s.eval) m.eval = training::eval_claim(*s.eval);
-    VT_RETURN_IF_ERROR(submit(static_cast<std::uint64_t>(e), std::move(f), s.data_order_digest, m, captured));
+    VT_RETURN_IF_ERROR(
+        submit(static_cast<std::uint64_t>(e), std::move(f), s.data_order_digest, m, captured));
   }
   VT_RETURN_IF_ERROR(pipeline.wait());
   if (!log.records().empty()) summary.final_root = log.records().back().record.root;

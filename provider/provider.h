@@ -39,12 +39,13 @@ struct CommitEvent {
 
 struct ProviderOptions {
   std::filesystem::path workdir;
-  std::filesystem::path key_dir;      // empty: <workdir>/keys, generated on first use
+  std::filesystem::path key_dir;         // empty: <workdir>/keys, generated on first use
   std::filesystem::path task_dir = ".";  // where the task's relative paths resolve
-  std::string device;                 // "" = the task's
-  int full_every = 4;                 // a whole snapshot every N epochs, deltas between
-  bool commit = true;                 // false: train only (the overhead benchmark's baseline)
-  std::size_t pipeline_threads = 0;   // commit pipeline's threads; 0 = the cores training leaves spare
+  std::string device;                    // "" = the task's
+  int full_every = 4;                    // a whole snapshot every N epochs, deltas between
+  bool commit = true;                    // false: train only (the overhead benchmark's baseline)
+  std::size_t pipeline_threads =
+      0;  // commit pipeline's threads; 0 = the cores training leaves spare
   std::function<void(const training::StepMetrics&)> on_step;  // progress, every step
   std::function<void(const CommitEvent&)> on_commit;          // after each durable commitment
   std::function<void(const std::string&)> on_notice;          // recoveries worth telling
@@ -69,8 +70,8 @@ Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& op
 
 // The fingerprint-module views the provider commits (also what the verifier recomputes).
 struct EpochFingerprints {
-  nlohmann::json tracking;           // positions from the task alone
-  std::vector<nlohmann::json> trail; // one per trail_interval steps
+  nlohmann::json tracking;            // positions from the task alone
+  std::vector<nlohmann::json> trail;  // one per trail_interval steps
 };
 
 }  // namespace vt::provider

@@ -13,7 +13,8 @@ namespace vt::provider {
 
 // Sets options.collective, on_start (rank 0's state to every rank) and on_state (the
 // per-epoch comparison) for rank 0.
-void attach_rank0(ProviderOptions& options, const std::shared_ptr<training::Collective>& collective);
+void attach_rank0(ProviderOptions& options,
+                  const std::shared_ptr<training::Collective>& collective);
 
 struct FollowerOptions {
   std::filesystem::path task_dir = ".";

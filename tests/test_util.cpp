@@ -21,8 +21,8 @@ CommandResult run_command(const std::string& command_line, const std::filesystem
   // never in the real one.
   // The command line is grouped: without the braces the redirections would apply to the last
   // command of an `a && b > file` line only, and take its output away from `file`.
-  std::string full = "export XDG_CONFIG_HOME=" + (scratch / ".config").string() + "; { " + command_line + "\n} >" +
-                     out.string() + " 2>" + err.string() + " </dev/null";
+  std::string full = "export XDG_CONFIG_HOME=" + (scratch / ".config").string() + "; { " +
+                     command_line + "\n} >" + out.string() + " 2>" + err.string() + " </dev/null";
   int status = std::system(full.c_str());
   CommandResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -32,4 +32,3 @@ CommandResult run_command(const std::string& command_line, const std::filesystem
 }
 
 }  // namespace vt::testing
-

@@ -1,4 +1,5 @@
 #include "training/internal/batches.h"
+
 #include "training/internal/tensor_bytes.h"
 
 namespace vt::training {
@@ -23,8 +24,10 @@ Result<std::pair<at::Tensor, at::Tensor>> MappedSplit::batch(std::span<const std
   const Column& tg = data->targets();
   // Rows are copied out of the map on the host (shards need not be aligned for their dtype),
   // then moved to the device as one transfer per tensor.
-  at::Tensor x = at::empty(batched(n, in.shape), at::TensorOptions().dtype(to_scalar_type(in.dtype)));
-  at::Tensor y = at::empty(batched(n, tg.shape), at::TensorOptions().dtype(to_scalar_type(tg.dtype)));
+  at::Tensor x =
+      at::empty(batched(n, in.shape), at::TensorOptions().dtype(to_scalar_type(in.dtype)));
+  at::Tensor y =
+      at::empty(batched(n, tg.shape), at::TensorOptions().dtype(to_scalar_type(tg.dtype)));
   VT_RETURN_IF_ERROR(data->gather(indices, static_cast<std::uint8_t*>(x.data_ptr()),
                                   static_cast<std::uint8_t*>(y.data_ptr()), token_limit));
   if (input_type && x.scalar_type() != *input_type) x = x.to(*input_type);
@@ -33,9 +36,11 @@ Result<std::pair<at::Tensor, at::Tensor>> MappedSplit::batch(std::span<const std
 
 Result<MappedSplit> open_mapped_split(const Task& task, const Options& model_options,
                                       const std::filesystem::path& task_dir,
-                                      const std::map<std::string, std::string>& files, const std::string& split) {
+                                      const std::map<std::string, std::string>& files,
+                                      const std::string& split) {
   MappedSplit out;
-  VT_ASSIGN_OR_RETURN(out.data, MappedDataset::open(task, task_dir / task.dataset.path, files, split));
+  VT_ASSIGN_OR_RETURN(out.data,
+                      MappedDataset::open(task, task_dir / task.dataset.path, files, split));
   VT_RETURN_IF_ERROR(check_against_model(task, model_options, *out.data));
   const std::string& m = task.model.name;
   if (m == "gpt") {
@@ -52,19 +57,26 @@ Result<MappedSplit> open_mapped_split(const Task& task, const Options& model_opt
 namespace vt::training {
 
 Result<std::optional<MappedSplit>> open_eval_split(const Task& task, const Options& model_options,
-                                                   const std::filesystem::path& task_dir, MappedSplit& train) {
+                                                   const std::filesystem::path& task_dir,
+                                                   MappedSplit& train) {
   if (!task.dataset.eval_files.empty()) {
-    VT_ASSIGN_OR_RETURN(MappedSplit eval, open_mapped_split(task, model_options, task_dir, task.dataset.eval_files, "eval"));
+    VT_ASSIGN_OR_RETURN(MappedSplit eval, open_mapped_split(task, model_options, task_dir,
+                                                            task.dataset.eval_files, "eval"));
     const Column &a = train.data->inputs(), &b = eval.data->inputs();
-    if (a.dtype != b.dtype || a.shape != b.shape || train.data->targets().dtype != eval.data->targets().dtype ||
+    if (a.dtype != b.dtype || a.shape != b.shape ||
+        train.data->targets().dtype != eval.data->targets().dtype ||
         train.data->targets().shape != eval.data->targets().shape) {
-      return invalid_input("dataset.eval_files: the eval split's inputs or targets differ in dtype or shape from the training files'");
+      return invalid_input(
+          "dataset.eval_files: the eval split's inputs or targets differ in dtype or shape from "
+          "the training files'");
     }
     return std::optional<MappedSplit>(std::move(eval));
   }
   if (task.dataset.eval_fraction <= 0.0) return std::optional<MappedSplit>();
   const std::int64_t rows = train.data->examples();
-  if (rows < 2) return invalid_input("dataset.eval_fraction: the dataset holds " + std::to_string(rows) + " example(s); nothing to hold out");
+  if (rows < 2)
+    return invalid_input("dataset.eval_fraction: the dataset holds " + std::to_string(rows) +
+                         " example(s); nothing to hold out");
   std::vector<std::int64_t> held = held_out_rows(task.seed, rows, task.dataset.eval_fraction);
   std::vector<std::int64_t> kept;
   kept.reserve(static_cast<std::size_t>(rows) - held.size());
@@ -75,13 +87,15 @@ Result<std::optional<MappedSplit>> open_eval_split(const Task& task, const Optio
       kept.push_back(r);
     }
   }
-  VT_ASSIGN_OR_RETURN(MappedSplit eval, open_mapped_split(task, model_options, task_dir, task.dataset.files, "eval"));
+  VT_ASSIGN_OR_RETURN(MappedSplit eval,
+                      open_mapped_split(task, model_options, task_dir, task.dataset.files, "eval"));
   eval.data->select(std::move(held));
   train.data->select(std::move(kept));
   return std::optional<MappedSplit>(std::move(eval));
 }
 
-Result<EvalMetrics> evaluate_split(Network& net, const MappedSplit& split, const Task& task, const at::Device& device) {
+Result<EvalMetrics> evaluate_split(Network& net, const MappedSplit& split, const Task& task,
+                                   const at::Device& device) {
   const std::vector<std::int64_t> order = split.data->eval_order();
   const bool classes = split.data->targets().dtype == DType::kI64;
   at::NoGradGuard no_grad;
@@ -91,7 +105,8 @@ Result<EvalMetrics> evaluate_split(Network& net, const MappedSplit& split, const
   at::Tensor hits = at::zeros({}, at::TensorOptions().dtype(at::kLong).device(device));
   std::int64_t targets_seen = 0;
   Status status;
-  for (std::size_t at = 0; at < order.size() && status.ok(); at += static_cast<std::size_t>(task.batch_size)) {
+  for (std::size_t at = 0; at < order.size() && status.ok();
+       at += static_cast<std::size_t>(task.batch_size)) {
     const std::size_t n = std::min(order.size() - at, static_cast<std::size_t>(task.batch_size));
     auto xy = split.batch(std::span(order).subspan(at, n), device);
     if (!xy) {
@@ -111,7 +126,8 @@ Result<EvalMetrics> evaluate_split(Network& net, const MappedSplit& split, const
   EvalMetrics m;
   m.examples = static_cast<std::int64_t>(order.size());
   m.loss = loss_sum.item<double>() / static_cast<double>(order.size());
-  if (classes) m.accuracy = static_cast<double>(hits.item<std::int64_t>()) / static_cast<double>(targets_seen);
+  if (classes)
+    m.accuracy = static_cast<double>(hits.item<std::int64_t>()) / static_cast<double>(targets_seen);
   return m;
 }
 

@@ -90,7 +90,8 @@ Dataset tokens(std::uint64_t seed, std::int64_t samples, std::int64_t vocab, std
   for (std::int64_t i = 0; i < samples; ++i) {
     auto t = static_cast<std::int64_t>(rng.below(v));
     for (std::int64_t j = 0; j <= seq_len; ++j) {
-      auto next = rng.below(10) < 9 ? successors[static_cast<std::size_t>(t * 4 + static_cast<std::int64_t>(rng.below(4)))]
+      auto next = rng.below(10) < 9 ? successors[static_cast<std::size_t>(
+                                          t * 4 + static_cast<std::int64_t>(rng.below(4)))]
                                     : static_cast<std::int64_t>(rng.below(v));
       if (j < seq_len) d.token_inputs[static_cast<std::size_t>(i * seq_len + j)] = t;
       if (j > 0) d.class_targets[static_cast<std::size_t>(i * seq_len + j - 1)] = t;
@@ -109,18 +110,21 @@ Result<Bytes> read_pinned(const Task& task, const fs::path& dir, const std::stri
   fs::path file = dir / name;
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) {
-    return invalid_input("dataset.files: file \"" + name + "\" is missing (looked for " + file.string() + ")");
+    return invalid_input("dataset.files: file \"" + name + "\" is missing (looked for " +
+                         file.string() + ")");
   }
   VT_ASSIGN_OR_RETURN(Bytes bytes, read_file(file, std::uint64_t{4} << 30));
   std::string actual = hex_encode(sha256(bytes));
   if (actual != it->second) {
-    return invalid_input(file.string() + ": SHA-256 is " + actual + ", the task pins " + it->second);
+    return invalid_input(file.string() + ": SHA-256 is " + actual + ", the task pins " +
+                         it->second);
   }
   return bytes;
 }
 
 std::uint32_t be32(const Bytes& b, std::size_t at) {
-  return std::uint32_t{b[at]} << 24 | std::uint32_t{b[at + 1]} << 16 | std::uint32_t{b[at + 2]} << 8 | b[at + 3];
+  return std::uint32_t{b[at]} << 24 | std::uint32_t{b[at + 1]} << 16 |
+         std::uint32_t{b[at + 2]} << 8 | b[at + 3];
 }
 
 // An idx file pinned as itself or as the `.gz` that MNIST is downloaded as.
@@ -139,14 +143,18 @@ Result<Bytes> read_idx(const Task& task, const fs::path& dir, const std::string&
 Result<Dataset> mnist(const Task& task, const fs::path& dir, std::int64_t limit) {
   VT_ASSIGN_OR_RETURN(Bytes img, read_idx(task, dir, "train-images-idx3-ubyte"));
   VT_ASSIGN_OR_RETURN(Bytes lab, read_idx(task, dir, "train-labels-idx1-ubyte"));
-  if (img.size() < 16 || be32(img, 0) != 2051) return invalid_input("train-images-idx3-ubyte: not an idx3 image file (magic 2051)");
-  if (lab.size() < 8 || be32(lab, 0) != 2049) return invalid_input("train-labels-idx1-ubyte: not an idx1 label file (magic 2049)");
+  if (img.size() < 16 || be32(img, 0) != 2051)
+    return invalid_input("train-images-idx3-ubyte: not an idx3 image file (magic 2051)");
+  if (lab.size() < 8 || be32(lab, 0) != 2049)
+    return invalid_input("train-labels-idx1-ubyte: not an idx1 label file (magic 2049)");
   std::uint64_t n = be32(img, 4), rows = be32(img, 8), cols = be32(img, 12);
-  if (rows != 28 || cols != 28) return invalid_input("train-images-idx3-ubyte: images are not 28x28");
+  if (rows != 28 || cols != 28)
+    return invalid_input("train-images-idx3-ubyte: images are not 28x28");
   // An empty pair passes every other check; an epoch over zero examples has no batch to draw.
   if (n == 0) return invalid_input("train-images-idx3-ubyte: holds no images");
   if (be32(lab, 4) != n) return invalid_input("MNIST: image and label files hold different counts");
-  if (img.size() != 16 + n * 784 || lab.size() != 8 + n) return invalid_input("MNIST: file size does not match its header (truncated?)");
+  if (img.size() != 16 + n * 784 || lab.size() != 8 + n)
+    return invalid_input("MNIST: file size does not match its header (truncated?)");
   if (limit > 0 && static_cast<std::uint64_t>(limit) < n) n = static_cast<std::uint64_t>(limit);
   Dataset d;
   d.size = static_cast<std::int64_t>(n);
@@ -155,7 +163,9 @@ Result<Dataset> mnist(const Task& task, const fs::path& dir, std::int64_t limit)
   d.class_targets.resize(n);
   for (std::size_t i = 0; i < n * 784; ++i) d.inputs[i] = static_cast<float>(img[16 + i]) / 255.0f;
   for (std::size_t i = 0; i < n; ++i) {
-    if (lab[8 + i] > 9) return invalid_input("train-labels-idx1-ubyte: label " + std::to_string(lab[8 + i]) + " at " + std::to_string(i));
+    if (lab[8 + i] > 9)
+      return invalid_input("train-labels-idx1-ubyte: label " + std::to_string(lab[8 + i]) + " at " +
+                           std::to_string(i));
     d.class_targets[i] = lab[8 + i];
   }
   return d;
@@ -167,13 +177,17 @@ Result<Dataset> cifar10(const Task& task, const fs::path& dir, std::int64_t limi
   d.input_shape = {3, 32, 32};
   for (const auto& [name, digest] : task.dataset.files) {  // std::map: sorted by name
     VT_ASSIGN_OR_RETURN(Bytes b, read_pinned(task, dir, name));
-    if (b.size() % kRecord != 0) return invalid_input(name + ": not a CIFAR-10 binary batch (size not a multiple of 3073)");
+    if (b.size() % kRecord != 0)
+      return invalid_input(name + ": not a CIFAR-10 binary batch (size not a multiple of 3073)");
     for (std::size_t r = 0; r < b.size() / kRecord; ++r) {
       if (limit > 0 && d.size == limit) break;
       const std::uint8_t* rec = b.data() + r * kRecord;
-      if (rec[0] > 9) return invalid_input(name + ": label " + std::to_string(rec[0]) + " in record " + std::to_string(r));
+      if (rec[0] > 9)
+        return invalid_input(name + ": label " + std::to_string(rec[0]) + " in record " +
+                             std::to_string(r));
       d.class_targets.push_back(rec[0]);
-      for (std::size_t p = 1; p < kRecord; ++p) d.inputs.push_back(static_cast<float>(rec[p]) / 255.0f - 0.5f);
+      for (std::size_t p = 1; p < kRecord; ++p)
+        d.inputs.push_back(static_cast<float>(rec[p]) / 255.0f - 0.5f);
       ++d.size;
     }
   }
@@ -191,7 +205,8 @@ Result<Dataset> load_dataset(const Task& task, const fs::path& task_dir) {
   if (task.dataset.name == "mnist") return mnist(task, dir, opt.at("limit"));
   if (task.dataset.name == "cifar10") return cifar10(task, dir, opt.at("limit"));
   if (task.dataset.name == "tensors" || task.dataset.name == "tokens") {
-    return invalid_input("dataset " + task.dataset.name + " is memory-mapped, never loaded whole (training/mapped_data.h)");
+    return invalid_input("dataset " + task.dataset.name +
+                         " is memory-mapped, never loaded whole (training/mapped_data.h)");
   }
   const std::int64_t samples = opt.at("samples");
   if (m == "mlp") return blobs(task.seed, samples, model.at("input_dim"), model.at("classes"));
@@ -206,8 +221,9 @@ std::int64_t steps_per_epoch(const Task& task, std::int64_t dataset_size) {
   return std::max<std::int64_t>(1, dataset_size / task.batch_size);
 }
 
-Result<std::vector<std::int64_t>> epoch_order(std::uint64_t seed, std::int64_t epoch, std::int64_t dataset_size,
-                                              std::int64_t steps, std::int64_t batch) {
+Result<std::vector<std::int64_t>> epoch_order(std::uint64_t seed, std::int64_t epoch,
+                                              std::int64_t dataset_size, std::int64_t steps,
+                                              std::int64_t batch) {
   // Each pass adds dataset_size examples: with none, the loop below would never end.
   if (dataset_size <= 0) return invalid_input("dataset: holds no examples to draw an epoch from");
   const std::int64_t needed = steps * batch;

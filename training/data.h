@@ -29,8 +29,9 @@ Result<Dataset> load_dataset(const Task& task, const std::filesystem::path& task
 // The example order of one epoch: enough passes of per-(seed, epoch, pass) permutations for
 // `steps * batch` examples. Never std::shuffle (docs/snapshot.md, "Determinism"). An empty
 // dataset is invalid input (no pass could ever fill the order).
-Result<std::vector<std::int64_t>> epoch_order(std::uint64_t seed, std::int64_t epoch, std::int64_t dataset_size,
-                                              std::int64_t steps, std::int64_t batch);
+Result<std::vector<std::int64_t>> epoch_order(std::uint64_t seed, std::int64_t epoch,
+                                              std::int64_t dataset_size, std::int64_t steps,
+                                              std::int64_t batch);
 
 // Steps in one epoch: the task's steps_per_epoch, or one full pass (partial batch dropped).
 std::int64_t steps_per_epoch(const Task& task, std::int64_t dataset_size);

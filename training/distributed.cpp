@@ -12,8 +12,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <stdexcept>
 #include <cstring>
+#include <stdexcept>
 #include <vector>
 
 #include "training/internal/tree_reduce.h"
@@ -50,8 +50,8 @@ Status guard(const std::string& what, int peer, std::chrono::milliseconds timeou
     std::string who = peer >= 0 ? "rank " + std::to_string(peer) : "the other ranks";
     char secs[32];
     std::snprintf(secs, sizeof secs, "%g", static_cast<double>(timeout.count()) / 1000.0);
-    return io_error(what + ": " + who + " did not answer within " + secs + " s or left the run (" + msg +
-                    "); stopping");
+    return io_error(what + ": " + who + " did not answer within " + secs + " s or left the run (" +
+                    msg + "); stopping");
   }
 }
 
@@ -71,8 +71,8 @@ Result<int> env_int(const char* name, int min, int max) {
   char* end = nullptr;
   long n = std::strtol(v, &end, 10);
   if (*v == '\0' || *end != '\0' || n < min || n > max) {
-    return invalid_input(std::string(name) + "=\"" + v + "\": expected an integer in [" + std::to_string(min) + ", " +
-                         std::to_string(max) + "]");
+    return invalid_input(std::string(name) + "=\"" + v + "\": expected an integer in [" +
+                         std::to_string(min) + ", " + std::to_string(max) + "]");
   }
   return static_cast<int>(n);
 }
@@ -113,11 +113,12 @@ void exchange(Collective::Impl& c, const at::Tensor& out, at::Tensor& in, int pe
 // One reduce-scatter level: `give` goes to `peer`, whose copy of `keep` is added into `keep`.
 // In chunks, all posted at once, so that adding one chunk overlaps receiving the next.
 // `scratch` is reused across steps: a fresh receive buffer would fault in every page anew.
-void exchange_add(Collective::Impl& c, const at::Tensor& give, const at::Tensor& keep, at::Tensor& scratch, int peer,
-                  int level) {
+void exchange_add(Collective::Impl& c, const at::Tensor& give, const at::Tensor& keep,
+                  at::Tensor& scratch, int peer, int level) {
   constexpr std::int64_t kChunk = std::int64_t{1} << 18;  // 1 MiB of floats
   const std::int64_t n = keep.numel();
-  if (scratch.numel() < n || scratch.scalar_type() != keep.scalar_type()) scratch = at::empty({n}, keep.options());
+  if (scratch.numel() < n || scratch.scalar_type() != keep.scalar_type())
+    scratch = at::empty({n}, keep.options());
   const std::int64_t chunks = (std::max(give.numel(), n) + kChunk - 1) / kChunk;
   std::vector<c10::intrusive_ptr<c10d::Work>> sends, recvs;
   for (std::int64_t k = 0; k < chunks; ++k) {
@@ -154,8 +155,8 @@ void tree_allreduce_host(Collective::Impl& c, at::Tensor& flat) {
     const std::int64_t keep_lo = left ? lo : mid, keep_hi = left ? mid : hi;
     const std::int64_t give_lo = left ? mid : lo, give_hi = left ? hi : mid;
     with_peer(rank ^ bit, [&] {
-      exchange_add(c, flat.narrow(0, give_lo, give_hi - give_lo), flat.narrow(0, keep_lo, keep_hi - keep_lo),
-                   c.scratch, rank ^ bit, level);
+      exchange_add(c, flat.narrow(0, give_lo, give_hi - give_lo),
+                   flat.narrow(0, keep_lo, keep_hi - keep_lo), c.scratch, rank ^ bit, level);
     });
     spans.emplace_back(lo, hi);
     lo = keep_lo;
@@ -166,7 +167,9 @@ void tree_allreduce_host(Collective::Impl& c, at::Tensor& flat) {
     const std::int64_t other_lo = lo == parent_lo ? hi : parent_lo;
     const std::int64_t other_hi = lo == parent_lo ? parent_hi : lo;
     at::Tensor into = flat.narrow(0, other_lo, other_hi - other_lo);
-    with_peer(rank ^ (1 << l), [&] { exchange(c, flat.narrow(0, lo, hi - lo), into, rank ^ (1 << l), (64 + l) * (1 << 20)); });
+    with_peer(rank ^ (1 << l), [&] {
+      exchange(c, flat.narrow(0, lo, hi - lo), into, rank ^ (1 << l), (64 + l) * (1 << 20));
+    });
     lo = parent_lo;
     hi = parent_hi;
   }
@@ -175,7 +178,8 @@ void tree_allreduce_host(Collective::Impl& c, at::Tensor& flat) {
 #endif  // VT_HAVE_GLOO
 
 constexpr const char* kNoGloo =
-    "this build has no c10d Gloo (libgloo-dev's headers were not found when it was configured): it trains on one rank only";
+    "this build has no c10d Gloo (libgloo-dev's headers were not found when it was configured): it "
+    "trains on one rank only";
 
 }  // namespace
 
@@ -220,9 +224,11 @@ std::chrono::milliseconds Collective::timeout() const { return impl_->options.ti
 
 Result<std::shared_ptr<Collective>> Collective::connect(const DistributedOptions& o) {
   const int w = o.world_size;
-  if (w < 1 || (w & (w - 1)) != 0) return invalid_input("world size " + std::to_string(w) + ": expected a power of two");
+  if (w < 1 || (w & (w - 1)) != 0)
+    return invalid_input("world size " + std::to_string(w) + ": expected a power of two");
   if (o.rank < 0 || o.rank >= w) {
-    return invalid_input("rank " + std::to_string(o.rank) + ": expected 0 ... " + std::to_string(w - 1));
+    return invalid_input("rank " + std::to_string(o.rank) + ": expected 0 ... " +
+                         std::to_string(w - 1));
   }
   if (o.master_port < 1 || o.master_port > 65535) {
     return invalid_input("master port " + std::to_string(o.master_port) + ": expected 1 ... 65535");
@@ -233,19 +239,21 @@ Result<std::shared_ptr<Collective>> Collective::connect(const DistributedOptions
 #if !VT_HAVE_GLOO
   return invalid_input(kNoGloo);
 #else
-  Status st = guard("joining the run at " + o.master_addr + ":" + std::to_string(o.master_port), -1, o.timeout, [&] {
-    c10d::TCPStoreOptions so;
-    so.port = static_cast<std::uint16_t>(o.master_port);
-    so.isServer = o.rank == 0;
-    so.numWorkers = static_cast<std::size_t>(w);
-    so.waitWorkers = true;
-    so.timeout = o.timeout;
-    impl->store = c10::make_intrusive<c10d::TCPStore>(o.master_addr, so);
-    auto go = c10d::ProcessGroupGloo::Options::create(o.timeout);
-    go->devices.push_back(gloo_device(o.master_addr));
-    go->threads = 2;
-    impl->group = c10::make_intrusive<c10d::ProcessGroupGloo>(impl->store, o.rank, w, go);
-  });
+  Status st = guard("joining the run at " + o.master_addr + ":" + std::to_string(o.master_port), -1,
+                    o.timeout, [&] {
+                      c10d::TCPStoreOptions so;
+                      so.port = static_cast<std::uint16_t>(o.master_port);
+                      so.isServer = o.rank == 0;
+                      so.numWorkers = static_cast<std::size_t>(w);
+                      so.waitWorkers = true;
+                      so.timeout = o.timeout;
+                      impl->store = c10::make_intrusive<c10d::TCPStore>(o.master_addr, so);
+                      auto go = c10d::ProcessGroupGloo::Options::create(o.timeout);
+                      go->devices.push_back(gloo_device(o.master_addr));
+                      go->threads = 2;
+                      impl->group =
+                          c10::make_intrusive<c10d::ProcessGroupGloo>(impl->store, o.rank, w, go);
+                    });
   if (!st.ok()) return st.error();
   return std::shared_ptr<Collective>(new Collective(std::move(impl)));
 #endif
@@ -263,21 +271,24 @@ Status Collective::agree(const std::string& what, const Digest& mine) {
   const std::string prefix = "agree/" + std::to_string(c.agreements++) + "/";
   std::vector<Digest> all(static_cast<std::size_t>(w));
   VT_RETURN_IF_ERROR(guard("comparing " + what, -1, c.options.timeout, [&] {
-    c.store->set(prefix + std::to_string(rank()), std::vector<std::uint8_t>(mine.begin(), mine.end()));
+    c.store->set(prefix + std::to_string(rank()),
+                 std::vector<std::uint8_t>(mine.begin(), mine.end()));
     for (int r = 0; r < w; ++r) {
       std::vector<std::uint8_t> v = c.store->get(prefix + std::to_string(r));
-      if (v.size() == all[0].size()) std::memcpy(all[static_cast<std::size_t>(r)].data(), v.data(), v.size());
+      if (v.size() == all[0].size())
+        std::memcpy(all[static_cast<std::size_t>(r)].data(), v.data(), v.size());
     }
   }));
   std::string differ;
   for (int r = 1; r < w; ++r) {
     if (all[static_cast<std::size_t>(r)] != all[0]) {
-      differ += "; rank " + std::to_string(r) + " holds " + hex_encode(all[static_cast<std::size_t>(r)]);
+      differ +=
+          "; rank " + std::to_string(r) + " holds " + hex_encode(all[static_cast<std::size_t>(r)]);
     }
   }
   if (differ.empty()) return {};
-  return internal_error("the ranks disagree on " + what + ": rank 0 holds " + hex_encode(all[0]) + differ +
-                        " (nondeterminism or a faulty rank); stopping");
+  return internal_error("the ranks disagree on " + what + ": rank 0 holds " + hex_encode(all[0]) +
+                        differ + " (nondeterminism or a faulty rank); stopping");
 #endif
 }
 
@@ -307,7 +318,8 @@ Status Collective::broadcast(Bytes& bytes, std::uint64_t limit) {
     // Bounded before the allocation: not the peer-timeout message guard() would give.
     if (size < 0 || static_cast<std::uint64_t>(size) > limit) {
       return io_error("receiving rank 0's state: the store announces " + std::to_string(size) +
-                      " bytes under " + key + ", outside 0 ... " + std::to_string(limit) + "; stopping");
+                      " bytes under " + key + ", outside 0 ... " + std::to_string(limit) +
+                      "; stopping");
     }
     bytes.resize(static_cast<std::size_t>(size));
   }
@@ -346,7 +358,8 @@ Status Collective::tree_allreduce(std::span<float> values) {
   (void)values;
   return internal_error(kNoGloo);
 #else
-  at::Tensor t = at::from_blob(values.data(), {static_cast<std::int64_t>(values.size())}, at::kFloat);
+  at::Tensor t =
+      at::from_blob(values.data(), {static_cast<std::int64_t>(values.size())}, at::kFloat);
   return guard("tree all-reduce", -1, timeout(), [&] { tree_allreduce_host(*impl_, t); });
 #endif
 }
@@ -357,7 +370,8 @@ Status Collective::gloo_allreduce(std::span<float> values) {
   (void)values;
   return internal_error(kNoGloo);
 #else
-  at::Tensor t = at::from_blob(values.data(), {static_cast<std::int64_t>(values.size())}, at::kFloat);
+  at::Tensor t =
+      at::from_blob(values.data(), {static_cast<std::int64_t>(values.size())}, at::kFloat);
   return guard("Gloo all-reduce", -1, timeout(), [&] {
     std::vector<at::Tensor> ts{t};
     impl_->group->allreduce(ts)->wait(timeout());

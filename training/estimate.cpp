@@ -1,16 +1,16 @@
 #include "training/estimate.h"
 
-#include "training/data.h"
-
 #include <ATen/ATen.h>
 #include <c10/core/CPUAllocator.h>
 #include <torch/version.h>
 
 #include <atomic>
-#include <mutex>
-#include <unordered_map>
 #include <chrono>
 #include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "training/data.h"
 
 #if defined(VT_TORCH_CUDA)
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -34,7 +34,9 @@ class CountingAllocator final : public c10::Allocator {
 
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
   c10::DataPtr allocate(std::size_t n) override { return count(n); }
-  void copy_data(void* dest, const void* src, std::size_t n) const override { std::memcpy(dest, src, n); }
+  void copy_data(void* dest, const void* src, std::size_t n) const override {
+    std::memcpy(dest, src, n);
+  }
 #else
   c10::DataPtr allocate(std::size_t n) const override { return count(n); }
 #endif
@@ -97,7 +99,8 @@ int cuda_index(const std::string& device) {
 }
 std::uint64_t cuda_allocated(int device, bool peak) {
   auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device);
-  const auto& s = stats.allocated_bytes[static_cast<std::size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE)];
+  const auto& s = stats.allocated_bytes[static_cast<std::size_t>(
+      c10::cuda::CUDACachingAllocator::StatType::AGGREGATE)];
   return static_cast<std::uint64_t>(peak ? s.peak : s.current);
 }
 #endif
@@ -106,7 +109,8 @@ std::uint64_t cuda_allocated(int device, bool peak) {
 
 Result<MemoryEstimate> estimate(const Task& task, const TrainerOptions& options) {
   Task two_steps = task;
-  two_steps.steps_per_epoch = 2;  // a warm-up step (allocates lazily created state), then the measured one
+  two_steps.steps_per_epoch =
+      2;  // a warm-up step (allocates lazily created state), then the measured one
   CountingAllocator& counting = CountingAllocator::instance();
   c10::Allocator* base = counting.base();
   c10::SetCPUAllocator(&counting, kPriority);
@@ -164,7 +168,8 @@ Result<MemoryEstimate> estimate(const Task& task, const TrainerOptions& options)
     }
   };
   VT_RETURN_IF_ERROR(trainer->train_epoch(hooks));
-  if (e.peak_source.empty()) return internal_error("estimate: no allocator statistics for device " + e.device);
+  if (e.peak_source.empty())
+    return internal_error("estimate: no allocator statistics for device " + e.device);
   return e;
 }
 

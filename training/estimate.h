@@ -10,9 +10,9 @@ struct MemoryEstimate {
   std::int64_t parameters = 0;
   std::uint64_t parameter_bytes = 0;
   std::uint64_t optimizer_state_bytes = 0;
-  std::uint64_t snapshot_bytes = 0;     // raw canonical bytes of one snapshot
-  std::uint64_t step_peak_bytes = 0;    // peak allocated during one step, above the resting state
-  std::string peak_source;              // how step_peak_bytes was measured
+  std::uint64_t snapshot_bytes = 0;   // raw canonical bytes of one snapshot
+  std::uint64_t step_peak_bytes = 0;  // peak allocated during one step, above the resting state
+  std::string peak_source;            // how step_peak_bytes was measured
   // A step runs its gradient groups one at a time (docs/training.md), so step_peak_bytes is
   // what one group of examples_per_group needs, plus the tree's partial sums.
   std::int64_t gradient_groups = 1;

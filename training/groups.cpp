@@ -14,8 +14,8 @@ void require_float(const NamedTensors& tensors, const char* kind, bool floating_
   for (const auto& [name, t] : tensors) {
     if (floating_only && !t.is_floating_point()) continue;
     if (t.scalar_type() != at::kFloat) {
-      throw std::invalid_argument(std::string("gradient_groups > 1 needs float32 ") + kind + "; " + name + " is " +
-                                  std::string(c10::toString(t.scalar_type())));
+      throw std::invalid_argument(std::string("gradient_groups > 1 needs float32 ") + kind + "; " +
+                                  name + " is " + std::string(c10::toString(t.scalar_type())));
     }
   }
 }
@@ -27,8 +27,9 @@ GroupedStep::GroupedStep(std::int64_t groups, Network& net, std::shared_ptr<Coll
   const std::int64_t world = collective_ ? collective_->world_size() : 1;
   const std::int64_t rank = collective_ ? collective_->rank() : 0;
   if (world > groups_ || groups_ % world != 0) {
-    throw std::invalid_argument("world size " + std::to_string(world) + " does not divide gradient_groups " +
-                                std::to_string(groups_) + " (each rank owns G/W whole groups)");
+    throw std::invalid_argument("world size " + std::to_string(world) +
+                                " does not divide gradient_groups " + std::to_string(groups_) +
+                                " (each rank owns G/W whole groups)");
   }
   local_ = groups_ / world;
   first_ = rank * local_;
@@ -60,7 +61,8 @@ at::Tensor GroupedStep::run(const at::Tensor& x, const at::Tensor& y, const Loss
     for (auto& [name, p] : params) {
       if (p.grad().defined()) p.mutable_grad() = at::Tensor();
     }
-    at::Tensor loss = loss_of(x.narrow(0, g * per_group, per_group), y.narrow(0, g * per_group, per_group));
+    at::Tensor loss =
+        loss_of(x.narrow(0, g * per_group, per_group), y.narrow(0, g * per_group, per_group));
     loss.mul(scale).backward();
     at::NoGradGuard no_grad;
     std::vector<at::Tensor> parts;
@@ -81,11 +83,13 @@ at::Tensor GroupedStep::run(const at::Tensor& x, const at::Tensor& y, const Loss
       // the G groups in a row sees it. A rank's own groups alone can disagree (a data-dependent
       // branch), and the ranks would then diverge in the optimizer update.
       std::vector<float> flags(params.size());
-      for (std::size_t i = 0; i < params.size(); ++i) flags[i] = params[i].second.grad().defined() ? 1.0f : 0.0f;
+      for (std::size_t i = 0; i < params.size(); ++i)
+        flags[i] = params[i].second.grad().defined() ? 1.0f : 0.0f;
       parts.push_back(at::tensor(flags, at::kFloat).to(loss.device()));
     }
     pending.emplace_back(0, at::cat(parts));
-    while (pending.size() >= 2 && pending[pending.size() - 1].first == pending[pending.size() - 2].first) {
+    while (pending.size() >= 2 &&
+           pending[pending.size() - 1].first == pending[pending.size() - 2].first) {
       at::Tensor right = std::move(pending.back().second);
       pending.pop_back();
       pending.back().second.add_(right);
@@ -98,7 +102,8 @@ at::Tensor GroupedStep::run(const at::Tensor& x, const at::Tensor& y, const Loss
     tree_allreduce(*collective_, total);
     const auto n = static_cast<std::int64_t>(params.size());
     const at::Tensor counts = total.narrow(0, total.size(0) - n, n).cpu();
-    for (std::int64_t i = 0; i < n; ++i) reached[static_cast<std::size_t>(i)] = counts[i].item<float>() > 0.0f;
+    for (std::int64_t i = 0; i < n; ++i)
+      reached[static_cast<std::size_t>(i)] = counts[i].item<float>() > 0.0f;
   }
 
   std::int64_t offset = 0;

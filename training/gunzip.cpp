@@ -8,7 +8,8 @@ namespace vt::training {
 
 Result<Bytes> gunzip(ByteSpan compressed, std::uint64_t max_output, const std::string& what) {
   z_stream z{};
-  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) return internal_error(what + ": zlib inflateInit2 failed");
+  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
+    return internal_error(what + ": zlib inflateInit2 failed");
   std::unique_ptr<z_stream, int (*)(z_stream*)> guard(&z, inflateEnd);
   Bytes out;
   std::size_t in_at = 0;
@@ -28,14 +29,17 @@ Result<Bytes> gunzip(ByteSpan compressed, std::uint64_t max_output, const std::s
     // No progress possible with every byte consumed and the stream not ended: the file stops
     // mid-stream (the usual shape of an interrupted download), not a corrupt one.
     if (rc == Z_BUF_ERROR && z.avail_in == 0 && in_at == compressed.size()) {
-      return invalid_input(what + ": truncated gzip file (it ends before the end of its compressed stream)");
+      return invalid_input(
+          what + ": truncated gzip file (it ends before the end of its compressed stream)");
     }
     if (rc != Z_OK && rc != Z_STREAM_END) {
-      return invalid_input(what + ": not a valid gzip file (" + (z.msg ? z.msg : "zlib error " + std::to_string(rc)) + ")");
+      return invalid_input(what + ": not a valid gzip file (" +
+                           (z.msg ? z.msg : "zlib error " + std::to_string(rc)) + ")");
     }
     const std::size_t produced = sizeof chunk - z.avail_out;
     if (out.size() + produced > max_output) {
-      return invalid_input(what + ": decompresses to more than " + std::to_string(max_output) + " bytes");
+      return invalid_input(what + ": decompresses to more than " + std::to_string(max_output) +
+                           " bytes");
     }
     out.insert(out.end(), chunk, chunk + produced);
     if (rc == Z_STREAM_END) {

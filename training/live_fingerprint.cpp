@@ -10,9 +10,11 @@ Result<fp::Fingerprint> gather_live(const training::Trainer& trainer, fp::Sample
   return fp::fingerprint_from_values(std::move(plan), std::move(values));
 }
 
-Result<fp::Fingerprint> live_fingerprint(const training::Trainer& trainer, const Digest& seed, std::uint64_t k) {
+Result<fp::Fingerprint> live_fingerprint(const training::Trainer& trainer, const Digest& seed,
+                                         std::uint64_t k) {
   const std::vector<TensorEntry> layout = trainer.layout();
-  VT_ASSIGN_OR_RETURN(fp::SamplePlan plan, fp::plan_samples(seed, std::span<const TensorEntry>(layout), k));
+  VT_ASSIGN_OR_RETURN(fp::SamplePlan plan,
+                      fp::plan_samples(seed, std::span<const TensorEntry>(layout), k));
   return gather_live(trainer, std::move(plan));
 }
 

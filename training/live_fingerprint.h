@@ -10,6 +10,7 @@ namespace vt::provider {
 
 Result<fp::Fingerprint> gather_live(const training::Trainer& trainer, fp::SamplePlan plan);
 // Positions drawn from `seed` over the trainer's current layout.
-Result<fp::Fingerprint> live_fingerprint(const training::Trainer& trainer, const Digest& seed, std::uint64_t k);
+Result<fp::Fingerprint> live_fingerprint(const training::Trainer& trainer, const Digest& seed,
+                                         std::uint64_t k);
 
 }  // namespace vt::provider

@@ -32,17 +32,23 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
 std::string dtype_text(DType d) { return std::string(dtype_name(d)); }
 
 bool is_integer(DType d) {
-  return d == DType::kI64 || d == DType::kI32 || d == DType::kI16 || d == DType::kI8 || d == DType::kU8;
+  return d == DType::kI64 || d == DType::kI32 || d == DType::kI16 || d == DType::kI8 ||
+         d == DType::kU8;
 }
 
 // One little-endian value of an integer dtype (is_integer), sign-extended.
 std::int64_t integer_at(const std::uint8_t* p, DType d) {
   switch (d) {
-    case DType::kI64: return static_cast<std::int64_t>(get_u64le(p));
-    case DType::kI32: return static_cast<std::int32_t>(get_u32le(p));
-    case DType::kI16: return static_cast<std::int16_t>(static_cast<std::uint16_t>(p[0] | p[1] << 8));
-    case DType::kI8: return static_cast<std::int8_t>(p[0]);
-    default: return p[0];  // kU8
+    case DType::kI64:
+      return static_cast<std::int64_t>(get_u64le(p));
+    case DType::kI32:
+      return static_cast<std::int32_t>(get_u32le(p));
+    case DType::kI16:
+      return static_cast<std::int16_t>(static_cast<std::uint16_t>(p[0] | p[1] << 8));
+    case DType::kI8:
+      return static_cast<std::int8_t>(p[0]);
+    default:
+      return p[0];  // kU8
   }
 }
 
@@ -64,7 +70,8 @@ Result<Digest> pinned_file_digest(const fs::path& path) {
   auto before = identity();
   // A file changed within the file system's timestamp granularity of being hashed could keep
   // its ctime: one changed in the last two seconds is hashed every time (as git's "racy" check).
-  if (before && std::get<3>(*before) + 2 > static_cast<std::int64_t>(::time(nullptr))) before.reset();
+  if (before && std::get<3>(*before) + 2 > static_cast<std::int64_t>(::time(nullptr)))
+    before.reset();
   if (before) {
     std::lock_guard lock(mutex);
     if (auto it = verified.find(*before); it != verified.end()) return it->second;
@@ -78,7 +85,8 @@ Result<Digest> pinned_file_digest(const fs::path& path) {
 }
 
 // Opens the pinned files in name order, each checked against its SHA-256 before it is mapped.
-Result<std::vector<MappedFile>> open_pinned(const fs::path& dir, const std::map<std::string, std::string>& files,
+Result<std::vector<MappedFile>> open_pinned(const fs::path& dir,
+                                            const std::map<std::string, std::string>& files,
                                             const std::string& field) {
   if (files.empty()) return invalid_input("dataset." + field + ": pins no files");
   std::vector<MappedFile> out;
@@ -86,13 +94,23 @@ Result<std::vector<MappedFile>> open_pinned(const fs::path& dir, const std::map<
     const fs::path path = dir / name;
     std::error_code ec;
     if (!fs::is_regular_file(path, ec)) {
-      return invalid_input(std::string("dataset.").append(field).append(": file \"").append(name)
-                               .append("\" is missing (looked for ").append(path.string()).append(")"));
+      return invalid_input(std::string("dataset.")
+                               .append(field)
+                               .append(": file \"")
+                               .append(name)
+                               .append("\" is missing (looked for ")
+                               .append(path.string())
+                               .append(")"));
     }
     VT_ASSIGN_OR_RETURN(Digest actual, pinned_file_digest(path));
     if (hex_encode(actual) != digest) {
-      return invalid_input(path.string().append(": SHA-256 is ").append(hex_encode(actual)).append(", dataset.")
-                               .append(field).append(" pins ").append(digest));
+      return invalid_input(path.string()
+                               .append(": SHA-256 is ")
+                               .append(hex_encode(actual))
+                               .append(", dataset.")
+                               .append(field)
+                               .append(" pins ")
+                               .append(digest));
     }
     VT_ASSIGN_OR_RETURN(MappedFile file, MappedFile::open(path));
     out.push_back(std::move(file));
@@ -108,9 +126,9 @@ std::size_t Column::row_bytes() const {
   return n;
 }
 
-Result<std::unique_ptr<MappedDataset>> MappedDataset::open(const Task& task, const fs::path& dir,
-                                                           const std::map<std::string, std::string>& files,
-                                                           const std::string& split) {
+Result<std::unique_ptr<MappedDataset>> MappedDataset::open(
+    const Task& task, const fs::path& dir, const std::map<std::string, std::string>& files,
+    const std::string& split) {
   VT_ASSIGN_OR_RETURN(Options opt, resolve_dataset_options(task));
   auto data = std::unique_ptr<MappedDataset>(new MappedDataset());
   data->split_ = split;
@@ -120,7 +138,8 @@ Result<std::unique_ptr<MappedDataset>> MappedDataset::open(const Task& task, con
     VT_ASSIGN_OR_RETURN(Options model, resolve_model_options(task.model));
     std::int64_t context = opt.at("context");
     if (context == 0 && task.model.name == "gpt") context = model.at("seq_len");
-    if (context == 0) return invalid_input("dataset.options.context: required for model " + task.model.name);
+    if (context == 0)
+      return invalid_input("dataset.options.context: required for model " + task.model.name);
     VT_RETURN_IF_ERROR(data->open_tokens(std::move(mapped), context, opt.at("token_bits") / 8));
   } else {
     VT_RETURN_IF_ERROR(data->open_tensors(std::move(mapped)));
@@ -136,17 +155,19 @@ Status MappedDataset::open_tensors(std::vector<MappedFile> files) {
     const TensorEntry* in = view->find("inputs");
     const TensorEntry* tg = view->find("targets");
     if (in == nullptr || tg == nullptr) {
-      return invalid_input(where + ": a tensors shard needs tensors named \"inputs\" and \"targets\"");
+      return invalid_input(where +
+                           ": a tensors shard needs tensors named \"inputs\" and \"targets\"");
     }
     if (in->shape.empty() || tg->shape.empty()) {
       return invalid_input(where + ": inputs and targets need a first dimension (examples)");
     }
     if (in->shape[0] != tg->shape[0]) {
-      return invalid_input(where + ": inputs hold " + std::to_string(in->shape[0]) + " examples, targets " +
-                           std::to_string(tg->shape[0]));
+      return invalid_input(where + ": inputs hold " + std::to_string(in->shape[0]) +
+                           " examples, targets " + std::to_string(tg->shape[0]));
     }
     if (in->dtype == DType::kBool || in->dtype == DType::kF64) {
-      return invalid_input(where + ": inputs have dtype " + dtype_text(in->dtype) + " (expected F32, BF16, F16 or an integer type)");
+      return invalid_input(where + ": inputs have dtype " + dtype_text(in->dtype) +
+                           " (expected F32, BF16, F16 or an integer type)");
     }
     if (tg->dtype != DType::kI64 && tg->dtype != DType::kF32) {
       return invalid_input(where + ": targets have dtype " + dtype_text(tg->dtype) +
@@ -157,12 +178,13 @@ Status MappedDataset::open_tensors(std::vector<MappedFile> files) {
     if (shards_.empty()) {
       inputs_ = ci;
       targets_ = ct;
-    } else if (ci.dtype != inputs_.dtype || ci.shape != inputs_.shape || ct.dtype != targets_.dtype ||
-               ct.shape != targets_.shape) {
-      return invalid_input(where + ": shard holds inputs " + dtype_text(ci.dtype) + shape_text(ci.shape) + ", targets " +
-                           dtype_text(ct.dtype) + shape_text(ct.shape) + " per example; the first shard holds " +
-                           dtype_text(inputs_.dtype) + shape_text(inputs_.shape) + ", " + dtype_text(targets_.dtype) +
-                           shape_text(targets_.shape));
+    } else if (ci.dtype != inputs_.dtype || ci.shape != inputs_.shape ||
+               ct.dtype != targets_.dtype || ct.shape != targets_.shape) {
+      return invalid_input(where + ": shard holds inputs " + dtype_text(ci.dtype) +
+                           shape_text(ci.shape) + ", targets " + dtype_text(ct.dtype) +
+                           shape_text(ct.shape) + " per example; the first shard holds " +
+                           dtype_text(inputs_.dtype) + shape_text(inputs_.shape) + ", " +
+                           dtype_text(targets_.dtype) + shape_text(targets_.shape));
     }
     Shard s;
     s.first = positions_;
@@ -178,20 +200,24 @@ Status MappedDataset::open_tensors(std::vector<MappedFile> files) {
   return {};
 }
 
-Status MappedDataset::open_tokens(std::vector<MappedFile> files, std::int64_t context, std::int64_t token_bytes) {
+Status MappedDataset::open_tokens(std::vector<MappedFile> files, std::int64_t context,
+                                  std::int64_t token_bytes) {
   context_ = context;
   token_bytes_ = token_bytes;
   const std::int64_t window = context + 1;
   for (MappedFile& file : files) {
     const std::string where = file.path().string();
     if (file.size() % static_cast<std::uint64_t>(token_bytes) != 0) {
-      return invalid_input(where + ": " + std::to_string(file.size()) + " bytes is not a whole number of " +
-                           std::to_string(token_bytes * 8) + "-bit tokens (dataset.options.token_bits)");
+      return invalid_input(where + ": " + std::to_string(file.size()) +
+                           " bytes is not a whole number of " + std::to_string(token_bytes * 8) +
+                           "-bit tokens (dataset.options.token_bits)");
     }
-    const auto tokens = static_cast<std::int64_t>(file.size() / static_cast<std::uint64_t>(token_bytes));
+    const auto tokens =
+        static_cast<std::int64_t>(file.size() / static_cast<std::uint64_t>(token_bytes));
     if (tokens < window) {
-      return invalid_input(where + ": holds " + std::to_string(tokens) + " tokens, shorter than one window of context + 1 = " +
-                           std::to_string(window));
+      return invalid_input(
+          where + ": holds " + std::to_string(tokens) +
+          " tokens, shorter than one window of context + 1 = " + std::to_string(window));
     }
     Shard s;
     s.first = positions_;
@@ -227,8 +253,9 @@ Status MappedDataset::gather_window(std::int64_t offset, std::int64_t* in, std::
     const std::int64_t v = token_bytes_ == 2 ? std::int64_t{p[0]} | std::int64_t{p[1]} << 8
                                              : static_cast<std::int64_t>(get_u32le(p));
     if (limit > 0 && v >= limit) {
-      return invalid_input(s.file.path().string() + ": token " + std::to_string(v) + " at position " +
-                           std::to_string(local + t) + " is outside the model's vocabulary of " + std::to_string(limit));
+      return invalid_input(s.file.path().string() + ": token " + std::to_string(v) +
+                           " at position " + std::to_string(local + t) +
+                           " is outside the model's vocabulary of " + std::to_string(limit));
     }
     if (t < context_) in[t] = v;
     if (t > 0) out[t - 1] = v;
@@ -242,12 +269,14 @@ Status MappedDataset::gather(std::span<const std::int64_t> indices, std::uint8_t
   for (std::size_t k = 0; k < indices.size(); ++k) {
     std::int64_t i = indices[k];
     if (i < 0 || i >= positions_) {
-      return internal_error("dataset: example " + std::to_string(i) + " outside 0.." + std::to_string(positions_ - 1));
+      return internal_error("dataset: example " + std::to_string(i) + " outside 0.." +
+                            std::to_string(positions_ - 1));
     }
     if (!rows_.empty()) i = rows_[static_cast<std::size_t>(i)];
     if (windowed()) {
       VT_RETURN_IF_ERROR(gather_window(i, reinterpret_cast<std::int64_t*>(inputs_out + k * in_row),
-                                       reinterpret_cast<std::int64_t*>(targets_out + k * tg_row), token_limit));
+                                       reinterpret_cast<std::int64_t*>(targets_out + k * tg_row),
+                                       token_limit));
       continue;
     }
     const Shard& s = shard_of(i);
@@ -261,8 +290,10 @@ Status MappedDataset::gather(std::span<const std::int64_t> indices, std::uint8_t
       for (std::size_t j = 0; j < in_row / width; ++j) {
         const std::int64_t v = integer_at(inputs_out + k * in_row + j * width, inputs_.dtype);
         if (v < 0 || v >= token_limit) {
-          return invalid_input(s.file.path().string() + ": inputs of example " + std::to_string(local) + " hold token " +
-                               std::to_string(v) + ", outside the model's vocabulary of " + std::to_string(token_limit));
+          return invalid_input(s.file.path().string() + ": inputs of example " +
+                               std::to_string(local) + " hold token " + std::to_string(v) +
+                               ", outside the model's vocabulary of " +
+                               std::to_string(token_limit));
         }
       }
     }
@@ -276,8 +307,9 @@ Status MappedDataset::check_class_targets(std::int64_t classes) const {
     for (std::size_t j = 0; j < s.targets.size() / 8; ++j) {
       const auto v = static_cast<std::int64_t>(get_u64le(s.targets.data() + j * 8));
       if (v < 0 || v >= classes) {
-        return invalid_input(s.file.path().string() + ": targets[" + std::to_string(j) + "] = " + std::to_string(v) +
-                             " is not a class id in 0.." + std::to_string(classes - 1));
+        return invalid_input(s.file.path().string() + ": targets[" + std::to_string(j) +
+                             "] = " + std::to_string(v) + " is not a class id in 0.." +
+                             std::to_string(classes - 1));
       }
     }
   }
@@ -306,13 +338,16 @@ std::vector<std::int64_t> held_out_rows(std::uint64_t seed, std::int64_t rows, d
   return perm;
 }
 
-Result<std::vector<std::int64_t>> mapped_order(const MappedDataset& data, std::uint64_t seed, std::int64_t epoch,
-                                               std::int64_t steps, std::int64_t batch) {
-  if (data.positions() <= 0) return invalid_input("dataset: holds no examples to draw an epoch from");
+Result<std::vector<std::int64_t>> mapped_order(const MappedDataset& data, std::uint64_t seed,
+                                               std::int64_t epoch, std::int64_t steps,
+                                               std::int64_t batch) {
+  if (data.positions() <= 0)
+    return invalid_input("dataset: holds no examples to draw an epoch from");
   if (!data.windowed()) return epoch_order(seed, epoch, data.positions(), steps, batch);
   Prng rng(seed, kWindowStream, static_cast<std::uint64_t>(epoch));
   std::vector<std::int64_t> order(static_cast<std::size_t>(steps * batch));
-  for (std::int64_t& o : order) o = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(data.positions())));
+  for (std::int64_t& o : order)
+    o = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(data.positions())));
   return order;
 }
 
@@ -320,10 +355,12 @@ Status check_against_model(const Task& task, const Options& model, const MappedD
   const std::string& m = task.model.name;
   const Column& in = data.inputs();
   const Column& tg = data.targets();
-  const std::string got = " (the dataset holds inputs " + dtype_text(in.dtype) + shape_text(in.shape) + ", targets " +
-                          dtype_text(tg.dtype) + shape_text(tg.shape) + " per example)";
+  const std::string got = " (the dataset holds inputs " + dtype_text(in.dtype) +
+                          shape_text(in.shape) + ", targets " + dtype_text(tg.dtype) +
+                          shape_text(tg.shape) + " per example)";
   if (task.loss == "cross_entropy" && tg.dtype != DType::kI64) {
-    return invalid_input("dataset: loss cross_entropy needs I64 class-id targets, got " + dtype_text(tg.dtype) + got);
+    return invalid_input("dataset: loss cross_entropy needs I64 class-id targets, got " +
+                         dtype_text(tg.dtype) + got);
   }
   if (task.loss == "mse" && tg.dtype != DType::kF32) {
     return invalid_input("dataset: loss mse needs F32 targets, got " + dtype_text(tg.dtype) + got);
@@ -332,15 +369,17 @@ Status check_against_model(const Task& task, const Options& model, const MappedD
     std::int64_t features = 1;
     for (std::int64_t d : in.shape) features *= d;
     if (features != model.at("input_dim") || !tg.shape.empty()) {
-      return invalid_input("dataset: mlp expects " + std::to_string(model.at("input_dim")) +
-                           " input features (model.options.input_dim) and one class id per example, got " +
-                           std::to_string(features) + " features" + got);
+      return invalid_input(
+          "dataset: mlp expects " + std::to_string(model.at("input_dim")) +
+          " input features (model.options.input_dim) and one class id per example, got " +
+          std::to_string(features) + " features" + got);
     }
     return data.check_class_targets(model.at("classes"));
   }
   if (m == "cnn") {
     if (in.shape.size() != 3 || in.shape[0] != 3 || !tg.shape.empty()) {
-      return invalid_input("dataset: cnn expects [3, H, W] images and one class id per example" + got);
+      return invalid_input("dataset: cnn expects [3, H, W] images and one class id per example" +
+                           got);
     }
     return data.check_class_targets(model.at("classes"));
   }
@@ -354,11 +393,13 @@ Status check_against_model(const Task& task, const Options& model, const MappedD
   }
   if (m == "gpt") {
     if (!is_integer(in.dtype) || in.shape.size() != 1 || tg.shape != in.shape) {
-      return invalid_input("dataset: gpt expects integer token ids [T] and I64 next tokens [T]" + got);
+      return invalid_input("dataset: gpt expects integer token ids [T] and I64 next tokens [T]" +
+                           got);
     }
     if (in.shape[0] > model.at("seq_len")) {
-      return invalid_input("dataset: windows of " + std::to_string(in.shape[0]) + " tokens exceed gpt's seq_len " +
-                           std::to_string(model.at("seq_len")) + got);
+      return invalid_input("dataset: windows of " + std::to_string(in.shape[0]) +
+                           " tokens exceed gpt's seq_len " + std::to_string(model.at("seq_len")) +
+                           got);
     }
     return data.check_class_targets(model.at("vocab"));
   }

@@ -33,9 +33,9 @@ class MappedDataset {
  public:
   // The task's dataset from the pinned `files` (name -> SHA-256) inside `dir`; `split` ("train",
   // "eval") names the split in messages.
-  static Result<std::unique_ptr<MappedDataset>> open(const Task& task, const std::filesystem::path& dir,
-                                                     const std::map<std::string, std::string>& files,
-                                                     const std::string& split);
+  static Result<std::unique_ptr<MappedDataset>> open(
+      const Task& task, const std::filesystem::path& dir,
+      const std::map<std::string, std::string>& files, const std::string& split);
 
   bool windowed() const { return context_ > 0; }
   // Examples in one pass: rows, or disjoint windows for token files (steps per epoch).
@@ -56,8 +56,8 @@ class MappedDataset {
 
   // Raw rows of `indices` (examples, or window offsets) into two buffers of
   // indices.size() * row_bytes() each. Token values are checked against `token_limit` (> 0).
-  Status gather(std::span<const std::int64_t> indices, std::uint8_t* inputs_out, std::uint8_t* targets_out,
-                std::int64_t token_limit = 0) const;
+  Status gather(std::span<const std::int64_t> indices, std::uint8_t* inputs_out,
+                std::uint8_t* targets_out, std::int64_t token_limit = 0) const;
 
   // Every class id of a `tensors` dataset lies in [0, classes): checked once at open so a bad
   // label is named before epoch 0 is committed (targets are small beside inputs).
@@ -66,30 +66,32 @@ class MappedDataset {
  private:
   struct Shard {
     MappedFile file;
-    std::int64_t first = 0;  // global index of its first example (or window position)
-    std::int64_t count = 0;  // its examples (or window positions)
+    std::int64_t first = 0;    // global index of its first example (or window position)
+    std::int64_t count = 0;    // its examples (or window positions)
     ByteSpan inputs, targets;  // tensors: the two tensors' data; tokens: inputs = all tokens
   };
   Status open_tensors(std::vector<MappedFile> files);
   Status open_tokens(std::vector<MappedFile> files, std::int64_t context, std::int64_t token_bytes);
   const Shard& shard_of(std::int64_t index) const;
-  Status gather_window(std::int64_t offset, std::int64_t* in, std::int64_t* out, std::int64_t limit) const;
+  Status gather_window(std::int64_t offset, std::int64_t* in, std::int64_t* out,
+                       std::int64_t limit) const;
 
   std::string split_;
   std::vector<Shard> shards_;
   Column inputs_, targets_;
   std::int64_t examples_ = 0;
   std::int64_t positions_ = 0;
-  std::int64_t context_ = 0;      // tokens only
-  std::int64_t token_bytes_ = 0;  // tokens only: 2 or 4
+  std::int64_t context_ = 0;        // tokens only
+  std::int64_t token_bytes_ = 0;    // tokens only: 2 or 4
   std::vector<std::int64_t> rows_;  // after select(): example -> row; empty = identity
 };
 
 // The example order of one epoch over a mapped dataset: epoch_order's permutations for rows;
 // window offsets drawn uniformly with replacement for token files (a permutation of every
 // offset of a 2 GB file would itself take gigabytes). Both come from the project's Prng.
-Result<std::vector<std::int64_t>> mapped_order(const MappedDataset& data, std::uint64_t seed, std::int64_t epoch,
-                                               std::int64_t steps, std::int64_t batch);
+Result<std::vector<std::int64_t>> mapped_order(const MappedDataset& data, std::uint64_t seed,
+                                               std::int64_t epoch, std::int64_t steps,
+                                               std::int64_t batch);
 
 // The rows of a `rows`-example dataset held out by eval_fraction: a prefix of a permutation
 // drawn from the task seed on its own stream, sorted. At least one row, and at least one left.
@@ -98,6 +100,7 @@ std::vector<std::int64_t> held_out_rows(std::uint64_t seed, std::int64_t rows, d
 // Shapes and dtypes of a mapped dataset against the task's model (built-in models; a
 // TorchScript model gets its inputs as stored and is checked by running it). Messages name
 // the expected and the actual value.
-Status check_against_model(const Task& task, const Options& model_options, const MappedDataset& data);
+Status check_against_model(const Task& task, const Options& model_options,
+                           const MappedDataset& data);
 
 }  // namespace vt::training

@@ -65,7 +65,8 @@ struct ResNetImpl : nn::Module {
     register_module("stem_bn", stem_bn);
     for (std::int64_t i = 0; i < blocks; ++i) stages->push_back(BasicBlock(width, width, 1));
     stages->push_back(BasicBlock(width, 2 * width, 2));
-    for (std::int64_t i = 1; i < blocks; ++i) stages->push_back(BasicBlock(2 * width, 2 * width, 1));
+    for (std::int64_t i = 1; i < blocks; ++i)
+      stages->push_back(BasicBlock(2 * width, 2 * width, 1));
     register_module("stages", stages);
     register_module("head", head);
   }
@@ -98,8 +99,14 @@ TORCH_MODULE(Conv3dNet);
 // --- gpt: decoder-only transformer -------------------------------------------------------------
 struct GptBlockImpl : nn::Module {
   GptBlockImpl(std::int64_t d, std::int64_t heads, std::int64_t ratio, double dropout)
-      : ln1(nn::LayerNormOptions({d})), qkv(d, 3 * d), proj(d, d), ln2(nn::LayerNormOptions({d})),
-        fc(d, ratio * d), out(ratio * d, d), drop(dropout), heads(heads) {
+      : ln1(nn::LayerNormOptions({d})),
+        qkv(d, 3 * d),
+        proj(d, d),
+        ln2(nn::LayerNormOptions({d})),
+        fc(d, ratio * d),
+        out(ratio * d, d),
+        drop(dropout),
+        heads(heads) {
     register_module("ln1", ln1);
     register_module("qkv", qkv);
     register_module("proj", proj);
@@ -129,14 +136,17 @@ TORCH_MODULE(GptBlock);
 
 struct GptImpl : nn::Module {
   GptImpl(const Options& o)
-      : tok(o.at("vocab"), o.at("d_model")), pos(o.at("seq_len"), o.at("d_model")),
-        ln_f(nn::LayerNormOptions({o.at("d_model")})), lm_head(o.at("d_model"), o.at("vocab")) {
+      : tok(o.at("vocab"), o.at("d_model")),
+        pos(o.at("seq_len"), o.at("d_model")),
+        ln_f(nn::LayerNormOptions({o.at("d_model")})),
+        lm_head(o.at("d_model"), o.at("vocab")) {
     register_module("tok", tok);
     register_module("pos", pos);
     const double dropout = static_cast<double>(o.at("dropout_permille")) / 1000.0;
     for (std::int64_t i = 0; i < o.at("layers"); ++i) {
-      blocks.push_back(register_module("block" + std::to_string(i),
-                                       GptBlock(o.at("d_model"), o.at("heads"), o.at("mlp_ratio"), dropout)));
+      blocks.push_back(
+          register_module("block" + std::to_string(i),
+                          GptBlock(o.at("d_model"), o.at("heads"), o.at("mlp_ratio"), dropout)));
     }
     register_module("ln_f", ln_f);
     register_module("lm_head", lm_head);
@@ -186,16 +196,18 @@ Result<std::unique_ptr<Network>> make_network(const Task& task, const Options& o
         Mlp(o.at("input_dim"), o.at("hidden"), o.at("layers"), o.at("classes"))));
   }
   if (name == "cnn") {
-    return std::unique_ptr<Network>(
-        std::make_unique<ModuleNetwork<ResNet>>(ResNet(o.at("width"), o.at("blocks"), o.at("classes"))));
+    return std::unique_ptr<Network>(std::make_unique<ModuleNetwork<ResNet>>(
+        ResNet(o.at("width"), o.at("blocks"), o.at("classes"))));
   }
-  if (name == "conv3d") return std::unique_ptr<Network>(std::make_unique<ModuleNetwork<Conv3dNet>>(Conv3dNet()));
+  if (name == "conv3d")
+    return std::unique_ptr<Network>(std::make_unique<ModuleNetwork<Conv3dNet>>(Conv3dNet()));
   if (name == "gpt") return std::unique_ptr<Network>(std::make_unique<ModuleNetwork<Gpt>>(Gpt(o)));
   if (name == "torchscript") return load_torchscript(task, task_dir);
   return invalid_input("model.name: unknown model \"" + name + "\"");
 }
 
-at::Tensor compute_loss(const std::string& loss, const at::Tensor& output, const at::Tensor& target) {
+at::Tensor compute_loss(const std::string& loss, const at::Tensor& output,
+                        const at::Tensor& target) {
   if (loss == "mse") return F::mse_loss(output, target);
   if (output.dim() == 3) {  // token models: (batch, time, vocab) against (batch, time)
     return F::cross_entropy(output.reshape({-1, output.size(-1)}), target.reshape({-1}));
@@ -204,15 +216,18 @@ at::Tensor compute_loss(const std::string& loss, const at::Tensor& output, const
 }
 
 at::Tensor Network::forward_loss(const at::Tensor&, const at::Tensor&) {
-  throw ModelError("loss \"model\" needs a TorchScript module whose forward(inputs, targets) returns the loss");
+  throw ModelError(
+      "loss \"model\" needs a TorchScript module whose forward(inputs, targets) returns the loss");
 }
 
 Status Network::save_torchscript(const std::filesystem::path&) {
-  return invalid_input("--torchscript: export as TorchScript is for torchscript tasks only (a zoo model is not a "
-                       "TorchScript module); --safetensors exports any model");
+  return invalid_input(
+      "--torchscript: export as TorchScript is for torchscript tasks only (a zoo model is not a "
+      "TorchScript module); --safetensors exports any model");
 }
 
-at::Tensor step_loss(const std::string& loss, Network& net, const at::Tensor& input, const at::Tensor& target) {
+at::Tensor step_loss(const std::string& loss, Network& net, const at::Tensor& input,
+                     const at::Tensor& target) {
   if (loss == "model") return net.forward_loss(input, target);
   return compute_loss(loss, net.forward(input), target);
 }
@@ -226,8 +241,8 @@ std::string describe_tensor(const at::Tensor& t) {
   return out + "] " + c10::toString(t.scalar_type());
 }
 
-Status check_model_fits(const std::string& loss, Network& net, const at::Tensor& x, const at::Tensor& y,
-                        std::int64_t max_class) {
+Status check_model_fits(const std::string& loss, Network& net, const at::Tensor& x,
+                        const at::Tensor& y, std::int64_t max_class) {
   try {
     if (loss == "model") {
       const at::Tensor l = net.forward_loss(x, y);
@@ -238,7 +253,8 @@ Status check_model_fits(const std::string& loss, Network& net, const at::Tensor&
       return {};
     }
     const at::Tensor out = net.forward(x);
-    const std::string got = "model: forward(inputs " + describe_tensor(x) + ") returned " + describe_tensor(out);
+    const std::string got =
+        "model: forward(inputs " + describe_tensor(x) + ") returned " + describe_tensor(out);
     if (loss == "mse") {
       if (out.sizes() == y.sizes()) return {};
       return invalid_input(got + "; loss mse expects the targets' shape " + describe_tensor(y));
@@ -249,13 +265,16 @@ Status check_model_fits(const std::string& loss, Network& net, const at::Tensor&
       expected += ", ";
     }
     expected += "C] logits";
-    const bool fits = out.is_floating_point() && out.dim() == y.dim() + 1 && out.sizes().slice(0, y.dim()) == y.sizes();
+    const bool fits = out.is_floating_point() && out.dim() == y.dim() + 1 &&
+                      out.sizes().slice(0, y.dim()) == y.sizes();
     if (!fits) {
-      return invalid_input(got + "; loss cross_entropy with targets " + describe_tensor(y) + " expects " + expected);
+      return invalid_input(got + "; loss cross_entropy with targets " + describe_tensor(y) +
+                           " expects " + expected);
     }
     if (max_class >= out.size(-1)) {
-      return invalid_input(got + ": " + std::to_string(out.size(-1)) + " classes, but the targets hold class " +
-                           std::to_string(max_class) + "; expected " + expected + " with C > " + std::to_string(max_class));
+      return invalid_input(got + ": " + std::to_string(out.size(-1)) +
+                           " classes, but the targets hold class " + std::to_string(max_class) +
+                           "; expected " + expected + " with C > " + std::to_string(max_class));
     }
     return {};
   } catch (const ModelError& e) {

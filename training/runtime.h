@@ -7,7 +7,7 @@
 namespace vt::training {
 
 struct RuntimeInfo {
-  std::string torch_version;    // e.g. "1.13.1"
+  std::string torch_version;  // e.g. "1.13.1"
   bool cuda_available = false;
   int cuda_device_count = 0;
 };

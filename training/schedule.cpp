@@ -37,7 +37,8 @@ double learning_rate(const Task& task, std::int64_t global_step, std::int64_t ep
     lr = base * power(s.gamma, (epoch - 1) / s.step_size);
   } else if (s.name == "cosine") {
     const std::int64_t span = total_steps > 1 ? total_steps - 1 : 1;
-    const double t = static_cast<double>(global_step < span ? global_step : span) / static_cast<double>(span);
+    const double t =
+        static_cast<double>(global_step < span ? global_step : span) / static_cast<double>(span);
     lr = s.min_lr + (base - s.min_lr) * 0.5 * (1.0 + deterministic_cos(kPi * t));
   }
   if (global_step < s.warmup_steps) {

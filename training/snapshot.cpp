@@ -11,7 +11,8 @@ namespace {
 
 at::Generator generator_for(const std::string& name, const at::Device& device) {
   if (name == "rng/cpu") return at::globalContext().defaultGenerator(at::kCPU);
-  return at::globalContext().defaultGenerator(at::Device(at::kCUDA, device.has_index() ? device.index() : 0));
+  return at::globalContext().defaultGenerator(
+      at::Device(at::kCUDA, device.has_index() ? device.index() : 0));
 }
 
 std::string shape_text(const std::vector<std::int64_t>& shape) {
@@ -27,33 +28,54 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
 
 at::ScalarType to_scalar_type(DType dtype) {
   switch (dtype) {
-    case DType::kF64: return at::kDouble;
-    case DType::kF32: return at::kFloat;
-    case DType::kF16: return at::kHalf;
-    case DType::kBF16: return at::kBFloat16;
-    case DType::kI64: return at::kLong;
-    case DType::kI32: return at::kInt;
-    case DType::kI16: return at::kShort;
-    case DType::kI8: return at::kChar;
-    case DType::kU8: return at::kByte;
-    case DType::kBool: return at::kBool;
+    case DType::kF64:
+      return at::kDouble;
+    case DType::kF32:
+      return at::kFloat;
+    case DType::kF16:
+      return at::kHalf;
+    case DType::kBF16:
+      return at::kBFloat16;
+    case DType::kI64:
+      return at::kLong;
+    case DType::kI32:
+      return at::kInt;
+    case DType::kI16:
+      return at::kShort;
+    case DType::kI8:
+      return at::kChar;
+    case DType::kU8:
+      return at::kByte;
+    case DType::kBool:
+      return at::kBool;
   }
   return at::kFloat;
 }
 
 Result<DType> to_dtype(at::ScalarType type, const std::string& name) {
   switch (type) {
-    case at::kDouble: return DType::kF64;
-    case at::kFloat: return DType::kF32;
-    case at::kHalf: return DType::kF16;
-    case at::kBFloat16: return DType::kBF16;
-    case at::kLong: return DType::kI64;
-    case at::kInt: return DType::kI32;
-    case at::kShort: return DType::kI16;
-    case at::kChar: return DType::kI8;
-    case at::kByte: return DType::kU8;
-    case at::kBool: return DType::kBool;
-    default: return invalid_input("tensor \"" + name + "\" has a dtype snapshots cannot hold");
+    case at::kDouble:
+      return DType::kF64;
+    case at::kFloat:
+      return DType::kF32;
+    case at::kHalf:
+      return DType::kF16;
+    case at::kBFloat16:
+      return DType::kBF16;
+    case at::kLong:
+      return DType::kI64;
+    case at::kInt:
+      return DType::kI32;
+    case at::kShort:
+      return DType::kI16;
+    case at::kChar:
+      return DType::kI8;
+    case at::kByte:
+      return DType::kU8;
+    case at::kBool:
+      return DType::kBool;
+    default:
+      return invalid_input("tensor \"" + name + "\" has a dtype snapshots cannot hold");
   }
 }
 
@@ -90,7 +112,8 @@ Status encode_snapshot_into(const NamedTensors& tensors, const Metadata& metadat
   for (const auto& [name, t] : tensors) {
     const TensorEntry& e = *by_name.at(name);
     at::Tensor host = t.detach().to(at::kCPU).contiguous();
-    if (e.nbytes() > 0) std::memcpy(out.data() + layout.data_start() + e.begin, host.data_ptr(), e.nbytes());
+    if (e.nbytes() > 0)
+      std::memcpy(out.data() + layout.data_start() + e.begin, host.data_ptr(), e.nbytes());
   }
   return {};
 }
@@ -104,12 +127,14 @@ Status load_state(const SafetensorsView& view, const NamedTensors& live, const a
     const bool rng = name.rfind("rng/", 0) == 0;
     if (e == nullptr) {
       if (name == "rng/cuda") continue;  // a CPU snapshot replayed on CUDA (tolerance mode)
-      return invalid_input("snapshot: tensor \"" + name + "\" is missing (a snapshot of another model or optimizer?)");
+      return invalid_input("snapshot: tensor \"" + name +
+                           "\" is missing (a snapshot of another model or optimizer?)");
     }
     VT_ASSIGN_OR_RETURN(DType dtype, to_dtype(t.scalar_type(), name));
     if (e->dtype != dtype || (!rng && e->shape != t.sizes().vec())) {
-      return invalid_input("snapshot: tensor \"" + name + "\" is " + std::string(dtype_name(e->dtype)) +
-                           shape_text(e->shape) + ", this task's model needs " + std::string(dtype_name(dtype)) +
+      return invalid_input("snapshot: tensor \"" + name + "\" is " +
+                           std::string(dtype_name(e->dtype)) + shape_text(e->shape) +
+                           ", this task's model needs " + std::string(dtype_name(dtype)) +
                            shape_text(t.sizes().vec()));
     }
     ByteSpan bytes = view.data(*e);
@@ -126,22 +151,24 @@ Status load_state(const SafetensorsView& view, const NamedTensors& live, const a
   }
   for (const TensorEntry& e : view.tensors) {
     if (!expected.count(e.name) && e.name != "rng/cuda") {
-      return invalid_input("snapshot: unexpected tensor \"" + e.name + "\" (a snapshot of another model or optimizer?)");
+      return invalid_input("snapshot: unexpected tensor \"" + e.name +
+                           "\" (a snapshot of another model or optimizer?)");
     }
   }
   return {};
 }
 
-Result<std::vector<Bytes>> gather_values_many(const std::vector<at::Tensor>& tensors,
-                                              const std::vector<std::span<const std::uint64_t>>& indices,
-                                              const std::vector<std::string>& names) {
+Result<std::vector<Bytes>> gather_values_many(
+    const std::vector<at::Tensor>& tensors,
+    const std::vector<std::span<const std::uint64_t>>& indices,
+    const std::vector<std::string>& names) {
   std::vector<std::int64_t> all;
   for (std::size_t t = 0; t < tensors.size(); ++t) {
     const auto numel = static_cast<std::uint64_t>(tensors[t].numel());
     for (std::uint64_t i : indices[t]) {
       if (i >= numel) {
-        return invalid_input("gather: index " + std::to_string(i) + " is outside tensor \"" + names[t] + "\" of " +
-                             std::to_string(numel) + " elements");
+        return invalid_input("gather: index " + std::to_string(i) + " is outside tensor \"" +
+                             names[t] + "\" of " + std::to_string(numel) + " elements");
       }
       all.push_back(static_cast<std::int64_t>(i));
     }
@@ -155,7 +182,8 @@ Result<std::vector<Bytes>> gather_values_many(const std::vector<at::Tensor>& ten
   std::map<at::ScalarType, std::vector<std::size_t>> groups;
   for (std::size_t t = 0; t < tensors.size(); ++t) groups[tensors[t].scalar_type()].push_back(t);
   std::vector<std::int64_t> offset(tensors.size() + 1, 0);
-  for (std::size_t t = 0; t < tensors.size(); ++t) offset[t + 1] = offset[t] + static_cast<std::int64_t>(indices[t].size());
+  for (std::size_t t = 0; t < tensors.size(); ++t)
+    offset[t + 1] = offset[t] + static_cast<std::int64_t>(indices[t].size());
   for (const auto& [type, members] : groups) {
     std::vector<at::Tensor> parts;
     for (std::size_t t : members) {

@@ -51,8 +51,8 @@ class ScriptNetwork final : public Network {
     return call({input}, "forward(inputs) on inputs " + describe_tensor(input));
   }
   at::Tensor forward_loss(const at::Tensor& input, const at::Tensor& target) override {
-    return call({input, target}, "forward(inputs, targets) on inputs " + describe_tensor(input) + " and targets " +
-                                     describe_tensor(target));
+    return call({input, target}, "forward(inputs, targets) on inputs " + describe_tensor(input) +
+                                     " and targets " + describe_tensor(target));
   }
   NamedTensors parameters() override {
     NamedTensors out;
@@ -83,7 +83,8 @@ class ScriptNetwork final : public Network {
                        model_message(c10_error ? c10_error->what_without_backtrace() : e.what()));
     }
     if (!result.isTensor()) {
-      throw ModelError("the model's " + what + " returned " + result.tagKind() + ", expected a tensor");
+      throw ModelError("the model's " + what + " returned " + result.tagKind() +
+                       ", expected a tensor");
     }
     return result.toTensor();
   }
@@ -95,13 +96,16 @@ class ScriptNetwork final : public Network {
 // method's graph for assignments to attributes and mutating calls on container attributes.
 Status check_no_mutable_attributes(const torch::jit::Module& root, const std::string& file) {
   using torch::jit::Node;
-  static const std::set<std::string> kMutating = {"aten::append", "aten::insert", "aten::extend", "aten::pop",
-                                                  "aten::clear", "aten::_set_item", "aten::remove", "aten::update",
-                                                  "aten::setdefault", "aten::popitem", "aten::sort", "aten::reverse"};
-  auto refuse = [&](const std::string& attribute, const std::string& type, const std::string& method) {
-    return invalid_input(file + ": attribute \"" + attribute + "\" (" + type + ") is changed by " + method +
-                         "(); only parameters and buffers are saved in snapshots, so a replay would start from "
-                         "another value. Make it a buffer (register_buffer) or a constant.");
+  static const std::set<std::string> kMutating = {
+      "aten::append",     "aten::insert",    "aten::extend", "aten::pop",
+      "aten::clear",      "aten::_set_item", "aten::remove", "aten::update",
+      "aten::setdefault", "aten::popitem",   "aten::sort",   "aten::reverse"};
+  auto refuse = [&](const std::string& attribute, const std::string& type,
+                    const std::string& method) {
+    return invalid_input(
+        file + ": attribute \"" + attribute + "\" (" + type + ") is changed by " + method +
+        "(); only parameters and buffers are saved in snapshots, so a replay would start from "
+        "another value. Make it a buffer (register_buffer) or a constant.");
   };
   for (const auto& module : root.modules()) {
     for (const auto& method : module.get_methods()) {
@@ -136,7 +140,8 @@ Status check_no_mutable_attributes(const torch::jit::Module& root, const std::st
 
 }  // namespace
 
-Result<std::unique_ptr<Network>> load_torchscript(const Task& task, const std::filesystem::path& task_dir) {
+Result<std::unique_ptr<Network>> load_torchscript(const Task& task,
+                                                  const std::filesystem::path& task_dir) {
   const std::filesystem::path file = task_dir / task.model.path;
   VT_ASSIGN_OR_RETURN(Bytes bytes, read_file(file, std::uint64_t{16} << 30));
   const std::string actual = hex_encode(sha256(bytes));
@@ -149,7 +154,8 @@ Result<std::unique_ptr<Network>> load_torchscript(const Task& task, const std::f
     std::istringstream in(std::string(bytes.begin(), bytes.end()));
     module = torch::jit::load(in);
   } catch (const c10::Error& e) {
-    return invalid_input(file.string() + ": not a TorchScript module (" + e.what_without_backtrace() + ")");
+    return invalid_input(file.string() + ": not a TorchScript module (" +
+                         e.what_without_backtrace() + ")");
   } catch (const std::exception& e) {
     // An archive whose code/ does not compile throws torch::jit::ErrorReport, not a c10::Error;
     // it is the requestor's bad file all the same.

@@ -6,16 +6,16 @@
 #include <torch/version.h>
 
 #include <chrono>
-#include <numeric>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <numeric>
 
 #include "common/sha256.h"
 #include "protocol/task.h"
 #include "training/data.h"
-#include "training/internal/batches.h"
 #include "training/distributed.h"
+#include "training/internal/batches.h"
 #include "training/internal/groups.h"
 #include "training/internal/network.h"
 #include "training/internal/optimizer.h"
@@ -35,9 +35,9 @@ struct Trainer::Impl {
   std::unique_ptr<Network> net;
   std::unique_ptr<Optimizer> optimizer;
   std::unique_ptr<GroupedStep> grouped;  // gradient_groups > 1 or several ranks
-  at::Tensor inputs, targets;  // the whole dataset, on the device (built-in datasets)
-  std::optional<MappedSplit> mapped;  // or batches read from memory-mapped files
-  std::optional<MappedSplit> eval;    // the held-out split, evaluated at each epoch end
+  at::Tensor inputs, targets;            // the whole dataset, on the device (built-in datasets)
+  std::optional<MappedSplit> mapped;     // or batches read from memory-mapped files
+  std::optional<MappedSplit> eval;       // the held-out split, evaluated at each epoch end
   std::int64_t dataset_size = 0;
   std::int64_t epoch = 0;
   std::int64_t global_step = 0;
@@ -101,11 +101,13 @@ Result<at::Device> resolve_device(const Task& task, const TrainerOptions& option
     // cuBLAS reads this when it creates its first handle; deterministic GEMMs need it.
     ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 0);
     if (!at::hasCUDA() || at::getNumGPUs() == 0) {
-      return invalid_input("device: \"" + name + "\" requested but CUDA is not available in this build or machine");
+      return invalid_input("device: \"" + name +
+                           "\" requested but CUDA is not available in this build or machine");
     }
     at::Device d(at::kCUDA, 0);
     if (name.size() > 5) {
-      if (name[4] != ':') return invalid_input("device: expected cpu, cuda or cuda:N, got \"" + name + "\"");
+      if (name[4] != ':')
+        return invalid_input("device: expected cpu, cuda or cuda:N, got \"" + name + "\"");
       int index = std::atoi(name.c_str() + 5);
       if (index < 0 || index >= static_cast<int>(at::getNumGPUs())) {
         return invalid_input("device: " + name + " does not exist on this machine");
@@ -114,7 +116,8 @@ Result<at::Device> resolve_device(const Task& task, const TrainerOptions& option
     }
     return d;
   }
-  if (name != "cpu") return invalid_input("device: expected cpu, cuda or cuda:N, got \"" + name + "\"");
+  if (name != "cpu")
+    return invalid_input("device: expected cpu, cuda or cuda:N, got \"" + name + "\"");
   return at::Device(at::kCPU);
 }
 
@@ -131,10 +134,13 @@ void apply_determinism(const Task& task, const at::Device& device, bool determin
   }
 }
 
-at::Tensor to_tensor(const std::vector<float>& v, const std::vector<std::int64_t>& shape, const at::Device& d) {
-  return at::from_blob(const_cast<float*>(v.data()), shape, at::kFloat).to(d, /*non_blocking=*/false, /*copy=*/true);
+at::Tensor to_tensor(const std::vector<float>& v, const std::vector<std::int64_t>& shape,
+                     const at::Device& d) {
+  return at::from_blob(const_cast<float*>(v.data()), shape, at::kFloat)
+      .to(d, /*non_blocking=*/false, /*copy=*/true);
 }
-at::Tensor to_tensor(const std::vector<std::int64_t>& v, const std::vector<std::int64_t>& shape, const at::Device& d) {
+at::Tensor to_tensor(const std::vector<std::int64_t>& v, const std::vector<std::int64_t>& shape,
+                     const at::Device& d) {
   return at::from_blob(const_cast<std::int64_t*>(v.data()), shape, at::kLong).to(d, false, true);
 }
 
@@ -153,7 +159,9 @@ auto guarded(const char* what, F&& fn, bool user_module = false) -> decltype(fn(
   } catch (const c10::Error& e) {
     // Training a user's module, LibTorch fails on what the module does (an in-place change
     // that its backward pass needed): bad input, in the module's words.
-    if (user_module) return invalid_input(std::string(what) + ": the model failed: " + model_message(e.what_without_backtrace()));
+    if (user_module)
+      return invalid_input(std::string(what) +
+                           ": the model failed: " + model_message(e.what_without_backtrace()));
     return internal_error(std::string(what) + ": LibTorch: " + e.what_without_backtrace());
   } catch (const std::exception& e) {
     return internal_error(std::string(what) + ": " + e.what());
@@ -191,26 +199,32 @@ Result<std::unique_ptr<Trainer::Impl>> build(const Task& task, const TrainerOpti
   impl->optimizer = std::make_unique<Optimizer>(task.optimizer, impl->net->parameters());
   if (task.gradient_groups > 1 || (options.collective && options.collective->world_size() > 1)) {
     try {
-      impl->grouped = std::make_unique<GroupedStep>(task.gradient_groups, *impl->net, options.collective);
+      impl->grouped =
+          std::make_unique<GroupedStep>(task.gradient_groups, *impl->net, options.collective);
     } catch (const std::invalid_argument& e) {
       return invalid_input(e.what());
     }
   }
 
   if (is_mapped_dataset(task)) {
-    VT_ASSIGN_OR_RETURN(impl->mapped, open_mapped_split(task, model_options, options.task_dir, task.dataset.files, "train"));
-    VT_ASSIGN_OR_RETURN(impl->eval, open_eval_split(task, model_options, options.task_dir, *impl->mapped));
+    VT_ASSIGN_OR_RETURN(impl->mapped, open_mapped_split(task, model_options, options.task_dir,
+                                                        task.dataset.files, "train"));
+    VT_ASSIGN_OR_RETURN(impl->eval,
+                        open_eval_split(task, model_options, options.task_dir, *impl->mapped));
     impl->dataset_size = impl->mapped->data->examples();
     impl->steps = steps_per_epoch(task, impl->dataset_size);
     return impl;
   }
   VT_ASSIGN_OR_RETURN(Dataset data, load_dataset(task, options.task_dir));
   impl->dataset_size = data.size;
-  impl->inputs = data.tokens() ? to_tensor(data.token_inputs, batched(data.size, data.input_shape), impl->device)
-                               : to_tensor(data.inputs, batched(data.size, data.input_shape), impl->device);
-  impl->targets = data.float_targets.empty()
-                      ? to_tensor(data.class_targets, batched(data.size, data.target_shape), impl->device)
-                      : to_tensor(data.float_targets, batched(data.size, data.target_shape), impl->device);
+  impl->inputs =
+      data.tokens()
+          ? to_tensor(data.token_inputs, batched(data.size, data.input_shape), impl->device)
+          : to_tensor(data.inputs, batched(data.size, data.input_shape), impl->device);
+  impl->targets =
+      data.float_targets.empty()
+          ? to_tensor(data.class_targets, batched(data.size, data.target_shape), impl->device)
+          : to_tensor(data.float_targets, batched(data.size, data.target_shape), impl->device);
   impl->steps = steps_per_epoch(task, data.size);
   return impl;
 }
@@ -218,28 +232,36 @@ Result<std::unique_ptr<Trainer::Impl>> build(const Task& task, const TrainerOpti
 // In exact mode a replay must run where the original ran; in tolerance mode differences are
 // allowed and written down for the verdict.
 Status check_snapshot_metadata(const Metadata& meta, Trainer::Impl& impl) {
-  for (const char* key : {"format", "task_id", "epoch", "global_step", "intra_op_threads", "device", "precision"}) {
-    if (meta.find(key) == meta.end()) return invalid_input(std::string("snapshot: __metadata__ lacks \"") + key + "\"");
+  for (const char* key :
+       {"format", "task_id", "epoch", "global_step", "intra_op_threads", "device", "precision"}) {
+    if (meta.find(key) == meta.end())
+      return invalid_input(std::string("snapshot: __metadata__ lacks \"") + key + "\"");
   }
   if (meta.at("format") != kSnapshotFormat) {
-    return invalid_input("snapshot: format is \"" + meta.at("format") + "\", expected " + kSnapshotFormat);
+    return invalid_input("snapshot: format is \"" + meta.at("format") + "\", expected " +
+                         kSnapshotFormat);
   }
   if (meta.at("task_id") != hex_encode(impl.id)) {
-    return invalid_input("snapshot: it belongs to task " + meta.at("task_id") + ", not to this task " + hex_encode(impl.id));
+    return invalid_input("snapshot: it belongs to task " + meta.at("task_id") +
+                         ", not to this task " + hex_encode(impl.id));
   }
   if (meta.at("precision") != impl.task.precision) {
-    return invalid_input("snapshot: precision " + meta.at("precision") + " differs from the task's " + impl.task.precision);
+    return invalid_input("snapshot: precision " + meta.at("precision") +
+                         " differs from the task's " + impl.task.precision);
   }
   const bool exact = impl.task.determinism == "exact";
   const std::string threads = std::to_string(impl.threads);
   if (meta.at("intra_op_threads") != threads) {
     std::string msg = "snapshot was made with " + meta.at("intra_op_threads") +
                       " intra-op threads, this replay uses " + threads;
-    if (exact) return invalid_input(msg + "; exact mode needs the same count (run with the task's intra_op_threads)");
+    if (exact)
+      return invalid_input(
+          msg + "; exact mode needs the same count (run with the task's intra_op_threads)");
     impl.notes.push_back(msg);
   }
   if (meta.at("device") != impl.device_class) {
-    std::string msg = "snapshot was made on " + meta.at("device") + ", this replay runs on " + impl.device_class;
+    std::string msg =
+        "snapshot was made on " + meta.at("device") + ", this replay runs on " + impl.device_class;
     if (exact) return invalid_input(msg + "; exact mode needs the same device class");
     impl.notes.push_back(msg);
   }
@@ -247,7 +269,8 @@ Status check_snapshot_metadata(const Metadata& meta, Trainer::Impl& impl) {
   for (const char* key : {"epoch", "global_step"}) {
     const std::string& v = meta.at(key);
     long long n = std::strtoll(v.c_str(), &end, 10);
-    if (v.empty() || *end != '\0' || n < 0) return invalid_input(std::string("snapshot: ") + key + " \"" + v + "\" is not a count");
+    if (v.empty() || *end != '\0' || n < 0)
+      return invalid_input(std::string("snapshot: ") + key + " \"" + v + "\" is not a count");
   }
   return {};
 }
@@ -282,14 +305,17 @@ Result<EpochSummary> Trainer::Impl::train_epoch(const EpochHooks& hooks, const T
   VT_ASSIGN_OR_RETURN(std::vector<std::int64_t> order,
                       mapped ? mapped_order(*mapped->data, task.seed, this_epoch, steps, batch)
                              : epoch_order(task.seed, this_epoch, dataset_size, steps, batch));
-  at::Tensor order_t = mapped ? at::Tensor() : to_tensor(order, {static_cast<std::int64_t>(order.size())}, device);
+  at::Tensor order_t =
+      mapped ? at::Tensor() : to_tensor(order, {static_cast<std::int64_t>(order.size())}, device);
   const bool bf16 = task.precision == "bf16";
   at::Tensor loss_sum = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(device));
   for (std::int64_t s = 0; s < steps; ++s) {
     at::Tensor x, y;
     if (mapped) {
-      VT_ASSIGN_OR_RETURN(std::tie(x, y), mapped->batch(std::span(order).subspan(static_cast<std::size_t>(s * batch),
-                                                                                 static_cast<std::size_t>(batch)), device));
+      VT_ASSIGN_OR_RETURN(std::tie(x, y), mapped->batch(std::span(order).subspan(
+                                                            static_cast<std::size_t>(s * batch),
+                                                            static_cast<std::size_t>(batch)),
+                                                        device));
     } else {
       at::Tensor idx = order_t.narrow(0, s * batch, batch);
       x = inputs.index_select(0, idx);
@@ -314,7 +340,8 @@ Result<EpochSummary> Trainer::Impl::train_epoch(const EpochHooks& hooks, const T
     ++global_step;
     loss_sum += loss.detach().to(at::kDouble);
     const std::int64_t done = s + 1;
-    if (hooks.on_progress && hooks.progress_every > 0 && (done % hooks.progress_every == 0 || done == steps)) {
+    if (hooks.on_progress && hooks.progress_every > 0 &&
+        (done % hooks.progress_every == 0 || done == steps)) {
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       hooks.on_progress({this_epoch, done, steps, loss.item<double>(), secs,
                          secs > 0 ? static_cast<double>(done * batch) / secs : 0.0});
@@ -346,7 +373,8 @@ Status Trainer::check_model() {
     // statistics (BatchNorm): both are put back, so the state stays the committed one.
     auto gen = cpu_generator();
     const at::Tensor cpu_rng = gen.get_state();
-    const at::Tensor cuda_rng = m.device.is_cuda() ? cuda_generator(m.device).get_state() : at::Tensor();
+    const at::Tensor cuda_rng =
+        m.device.is_cuda() ? cuda_generator(m.device).get_state() : at::Tensor();
     std::vector<at::Tensor> saved;
     for (auto& [name, b] : m.net->buffers()) saved.push_back(b.clone());
     const std::int64_t n = std::min(m.task.batch_size, m.dataset_size);
@@ -363,8 +391,10 @@ Status Trainer::check_model() {
       y = m.targets.narrow(0, 0, n);
       all_targets = m.targets;
     }
-    const std::int64_t max_class = at::isIntegralType(all_targets.scalar_type(), false) && all_targets.numel() > 0
-                                       ? all_targets.max().item<std::int64_t>() : -1;
+    const std::int64_t max_class =
+        at::isIntegralType(all_targets.scalar_type(), false) && all_targets.numel() > 0
+            ? all_targets.max().item<std::int64_t>()
+            : -1;
     Status fits;
     {
       at::NoGradGuard no_grad;
@@ -384,7 +414,8 @@ Result<Bytes> Trainer::export_safetensors() const {
     NamedTensors own = impl_->net->parameters();
     for (auto& entry : impl_->net->buffers()) own.push_back(entry);
     for (auto& [name, t] : own) t = t.detach().to(at::kCPU);
-    return encode_snapshot(own, {{"format", "veritrain/export/v1"}, {"task_id", hex_encode(impl_->id)},
+    return encode_snapshot(own, {{"format", "veritrain/export/v1"},
+                                 {"task_id", hex_encode(impl_->id)},
                                  {"epoch", std::to_string(impl_->epoch)}});
   });
 }
@@ -404,8 +435,9 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const Task& task, const Trainer
 }
 
 Result<EpochSummary> Trainer::train_epoch(const EpochHooks& hooks) {
-  return guarded("training", [&] { return impl_->train_epoch(hooks, *this); },
-                 impl_->task.model.name == "torchscript");
+  return guarded(
+      "training", [&] { return impl_->train_epoch(hooks, *this); },
+      impl_->task.model.name == "torchscript");
 }
 
 Result<Bytes> Trainer::snapshot() const {
@@ -442,9 +474,12 @@ Result<std::vector<Bytes>> Trainer::gather_many(std::span<const GatherRequest> r
     std::vector<std::string> names;
     for (const GatherRequest& r : requests) {
       auto it = state.find(r.name);
-      if (it == state.end()) return invalid_input("gather: no tensor \"" + std::string(r.name) + "\" in the training state");
+      if (it == state.end())
+        return invalid_input("gather: no tensor \"" + std::string(r.name) +
+                             "\" in the training state");
       // Optimizer step counters live on the CPU; everything sampled lives with the model.
-      tensors.push_back(it->second.device() == impl_->device ? it->second : it->second.to(impl_->device));
+      tensors.push_back(it->second.device() == impl_->device ? it->second
+                                                             : it->second.to(impl_->device));
       indices.push_back(r.indices);
       names.emplace_back(r.name);
     }
@@ -465,7 +500,8 @@ std::int64_t Trainer::parameter_count() const {
   return n;
 }
 
-Result<std::unique_ptr<Trainer>> Trainer::restore(const Task& task, ByteSpan snapshot, const TrainerOptions& options) {
+Result<std::unique_ptr<Trainer>> Trainer::restore(const Task& task, ByteSpan snapshot,
+                                                  const TrainerOptions& options) {
   return guarded("restoring a snapshot", [&]() -> Result<std::unique_ptr<Trainer>> {
     VT_ASSIGN_OR_RETURN(SafetensorsView view, parse_safetensors(snapshot));
     VT_ASSIGN_OR_RETURN(auto impl, build(task, options));

@@ -23,8 +23,8 @@ class Collective;  // training/distributed.h
 
 struct TrainerOptions {
   std::filesystem::path task_dir = ".";  // where relative paths in the task resolve
-  std::string device;                     // "" = the task's; else "cpu", "cuda", "cuda:1"
-  std::int64_t intra_op_threads = 0;      // 0 = the task's
+  std::string device;                    // "" = the task's; else "cpu", "cuda", "cuda:1"
+  std::int64_t intra_op_threads = 0;     // 0 = the task's
   // Off only to measure what determinism costs (bench_gpu): replays are then not bit-identical.
   bool deterministic_algorithms = true;
   // This process's rank among those training together (gradient_groups > 1); null = one
@@ -34,10 +34,10 @@ struct TrainerOptions {
 
 struct StepMetrics {
   std::int64_t epoch = 0;
-  std::int64_t step_in_epoch = 0;   // 1-based, steps done so far in this epoch
+  std::int64_t step_in_epoch = 0;  // 1-based, steps done so far in this epoch
   std::int64_t steps_in_epoch = 0;
-  double loss = 0.0;                // of the latest step
-  double seconds = 0.0;             // since the epoch started
+  double loss = 0.0;     // of the latest step
+  double seconds = 0.0;  // since the epoch started
   double samples_per_second = 0.0;
 };
 
@@ -46,14 +46,14 @@ class Trainer;
 struct EpochHooks {
   std::int64_t progress_every = 0;  // call on_progress every N steps (0 = never)
   std::function<void(const StepMetrics&)> on_progress;
-  std::int64_t trail_every = 0;     // call on_trail after every N-th step (0 = never)
+  std::int64_t trail_every = 0;  // call on_trail after every N-th step (0 = never)
   std::function<void(std::int64_t step_in_epoch, const Trainer&)> on_trail;
 };
 
 // The held-out split at an epoch end, in eval mode without gradients (docs/datasets.md).
 struct EvalMetrics {
-  double loss = 0.0;      // mean over the split's examples
-  double accuracy = -1;   // fraction of argmax hits (tokens for token models); -1 = regression
+  double loss = 0.0;     // mean over the split's examples
+  double accuracy = -1;  // fraction of argmax hits (tokens for token models); -1 = regression
   std::int64_t examples = 0;
 };
 
@@ -70,7 +70,8 @@ struct EpochSummary {
 class Trainer {
  public:
   // A fresh state for `task` (epoch 0): the model initialised from the task seed.
-  static Result<std::unique_ptr<Trainer>> create(const Task& task, const TrainerOptions& options = {});
+  static Result<std::unique_ptr<Trainer>> create(const Task& task,
+                                                 const TrainerOptions& options = {});
   // The state of a snapshot. In exact mode a snapshot of another task, thread count or device
   // class is refused; in tolerance mode it is allowed and listed in replay_notes().
   static Result<std::unique_ptr<Trainer>> restore(const Task& task, ByteSpan snapshot,
@@ -116,7 +117,7 @@ class Trainer {
   std::int64_t steps_per_epoch() const;
   std::int64_t dataset_size() const;  // examples
   std::int64_t parameter_count() const;
-  std::string device() const;                     // "cpu" or "cuda:0"
+  std::string device() const;                            // "cpu" or "cuda:0"
   const std::vector<std::string>& replay_notes() const;  // tolerance-mode differences
 
   struct Impl;  // defined in trainer.cpp; opaque everywhere else

@@ -7,21 +7,29 @@ namespace {
 
 std::vector<ModelInfo> make_zoo() {
   return {
-      {"mlp", "multilayer perceptron on feature vectors (synthetic blobs or MNIST)",
-       InputKind::kFeatures, "cross_entropy",
+      {"mlp",
+       "multilayer perceptron on feature vectors (synthetic blobs or MNIST)",
+       InputKind::kFeatures,
+       "cross_entropy",
        {{"input_dim", 32, 1, 1 << 20, "features per example (784 for MNIST)"},
         {"hidden", 64, 1, 1 << 16, "units per hidden layer"},
         {"layers", 2, 0, 64, "hidden layers"},
         {"classes", 4, 2, 100000, "output classes"}}},
-      {"cnn", "small ResNet with BatchNorm for 32x32x3 images (synthetic or CIFAR-10)",
-       InputKind::kImages, "cross_entropy",
+      {"cnn",
+       "small ResNet with BatchNorm for 32x32x3 images (synthetic or CIFAR-10)",
+       InputKind::kImages,
+       "cross_entropy",
        {{"width", 16, 1, 1024, "channels of the first stage (doubled in the second)"},
         {"blocks", 1, 1, 64, "residual blocks per stage (two stages)"},
         {"classes", 10, 2, 100000, "output classes"}}},
-      {"conv3d", "3D conv net 1->4->8->1 with ReLU, MSE against a target volume",
-       InputKind::kVolumes, "mse",
+      {"conv3d",
+       "3D conv net 1->4->8->1 with ReLU, MSE against a target volume",
+       InputKind::kVolumes,
+       "mse",
        {{"size", 16, 4, 1024, "edge N of the N x N x N input volume"}}},
-      {"gpt", "small decoder-only transformer on token sequences", InputKind::kTokens,
+      {"gpt",
+       "small decoder-only transformer on token sequences",
+       InputKind::kTokens,
        "cross_entropy",
        {{"vocab", 64, 2, 1 << 20, "vocabulary size"},
         {"d_model", 64, 8, 1 << 15, "embedding width (a multiple of heads)"},
@@ -30,8 +38,11 @@ std::vector<ModelInfo> make_zoo() {
         {"seq_len", 32, 2, 1 << 16, "tokens per sequence"},
         {"mlp_ratio", 4, 1, 16, "MLP width as a multiple of d_model"},
         {"dropout_permille", 0, 0, 900, "dropout probability in 1/1000"}}},
-      {"torchscript", "a user TorchScript module file: forward(x) -> output", InputKind::kFeatures,
-       "cross_entropy", {}},
+      {"torchscript",
+       "a user TorchScript module file: forward(x) -> output",
+       InputKind::kFeatures,
+       "cross_entropy",
+       {}},
   };
 }
 
@@ -43,7 +54,8 @@ Result<Options> resolve(const Options& given, const std::vector<OptionSpec>& spe
                         const std::string& path, const std::string& owner) {
   Options out;
   for (const auto& [name, value] : given) {
-    auto it = std::find_if(specs.begin(), specs.end(), [&](const OptionSpec& s) { return s.name == name; });
+    auto it = std::find_if(specs.begin(), specs.end(),
+                           [&](const OptionSpec& s) { return s.name == name; });
     if (it == specs.end()) {
       std::string known;
       for (const OptionSpec& s : specs) known += (known.empty() ? "" : ", ") + s.name;
@@ -82,9 +94,12 @@ std::vector<OptionSpec> synthetic_options(InputKind input) {
       return {{"samples", 512, 1, 1 << 24, "examples"},
               {"input_dim", 32, 1, 1 << 20, "features per example (torchscript models)"},
               {"classes", 4, 2, 100000, "classes (torchscript models)"}};
-    case InputKind::kImages: return {{"samples", 256, 1, 1 << 22, "images"}};
-    case InputKind::kVolumes: return {{"samples", 8, 1, 1 << 16, "volumes"}};
-    case InputKind::kTokens: return {{"samples", 256, 1, 1 << 22, "sequences"}};
+    case InputKind::kImages:
+      return {{"samples", 256, 1, 1 << 22, "images"}};
+    case InputKind::kVolumes:
+      return {{"samples", 8, 1, 1 << 16, "volumes"}};
+    case InputKind::kTokens:
+      return {{"samples", 256, 1, 1 << 22, "sequences"}};
   }
   return {};
 }
@@ -107,17 +122,20 @@ Result<Options> resolve_dataset_options(const Task& task) {
                    "synthetic data for " + info->name);
   }
   if (ds == "mnist" || ds == "cifar10") {
-    return resolve(task.dataset.options, {{"limit", 0, 0, 1 << 24, "use the first N examples; 0 = all"}},
+    return resolve(task.dataset.options,
+                   {{"limit", 0, 0, 1 << 24, "use the first N examples; 0 = all"}},
                    "dataset.options", ds);
   }
   if (ds == "tensors") return resolve(task.dataset.options, {}, "dataset.options", ds);
   if (ds == "tokens") {
-    VT_ASSIGN_OR_RETURN(Options o, resolve(task.dataset.options,
-                                           {{"context", 0, 0, 1 << 20, "tokens per example; 0 = the gpt's seq_len"},
-                                            {"token_bits", 16, 16, 32, "16 (u16 files) or 32 (u32 files)"}},
-                                           "dataset.options", ds));
+    VT_ASSIGN_OR_RETURN(
+        Options o, resolve(task.dataset.options,
+                           {{"context", 0, 0, 1 << 20, "tokens per example; 0 = the gpt's seq_len"},
+                            {"token_bits", 16, 16, 32, "16 (u16 files) or 32 (u32 files)"}},
+                           "dataset.options", ds));
     if (o.at("token_bits") != 16 && o.at("token_bits") != 32) {
-      return invalid_input("dataset.options.token_bits: expected 16 or 32, got " + std::to_string(o.at("token_bits")));
+      return invalid_input("dataset.options.token_bits: expected 16 or 32, got " +
+                           std::to_string(o.at("token_bits")));
     }
     return o;
   }
@@ -135,34 +153,43 @@ Status validate_for_training(const Task& task) {
                          " is not a multiple of heads (" + std::to_string(model.at("heads")) + ")");
   }
   if (ds == "mnist" && !(m == "mlp" || m == "torchscript")) {
-    return invalid_input("dataset.name: mnist feeds 784-feature vectors; use model mlp or torchscript");
+    return invalid_input(
+        "dataset.name: mnist feeds 784-feature vectors; use model mlp or torchscript");
   }
   if (ds == "mnist" && m == "mlp" && (model.at("input_dim") != 784 || model.at("classes") != 10)) {
     return invalid_input("model.options: mnist needs input_dim 784 and classes 10");
   }
   if (ds == "cifar10" && !(m == "cnn" || m == "torchscript")) {
-    return invalid_input("dataset.name: cifar10 feeds 3x32x32 images; use model cnn or torchscript");
+    return invalid_input(
+        "dataset.name: cifar10 feeds 3x32x32 images; use model cnn or torchscript");
   }
   if (ds == "cifar10" && m == "cnn" && model.at("classes") != 10) {
     return invalid_input("model.options.classes: cifar10 has 10 classes");
   }
   if (task.loss == "model" && m != "torchscript") {
-    return invalid_input("loss: \"model\" takes the loss from a TorchScript module's forward(inputs, targets); "
-                         "model " + m + " has none");
+    return invalid_input(
+        "loss: \"model\" takes the loss from a TorchScript module's forward(inputs, targets); "
+        "model " +
+        m + " has none");
   }
   const std::string expected_loss = m == "conv3d" ? "mse" : "cross_entropy";
   if (m != "torchscript" && task.loss != expected_loss) {
-    return invalid_input("loss: model " + m + " trains with " + expected_loss + ", got " + task.loss);
+    return invalid_input("loss: model " + m + " trains with " + expected_loss + ", got " +
+                         task.loss);
   }
   if (ds == "tokens" && !(m == "gpt" || m == "torchscript")) {
     return invalid_input("dataset.name: tokens feeds token windows; use model gpt or torchscript");
   }
   const bool has_eval = !task.dataset.eval_files.empty() || task.dataset.eval_fraction > 0.0;
   if (has_eval && !(ds == "tensors" || ds == "tokens")) {
-    return invalid_input("dataset: an eval split (eval_files, eval_fraction) needs dataset tensors or tokens, not " + ds);
+    return invalid_input(
+        "dataset: an eval split (eval_files, eval_fraction) needs dataset tensors or tokens, not " +
+        ds);
   }
   if (ds == "tokens" && task.dataset.eval_fraction > 0.0) {
-    return invalid_input("dataset.eval_fraction: token files are cut into windows, not rows; pin held-out token files in eval_files");
+    return invalid_input(
+        "dataset.eval_fraction: token files are cut into windows, not rows; pin held-out token "
+        "files in eval_files");
   }
   const bool files = ds == "mnist" || ds == "cifar10" || ds == "tensors" || ds == "tokens";
   if (files && (task.dataset.path.empty() || task.dataset.files.empty())) {
@@ -172,7 +199,7 @@ Status validate_for_training(const Task& task) {
 }
 
 OptimizerSpec default_optimizer(const std::string& model, const std::string& optimizer) {
-  const std::string name = !optimizer.empty() ? optimizer
+  const std::string name = !optimizer.empty()  ? optimizer
                            : model == "conv3d" ? "adam"
                            : model == "gpt"    ? "adamw"
                                                : "sgd";
@@ -211,7 +238,8 @@ Result<Task> default_task(const std::string& model, const std::string& dataset) 
   task.schedule = default_schedule(model, "", task.optimizer.lr);
   if (model == "conv3d") task.batch_size = 4;
   if (model == "gpt") task.batch_size = 16;
-  if (dataset == "mnist" && model == "mlp") task.model.options = {{"input_dim", 784}, {"classes", 10}};
+  if (dataset == "mnist" && model == "mlp")
+    task.model.options = {{"input_dim", 784}, {"classes", 10}};
   VT_ASSIGN_OR_RETURN(task.model.options, resolve_model_options(task.model));
   VT_ASSIGN_OR_RETURN(task.dataset.options, resolve_dataset_options(task));
   task.fingerprint.trail_interval = 4;

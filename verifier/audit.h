@@ -30,12 +30,13 @@ struct AuditFinding {
   Digest committed_root{};
   Digest replay_root{};
   bool bit_identical = false;
-  bool within_tolerance = false;       // the fingerprint comparison under the task's policy
-  std::int64_t steps = 0;              // steps in the epoch
+  bool within_tolerance = false;  // the fingerprint comparison under the task's policy
+  std::int64_t steps = 0;         // steps in the epoch
   std::int64_t trail_interval = 0;
-  std::optional<std::int64_t> last_matching_step;   // 0 = the epoch's start
-  std::optional<std::int64_t> first_diverging_step; // a trail step; divergence lies in (last, first]
-  std::vector<TensorDifference> differences;        // at first_diverging_step (or the epoch's end)
+  std::optional<std::int64_t> last_matching_step;  // 0 = the epoch's start
+  std::optional<std::int64_t>
+      first_diverging_step;                   // a trail step; divergence lies in (last, first]
+  std::vector<TensorDifference> differences;  // at first_diverging_step (or the epoch's end)
   std::string summary;
   nlohmann::json second_opinion;  // null unless audit --second-opinion ran (second_opinion.h)
 };
@@ -47,8 +48,9 @@ nlohmann::json finding_to_json(const AuditFinding& f);
 
 // Evidence: {"evidence": {...}, "signature": hex, "signer": hex}; the signature covers the
 // canonical JSON of "evidence", which embeds the provider's signed records for epoch-1 and epoch.
-Result<std::string> make_evidence(const AuditFinding& finding, const Task& task, const SignedRecord& before,
-                                  const SignedRecord& after, const SigningKey& auditor);
+Result<std::string> make_evidence(const AuditFinding& finding, const Task& task,
+                                  const SignedRecord& before, const SignedRecord& after,
+                                  const SigningKey& auditor);
 
 struct EvidenceCheck {
   AuditFinding claimed;
@@ -58,7 +60,7 @@ struct EvidenceCheck {
 };
 // Checks the evidence's signature and the provider records inside it, then re-runs the audit
 // from `source` and compares. Any edit to the file fails the signature.
-Result<EvidenceCheck> check_evidence(const std::string& evidence_json, EvidenceSource& source, const Task& task,
-                                     const training::TrainerOptions& trainer);
+Result<EvidenceCheck> check_evidence(const std::string& evidence_json, EvidenceSource& source,
+                                     const Task& task, const training::TrainerOptions& trainer);
 
 }  // namespace vt::verifier

@@ -3,10 +3,11 @@
 // replay the epoch from it, and compare (docs/verifier.md). The committed state after the epoch
 // crosses the network only when something needs it (see AfterState).
 
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "fingerprint/compare.h"
 #include "protocol/task.h"
@@ -49,24 +50,26 @@ std::vector<TensorEntry> layout_of(const SafetensorsView& view);
 // committed fingerprint and tracking fingerprint recomputed from its own bytes at the positions
 // the task, the epoch and its root derive. Returns what is wrong, one item each; the caller names
 // the epoch.
-std::vector<std::string> check_committed_state(ByteSpan canonical, const SignedRecord& record, const CheckContext& ctx);
+std::vector<std::string> check_committed_state(ByteSpan canonical, const SignedRecord& record,
+                                               const CheckContext& ctx);
 
 // The commitment fingerprint plan the task derives for `record` (k from the task, positions from
 // its root, tensors from the task's layout).
-Result<fp::SamplePlan> expected_commitment_plan(const CheckContext& ctx, const CommitRecord& record);
+Result<fp::SamplePlan> expected_commitment_plan(const CheckContext& ctx,
+                                                const CommitRecord& record);
 
 struct EpochCheck {
   std::uint64_t epoch = 0;
   bool passed = false;
-  std::vector<std::string> failures;  // each names the epoch and what failed
-  std::optional<fp::Comparison> fingerprint;   // replay vs committed fingerprint
-  std::optional<fp::Comparison> full_state;    // replay vs the fetched "after" snapshot
-  bool replay_root_matches = false;            // exact mode: the strongest statement
+  std::vector<std::string> failures;          // each names the epoch and what failed
+  std::optional<fp::Comparison> fingerprint;  // replay vs committed fingerprint
+  std::optional<fp::Comparison> full_state;   // replay vs the fetched "after" snapshot
+  bool replay_root_matches = false;           // exact mode: the strongest statement
   Digest replay_root{};
   double replay_seconds = 0.0;
   std::uint64_t bytes_fetched = 0;
-  bool after_fetched = false;                  // the committed "after" state crossed the network
-  std::vector<std::string> replay_notes;       // tolerance mode: what differed in the setup
+  bool after_fetched = false;             // the committed "after" state crossed the network
+  std::vector<std::string> replay_notes;  // tolerance mode: what differed in the setup
   // The epoch's claimed mean loss, and whether the replay reproduced its bits (exact mode only):
   // a report shows a metric as verified only then, else as claimed.
   double claimed_loss = 0.0;
@@ -85,25 +88,27 @@ struct EpochCheck {
 // provider got wrong is a failed EpochCheck.
 // `after_needed_later`: the committed state after this epoch is the next challenged epoch's
 // start, or the final model, so fetching it now (as a delta) costs less than fetching it later.
-Result<EpochCheck> check_epoch(EvidenceSource& source, const CheckContext& ctx, const SignedRecord& before,
-                               const SignedRecord& after, bool after_needed_later);
+Result<EpochCheck> check_epoch(EvidenceSource& source, const CheckContext& ctx,
+                               const SignedRecord& before, const SignedRecord& after,
+                               bool after_needed_later);
 
 // check_epoch in three parts, so that the replays of several epochs can run at once elsewhere
 // (verifier/replay_jobs.h) while the next snapshots are fetched.
 
 // The part that reads the provider: the snapshots, checked against their commitments.
 struct PreparedEpoch {
-  EpochCheck check;                          // its failures so far
+  EpochCheck check;  // its failures so far
   SignedRecord after;
-  Bytes start;                               // the committed state before the epoch
-  std::optional<Bytes> end;                  // the committed state after it, when fetched
+  Bytes start;               // the committed state before the epoch
+  std::optional<Bytes> end;  // the committed state after it, when fetched
   // Set once the start state and the committed fingerprint are usable: the epoch is replayed
   // then even if the "after" state failed its checks, so the verdict says both.
   std::optional<fp::Fingerprint> committed;
   bool replayable() const { return committed.has_value(); }
 };
-Result<PreparedEpoch> prepare_epoch(EvidenceSource& source, const CheckContext& ctx, const SignedRecord& before,
-                                    const SignedRecord& after, bool after_needed_later);
+Result<PreparedEpoch> prepare_epoch(EvidenceSource& source, const CheckContext& ctx,
+                                    const SignedRecord& before, const SignedRecord& after,
+                                    bool after_needed_later);
 
 // What re-running the epoch produced.
 struct Replay {
@@ -122,19 +127,20 @@ Result<Replay> replay_here(const CheckContext& ctx, ByteSpan start);
 // (RNG or optimizer bytes of the right size but no valid content, which LibTorch throws on);
 // when this verifier can build the task's fresh state, its own setup is sound and the failure
 // is the provider's: rejected. Settings this replay refuses stay input errors.
-Result<std::unique_ptr<training::Trainer>> restore_committed(const Task& task, ByteSpan state,
-                                                             const training::TrainerOptions& options);
+Result<std::unique_ptr<training::Trainer>> restore_committed(
+    const Task& task, ByteSpan state, const training::TrainerOptions& options);
 // A replay that failed: the provider's fault (rejected) becomes the epoch's failure, anything
 // else stays an error.
 Result<EpochCheck> unreplayable(PreparedEpoch prepared, const Error& replay_error);
 
 // Fetches the committed "after" state when prepare_epoch left it and the replay missed the
 // committed root (exact mode): the state is then evidence, and is checked like any other.
-Status fetch_after_if_replay_missed(EvidenceSource& source, const CheckContext& ctx, PreparedEpoch& prepared,
-                                    const Replay& replay);
+Status fetch_after_if_replay_missed(EvidenceSource& source, const CheckContext& ctx,
+                                    PreparedEpoch& prepared, const Replay& replay);
 
 // Compares a replay with the commitments and the fetched "after" state.
-Result<EpochCheck> judge_epoch(PreparedEpoch prepared, const Replay& replay, const CheckContext& ctx);
+Result<EpochCheck> judge_epoch(PreparedEpoch prepared, const Replay& replay,
+                               const CheckContext& ctx);
 
 // The comparison mode and thresholds a task asks for.
 fp::CompareMode compare_mode(const Task& task);

@@ -23,6 +23,7 @@ struct EvidencePageInfo {
 std::string render_evidence_page(const AuditFinding& finding, const EvidencePageInfo& info);
 
 // Creates `dir` if needed and writes DIR/report.html atomically.
-Status write_evidence_page(const std::filesystem::path& dir, const AuditFinding& finding, const EvidencePageInfo& info);
+Status write_evidence_page(const std::filesystem::path& dir, const AuditFinding& finding,
+                           const EvidencePageInfo& info);
 
 }  // namespace vt::verifier

@@ -11,12 +11,23 @@ std::string html_escape(std::string_view text) {
   out.reserve(text.size());
   for (char ch : text) {
     switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += ch;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += ch;
     }
   }
   return out;
@@ -47,8 +58,10 @@ svg.chart{width:100%;height:auto;background:#fff}.legend span{margin-right:18px;
 std::string page_open(std::string_view title) {
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
-         "<title>" + html_escape(title) + "</title><style>" + std::string(kStyle) + "</style></head><body>\n";
+         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
+         "'unsafe-inline'\">"
+         "<title>" +
+         html_escape(title) + "</title><style>" + std::string(kStyle) + "</style></head><body>\n";
 }
 
 std::string page_close() { return "</body></html>\n"; }
@@ -97,29 +110,33 @@ std::string table(const Table& t) {
   return s + "</tbody></table>\n";
 }
 
-std::string facts(std::string_view caption, const std::vector<std::pair<std::string, std::string>>& rows) {
+std::string facts(std::string_view caption,
+                  const std::vector<std::pair<std::string, std::string>>& rows) {
   std::string s = "<table>";
   if (!caption.empty()) s += "<caption>" + html_escape(caption) + "</caption>";
   for (const auto& [k, v] : rows) {
-    s += "<tr><th class=\"l\">" + html_escape(k) + "</th><td class=\"l\"><code>" + html_escape(v) + "</code></td></tr>\n";
+    s += "<tr><th class=\"l\">" + html_escape(k) + "</th><td class=\"l\"><code>" + html_escape(v) +
+         "</code></td></tr>\n";
   }
   return s + "</table>\n";
 }
 
-std::string svg_open(const Frame& f, std::string_view aria_label, std::string_view x_label, std::string_view y_label,
-                     const std::vector<std::uint64_t>& shaded) {
+std::string svg_open(const Frame& f, std::string_view aria_label, std::string_view x_label,
+                     std::string_view y_label, const std::vector<std::uint64_t>& shaded) {
   using F = Frame;
-  std::string s = "<svg class=\"chart\" viewBox=\"0 0 " + num(F::kW, "%.0f") + " " + num(F::kH, "%.0f") +
-                  "\" role=\"img\" aria-label=\"" + html_escape(aria_label) + "\" xmlns=\"http://www.w3.org/2000/svg\">\n";
+  std::string s = "<svg class=\"chart\" viewBox=\"0 0 " + num(F::kW, "%.0f") + " " +
+                  num(F::kH, "%.0f") + "\" role=\"img\" aria-label=\"" + html_escape(aria_label) +
+                  "\" xmlns=\"http://www.w3.org/2000/svg\">\n";
   for (std::uint64_t e : shaded) {
-    s += "<rect x=\"" + num(f.x_of(e) - f.band() / 2, "%.2f") + "\" y=\"" + num(F::kTop, "%.0f") + "\" width=\"" +
-         num(f.band(), "%.2f") + "\" height=\"" + num(F::kPlotH, "%.0f") + "\" fill=\"#dbe9ff\"/>\n";
+    s += "<rect x=\"" + num(f.x_of(e) - f.band() / 2, "%.2f") + "\" y=\"" + num(F::kTop, "%.0f") +
+         "\" width=\"" + num(f.band(), "%.2f") + "\" height=\"" + num(F::kPlotH, "%.0f") +
+         "\" fill=\"#dbe9ff\"/>\n";
   }
   const double y0 = F::kTop + F::kPlotH;
-  s += "<line x1=\"" + num(F::kLeft, "%.0f") + "\" y1=\"" + num(y0, "%.0f") + "\" x2=\"" + num(F::kLeft + F::kPlotW, "%.0f") +
-       "\" y2=\"" + num(y0, "%.0f") + "\" stroke=\"#444\"/>\n";
-  s += "<line x1=\"" + num(F::kLeft, "%.0f") + "\" y1=\"" + num(F::kTop, "%.0f") + "\" x2=\"" + num(F::kLeft, "%.0f") +
-       "\" y2=\"" + num(y0, "%.0f") + "\" stroke=\"#444\"/>\n";
+  s += "<line x1=\"" + num(F::kLeft, "%.0f") + "\" y1=\"" + num(y0, "%.0f") + "\" x2=\"" +
+       num(F::kLeft + F::kPlotW, "%.0f") + "\" y2=\"" + num(y0, "%.0f") + "\" stroke=\"#444\"/>\n";
+  s += "<line x1=\"" + num(F::kLeft, "%.0f") + "\" y1=\"" + num(F::kTop, "%.0f") + "\" x2=\"" +
+       num(F::kLeft, "%.0f") + "\" y2=\"" + num(y0, "%.0f") + "\" stroke=\"#444\"/>\n";
   const std::uint64_t every = std::max<std::uint64_t>(1, (f.n + 19) / 20);
   for (std::uint64_t e = 1; e <= f.n; e += every) {
     s += "<text x=\"" + num(f.x_of(e), "%.2f") + "\" y=\"" + num(y0 + 16, "%.0f") +
@@ -128,17 +145,19 @@ std::string svg_open(const Frame& f, std::string_view aria_label, std::string_vi
   s += "<text x=\"" + num(F::kLeft + F::kPlotW / 2, "%.0f") + "\" y=\"" + num(F::kH - 6, "%.0f") +
        "\" font-size=\"13\" text-anchor=\"middle\">" + html_escape(x_label) + "</text>\n";
   const double ymid = F::kTop + F::kPlotH / 2;
-  s += "<text x=\"16\" y=\"" + num(ymid, "%.0f") + "\" font-size=\"13\" text-anchor=\"middle\" transform=\"rotate(-90 16 " +
-       num(ymid, "%.0f") + ")\">" + html_escape(y_label) + "</text>\n";
+  s += "<text x=\"16\" y=\"" + num(ymid, "%.0f") +
+       "\" font-size=\"13\" text-anchor=\"middle\" transform=\"rotate(-90 16 " + num(ymid, "%.0f") +
+       ")\">" + html_escape(y_label) + "</text>\n";
   return s;
 }
 
 std::string y_tick(double y, const std::string& label) {
   using F = Frame;
   return "<line x1=\"" + num(F::kLeft - 4, "%.0f") + "\" y1=\"" + num(y, "%.2f") + "\" x2=\"" +
-         num(F::kLeft + F::kPlotW, "%.0f") + "\" y2=\"" + num(y, "%.2f") + "\" stroke=\"#eee\"/><text x=\"" +
-         num(F::kLeft - 6, "%.0f") + "\" y=\"" + num(y + 4, "%.2f") + "\" font-size=\"11\" text-anchor=\"end\">" +
-         html_escape(label) + "</text>\n";
+         num(F::kLeft + F::kPlotW, "%.0f") + "\" y2=\"" + num(y, "%.2f") +
+         "\" stroke=\"#eee\"/><text x=\"" + num(F::kLeft - 6, "%.0f") + "\" y=\"" +
+         num(y + 4, "%.2f") + "\" font-size=\"11\" text-anchor=\"end\">" + html_escape(label) +
+         "</text>\n";
 }
 
 std::vector<double> nice_ticks(double lo, double hi, int count) {
@@ -165,10 +184,13 @@ std::string gauge(double measured, double limit) {
   double frac = scale > 0 && std::isfinite(measured) ? measured / scale : (ok ? 0.0 : 1.0);
   if (std::isnan(measured)) frac = 1.0;
   const double limit_x = scale > 0 ? 160.0 * limit / scale : 0.0;
-  return "<svg viewBox=\"0 0 164 14\" width=\"164\" height=\"14\" xmlns=\"http://www.w3.org/2000/svg\">"
-         "<rect x=\"0\" y=\"2\" width=\"160\" height=\"10\" fill=\"#eee\"/><rect x=\"0\" y=\"2\" width=\"" +
-         num(std::max(160.0 * frac, ok ? 0.0 : 3.0), "%.2f") + "\" height=\"10\" fill=\"" + (ok ? "#2e9d4f" : "#c62828") +
-         "\"/><line x1=\"" + num(limit_x, "%.2f") + "\" y1=\"0\" x2=\"" + num(limit_x, "%.2f") +
+  return "<svg viewBox=\"0 0 164 14\" width=\"164\" height=\"14\" "
+         "xmlns=\"http://www.w3.org/2000/svg\">"
+         "<rect x=\"0\" y=\"2\" width=\"160\" height=\"10\" fill=\"#eee\"/><rect x=\"0\" y=\"2\" "
+         "width=\"" +
+         num(std::max(160.0 * frac, ok ? 0.0 : 3.0), "%.2f") + "\" height=\"10\" fill=\"" +
+         (ok ? "#2e9d4f" : "#c62828") + "\"/><line x1=\"" + num(limit_x, "%.2f") +
+         "\" y1=\"0\" x2=\"" + num(limit_x, "%.2f") +
          "\" y2=\"14\" stroke=\"#222\" stroke-width=\"2\"/></svg>";
 }
 

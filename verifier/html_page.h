@@ -36,7 +36,8 @@ struct Table {
 std::string table(const Table& t);
 
 // A two-column table of names and values (both escaped here), for keys and facts.
-std::string facts(std::string_view caption, const std::vector<std::pair<std::string, std::string>>& rows);
+std::string facts(std::string_view caption,
+                  const std::vector<std::pair<std::string, std::string>>& rows);
 
 // An SVG chart frame over epochs (or steps) 1..n on x with `y_label` on a rotated y axis.
 // Plot coordinates come from x_of / the caller's own y mapping inside [top, top + plot_h].
@@ -50,8 +51,8 @@ struct Frame {
   double band() const { return kPlotW / static_cast<double>(n); }
 };
 // <svg ...> with shaded bands at `shaded`, both axes, x tick labels and both axis titles.
-std::string svg_open(const Frame& f, std::string_view aria_label, std::string_view x_label, std::string_view y_label,
-                     const std::vector<std::uint64_t>& shaded = {});
+std::string svg_open(const Frame& f, std::string_view aria_label, std::string_view x_label,
+                     std::string_view y_label, const std::vector<std::uint64_t>& shaded = {});
 std::string y_tick(double y, const std::string& label);  // a grid line and its label at plot y
 
 // Tick values for a linear axis spanning [lo, hi]: about `count` round numbers inside it.

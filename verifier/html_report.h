@@ -26,10 +26,12 @@ std::vector<double> losses_from_log(std::span<const SignedRecord> records);
 // `next_step`: on a rejection, the command a person runs next (an audit of the first failed
 // epoch), shown verbatim; empty when there is none to suggest.
 std::string render_html_report(const Verdict& verdict, std::span<const double> loss,
-                               std::string_view verifier_fingerprint = "", std::string_view next_step = "");
+                               std::string_view verifier_fingerprint = "",
+                               std::string_view next_step = "");
 
 // Renders and writes atomically.
-Status write_html_report(const std::filesystem::path& path, const Verdict& verdict, std::span<const double> loss,
-                         std::string_view verifier_fingerprint = "", std::string_view next_step = "");
+Status write_html_report(const std::filesystem::path& path, const Verdict& verdict,
+                         std::span<const double> loss, std::string_view verifier_fingerprint = "",
+                         std::string_view next_step = "");
 
 }  // namespace vt::verifier

@@ -18,8 +18,8 @@ namespace vt::verifier {
 struct LogFacts {
   std::vector<SignedRecord> records;
   Digest head{};
-  std::string signer_fingerprint;  // SHA-256 of the key that signed the log (empty if unreadable)
-  bool signer_pinned = false;      // it was checked against the key the verifier was given
+  std::string signer_fingerprint;   // SHA-256 of the key that signed the log (empty if unreadable)
+  bool signer_pinned = false;       // it was checked against the key the verifier was given
   std::vector<TensorEntry> layout;  // the tensors of the task's states (CheckContext::layout)
   Digest expected_initial_root{};
   std::vector<std::string> failures;  // each a reason to reject
@@ -29,13 +29,16 @@ struct LogFacts {
 // The largest snapshot a provider may send for a task whose initial snapshot is `initial`
 // bytes: every epoch holds the same tensors, plus optimizer state that may appear after the
 // first step (at most two moments per parameter) and a little metadata.
-inline std::uint64_t snapshot_size_bound(std::uint64_t initial) { return 4 * initial + (16u << 20); }
+inline std::uint64_t snapshot_size_bound(std::uint64_t initial) {
+  return 4 * initial + (16u << 20);
+}
 
 // `require_complete` is false for online checks while training still runs. `provider_key` (the
 // SHA-256 of the provider's public key, hex) is the trust anchor: a log signed by any other key
 // is rejected. Without it any key is taken, and the verdict says so.
-Result<LogFacts> check_log(EvidenceSource& source, const Task& task, const training::TrainerOptions& trainer,
-                           bool require_complete, const std::optional<std::string>& provider_key = std::nullopt);
+Result<LogFacts> check_log(EvidenceSource& source, const Task& task,
+                           const training::TrainerOptions& trainer, bool require_complete,
+                           const std::optional<std::string>& provider_key = std::nullopt);
 
 // Fetches the last committed snapshot (the final model), checks it against its root and its
 // committed fingerprints (check_committed_state).
@@ -45,6 +48,7 @@ Status check_final_model(EvidenceSource& source, const LogFacts& facts, const Ch
 // The provider key a verifier is given: a PEM public key file (keygen's signing.pub.pem) or the
 // key's SHA-256 fingerprint (64 hex digits). Returns the fingerprint. `option` names the flag in
 // errors.
-Result<std::string> parse_provider_key(const std::string& file_or_sha256, std::string_view option = "--provider-key");
+Result<std::string> parse_provider_key(const std::string& file_or_sha256,
+                                       std::string_view option = "--provider-key");
 
 }  // namespace vt::verifier

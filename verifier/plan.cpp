@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+
 #include <nlohmann/json.hpp>
 
 namespace vt::verifier {
@@ -11,7 +12,9 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // (1 − p)^n without losing small p to rounding.
-double miss(double p, double n) { return p >= 1.0 ? (n == 0.0 ? 1.0 : 0.0) : std::exp(n * std::log1p(-p)); }
+double miss(double p, double n) {
+  return p >= 1.0 ? (n == 0.0 ? 1.0 : 0.0) : std::exp(n * std::log1p(-p));
+}
 
 std::string fmt(const char* format, double a, double b = 0.0, double c = 0.0) {
   char buf[256];
@@ -52,9 +55,12 @@ Result<Economics> economics(const PlanInputs& in, double p) {
     e.honest_cost = estimated_honest_cost(*in.estimate, in.epochs);
     e.cost_basis = kEstimatedCostBasis;
   } else {
-    return invalid_input("--reward/--penalty: the honest cost K is unknown; pass --cost or let plan measure an estimate");
+    return invalid_input(
+        "--reward/--penalty: the honest cost K is unknown; pass --cost or let plan measure an "
+        "estimate");
   }
-  if (!(e.honest_cost > 0.0)) return invalid_input(fmt("--cost: expected K > 0, got %g", e.honest_cost));
+  if (!(e.honest_cost > 0.0))
+    return invalid_input(fmt("--cost: expected K > 0, got %g", e.honest_cost));
   const double stake = e.reward + e.penalty;
   const auto n = static_cast<double>(in.epochs);
   e.cost_ratio = stake > 0.0 ? e.honest_cost / stake : kInf;
@@ -65,7 +71,8 @@ Result<Economics> economics(const PlanInputs& in, double p) {
   e.cheating_pays = !(e.catch_all_probability >= e.cost_ratio);
   e.best_cheat_gain = -kInf;
   for (std::uint64_t m = 1; m <= in.epochs; ++m) {
-    const double gain = static_cast<double>(m) / n * e.honest_cost - detection_probability(p, m, in.epochs) * stake;
+    const double gain =
+        static_cast<double>(m) / n * e.honest_cost - detection_probability(p, m, in.epochs) * stake;
     if (gain > e.best_cheat_gain) {
       e.best_cheat_gain = gain;
       e.best_cheat_epochs = m;
@@ -73,18 +80,21 @@ Result<Economics> economics(const PlanInputs& in, double p) {
   }
   e.cheating_pays_exact = e.best_cheat_gain > 0.0;
   if (!e.can_be_safe) {
-    e.conclusion = "R + D <= K: cheating saves more than it can ever lose, so no number of checks makes it "
-                   "unprofitable; raise the reward or the deposit";
+    e.conclusion =
+        "R + D <= K: cheating saves more than it can ever lose, so no number of checks makes it "
+        "unprofitable; raise the reward or the deposit";
   } else if (e.cheating_pays) {
-    e.conclusion = fmt("cheating can pay: p = %.4g gives 1-(1-p)^N = %.4g < K/(R+D) = %.4g; use p >= %.4g",
-                       p, e.catch_all_probability, e.cost_ratio) +
-                   fmt(" (about %.2f expected checks)", e.required_expected_checks);
+    e.conclusion =
+        fmt("cheating can pay: p = %.4g gives 1-(1-p)^N = %.4g < K/(R+D) = %.4g; use p >= %.4g", p,
+            e.catch_all_probability, e.cost_ratio) +
+        fmt(" (about %.2f expected checks)", e.required_expected_checks);
     if (!e.cheating_pays_exact) {
       e.conclusion += "; only the at-least-one check keeps every cheat from gaining in expectation";
     }
   } else {
-    e.conclusion = fmt("cheating never pays: 1-(1-p)^N = %.4g >= K/(R+D) = %.4g (needs %.2f expected checks)",
-                       e.catch_all_probability, e.cost_ratio, e.required_expected_checks);
+    e.conclusion =
+        fmt("cheating never pays: 1-(1-p)^N = %.4g >= K/(R+D) = %.4g (needs %.2f expected checks)",
+            e.catch_all_probability, e.cost_ratio, e.required_expected_checks);
   }
   return e;
 }
@@ -92,12 +102,14 @@ Result<Economics> economics(const PlanInputs& in, double p) {
 }  // namespace
 
 double estimated_honest_cost(const training::MemoryEstimate& estimate, std::uint64_t epochs) {
-  return static_cast<double>(epochs) * static_cast<double>(estimate.steps_per_epoch) * estimate.step_seconds;
+  return static_cast<double>(epochs) * static_cast<double>(estimate.steps_per_epoch) *
+         estimate.step_seconds;
 }
 
 double detection_probability(double p, std::uint64_t cheated, std::uint64_t epochs) {
   if (epochs == 0) return 0.0;
-  const double fallback = miss(p, static_cast<double>(epochs)) * static_cast<double>(cheated) / static_cast<double>(epochs);
+  const double fallback = miss(p, static_cast<double>(epochs)) * static_cast<double>(cheated) /
+                          static_cast<double>(epochs);
   return 1.0 - miss(p, static_cast<double>(cheated)) + fallback;
 }
 
@@ -127,7 +139,8 @@ Result<Plan> make_plan(const PlanInputs& in) {
   plan.detection_lower_bound = 1.0 - miss(p, static_cast<double>(plan.probability.cheated_epochs));
   if (in.estimate) {
     if (!(std::isfinite(in.codec_ratio) && in.codec_ratio > 0.0)) {
-      return invalid_input(fmt("codec ratio: expected a finite number > 0, got %g", in.codec_ratio));
+      return invalid_input(
+          fmt("codec ratio: expected a finite number > 0, got %g", in.codec_ratio));
     }
     const training::MemoryEstimate& est = *in.estimate;
     CheckCost c;
@@ -135,7 +148,8 @@ Result<Plan> make_plan(const PlanInputs& in) {
     c.codec_ratio = in.codec_ratio;
     c.states_per_check = in.fetches_after ? 2 : 1;
     c.bytes_per_check = static_cast<std::uint64_t>(
-        std::ceil(static_cast<double>(c.states_per_check) * static_cast<double>(est.snapshot_bytes) * in.codec_ratio));
+        std::ceil(static_cast<double>(c.states_per_check) *
+                  static_cast<double>(est.snapshot_bytes) * in.codec_ratio));
     c.replay_seconds = static_cast<double>(est.steps_per_epoch) * est.step_seconds;
     c.device_bytes = est.snapshot_bytes + est.step_peak_bytes;
     c.host_bytes = 2 * est.snapshot_bytes + c.bytes_per_check;
@@ -162,10 +176,13 @@ nlohmann::json plan_to_json(const Plan& plan) {
                       {"economics", nullptr}};
   if (plan.per_check) {
     const CheckCost& c = *plan.per_check;
-    j["per_check"] = {{"raw_snapshot_bytes", c.raw_snapshot_bytes}, {"codec_ratio", json_number(c.codec_ratio)},
-                      {"states", c.states_per_check},      {"bytes", c.bytes_per_check},
+    j["per_check"] = {{"raw_snapshot_bytes", c.raw_snapshot_bytes},
+                      {"codec_ratio", json_number(c.codec_ratio)},
+                      {"states", c.states_per_check},
+                      {"bytes", c.bytes_per_check},
                       {"replay_seconds", json_number(c.replay_seconds)},
-                      {"device_bytes", c.device_bytes},    {"host_bytes", c.host_bytes},
+                      {"device_bytes", c.device_bytes},
+                      {"host_bytes", c.host_bytes},
                       {"device", c.device}};
   }
   if (plan.economics) {
@@ -192,19 +209,21 @@ std::string plan_text(const Plan& plan) {
   const ProbabilityDerivation& d = plan.probability;
   std::string s;
   s += "check probability  " + d.formula + "\n";
-  s += fmt("checks             %.2f expected of %.0f epochs, 99th percentile %.0f (at least one always)\n",
-           plan.expected_checks, static_cast<double>(d.epochs), static_cast<double>(plan.checks_p99));
-  s += fmt("detection          %.4g for a provider cheating on %.0f epochs", plan.detection_probability,
-           static_cast<double>(d.cheated_epochs)) +
+  s += fmt(
+      "checks             %.2f expected of %.0f epochs, 99th percentile %.0f (at least one "
+      "always)\n",
+      plan.expected_checks, static_cast<double>(d.epochs), static_cast<double>(plan.checks_p99));
+  s += fmt("detection          %.4g for a provider cheating on %.0f epochs",
+           plan.detection_probability, static_cast<double>(d.cheated_epochs)) +
        fmt(" (%.4g without the at-least-one fallback)\n", plan.detection_lower_bound);
   if (plan.per_check) {
     const CheckCost& c = *plan.per_check;
     s += "per check          " + bytes_text(static_cast<double>(c.bytes_per_check)) + " fetched (" +
          std::to_string(c.states_per_check) + " x " +
-         bytes_text(static_cast<double>(c.raw_snapshot_bytes)) + fmt(" x ratio %.3g), ", c.codec_ratio) +
-         fmt("replay %.2f s on ", c.replay_seconds) + c.device + ", " +
-         bytes_text(static_cast<double>(c.device_bytes)) + " device, " + bytes_text(static_cast<double>(c.host_bytes)) +
-         " host memory\n";
+         bytes_text(static_cast<double>(c.raw_snapshot_bytes)) +
+         fmt(" x ratio %.3g), ", c.codec_ratio) + fmt("replay %.2f s on ", c.replay_seconds) +
+         c.device + ", " + bytes_text(static_cast<double>(c.device_bytes)) + " device, " +
+         bytes_text(static_cast<double>(c.host_bytes)) + " host memory\n";
     s += "in total           " + bytes_text(plan.expected_bytes) +
          fmt(" and %.1f s of replay expected\n", plan.expected_replay_seconds);
   } else {
@@ -212,16 +231,20 @@ std::string plan_text(const Plan& plan) {
   }
   if (plan.economics) {
     const Economics& e = *plan.economics;
-    s += fmt("economics          R = %g, D = %g, K = %g", e.reward, e.penalty, e.honest_cost) + " (" + e.cost_basis + ")\n";
+    s += fmt("economics          R = %g, D = %g, K = %g", e.reward, e.penalty, e.honest_cost) +
+         " (" + e.cost_basis + ")\n";
     s += "                   " + e.conclusion + "\n";
     if (e.can_be_safe && e.cheating_pays != e.cheating_pays_exact) {
-      s += fmt("                   counting the at-least-one fallback, the best cheat (%.0f epochs) gains %.4g\n",
-               static_cast<double>(e.best_cheat_epochs), e.best_cheat_gain);
+      s +=
+          fmt("                   counting the at-least-one fallback, the best cheat (%.0f epochs) "
+              "gains %.4g\n",
+              static_cast<double>(e.best_cheat_epochs), e.best_cheat_gain);
     }
     if (e.can_be_safe) {
       const double n = static_cast<double>(d.epochs);
       s += fmt("                   verify --reward %g --penalty %g", e.reward, e.penalty) +
-           fmt(" --cost %g uses the smallest such p, %.4g: ", e.honest_cost, e.required_probability) +
+           fmt(" --cost %g uses the smallest such p, %.4g: ", e.honest_cost,
+               e.required_probability) +
            fmt("%.2f checks expected\n", n * e.required_probability + (1.0 - e.cost_ratio));
     }
   }

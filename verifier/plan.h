@@ -4,9 +4,10 @@
 // MemoryEstimate and the codec ratio and passes them in.
 
 #include <cstdint>
-#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "training/estimate.h"  // MemoryEstimate only: a plain struct, no LibTorch linked
 #include "verifier/policy.h"
@@ -34,9 +35,9 @@ struct CheckCost {
   double codec_ratio = 1.0;
   std::uint64_t states_per_check = 1;  // 1, or 2 when the "after" state is fetched too
   std::uint64_t bytes_per_check = 0;   // states × raw × ratio, rounded up
-  double replay_seconds = 0.0;        // steps_per_epoch × step_seconds
-  std::uint64_t device_bytes = 0;     // resting state (snapshot bytes) + one step's peak
-  std::uint64_t host_bytes = 0;       // two decoded snapshots + their compressed forms
+  double replay_seconds = 0.0;         // steps_per_epoch × step_seconds
+  std::uint64_t device_bytes = 0;      // resting state (snapshot bytes) + one step's peak
+  std::uint64_t host_bytes = 0;        // two decoded snapshots + their compressed forms
   std::string device;
 };
 
@@ -62,12 +63,12 @@ struct Economics {
 
 struct Plan {
   ProbabilityDerivation probability;
-  double expected_checks = 0.0;          // N·p + (1 − p)^N (the fallback adds a check)
-  std::uint64_t checks_p99 = 0;          // 99th percentile of max(1, Binomial(N, p))
-  double detection_probability = 0.0;    // exact, fallback included, for m cheated epochs
-  double detection_lower_bound = 0.0;    // 1 − (1 − p)^m
+  double expected_checks = 0.0;        // N·p + (1 − p)^N (the fallback adds a check)
+  std::uint64_t checks_p99 = 0;        // 99th percentile of max(1, Binomial(N, p))
+  double detection_probability = 0.0;  // exact, fallback included, for m cheated epochs
+  double detection_lower_bound = 0.0;  // 1 − (1 − p)^m
   std::optional<CheckCost> per_check;
-  double expected_bytes = 0.0;           // expected_checks × bytes_per_check (0 without cost)
+  double expected_bytes = 0.0;  // expected_checks × bytes_per_check (0 without cost)
   double expected_replay_seconds = 0.0;
   std::optional<Economics> economics;
 };
@@ -75,7 +76,8 @@ struct Plan {
 // K when it is not given: N × steps_per_epoch × step_seconds, the device-seconds honest training
 // takes on the measuring machine (R and D are then read in device-seconds too).
 double estimated_honest_cost(const training::MemoryEstimate& estimate, std::uint64_t epochs);
-inline constexpr const char* kEstimatedCostBasis = "estimated: N x epoch seconds (device-seconds; R and D in the same unit)";
+inline constexpr const char* kEstimatedCostBasis =
+    "estimated: N x epoch seconds (device-seconds; R and D in the same unit)";
 
 // Probability that a uniform-p policy with the fallback catches a provider cheating on m of N
 // epochs: 1 − (1 − p)^m + (1 − p)^N · m/N.

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+
 #include <nlohmann/json.hpp>
 
 #include "common/json_number.h"
@@ -88,21 +89,25 @@ Status check_amount(double v, const std::string& flag) {
 Status derive_from_economics(const EconomicsRequest& e, ProbabilityDerivation& d) {
   VT_RETURN_IF_ERROR(check_amount(e.reward, "--reward"));
   VT_RETURN_IF_ERROR(check_amount(e.penalty, "--penalty"));
-  if (!(std::isfinite(e.cost) && e.cost > 0.0)) return invalid_input(fmt("--cost: expected K > 0, got %g", e.cost));
+  if (!(std::isfinite(e.cost) && e.cost > 0.0))
+    return invalid_input(fmt("--cost: expected K > 0, got %g", e.cost));
   const double stake = e.reward + e.penalty;
   if (!(stake > e.cost)) {
-    return invalid_input(fmt("--reward/--penalty: R + D = %g is not more than the honest cost K = %g: faking every "
-                             "epoch saves more than being caught can cost, so no check probability makes cheating "
-                             "unprofitable; raise the reward or the deposit",
-                             stake, e.cost));
+    return invalid_input(
+        fmt("--reward/--penalty: R + D = %g is not more than the honest cost K = %g: faking every "
+            "epoch saves more than being caught can cost, so no check probability makes cheating "
+            "unprofitable; raise the reward or the deposit",
+            stake, e.cost));
   }
   const auto n = static_cast<double>(d.epochs);
   d.method = "economics";
   d.economics = e;
   d.cost_ratio = e.cost / stake;
   d.p = -std::expm1(std::log1p(-d.cost_ratio) / n);
-  d.formula = fmt("p = 1 - (1 - K/(R+D))^(1/N) = 1 - (1 - %.6g/%.6g)^(1/%.0f) = %.6g", e.cost, stake, n, d.p) +
-              fmt(": faking all N epochs saves K and is caught with probability 1 - (1 - p)^N = %.6g, so faking "
+  d.formula = fmt("p = 1 - (1 - K/(R+D))^(1/N) = 1 - (1 - %.6g/%.6g)^(1/%.0f) = %.6g", e.cost,
+                  stake, n, d.p) +
+              fmt(": faking all N epochs saves K and is caught with probability 1 - (1 - p)^N = "
+                  "%.6g, so faking "
                   "any number of epochs never pays",
                   d.cost_ratio);
   return {};
@@ -117,14 +122,16 @@ std::string percent(double fraction) {
 
 std::string detection_claim(const ProbabilityDerivation& d) {
   return "a provider cheating on " + percent(d.cheat_fraction) +
-         fmt(" of epochs (%.0f of %.0f) is caught with probability at least %.4g", static_cast<double>(d.cheated_epochs),
-             static_cast<double>(d.epochs), d.confidence);
+         fmt(" of epochs (%.0f of %.0f) is caught with probability at least %.4g",
+             static_cast<double>(d.cheated_epochs), static_cast<double>(d.epochs), d.confidence);
 }
 
-Result<ProbabilityDerivation> derive_probability(const PolicyRequest& request, std::uint64_t epochs) {
+Result<ProbabilityDerivation> derive_probability(const PolicyRequest& request,
+                                                 std::uint64_t epochs) {
   if (epochs == 0) return invalid_input("epochs: expected at least 1 epoch to challenge, got 0");
   if (!(request.cheat_fraction > 0.0 && request.cheat_fraction <= 1.0)) {
-    return invalid_input(fmt("--cheat-fraction: expected 0 < c <= 1, got %g", request.cheat_fraction));
+    return invalid_input(
+        fmt("--cheat-fraction: expected 0 < c <= 1, got %g", request.cheat_fraction));
   }
   ProbabilityDerivation d;
   d.cheat_fraction = request.cheat_fraction;
@@ -137,15 +144,17 @@ Result<ProbabilityDerivation> derive_probability(const PolicyRequest& request, s
     VT_RETURN_IF_ERROR(derive_from_economics(*request.economics, d));
     d.confidence = -std::expm1(m * std::log1p(-d.p));
     const EconomicsRequest& e = *request.economics;
-    source = fmt("from --reward %g --penalty %g", e.reward, e.penalty) + fmt(" and K = %g", e.cost) + " (" +
-             e.cost_basis + ")";
+    source = fmt("from --reward %g --penalty %g", e.reward, e.penalty) +
+             fmt(" and K = %g", e.cost) + " (" + e.cost_basis + ")";
   } else if (request.check_probability) {
     const double p = *request.check_probability;
-    if (!(p > 0.0 && p <= 1.0)) return invalid_input(fmt("--check-probability: expected 0 < p <= 1, got %g", p));
+    if (!(p > 0.0 && p <= 1.0))
+      return invalid_input(fmt("--check-probability: expected 0 < p <= 1, got %g", p));
     d.method = "fixed";
     d.p = p;
     d.confidence = -std::expm1(m * std::log1p(-p));  // 1 − (1 − p)^m
-    d.formula = fmt("p = %.6g given; catches m = %.0f cheated epochs with 1 - (1 - p)^m = %.6g", p, m, d.confidence);
+    d.formula = fmt("p = %.6g given; catches m = %.0f cheated epochs with 1 - (1 - p)^m = %.6g", p,
+                    m, d.confidence);
     source = "given with --check-probability";
   } else {
     if (!(request.confidence > 0.0 && request.confidence <= 1.0)) {
@@ -154,9 +163,11 @@ Result<ProbabilityDerivation> derive_probability(const PolicyRequest& request, s
     d.method = "confidence";
     d.confidence = request.confidence;
     d.p = check_probability(request.confidence, request.cheat_fraction, epochs);
-    d.formula = fmt("p = 1 - (1 - P)^(1/m) = 1 - (1 - %.6g)^(1/%.0f) = %.6g, m = ceil(c*N) = ceil(%.6g*N)",
-                    request.confidence, m, d.p, request.cheat_fraction);
-    source = fmt("from --confidence %g --cheat-fraction %g", request.confidence, request.cheat_fraction);
+    d.formula =
+        fmt("p = 1 - (1 - P)^(1/m) = 1 - (1 - %.6g)^(1/%.0f) = %.6g, m = ceil(c*N) = ceil(%.6g*N)",
+            request.confidence, m, d.p, request.cheat_fraction);
+    source =
+        fmt("from --confidence %g --cheat-fraction %g", request.confidence, request.cheat_fraction);
   }
   d.expected_checks = n * d.p + (d.p >= 1.0 ? 0.0 : std::exp(n * std::log1p(-d.p)));
   d.guarantee = fmt("p = %.4g ", d.p) + source + ": " + detection_claim(d);
@@ -168,15 +179,22 @@ Result<ProbabilityDerivation> derive_probability(const PolicyRequest& request, s
 nlohmann::json derivation_to_json(const ProbabilityDerivation& d) {
   nlohmann::json economics = nullptr;
   if (d.economics) {
-    economics = {{"reward", json_number(d.economics->reward)}, {"penalty", json_number(d.economics->penalty)},
-                 {"cost", json_number(d.economics->cost)},     {"cost_basis", d.economics->cost_basis},
+    economics = {{"reward", json_number(d.economics->reward)},
+                 {"penalty", json_number(d.economics->penalty)},
+                 {"cost", json_number(d.economics->cost)},
+                 {"cost_basis", d.economics->cost_basis},
                  {"cost_ratio", json_number(d.cost_ratio)}};
   }
-  return {{"method", d.method},          {"confidence", json_number(d.confidence)},
-          {"cheat_fraction", json_number(d.cheat_fraction)}, {"epochs", d.epochs},
-          {"cheated_epochs", d.cheated_epochs}, {"p", json_number(d.p)},
-          {"formula", d.formula},        {"economics", std::move(economics)},
-          {"expected_checks", json_number(d.expected_checks)}, {"guarantee", d.guarantee}};
+  return {{"method", d.method},
+          {"confidence", json_number(d.confidence)},
+          {"cheat_fraction", json_number(d.cheat_fraction)},
+          {"epochs", d.epochs},
+          {"cheated_epochs", d.cheated_epochs},
+          {"p", json_number(d.p)},
+          {"formula", d.formula},
+          {"economics", std::move(economics)},
+          {"expected_checks", json_number(d.expected_checks)},
+          {"guarantee", d.guarantee}};
 }
 
 // --- randomness -------------------------------------------------------------------------
@@ -206,18 +224,20 @@ Result<ChallengeRandom> ChallengeRandom::from_seed_hex(std::string_view hex) {
   Result<Bytes> seed = hex_decode(hex);
   if (!seed.ok()) return invalid_input("--seed: " + seed.error().message);
   if (seed->empty() || seed->size() > kMaxSeedBytes) {
-    return invalid_input("--seed: expected 1 to 64 bytes of hex, got " + std::to_string(seed->size()) + " bytes");
+    return invalid_input("--seed: expected 1 to 64 bytes of hex, got " +
+                         std::to_string(seed->size()) + " bytes");
   }
   std::string canonical = hex_encode(*seed);
   return ChallengeRandom(*seed, std::move(canonical));
 }
 
-
 // --- movement ---------------------------------------------------------------------------
 
-Result<double> fingerprint_movement(const fp::Fingerprint& previous, const fp::Fingerprint& current) {
+Result<double> fingerprint_movement(const fp::Fingerprint& previous,
+                                    const fp::Fingerprint& current) {
   if (previous.plan.tensors.size() != current.plan.tensors.size() ||
-      previous.values.size() != previous.plan.tensors.size() || current.values.size() != current.plan.tensors.size()) {
+      previous.values.size() != previous.plan.tensors.size() ||
+      current.values.size() != current.plan.tensors.size()) {
     return rejected("tracking fingerprints sample different tensors");
   }
   double diff2 = 0.0, norm2 = 0.0;
@@ -225,11 +245,14 @@ Result<double> fingerprint_movement(const fp::Fingerprint& previous, const fp::F
     const fp::TensorSamples& a = previous.plan.tensors[t];
     const fp::TensorSamples& b = current.plan.tensors[t];
     if (a.name != b.name || a.dtype != b.dtype || a.indices != b.indices) {
-      return rejected("tracking fingerprints sample different positions in tensor '" + printable(b.name) + "'");
+      return rejected("tracking fingerprints sample different positions in tensor '" +
+                      printable(b.name) + "'");
     }
     const std::size_t width = dtype_size(a.dtype);
-    if (previous.values[t].size() != a.indices.size() * width || current.values[t].size() != a.indices.size() * width) {
-      return rejected("tracking fingerprint values of tensor '" + printable(b.name) + "' have the wrong size");
+    if (previous.values[t].size() != a.indices.size() * width ||
+        current.values[t].size() != a.indices.size() * width) {
+      return rejected("tracking fingerprint values of tensor '" + printable(b.name) +
+                      "' have the wrong size");
     }
     for (std::size_t i = 0; i < a.indices.size(); ++i) {
       const double x = fp::decode_value(a.dtype, previous.values[t].data() + i * width);
@@ -257,7 +280,9 @@ Result<std::vector<double>> tracking_movements(std::span<const SignedRecord> rec
     Result<fp::Fingerprint> f = fp::fingerprint_from_json(records[e].record.tracking_fingerprint);
     if (!f.ok()) return rejected(where + ": " + f.error().message);
     if (e > 0 && f->plan != fps[0].plan) {
-      return rejected(where + ": samples other positions than epoch 0's (tracking positions are fixed per task)");
+      return rejected(
+          where +
+          ": samples other positions than epoch 0's (tracking positions are fixed per task)");
     }
     fps.push_back(std::move(f).value());
     if (e > 0) {
@@ -273,14 +298,18 @@ Result<std::vector<double>> tracking_movements(std::span<const SignedRecord> rec
 
 std::string_view boost_name(Boost b) {
   switch (b) {
-    case Boost::kJump: return "jump";
-    case Boost::kStall: return "stall";
-    case Boost::kNone: break;
+    case Boost::kJump:
+      return "jump";
+    case Boost::kStall:
+      return "stall";
+    case Boost::kNone:
+      break;
   }
   return "";
 }
 
-EpochChance judge_epoch(std::span<const double> movements, std::uint64_t epoch, double p, const BoostPolicy& boost) {
+EpochChance judge_epoch(std::span<const double> movements, std::uint64_t epoch, double p,
+                        const BoostPolicy& boost) {
   EpochChance c;
   c.epoch = epoch;
   c.movement = epoch >= 1 && epoch <= movements.size() ? movements[epoch - 1] : kNaN;
@@ -296,7 +325,8 @@ EpochChance judge_epoch(std::span<const double> movements, std::uint64_t epoch, 
     c.log_ratio = log_ratio(movements, epoch, &c.reference);
     if (!std::isnan(c.log_ratio)) {
       std::vector<double> history;
-      const std::uint64_t from = std::max(kFirstJudged, epoch > kSpreadWindow ? epoch - kSpreadWindow : 1);
+      const std::uint64_t from =
+          std::max(kFirstJudged, epoch > kSpreadWindow ? epoch - kSpreadWindow : 1);
       for (std::uint64_t j = from; j < epoch; ++j) {
         double unused;
         const double d = log_ratio(movements, j, &unused);
@@ -319,7 +349,8 @@ EpochChance judge_epoch(std::span<const double> movements, std::uint64_t epoch, 
   return c;
 }
 
-ChallengeStream::ChallengeStream(ProbabilityDerivation derivation, ChallengeRandom random, BoostPolicy boost)
+ChallengeStream::ChallengeStream(ProbabilityDerivation derivation, ChallengeRandom random,
+                                 BoostPolicy boost)
     : random_(std::move(random)) {
   plan_.derivation = std::move(derivation);
   plan_.boost = boost;
@@ -329,7 +360,8 @@ ChallengeStream::ChallengeStream(ProbabilityDerivation derivation, ChallengeRand
 Result<bool> ChallengeStream::decide(double movement) {
   if (finished_ || next_epoch() > plan_.derivation.epochs) {
     return internal_error("ChallengeStream::decide: epoch " + std::to_string(next_epoch()) +
-                          " is past the task's " + std::to_string(plan_.derivation.epochs) + " epochs");
+                          " is past the task's " + std::to_string(plan_.derivation.epochs) +
+                          " epochs");
   }
   movements_.push_back(movement);
   EpochChance c = judge_epoch(movements_, next_epoch(), plan_.derivation.p, plan_.boost);
@@ -342,8 +374,8 @@ Result<bool> ChallengeStream::decide(double movement) {
 Result<std::optional<std::uint64_t>> ChallengeStream::finish() {
   if (finished_) return internal_error("ChallengeStream::finish: called twice");
   if (plan_.epochs.size() != plan_.derivation.epochs) {
-    return internal_error("ChallengeStream::finish: only " + std::to_string(plan_.epochs.size()) + " of " +
-                          std::to_string(plan_.derivation.epochs) + " epochs decided");
+    return internal_error("ChallengeStream::finish: only " + std::to_string(plan_.epochs.size()) +
+                          " of " + std::to_string(plan_.derivation.epochs) + " epochs decided");
   }
   finished_ = true;
   if (!plan_.challenged.empty()) return std::optional<std::uint64_t>{};
@@ -354,8 +386,9 @@ Result<std::optional<std::uint64_t>> ChallengeStream::finish() {
   return std::optional<std::uint64_t>{e};
 }
 
-ChallengePlan plan_challenges(const ProbabilityDerivation& derivation, std::span<const double> movements,
-                              ChallengeRandom& random, const BoostPolicy& boost) {
+ChallengePlan plan_challenges(const ProbabilityDerivation& derivation,
+                              std::span<const double> movements, ChallengeRandom& random,
+                              const BoostPolicy& boost) {
   ChallengeStream stream(derivation, std::move(random), boost);
   for (std::uint64_t e = 1; e <= derivation.epochs; ++e) {
     (void)stream.decide(e <= movements.size() ? movements[e - 1] : kNaN).value();
@@ -370,17 +403,21 @@ nlohmann::json json_number(double v) { return vt::json_number(v); }
 nlohmann::json challenge_plan_to_json(const ChallengePlan& plan) {
   nlohmann::json epochs = nlohmann::json::array();
   for (const EpochChance& c : plan.epochs) {
-    epochs.push_back({{"epoch", c.epoch}, {"movement", json_number(c.movement)},
-                      {"reference", json_number(c.reference)}, {"log_ratio", json_number(c.log_ratio)},
-                      {"boost", boost_name(c.boost)}, {"probability", json_number(c.probability)},
+    epochs.push_back({{"epoch", c.epoch},
+                      {"movement", json_number(c.movement)},
+                      {"reference", json_number(c.reference)},
+                      {"log_ratio", json_number(c.log_ratio)},
+                      {"boost", boost_name(c.boost)},
+                      {"probability", json_number(c.probability)},
                       {"challenged", c.challenged}});
   }
-  nlohmann::json j = {{"derivation", derivation_to_json(plan.derivation)},
-                      {"boost_policy", {{"rounds", plan.boost.rounds}, {"floor", json_number(plan.boost.floor)}}},
-                      {"epochs", std::move(epochs)},
-                      {"challenged", plan.challenged},
-                      {"fallback_used", plan.fallback_used},
-                      {"seed", plan.seed_hex.empty() ? nlohmann::json(nullptr) : nlohmann::json(plan.seed_hex)}};
+  nlohmann::json j = {
+      {"derivation", derivation_to_json(plan.derivation)},
+      {"boost_policy", {{"rounds", plan.boost.rounds}, {"floor", json_number(plan.boost.floor)}}},
+      {"epochs", std::move(epochs)},
+      {"challenged", plan.challenged},
+      {"fallback_used", plan.fallback_used},
+      {"seed", plan.seed_hex.empty() ? nlohmann::json(nullptr) : nlohmann::json(plan.seed_hex)}};
   return j;
 }
 

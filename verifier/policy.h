@@ -32,16 +32,18 @@
 // Randomness. Every draw reads one stream: block j = SHA-256("veritrain/challenge/v1" || seed
 // || u64le j), consumed as consecutive little-endian u64 words; a uniform in [0, 1) is the top
 // 53 bits of one word times 2^−53. Epoch e (1..N, in order) is challenged iff its word's
-// uniform < p_e. The fallback epoch is 1 + uniform(N) by rejection (Sha256Stream, as fp::PrfStream). The seed
-// is 32 bytes from the OS CSPRNG (OpenSSL RAND_bytes) and never written anywhere, or the bytes
-// of `--seed HEX` when a run is to be reproduced (and then recorded in the plan).
+// uniform < p_e. The fallback epoch is 1 + uniform(N) by rejection (Sha256Stream, as
+// fp::PrfStream). The seed is 32 bytes from the OS CSPRNG (OpenSSL RAND_bytes) and never written
+// anywhere, or the bytes of `--seed HEX` when a run is to be reproduced (and then recorded in the
+// plan).
 
 #include <cstdint>
-#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "common/bytes.h"
 #include "common/sha256_stream.h"
@@ -65,9 +67,9 @@ std::uint64_t cheated_epochs(double cheat_fraction, std::uint64_t epochs);
 // (p ≥ ρ/N by Bernoulli's inequality): faking any number of epochs never pays. That is
 // N·p ≈ −ln(1 − ρ) expected checks whatever N is: 2.3 at ρ = 0.9, 4.6 at ρ = 0.99.
 struct EconomicsRequest {
-  double reward = 0.0;   // R
-  double penalty = 0.0;  // D
-  double cost = 0.0;     // K, > 0, in the same unit as R and D
+  double reward = 0.0;               // R
+  double penalty = 0.0;              // D
+  double cost = 0.0;                 // K, > 0, in the same unit as R and D
   std::string cost_basis = "given";  // or how K was estimated
 };
 
@@ -75,19 +77,19 @@ struct EconomicsRequest {
 struct PolicyRequest {
   double confidence = 0.99;
   double cheat_fraction = 0.1;
-  std::optional<double> check_probability;  // `--check-probability p` overrides the derivation
+  std::optional<double> check_probability;    // `--check-probability p` overrides the derivation
   std::optional<EconomicsRequest> economics;  // `--reward/--penalty[/--cost]`; excludes the above
 };
 
 // p and how it was derived: what a verdict and a plan quote.
 struct ProbabilityDerivation {
-  std::string method;  // "confidence" | "fixed" | "economics"
+  std::string method;       // "confidence" | "fixed" | "economics"
   double confidence = 0.0;  // the target (method "confidence") or what p achieves (the others)
   double cheat_fraction = 0.0;
   std::uint64_t epochs = 0;
   std::uint64_t cheated_epochs = 0;  // m
   double p = 0.0;
-  std::string formula;  // the formula with numbers filled in, for people
+  std::string formula;                        // the formula with numbers filled in, for people
   std::optional<EconomicsRequest> economics;  // method "economics": R, D, K and K's basis
   double cost_ratio = 0.0;                    // ρ = K/(R + D), method "economics"
   double expected_checks = 0.0;               // N·p + (1 − p)^N, the fallback included
@@ -98,7 +100,8 @@ struct ProbabilityDerivation {
 };
 
 // Errors (invalid input) name the flag: "--confidence: expected 0 < P <= 1, got 1.5".
-Result<ProbabilityDerivation> derive_probability(const PolicyRequest& request, std::uint64_t epochs);
+Result<ProbabilityDerivation> derive_probability(const PolicyRequest& request,
+                                                 std::uint64_t epochs);
 
 nlohmann::json derivation_to_json(const ProbabilityDerivation& d);
 
@@ -115,8 +118,10 @@ class ChallengeRandom {
   static Result<ChallengeRandom> from_seed_hex(std::string_view hex);
 
   std::uint64_t next_u64() { return stream_.next_u64(); }
-  double uniform01() { return stream_.uniform01(); }                                 // [0, 1), 53 bits
-  std::uint64_t uniform(std::uint64_t bound) { return stream_.uniform(bound); }  // [0, bound), bound ≥ 1
+  double uniform01() { return stream_.uniform01(); }  // [0, 1), 53 bits
+  std::uint64_t uniform(std::uint64_t bound) {
+    return stream_.uniform(bound);
+  }  // [0, bound), bound ≥ 1
   // The seed as hex when it came from `--seed`; empty for an OS seed, which stays secret.
   const std::string& seed_hex() const { return seed_hex_; }
 
@@ -128,7 +133,8 @@ class ChallengeRandom {
 
 // Relative L2 distance between two tracking fingerprints. Errors (rejected) when they do not
 // sample the same positions. NaN/Inf values give +Inf; 0/0 gives 0.
-Result<double> fingerprint_movement(const fp::Fingerprint& previous, const fp::Fingerprint& current);
+Result<double> fingerprint_movement(const fp::Fingerprint& previous,
+                                    const fp::Fingerprint& current);
 
 // movement(e) for e = 1..records.size()−1 (index e−1), from each record's
 // tracking_fingerprint. records[i] must be epoch i. Errors name the epoch whose tracking
@@ -139,7 +145,7 @@ enum class Boost { kNone, kJump, kStall };
 std::string_view boost_name(Boost b);  // "" | "jump" | "stall"
 
 struct BoostPolicy {
-  int rounds = 4;        // boosted p = max(1 − (1 − p)^rounds, floor)
+  int rounds = 4;  // boosted p = max(1 − (1 − p)^rounds, floor)
   double floor = 0.5;
 };
 
@@ -162,7 +168,7 @@ EpochChance judge_epoch(std::span<const double> movements, std::uint64_t epoch, 
 struct ChallengePlan {
   ProbabilityDerivation derivation;
   BoostPolicy boost;
-  std::vector<EpochChance> epochs;       // 1..N
+  std::vector<EpochChance> epochs;        // 1..N
   std::vector<std::uint64_t> challenged;  // ascending
   bool fallback_used = false;             // the draws selected nothing; one epoch was drawn
   std::string seed_hex;                   // empty unless reproducible
@@ -171,8 +177,9 @@ struct ChallengePlan {
 // Decides every epoch at once (offline). `movements` holds movement(1..N); pass an empty span
 // to challenge without boosting (then every epoch has probability p). `random` advances, so
 // one stream can draw many plans (the simulation in the tests does).
-ChallengePlan plan_challenges(const ProbabilityDerivation& derivation, std::span<const double> movements,
-                              ChallengeRandom& random, const BoostPolicy& boost = {});
+ChallengePlan plan_challenges(const ProbabilityDerivation& derivation,
+                              std::span<const double> movements, ChallengeRandom& random,
+                              const BoostPolicy& boost = {});
 
 // Decides epoch by epoch as commitments arrive (`--online`), with the same probabilities and
 // the same draws as plan_challenges: for one seed both challenge the same epochs.
@@ -191,8 +198,8 @@ class ChallengeStream {
   const ChallengePlan& plan() const { return plan_; }
 
  private:
-  friend ChallengePlan plan_challenges(const ProbabilityDerivation&, std::span<const double>, ChallengeRandom&,
-                                       const BoostPolicy&);
+  friend ChallengePlan plan_challenges(const ProbabilityDerivation&, std::span<const double>,
+                                       ChallengeRandom&, const BoostPolicy&);
 
   ChallengePlan plan_;
   ChallengeRandom random_;

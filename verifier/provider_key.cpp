@@ -1,11 +1,10 @@
 // --provider-key's parsing, on its own: `log verify` in the light `veritrain` needs it without
 // the rest of log_check.cpp, whose initial-state check replays (and so links LibTorch).
-#include "verifier/log_check.h"
-
 #include <cctype>
 #include <filesystem>
 
 #include "protocol/keys.h"
+#include "verifier/log_check.h"
 
 namespace vt::verifier {
 

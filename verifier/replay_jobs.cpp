@@ -8,8 +8,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
-#include <nlohmann/json.hpp>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "common/file_io.h"
 #include "protocol/log.h"
@@ -36,7 +37,8 @@ std::string tail_of(const fs::path& path) {
 // Scratch files live only while this verifier runs: written whole, but not fsync'd.
 Status write_scratch(const fs::path& path, ByteSpan bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
   out.close();
   if (!out) return io_error(errno_text(errno, "writing", path));
   return {};
@@ -63,7 +65,8 @@ void remove_abandoned_scratch(const fs::path& tmp) {
 Result<fs::path> make_scratch() {
   const fs::path tmp = fs::temp_directory_path();
   remove_abandoned_scratch(tmp);
-  std::string pattern = (tmp / (std::string(kScratchPrefix) + std::to_string(::getpid()) + "-XXXXXX")).string();
+  std::string pattern =
+      (tmp / (std::string(kScratchPrefix) + std::to_string(::getpid()) + "-XXXXXX")).string();
   if (::mkdtemp(pattern.data()) == nullptr) return io_error(errno_text(errno, "creating", pattern));
   return fs::path(pattern);
 }
@@ -72,11 +75,13 @@ Result<fs::path> make_scratch() {
 
 ReplayJobs::ReplayJobs(fs::path scratch) : scratch_(std::move(scratch)) {}
 
-Result<std::unique_ptr<ReplayJobs>> ReplayJobs::create(const fs::path& program, std::size_t capacity, const Task& task,
+Result<std::unique_ptr<ReplayJobs>> ReplayJobs::create(const fs::path& program,
+                                                       std::size_t capacity, const Task& task,
                                                        const training::TrainerOptions& trainer) {
   if (capacity == 0) return invalid_input("parallel replays: at least one job is needed");
   if (::access(program.c_str(), X_OK) != 0)
-    return invalid_input("parallel replays: " + program.string() + " is not an executable veritrain");
+    return invalid_input("parallel replays: " + program.string() +
+                         " is not an executable veritrain");
   VT_ASSIGN_OR_RETURN(fs::path scratch, make_scratch());
   std::unique_ptr<ReplayJobs> jobs(new ReplayJobs(scratch));
   // The workers replay the task this verifier checks, byte for byte, not a file that might
@@ -85,11 +90,16 @@ Result<std::unique_ptr<ReplayJobs>> ReplayJobs::create(const fs::path& program, 
   // The workers run in the same working directory, but an absolute folder says so explicitly
   // ("" is what the parent path of a bare "task.json" is).
   std::error_code ec;
-  const fs::path task_dir = trainer.task_dir.empty() ? fs::current_path(ec) : fs::absolute(trainer.task_dir, ec);
-  if (ec) return io_error("locating the task's folder " + trainer.task_dir.string() + ": " + ec.message());
-  std::vector<std::string> argv = {program.string(), "--log-level", "warn", "replay-worker",
-                                   "--task", (scratch / "task.json").string(), "--task-dir", task_dir.string(),
-                                   "--threads", std::to_string(trainer.intra_op_threads)};
+  const fs::path task_dir =
+      trainer.task_dir.empty() ? fs::current_path(ec) : fs::absolute(trainer.task_dir, ec);
+  if (ec)
+    return io_error("locating the task's folder " + trainer.task_dir.string() + ": " +
+                    ec.message());
+  std::vector<std::string> argv = {program.string(), "--log-level",
+                                   "warn",           "replay-worker",
+                                   "--task",         (scratch / "task.json").string(),
+                                   "--task-dir",     task_dir.string(),
+                                   "--threads",      std::to_string(trainer.intra_op_threads)};
   if (!trainer.device.empty()) {
     argv.push_back("--device");
     argv.push_back(trainer.device);
@@ -114,7 +124,8 @@ fs::path ReplayJobs::file(std::uint64_t epoch, const char* what) const {
 
 Error ReplayJobs::worker_failed(Worker& w, const std::string& what, const std::string& why) {
   const int code = w.child.wait();  // it is gone or broken: reap it for its exit code
-  return Error{Errc::kInternal, what + " failed (" + why + ", exit " + std::to_string(code) + "): " + tail_of(w.log)};
+  return Error{Errc::kInternal, what + " failed (" + why + ", exit " + std::to_string(code) +
+                                    "): " + tail_of(w.log)};
 }
 
 Status ReplayJobs::start(std::uint64_t epoch, ByteSpan start) {
@@ -126,14 +137,16 @@ Status ReplayJobs::start(std::uint64_t epoch, ByteSpan start) {
     }
   }
   if (idle == workers_.size())
-    return internal_error("parallel replays: all " + std::to_string(workers_.size()) + " jobs are busy");
+    return internal_error("parallel replays: all " + std::to_string(workers_.size()) +
+                          " jobs are busy");
   VT_RETURN_IF_ERROR(write_scratch(file(epoch, "before.safetensors"), start));
   const json request = {{"epoch", epoch},
                         {"from", file(epoch, "before.safetensors").string()},
                         {"out", file(epoch, "after.safetensors").string()}};
   Worker& w = workers_[idle];
   if (Status sent = w.child.write_line(request.dump()); !sent) {
-    return worker_failed(w, "replaying epoch " + std::to_string(epoch) + " in a child process", sent.error().message);
+    return worker_failed(w, "replaying epoch " + std::to_string(epoch) + " in a child process",
+                         sent.error().message);
   }
   w.busy = true;
   jobs_.push_back(Job{epoch, idle});
@@ -162,13 +175,15 @@ Result<Replay> ReplayJobs::finish_oldest() {
       Errc errc = Errc::kInternal;
       for (Errc c : {Errc::kRejected, Errc::kInvalidInput, Errc::kIo})
         if (code == exit_code(c)) errc = c;
-      return Error{errc, what + " failed (exit " + std::to_string(code) + "): " + answer.at("error").get<std::string>()};
+      return Error{errc, what + " failed (exit " + std::to_string(code) +
+                             "): " + answer.at("error").get<std::string>()};
     }
     // The root is the worker's own hash of the bytes it wrote: this verifier's code, hashing on
     // a core the parent does not need.
     VT_ASSIGN_OR_RETURN(r.root, digest_from_hex(answer.at("root").get<std::string>(), "root"));
-    VT_ASSIGN_OR_RETURN(r.data_order_digest,
-                        digest_from_hex(answer.at("data_order_digest").get<std::string>(), "data_order_digest"));
+    VT_ASSIGN_OR_RETURN(
+        r.data_order_digest,
+        digest_from_hex(answer.at("data_order_digest").get<std::string>(), "data_order_digest"));
     r.notes = answer.at("notes").get<std::vector<std::string>>();
     r.seconds = answer.at("seconds").get<double>();
     // The loss travels as its bits: the parent compares them exactly.
@@ -179,7 +194,8 @@ Result<Replay> ReplayJobs::finish_oldest() {
     if (auto e = answer.find("eval"); e != answer.end()) {  // held-out metrics, also as bits
       EvalClaim claim;
       claim.loss = std::bit_cast<double>(e->at("loss_bits").get<std::uint64_t>());
-      if (e->contains("accuracy_bits")) claim.accuracy = std::bit_cast<double>(e->at("accuracy_bits").get<std::uint64_t>());
+      if (e->contains("accuracy_bits"))
+        claim.accuracy = std::bit_cast<double>(e->at("accuracy_bits").get<std::uint64_t>());
       claim.examples = e->at("examples").get<std::uint64_t>();
       r.eval = claim;
     }
@@ -191,11 +207,12 @@ Result<Replay> ReplayJobs::finish_oldest() {
   return r;
 }
 
-std::size_t automatic_replay_jobs(const Task& task, const training::TrainerOptions& trainer, std::size_t epochs) {
+std::size_t automatic_replay_jobs(const Task& task, const training::TrainerOptions& trainer,
+                                  std::size_t epochs) {
   const std::string device = trainer.device.empty() ? task.device : trainer.device;
   if (device.rfind("cuda", 0) == 0 || epochs < 2) return 1;
-  const std::int64_t threads = std::max<std::int64_t>(1, trainer.intra_op_threads > 0 ? trainer.intra_op_threads
-                                                                                       : task.intra_op_threads);
+  const std::int64_t threads = std::max<std::int64_t>(
+      1, trainer.intra_op_threads > 0 ? trainer.intra_op_threads : task.intra_op_threads);
   const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
   return std::clamp<std::size_t>(cores / static_cast<std::size_t>(threads), 1, epochs);
 }
@@ -247,11 +264,15 @@ Status run_replay_worker(const ReplayWorkerArgs& args, std::istream& in, std::os
                 {"samples", replayed->samples},
                 {"trail", replayed->trail}};
       if (const auto& e = replayed->eval) {
-        answer["eval"] = {{"loss_bits", std::bit_cast<std::uint64_t>(e->loss)}, {"examples", e->examples}};
-        if (e->accuracy) answer["eval"]["accuracy_bits"] = std::bit_cast<std::uint64_t>(*e->accuracy);
+        answer["eval"] = {{"loss_bits", std::bit_cast<std::uint64_t>(e->loss)},
+                          {"examples", e->examples}};
+        if (e->accuracy)
+          answer["eval"]["accuracy_bits"] = std::bit_cast<std::uint64_t>(*e->accuracy);
       }
     } else {
-      answer = {{"ok", false}, {"code", exit_code(replayed.error().code)}, {"error", replayed.error().message}};
+      answer = {{"ok", false},
+                {"code", exit_code(replayed.error().code)},
+                {"error", replayed.error().message}};
     }
     out_lines << answer.dump() << '\n' << std::flush;
     if (!out_lines) return io_error("replay-worker: its verifier stopped listening");

@@ -26,8 +26,9 @@ class ReplayJobs {
  public:
   // `program` is a veritrain binary; `capacity` replays run at most at once.
   // Starts `capacity` workers at once, so that they load LibTorch while the caller fetches.
-  static Result<std::unique_ptr<ReplayJobs>> create(const std::filesystem::path& program, std::size_t capacity,
-                                                    const Task& task, const training::TrainerOptions& trainer);
+  static Result<std::unique_ptr<ReplayJobs>> create(const std::filesystem::path& program,
+                                                    std::size_t capacity, const Task& task,
+                                                    const training::TrainerOptions& trainer);
   ~ReplayJobs();  // ends the workers and removes the scratch folder
   ReplayJobs(const ReplayJobs&) = delete;
   ReplayJobs& operator=(const ReplayJobs&) = delete;
@@ -62,7 +63,8 @@ class ReplayJobs {
 // How many replays to run at once when the user did not say: one on a GPU (they would share
 // its memory and compute), else as many as the cores hold at the task's thread count, and no
 // more than there are epochs to replay.
-std::size_t automatic_replay_jobs(const Task& task, const training::TrainerOptions& trainer, std::size_t epochs);
+std::size_t automatic_replay_jobs(const Task& task, const training::TrainerOptions& trainer,
+                                  std::size_t epochs);
 // And no more than the memory the kernel calls available holds, at a rough 512 MiB (LibTorch,
 // data) plus four times the state (weights and optimizer state, the snapshot, gradients and
 // activations) per replay; at least one. Unlimited when /proc/meminfo cannot be read.

@@ -32,7 +32,9 @@ nlohmann::json eval_to_json(const std::optional<EvalClaim>& e) {
 // Held-out metrics of a task with an eval split; null for tasks without one.
 nlohmann::json eval_json(const EpochCheck& c) {
   if (!c.claimed_eval && !c.replay_eval) return nullptr;
-  return {{"claimed", eval_to_json(c.claimed_eval)}, {"replayed", eval_to_json(c.replay_eval)}, {"status", c.eval_status}};
+  return {{"claimed", eval_to_json(c.claimed_eval)},
+          {"replayed", eval_to_json(c.replay_eval)},
+          {"status", c.eval_status}};
 }
 
 nlohmann::json check_to_json(const EpochCheck& c) {
@@ -66,16 +68,19 @@ std::string comparison_line(const char* what, const fp::Comparison& c) {
     return buf;
   }
   if (c.mode == fp::CompareMode::kExact) {
-    std::snprintf(buf, sizeof buf, "%s exact: %llu of %llu values differ (none allowed), max abs %.3g, rel L2 %.3g", what,
-                  static_cast<unsigned long long>(c.mismatches), static_cast<unsigned long long>(c.compared),
-                  c.max_abs_diff, c.rel_l2);
+    std::snprintf(buf, sizeof buf,
+                  "%s exact: %llu of %llu values differ (none allowed), max abs %.3g, rel L2 %.3g",
+                  what, static_cast<unsigned long long>(c.mismatches),
+                  static_cast<unsigned long long>(c.compared), c.max_abs_diff, c.rel_l2);
     return buf;
   }
-  std::snprintf(buf, sizeof buf, "%s %s: %llu of %llu values differ (allowed %llu), max abs %.3g, rel L2 %.3g (limit %.3g)",
-                what, std::string(fp::compare_mode_name(c.mode)).c_str(),
-                static_cast<unsigned long long>(c.mismatches), static_cast<unsigned long long>(c.compared),
-                static_cast<unsigned long long>(c.allowed_mismatches), c.max_abs_diff, c.rel_l2,
-                c.thresholds.rel_l2);
+  std::snprintf(
+      buf, sizeof buf,
+      "%s %s: %llu of %llu values differ (allowed %llu), max abs %.3g, rel L2 %.3g (limit %.3g)",
+      what, std::string(fp::compare_mode_name(c.mode)).c_str(),
+      static_cast<unsigned long long>(c.mismatches), static_cast<unsigned long long>(c.compared),
+      static_cast<unsigned long long>(c.allowed_mismatches), c.max_abs_diff, c.rel_l2,
+      c.thresholds.rel_l2);
   return buf;
 }
 
@@ -88,12 +93,14 @@ void finalize_verdict(Verdict& v) {
     checked.insert(c.epoch);
     if (c.passed) continue;
     if (c.failures.empty()) {
-      v.reasons.push_back("epoch " + std::to_string(c.epoch) + ": check failed without a recorded reason");
+      v.reasons.push_back("epoch " + std::to_string(c.epoch) +
+                          ": check failed without a recorded reason");
     }
     v.reasons.insert(v.reasons.end(), c.failures.begin(), c.failures.end());
   }
   for (std::uint64_t e : v.plan.challenged) {
-    if (!checked.count(e)) v.reasons.push_back("epoch " + std::to_string(e) + ": challenged but never checked");
+    if (!checked.count(e))
+      v.reasons.push_back("epoch " + std::to_string(e) + ": challenged but never checked");
   }
   if (v.plan.challenged.empty() && v.log_failures.empty()) {
     v.reasons.push_back("no epoch was challenged, so nothing was verified");
@@ -105,23 +112,24 @@ void finalize_verdict(Verdict& v) {
 nlohmann::json verdict_to_json(const Verdict& v, const PublicKey& verifier) {
   nlohmann::json checks = nlohmann::json::array();
   for (const EpochCheck& c : v.checks) checks.push_back(check_to_json(c));
-  return {{"format", kVerdictFormat},
-          {"task_id", v.task_id},
-          {"log_head", v.log_head},
-          {"epochs", v.epochs},
-          {"source", v.source},
-          {"provider", {{"key", v.provider_key}, {"pinned", v.provider_key_pinned}}},
-          {"online", v.online},
-          {"challenge", challenge_plan_to_json(v.plan)},
-          {"checks", std::move(checks)},
-          {"log_failures", v.log_failures},
-          {"notes", v.notes},
-          {"bytes_fetched", v.bytes_fetched},
-          {"started", v.started},
-          {"finished", v.finished},
-          {"result", v.accepted ? "accepted" : "rejected"},
-          {"reasons", v.reasons},
-          {"verifier", {{"key", hex_encode(verifier.raw())}, {"fingerprint", verifier.fingerprint()}}}};
+  return {
+      {"format", kVerdictFormat},
+      {"task_id", v.task_id},
+      {"log_head", v.log_head},
+      {"epochs", v.epochs},
+      {"source", v.source},
+      {"provider", {{"key", v.provider_key}, {"pinned", v.provider_key_pinned}}},
+      {"online", v.online},
+      {"challenge", challenge_plan_to_json(v.plan)},
+      {"checks", std::move(checks)},
+      {"log_failures", v.log_failures},
+      {"notes", v.notes},
+      {"bytes_fetched", v.bytes_fetched},
+      {"started", v.started},
+      {"finished", v.finished},
+      {"result", v.accepted ? "accepted" : "rejected"},
+      {"reasons", v.reasons},
+      {"verifier", {{"key", hex_encode(verifier.raw())}, {"fingerprint", verifier.fingerprint()}}}};
 }
 
 Result<std::string> signed_verdict_text(const Verdict& verdict, const SigningKey& key) {
@@ -133,7 +141,8 @@ Result<std::string> signed_verdict_text(const Verdict& verdict, const SigningKey
     // Only invalid UTF-8 in a message (a provider's error text) gets here. The provider must not
     // escape its verdict that way: such bytes become U+FFFD.
     try {
-      object = nlohmann::json::parse(object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      object = nlohmann::json::parse(
+          object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       body = canonical_json(object);
     } catch (const nlohmann::json::exception& e) {
       return internal_error(std::string("verdict: cannot serialize: ") + e.what());
@@ -148,12 +157,14 @@ Result<std::string> signed_verdict_text(const Verdict& verdict, const SigningKey
   return text;
 }
 
-Status write_verdict_file(const std::filesystem::path& path, const Verdict& verdict, const SigningKey& key) {
+Status write_verdict_file(const std::filesystem::path& path, const Verdict& verdict,
+                          const SigningKey& key) {
   VT_ASSIGN_OR_RETURN(std::string text, signed_verdict_text(verdict, key));
   return write_file_atomic(path, text);
 }
 
-Result<CheckedVerdict> verify_verdict_text(std::string_view text, const std::optional<PublicKey>& expected,
+Result<CheckedVerdict> verify_verdict_text(std::string_view text,
+                                           const std::optional<PublicKey>& expected,
                                            std::string_view where) {
   const std::string w(where);
   const std::size_t signer_at = kPrefixSignature.size() + kSignatureHex;
@@ -163,7 +174,9 @@ Result<CheckedVerdict> verify_verdict_text(std::string_view text, const std::opt
   if (text.size() < body_at + 2 || !text.starts_with(kPrefixSignature) ||
       text.substr(signer_at, kPrefixSigner.size()) != kPrefixSigner ||
       text.substr(verdict_at, kPrefixVerdict.size()) != kPrefixVerdict || !text.ends_with('}')) {
-    return invalid_input(w + R"(: expected {"signature":"<128 hex>","signer":"<64 hex>","verdict":{...}} on one line)");
+    return invalid_input(
+        w +
+        R"(: expected {"signature":"<128 hex>","signer":"<64 hex>","verdict":{...}} on one line)");
   }
   Result<Bytes> signature = hex_decode(text.substr(kPrefixSignature.size(), kSignatureHex));
   if (!signature.ok()) return invalid_input(w + ": signature: " + signature.error().message);
@@ -172,10 +185,12 @@ Result<CheckedVerdict> verify_verdict_text(std::string_view text, const std::opt
   VT_ASSIGN_OR_RETURN(PublicKey signer, PublicKey::from_raw(*signer_raw));
   const std::string_view body = text.substr(body_at, text.size() - body_at - 1);
   if (!signer.verify(as_bytes(body), *signature)) {
-    return rejected(w + ": the signature does not match the verdict (edited after signing, or another signer)");
+    return rejected(
+        w + ": the signature does not match the verdict (edited after signing, or another signer)");
   }
   if (expected && expected->raw() != signer.raw()) {
-    return rejected(w + ": signed by " + signer.fingerprint() + ", expected " + expected->fingerprint());
+    return rejected(w + ": signed by " + signer.fingerprint() + ", expected " +
+                    expected->fingerprint());
   }
   VT_ASSIGN_OR_RETURN(nlohmann::json verdict, parse_json(body, w + ": verdict"));
   if (!verdict.is_object() || canonical_json(verdict) != body) {
@@ -190,20 +205,24 @@ Result<CheckedVerdict> verify_verdict_text(std::string_view text, const std::opt
     return invalid_input(w + ": verdict.format: expected \"" + std::string(kVerdictFormat) + "\"");
   }
   const nlohmann::json* key = field("verifier");
-  if (!key || !key->is_object() || !key->contains("key") || (*key)["key"] != hex_encode(signer.raw())) {
+  if (!key || !key->is_object() || !key->contains("key") ||
+      (*key)["key"] != hex_encode(signer.raw())) {
     return rejected(w + ": verdict.verifier.key does not name the key that signed it");
   }
   const nlohmann::json* provider = field("provider");
-  if (!provider || !provider->is_object() || !provider->contains("key") || !(*provider)["key"].is_string() ||
-      !provider->contains("pinned") || !(*provider)["pinned"].is_boolean()) {
-    return invalid_input(w + ": verdict.provider: expected {\"key\": SHA-256 hex, \"pinned\": true|false}");
+  if (!provider || !provider->is_object() || !provider->contains("key") ||
+      !(*provider)["key"].is_string() || !provider->contains("pinned") ||
+      !(*provider)["pinned"].is_boolean()) {
+    return invalid_input(
+        w + ": verdict.provider: expected {\"key\": SHA-256 hex, \"pinned\": true|false}");
   }
   const nlohmann::json* result = field("result");
   const nlohmann::json* task = field("task_id");
   if (!result || (*result != "accepted" && *result != "rejected")) {
     return invalid_input(w + ": verdict.result: expected \"accepted\" or \"rejected\"");
   }
-  if (!task || !task->is_string()) return invalid_input(w + ": verdict.task_id: expected a hex string");
+  if (!task || !task->is_string())
+    return invalid_input(w + ": verdict.task_id: expected a hex string");
   CheckedVerdict out{std::move(verdict), std::move(signer), false, "", "", false};
   out.accepted = *result == "accepted";
   out.task_id = task->get<std::string>();
@@ -212,7 +231,8 @@ Result<CheckedVerdict> verify_verdict_text(std::string_view text, const std::opt
   return out;
 }
 
-Result<CheckedVerdict> verify_verdict_file(const std::filesystem::path& path, const std::optional<PublicKey>& expected) {
+Result<CheckedVerdict> verify_verdict_file(const std::filesystem::path& path,
+                                           const std::optional<PublicKey>& expected) {
   VT_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
   return verify_verdict_text(text, expected, path.string());
 }
@@ -221,14 +241,17 @@ std::string verdict_sentence(const Verdict& v) {
   std::size_t passed = 0;
   for (const EpochCheck& c : v.checks) passed += c.passed ? 1 : 0;
   const ProbabilityDerivation& d = v.plan.derivation;
-  const std::string replayed = std::to_string(v.checks.size()) + " of " + std::to_string(v.epochs) + " epochs replayed";
+  const std::string replayed =
+      std::to_string(v.checks.size()) + " of " + std::to_string(v.epochs) + " epochs replayed";
   if (v.accepted) {
     std::string s = "Accepted: " + replayed + ", each matching the provider's commitments";
     if (!d.method.empty()) s += "; " + detection_claim(d);
     if (d.economics) {
       char buf[160];
-      std::snprintf(buf, sizeof buf, "; with R = %g, D = %g and K = %g, cheating on any number of epochs does not pay",
-                    d.economics->reward, d.economics->penalty, d.economics->cost);
+      std::snprintf(
+          buf, sizeof buf,
+          "; with R = %g, D = %g and K = %g, cheating on any number of epochs does not pay",
+          d.economics->reward, d.economics->penalty, d.economics->cost);
       s += buf;
     }
     return s + ".";
@@ -239,32 +262,36 @@ std::string verdict_sentence(const Verdict& v) {
   }
   if (v.reasons.empty()) return s + "no reason was recorded.";
   s += printable(v.reasons.front(), 4096);
-  if (v.reasons.size() > 1) s += " (and " + std::to_string(v.reasons.size() - 1) + " more reasons below)";
+  if (v.reasons.size() > 1)
+    s += " (and " + std::to_string(v.reasons.size() - 1) + " more reasons below)";
   return s + ".";
 }
 
 std::string verdict_summary(const Verdict& v, const std::filesystem::path& report_dir) {
   std::string s;
-  s += std::string(v.accepted ? "ACCEPTED" : "REJECTED") + "  task " + v.task_id.substr(0, 16) + "..., " +
-       std::to_string(v.epochs) + " epochs from " + v.source + "\n";
+  s += std::string(v.accepted ? "ACCEPTED" : "REJECTED") + "  task " + v.task_id.substr(0, 16) +
+       "..., " + std::to_string(v.epochs) + " epochs from " + v.source + "\n";
   s += "provider key " + (v.provider_key.empty() ? std::string("(unread)") : v.provider_key) +
        (v.provider_key_pinned ? " (pinned)\n" : " (NOT pinned: give --provider-key)\n");
   char line[256];
-  std::snprintf(line, sizeof line, "challenged %zu of %llu epochs (p = %.4g, %s%s)\n", v.plan.challenged.size(),
-                static_cast<unsigned long long>(v.epochs), v.plan.derivation.p, v.plan.derivation.method.c_str(),
+  std::snprintf(line, sizeof line, "challenged %zu of %llu epochs (p = %.4g, %s%s)\n",
+                v.plan.challenged.size(), static_cast<unsigned long long>(v.epochs),
+                v.plan.derivation.p, v.plan.derivation.method.c_str(),
                 v.plan.fallback_used ? "; none drawn, one picked uniformly" : "");
   s += line;
   if (!v.plan.derivation.guarantee.empty()) s += "policy: " + v.plan.derivation.guarantee + "\n";
   for (const EpochCheck& c : v.checks) {
     std::snprintf(line, sizeof line, "  epoch %llu  %s  replay %.2f s, %s fetched%s\n",
-                  static_cast<unsigned long long>(c.epoch), c.passed ? "passed" : "FAILED", c.replay_seconds,
-                  html::bytes(c.bytes_fetched).c_str(), c.after_fetched ? "" : " (before state only)");
+                  static_cast<unsigned long long>(c.epoch), c.passed ? "passed" : "FAILED",
+                  c.replay_seconds, html::bytes(c.bytes_fetched).c_str(),
+                  c.after_fetched ? "" : " (before state only)");
     s += line;
     if (c.fingerprint) s += "    " + comparison_line("fingerprint", *c.fingerprint) + "\n";
     if (c.full_state) s += "    " + comparison_line("full state", *c.full_state) + "\n";
     if (c.replay_loss) {
       std::snprintf(line, sizeof line, "    loss %.6g %s\n", c.claimed_loss,
-                    c.loss_verified ? "(verified: the replay's bits)" : "(claimed; the replay's is not compared in tolerance mode)");
+                    c.loss_verified ? "(verified: the replay's bits)"
+                                    : "(claimed; the replay's is not compared in tolerance mode)");
       s += line;
     }
     for (const std::string& n : c.replay_notes) s += "    note: " + n + "\n";
@@ -274,8 +301,8 @@ std::string verdict_summary(const Verdict& v, const std::filesystem::path& repor
   for (const std::string& n : v.notes) s += "note: " + n + "\n";
   s += verdict_sentence(v) + "\n";
   if (!report_dir.empty()) {
-    s += "report: " + (report_dir / "report.html").string() + ", signed verdict: " +
-         (report_dir / "verdict.json").string() + "\n";
+    s += "report: " + (report_dir / "report.html").string() +
+         ", signed verdict: " + (report_dir / "verdict.json").string() + "\n";
   }
   return s;
 }

@@ -14,10 +14,11 @@
 // verifier.key so that the signed bytes name their signer.
 
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "protocol/keys.h"
 #include "verifier/epoch_check.h"
@@ -28,19 +29,19 @@ namespace vt::verifier {
 inline constexpr std::string_view kVerdictFormat = "veritrain.verdict.v1";
 
 struct Verdict {
-  std::string task_id;   // hex
-  std::string log_head;  // hex hash of the last record judged
-  std::uint64_t epochs = 0;  // N: the task's epochs
-  std::string source;    // EvidenceSource::describe()
+  std::string task_id;               // hex
+  std::string log_head;              // hex hash of the last record judged
+  std::uint64_t epochs = 0;          // N: the task's epochs
+  std::string source;                // EvidenceSource::describe()
   std::string provider_key;          // SHA-256 of the key that signed the log, hex; "" if unread
   bool provider_key_pinned = false;  // checked against --provider-key
-  bool online = false;   // challenges were drawn while training ran
+  bool online = false;               // challenges were drawn while training ran
   ChallengePlan plan;
-  std::vector<EpochCheck> checks;          // one per challenged epoch, ascending
-  std::vector<std::string> log_failures;   // from check_log / check_final_model
-  std::vector<std::string> notes;          // anything people should know; not a failure
-  std::uint64_t bytes_fetched = 0;         // for the whole run
-  std::string started, finished;           // UTC, utc_now_iso8601()
+  std::vector<EpochCheck> checks;         // one per challenged epoch, ascending
+  std::vector<std::string> log_failures;  // from check_log / check_final_model
+  std::vector<std::string> notes;         // anything people should know; not a failure
+  std::uint64_t bytes_fetched = 0;        // for the whole run
+  std::string started, finished;          // UTC, utc_now_iso8601()
   // Each committed epoch's claimed metrics.loss (index = epoch), for the report's plot; not part
   // of the signed body (the log holds them, signed by the provider).
   std::vector<double> claimed_loss;
@@ -61,7 +62,8 @@ nlohmann::json verdict_to_json(const Verdict& verdict, const PublicKey& verifier
 // The whole file text, newline included.
 Result<std::string> signed_verdict_text(const Verdict& verdict, const SigningKey& key);
 // Writes it atomically.
-Status write_verdict_file(const std::filesystem::path& path, const Verdict& verdict, const SigningKey& key);
+Status write_verdict_file(const std::filesystem::path& path, const Verdict& verdict,
+                          const SigningKey& key);
 
 struct CheckedVerdict {
   nlohmann::json verdict;  // BODY, parsed
@@ -75,7 +77,8 @@ struct CheckedVerdict {
 // Checks the layout, the signature over BODY, that BODY is canonical JSON of a verdict object
 // of this format naming the same signer, and (when given) that the signer is `expected`.
 // A bad signature or a wrong signer is Errc::kRejected; a malformed file Errc::kInvalidInput.
-Result<CheckedVerdict> verify_verdict_text(std::string_view text, const std::optional<PublicKey>& expected,
+Result<CheckedVerdict> verify_verdict_text(std::string_view text,
+                                           const std::optional<PublicKey>& expected,
                                            std::string_view where = "verdict");
 Result<CheckedVerdict> verify_verdict_file(const std::filesystem::path& path,
                                            const std::optional<PublicKey>& expected = std::nullopt);

@@ -8,8 +8,10 @@ namespace {
 // A word the shell reads back unchanged: as is when it holds only safe characters, else in
 // single quotes.
 std::string shell_word(std::string_view w) {
-  const bool safe = !w.empty() && w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-                                                      "_-./:=,+@%") == std::string_view::npos;
+  const bool safe =
+      !w.empty() && w.find_first_not_of(
+                        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                        "_-./:=,+@%") == std::string_view::npos;
   if (safe) return std::string(w);
   std::string out = "'";
   for (char c : w) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -30,18 +32,20 @@ std::string audit_command(const Verdict& v, std::string_view task_file, std::str
   if (failed == nullptr) return "";
   const std::string e = std::to_string(failed->epoch);
   std::string cmd = "veritrain audit --task " + shell_word(task_file) + " --workdir " +
-                    (workdir.empty() ? std::string("PROVIDER_WORKDIR") : shell_word(workdir)) + " --epoch " + e;
+                    (workdir.empty() ? std::string("PROVIDER_WORKDIR") : shell_word(workdir)) +
+                    " --epoch " + e;
   if (!v.provider_key.empty()) cmd += " --provider-key " + shell_word(v.provider_key);
   return cmd + " --evidence evidence-epoch-" + e + ".json --report audit-epoch-" + e;
 }
 
-Status write_report_folder(const std::filesystem::path& dir, const Verdict& verdict, const SigningKey& key,
-                           std::string_view next_step) {
+Status write_report_folder(const std::filesystem::path& dir, const Verdict& verdict,
+                           const SigningKey& key, std::string_view next_step) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return io_error("creating " + dir.string() + ": " + ec.message());
   VT_RETURN_IF_ERROR(write_verdict_file(dir / "verdict.json", verdict, key));
-  return write_html_report(dir / "report.html", verdict, verdict.claimed_loss, key.public_key().fingerprint(), next_step);
+  return write_html_report(dir / "report.html", verdict, verdict.claimed_loss,
+                           key.public_key().fingerprint(), next_step);
 }
 
 }  // namespace vt::verifier

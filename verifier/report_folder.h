@@ -17,11 +17,12 @@ namespace vt::verifier {
 // `workdir` is the provider's workdir (or a copy); when the verifier read the provider over the
 // network it does not know it, and the command says PROVIDER_WORKDIR instead. Empty for an
 // accepted verdict and for a rejection no replay failed (the log itself was wrong).
-std::string audit_command(const Verdict& verdict, std::string_view task_file, std::string_view workdir);
+std::string audit_command(const Verdict& verdict, std::string_view task_file,
+                          std::string_view workdir);
 
 // Creates `dir` if needed and writes verdict.json (signed with `key`) and report.html (with the
 // verdict's claimed losses and `next_step`), each atomically.
-Status write_report_folder(const std::filesystem::path& dir, const Verdict& verdict, const SigningKey& key,
-                           std::string_view next_step);
+Status write_report_folder(const std::filesystem::path& dir, const Verdict& verdict,
+                           const SigningKey& key, std::string_view next_step);
 
 }  // namespace vt::verifier

@@ -22,8 +22,11 @@ constexpr int kReferenceNotCovered = 3;  // replay_ref.py's exit status for a ta
 class Scratch {
  public:
   static Result<Scratch> make() {
-    std::string pattern = (fs::temp_directory_path() / ("veritrain-replay-" + std::to_string(::getpid()) + "-XXXXXX")).string();
-    if (::mkdtemp(pattern.data()) == nullptr) return io_error(errno_text(errno, "creating", pattern));
+    std::string pattern =
+        (fs::temp_directory_path() / ("veritrain-replay-" + std::to_string(::getpid()) + "-XXXXXX"))
+            .string();
+    if (::mkdtemp(pattern.data()) == nullptr)
+      return io_error(errno_text(errno, "creating", pattern));
     return Scratch(fs::path(pattern));
   }
   Scratch(Scratch&& other) noexcept : path_(std::move(other.path_)) { other.path_.clear(); }
@@ -46,10 +49,12 @@ std::string tail(const std::string& text) {
 
 }  // namespace
 
-Result<SecondOpinion> second_opinion(const std::string& task_json, ByteSpan before, const Digest& veritrain_root,
+Result<SecondOpinion> second_opinion(const std::string& task_json, ByteSpan before,
+                                     const Digest& veritrain_root,
                                      const SecondOpinionOptions& options) {
   if (!fs::is_regular_file(options.script)) {
-    return invalid_input("--second-opinion: the reference " + options.script.string() + " does not exist (--reference FILE)");
+    return invalid_input("--second-opinion: the reference " + options.script.string() +
+                         " does not exist (--reference FILE)");
   }
   VT_ASSIGN_OR_RETURN(Scratch scratch, Scratch::make());
   const fs::path task = scratch.path() / "task.json", in = scratch.path() / "before.safetensors",
@@ -60,7 +65,9 @@ Result<SecondOpinion> second_opinion(const std::string& task_json, ByteSpan befo
   if (!options.data_dir.empty()) {
     std::error_code ec;
     const fs::path dir = fs::absolute(options.data_dir, ec);
-    if (ec) return io_error("--second-opinion: the data folder " + options.data_dir.string() + ": " + ec.message());
+    if (ec)
+      return io_error("--second-opinion: the data folder " + options.data_dir.string() + ": " +
+                      ec.message());
     argv.insert(argv.end(), {"--data-dir", dir.string()});
   }
   argv.insert(argv.end(), {task.string(), in.string(), out.string()});
@@ -76,8 +83,9 @@ Result<SecondOpinion> second_opinion(const std::string& task_json, ByteSpan befo
     return s;
   }
   if (status != 0) {
-    return internal_error("--second-opinion: " + options.python.string() + " " + options.script.string() +
-                          " exited with status " + std::to_string(status) + ": " + said);
+    return internal_error("--second-opinion: " + options.python.string() + " " +
+                          options.script.string() + " exited with status " +
+                          std::to_string(status) + ": " + said);
   }
   VT_ASSIGN_OR_RETURN(Bytes after, read_file(out));
   s.reference_root = fp::merkle_root(after);
@@ -89,7 +97,8 @@ nlohmann::json second_opinion_to_json(const SecondOpinion& s) {
   const bool ran = s.status != "not_covered";
   return {{"status", s.status},
           {"reference", "scripts/replay_ref.py"},
-          {"reference_root", ran ? nlohmann::json(hex_encode(s.reference_root)) : nlohmann::json(nullptr)},
+          {"reference_root",
+           ran ? nlohmann::json(hex_encode(s.reference_root)) : nlohmann::json(nullptr)},
           {"detail", s.detail}};
 }
 

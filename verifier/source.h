@@ -39,7 +39,8 @@ class EvidenceSource {
   virtual std::string describe() const = 0;         // for reports: "workdir /x" or "provider h:p"
   // Calls on_commit with each durable record of epoch >= from as it appears, until on_commit
   // returns false; fails when nothing new arrives within `wait`. Network sources only.
-  virtual Status follow(std::uint64_t from, const std::function<bool(const SignedRecord&)>& on_commit,
+  virtual Status follow(std::uint64_t from,
+                        const std::function<bool(const SignedRecord&)>& on_commit,
                         std::chrono::milliseconds wait) {
     (void)from, (void)on_commit, (void)wait;
     return invalid_input("--online needs a provider (--provider HOST:PORT), not a workdir");
@@ -64,6 +65,7 @@ namespace vt::verifier {
 // `evidence_timeout` (retrying on fresh connections) is withheld: Errc::kRejected.
 inline constexpr std::chrono::milliseconds kDefaultEvidenceTimeout{std::chrono::minutes(10)};
 Result<std::unique_ptr<EvidenceSource>> open_provider_source(
-    const ClientConfig& config, std::chrono::milliseconds evidence_timeout = kDefaultEvidenceTimeout);
+    const ClientConfig& config,
+    std::chrono::milliseconds evidence_timeout = kDefaultEvidenceTimeout);
 
 }  // namespace vt::verifier

@@ -11,8 +11,11 @@ namespace {
 // first attempt, and then the evidence counts as withheld (a rejection, not an I/O error).
 class ProviderSource final : public EvidenceSource {
  public:
-  ProviderSource(Client client, ClientConfig config, std::string where, std::chrono::milliseconds evidence_timeout)
-      : client_(std::move(client)), config_(std::move(config)), where_(std::move(where)),
+  ProviderSource(Client client, ClientConfig config, std::string where,
+                 std::chrono::milliseconds evidence_timeout)
+      : client_(std::move(client)),
+        config_(std::move(config)),
+        where_(std::move(where)),
         evidence_timeout_(evidence_timeout) {}
 
   // A subscription occupies its connection, and the checks made while it runs fetch snapshots:
@@ -30,7 +33,8 @@ class ProviderSource final : public EvidenceSource {
   }
 
   Result<std::vector<SignedRecord>> log() override {
-    return until_withheld("the commitment log", [&] { return client_.get_log(0, limits_.log_records); });
+    return until_withheld("the commitment log",
+                          [&] { return client_.get_log(0, limits_.log_records); });
   }
 
   Result<Bytes> snapshot(std::uint64_t epoch, const Digest& root,
@@ -59,10 +63,13 @@ class ProviderSource final : public EvidenceSource {
       const auto now = std::chrono::steady_clock::now();
       if (now >= deadline) {
         return rejected(what + " is withheld: not delivered within --evidence-timeout " +
-                        std::to_string(evidence_timeout_.count() / 1000) + " s (" + got.error().message + ")");
+                        std::to_string(evidence_timeout_.count() / 1000) + " s (" +
+                        got.error().message + ")");
       }
-      // A broken connection cannot be reused; wait a little, bounded by the deadline, and reconnect.
-      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(std::chrono::seconds(1), deadline - now));
+      // A broken connection cannot be reused; wait a little, bounded by the deadline, and
+      // reconnect.
+      std::this_thread::sleep_for(
+          std::min<std::chrono::steady_clock::duration>(std::chrono::seconds(1), deadline - now));
       auto fresh = Client::connect(config_);
       if (fresh) client_ = std::move(*fresh);
     }
@@ -84,7 +91,8 @@ class ProviderSource final : public EvidenceSource {
       return true;
     });
     fetched_ += size;
-    if (!bytes) return bytes.error().context("epoch " + std::to_string(epoch) + " snapshot from " + where_);
+    if (!bytes)
+      return bytes.error().context("epoch " + std::to_string(epoch) + " snapshot from " + where_);
     return bytes;
   }
 
@@ -98,8 +106,8 @@ class ProviderSource final : public EvidenceSource {
 
 }  // namespace
 
-Result<std::unique_ptr<EvidenceSource>> open_provider_source(const ClientConfig& config,
-                                                             std::chrono::milliseconds evidence_timeout) {
+Result<std::unique_ptr<EvidenceSource>> open_provider_source(
+    const ClientConfig& config, std::chrono::milliseconds evidence_timeout) {
   const std::string where = config.host + ":" + std::to_string(config.port);
   auto client = Client::connect(config);
   if (!client) return client.error().context("connecting to " + where);  // never reached: exit 3

@@ -10,7 +10,8 @@ namespace {
 // reader ignores a torn tail.
 class WorkdirSource final : public EvidenceSource {
  public:
-  explicit WorkdirSource(provider::Workdir w) : workdir_(std::move(w)), store_(workdir_.snapshots_dir(), {1, 0, 64}) {}
+  explicit WorkdirSource(provider::Workdir w)
+      : workdir_(std::move(w)), store_(workdir_.snapshots_dir(), {1, 0, 64}) {}
 
   Result<std::string> task_json() override { return read_text_file(workdir_.task_file()); }
 
@@ -31,7 +32,8 @@ class WorkdirSource final : public EvidenceSource {
     auto bytes = store_.load_canonical(root);  // follows delta bases, checks every root
     if (!bytes) return withheld(bytes.error(), "epoch " + std::to_string(epoch) + " snapshot");
     std::error_code ec;
-    fetched_ += std::filesystem::file_size(store_.path_for(root), ec);  // what a transfer would move
+    fetched_ +=
+        std::filesystem::file_size(store_.path_for(root), ec);  // what a transfer would move
     return bytes;
   }
 

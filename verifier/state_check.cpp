@@ -13,7 +13,8 @@ namespace vt::verifier {
 namespace {
 
 bool is_count(const std::string& v, bool positive) {
-  if (v.empty() || v.size() > 19 || v.find_first_not_of("0123456789") != std::string::npos) return false;
+  if (v.empty() || v.size() > 19 || v.find_first_not_of("0123456789") != std::string::npos)
+    return false;
   if (v.size() > 1 && v[0] == '0') return false;
   return !positive || std::strtoull(v.c_str(), nullptr, 10) > 0;
 }
@@ -35,7 +36,9 @@ void check_metadata(const SafetensorsView& view, std::uint64_t epoch, const Chec
   };
   auto must_equal = [&](const char* key, const std::string& want) {
     const std::string* v = get(key);
-    if (v && *v != want) out.push_back(std::string("metadata ") + key + " is " + quoted(*v) + ", the task says " + quoted(want));
+    if (v && *v != want)
+      out.push_back(std::string("metadata ") + key + " is " + quoted(*v) + ", the task says " +
+                    quoted(want));
   };
   must_equal("format", training::kSnapshotFormat);
   must_equal("task_id", hex_encode(ctx.task_id));
@@ -57,7 +60,8 @@ void check_metadata(const SafetensorsView& view, std::uint64_t epoch, const Chec
     if (*d != "cpu" && *d != "cuda") {
       out.push_back("metadata device " + quoted(*d) + " is not cpu or cuda");
     } else if (exact && *d != task.device) {
-      out.push_back("metadata device is " + quoted(*d) + ", the task says " + quoted(task.device) + " (exact mode)");
+      out.push_back("metadata device is " + quoted(*d) + ", the task says " + quoted(task.device) +
+                    " (exact mode)");
     }
   }
 }
@@ -75,14 +79,17 @@ std::string shape_text(const TensorEntry& t) {
 
 // The state holds exactly the task's tensors. rng/cuda exists only for states made on a GPU, so
 // it is neither required nor refused (its dtype is checked on restore).
-void check_layout(const SafetensorsView& view, const std::vector<TensorEntry>& layout, std::vector<std::string>& out) {
+void check_layout(const SafetensorsView& view, const std::vector<TensorEntry>& layout,
+                  std::vector<std::string>& out) {
   for (const TensorEntry& want : layout) {
     if (want.name == "rng/cuda") continue;
     const TensorEntry* got = view.find(want.name);
     if (got == nullptr) {
-      out.push_back("tensor " + want.name + " is missing (the task's model needs " + shape_text(want) + ")");
+      out.push_back("tensor " + want.name + " is missing (the task's model needs " +
+                    shape_text(want) + ")");
     } else if (got->dtype != want.dtype || got->shape != want.shape) {
-      out.push_back("tensor " + want.name + " is " + shape_text(*got) + ", the task's model needs " + shape_text(want));
+      out.push_back("tensor " + want.name + " is " + shape_text(*got) +
+                    ", the task's model needs " + shape_text(want));
     }
   }
   for (const TensorEntry& got : view.tensors) {
@@ -95,8 +102,9 @@ void check_layout(const SafetensorsView& view, const std::vector<TensorEntry>& l
 
 // A committed fingerprint must be the one recomputed from the state's own bytes at the positions
 // `seed` and `k` derive over the state's (already checked) tensors: plan and values alike.
-void check_fingerprint(const char* what, const nlohmann::json& committed_json, const SafetensorsView& view,
-                       const Digest& seed, std::int64_t k, std::vector<std::string>& out) {
+void check_fingerprint(const char* what, const nlohmann::json& committed_json,
+                       const SafetensorsView& view, const Digest& seed, std::int64_t k,
+                       std::vector<std::string>& out) {
   auto committed = fp::fingerprint_from_json(committed_json);
   if (!committed) {
     out.push_back(std::string("committed ") + what + " is malformed: " + committed.error().message);
@@ -104,14 +112,17 @@ void check_fingerprint(const char* what, const nlohmann::json& committed_json, c
   }
   auto own = fp::fingerprint_snapshot(view, seed, static_cast<std::uint64_t>(k));
   if (!own) {
-    out.push_back(std::string("the ") + what + " the task derives cannot be taken: " + own.error().message);
+    out.push_back(std::string("the ") + what +
+                  " the task derives cannot be taken: " + own.error().message);
     return;
   }
   if (committed->plan != own->plan) {
-    out.push_back(std::string("committed ") + what + " samples other positions than the task derives (k " +
-                  std::to_string(k) + ", its tensor list, its seed)");
+    out.push_back(std::string("committed ") + what +
+                  " samples other positions than the task derives (k " + std::to_string(k) +
+                  ", its tensor list, its seed)");
   } else if (committed->values != own->values) {
-    out.push_back(std::string("committed ") + what + " does not match the committed snapshot's values");
+    out.push_back(std::string("committed ") + what +
+                  " does not match the committed snapshot's values");
   }
 }
 
@@ -135,13 +146,15 @@ Result<CheckContext> make_check_context(const Task& task, const training::Traine
   return ctx;
 }
 
-Result<fp::SamplePlan> expected_commitment_plan(const CheckContext& ctx, const CommitRecord& record) {
+Result<fp::SamplePlan> expected_commitment_plan(const CheckContext& ctx,
+                                                const CommitRecord& record) {
   if (ctx.layout.empty()) return internal_error("check context without the task's layout");
   return fp::plan_samples(fp::commitment_seed(ctx.task_id, record.epoch, record.root), ctx.layout,
                           static_cast<std::uint64_t>(ctx.task->fingerprint.k));
 }
 
-std::vector<std::string> check_committed_state(ByteSpan canonical, const SignedRecord& record, const CheckContext& ctx) {
+std::vector<std::string> check_committed_state(ByteSpan canonical, const SignedRecord& record,
+                                               const CheckContext& ctx) {
   const CommitRecord& r = record.record;
   std::vector<std::string> problems;
   auto view = parse_safetensors(canonical);
@@ -151,10 +164,11 @@ std::vector<std::string> check_committed_state(ByteSpan canonical, const SignedR
     check_metadata(*view, r.epoch, ctx, problems);
     check_layout(*view, ctx.layout, problems);
     if (problems.empty()) {
-      check_fingerprint("fingerprint", r.fingerprint, *view, fp::commitment_seed(ctx.task_id, r.epoch, r.root),
-                        ctx.task->fingerprint.k, problems);
-      check_fingerprint("tracking fingerprint", r.tracking_fingerprint, *view, fp::tracking_seed(ctx.task_id),
-                        ctx.task->fingerprint.tracking_k, problems);
+      check_fingerprint("fingerprint", r.fingerprint, *view,
+                        fp::commitment_seed(ctx.task_id, r.epoch, r.root), ctx.task->fingerprint.k,
+                        problems);
+      check_fingerprint("tracking fingerprint", r.tracking_fingerprint, *view,
+                        fp::tracking_seed(ctx.task_id), ctx.task->fingerprint.tracking_k, problems);
     }
   }
   return problems;

@@ -29,18 +29,21 @@ class Run {
   }
 
   Result<Verdict> offline() {
-    VT_ASSIGN_OR_RETURN(LogFacts facts, check_log(source_, task_, options_.trainer, /*require_complete=*/true,
-                                                  options_.provider_key));
+    VT_ASSIGN_OR_RETURN(LogFacts facts,
+                        check_log(source_, task_, options_.trainer, /*require_complete=*/true,
+                                  options_.provider_key));
     ctx_.layout = facts.layout;
     say("log: " + std::to_string(facts.records.size()) + " commitments, " +
-        (facts.failures.empty() ? std::string("signatures, chain, task and initial state check out") : facts.failures.front()));
+        (facts.failures.empty() ? std::string("signatures, chain, task and initial state check out")
+                                : facts.failures.front()));
     VerifyState state;
     if (options_.resume) {
       VT_ASSIGN_OR_RETURN(state, resumed_state(facts));
     } else {
       VT_ASSIGN_OR_RETURN(state, fresh_state(facts));
     }
-    VT_ASSIGN_OR_RETURN(ProbabilityDerivation derivation, derive_probability(state.policy, verdict_.epochs));
+    VT_ASSIGN_OR_RETURN(ProbabilityDerivation derivation,
+                        derive_probability(state.policy, verdict_.epochs));
     VT_ASSIGN_OR_RETURN(ChallengeRandom random, ChallengeRandom::from_seed_hex(state.seed_hex));
     std::vector<double> movements;
     if (facts.failures.empty()) {
@@ -48,14 +51,17 @@ class Run {
       if (m) {
         movements = std::move(*m);
       } else {
-        verdict_.notes.push_back("tracking fingerprints unusable, no movement boost: " + m.error().message);
+        verdict_.notes.push_back("tracking fingerprints unusable, no movement boost: " +
+                                 m.error().message);
       }
     }
     verdict_.plan = plan_challenges(derivation, movements, random);
     if (!state.seed_given) verdict_.plan.seed_hex.clear();  // a secret seed stays secret
     if (facts.failures.empty()) {
-      say("challenging epochs " + list(verdict_.plan.challenged) + " (p = " + std::to_string(derivation.p) + ")");
-      if (!options_.resume && !options_.state_dir.empty()) VT_RETURN_IF_ERROR(begin_state(options_.state_dir, state));
+      say("challenging epochs " + list(verdict_.plan.challenged) +
+          " (p = " + std::to_string(derivation.p) + ")");
+      if (!options_.resume && !options_.state_dir.empty())
+        VT_RETURN_IF_ERROR(begin_state(options_.state_dir, state));
       progress(0, true);
       VT_RETURN_IF_ERROR(take_judged(state));
       VT_RETURN_IF_ERROR(challenge_all(facts.records, verdict_.plan.challenged));
@@ -65,62 +71,73 @@ class Run {
   }
 
   Result<Verdict> online() {
-    VT_ASSIGN_OR_RETURN(CheckContext derived, make_check_context(task_, options_.trainer, options_.fetch_after));
+    VT_ASSIGN_OR_RETURN(CheckContext derived,
+                        make_check_context(task_, options_.trainer, options_.fetch_after));
     ctx_.layout = std::move(derived.layout);
-    VT_ASSIGN_OR_RETURN(ProbabilityDerivation derivation, derive_probability(options_.policy, verdict_.epochs));
+    VT_ASSIGN_OR_RETURN(ProbabilityDerivation derivation,
+                        derive_probability(options_.policy, verdict_.epochs));
     VT_ASSIGN_OR_RETURN(ChallengeRandom random, make_random());
     ChallengeStream stream(derivation, std::move(random));
     std::vector<SignedRecord> records;
     Status inner;
-    Status followed = source_.follow(0, [&](const SignedRecord& r) {
-      records.push_back(r);
-      // Each new record must extend a valid signed chain for this task before it is judged.
-      if (auto chain = verify_log(records, ctx_.task_id); !chain) {
-        inner = rejected(chain.error().message);
-        return false;
-      }
-      if (options_.provider_key) {
-        auto signer = PublicKey::from_raw(r.record.signer);
-        const std::string by = signer ? signer->fingerprint() : std::string("(malformed)");
-        if (by != *options_.provider_key) {
-          inner = rejected("epoch " + std::to_string(r.record.epoch) + ": signed by key " + by +
-                           ", not by the provider key given with --provider-key (" + *options_.provider_key + ")");
-          return false;
-        }
-      }
-      const std::uint64_t e = r.record.epoch;
-      say("epoch " + std::to_string(e) + " committed");
-      if (e == 0) return true;
-      auto decided = stream.decide(movement(records[e - 1], records[e]));
-      if (!decided) {
-        inner = decided.error();
-        return false;
-      }
-      challenged_so_far_ = stream.plan().challenged.size();
-      if (*decided) {
-        // Said as drawn, not "while training runs": a verifier that subscribes after training
-        // ended draws every epoch from the backlog.
-        say("epoch " + std::to_string(e) + " challenged as its commitment arrived (p = " +
-            std::to_string(stream.plan().epochs.back().probability) + ")");
-        progress(0, false);
-        if (auto s = challenge(records, e, e == verdict_.epochs); !s) {
-          inner = s;
-          return false;
-        }
-      }
-      return e < verdict_.epochs;
-    }, options_.online_wait);
+    Status followed = source_.follow(
+        0,
+        [&](const SignedRecord& r) {
+          records.push_back(r);
+          // Each new record must extend a valid signed chain for this task before it is judged.
+          if (auto chain = verify_log(records, ctx_.task_id); !chain) {
+            inner = rejected(chain.error().message);
+            return false;
+          }
+          if (options_.provider_key) {
+            auto signer = PublicKey::from_raw(r.record.signer);
+            const std::string by = signer ? signer->fingerprint() : std::string("(malformed)");
+            if (by != *options_.provider_key) {
+              inner = rejected("epoch " + std::to_string(r.record.epoch) + ": signed by key " + by +
+                               ", not by the provider key given with --provider-key (" +
+                               *options_.provider_key + ")");
+              return false;
+            }
+          }
+          const std::uint64_t e = r.record.epoch;
+          say("epoch " + std::to_string(e) + " committed");
+          if (e == 0) return true;
+          auto decided = stream.decide(movement(records[e - 1], records[e]));
+          if (!decided) {
+            inner = decided.error();
+            return false;
+          }
+          challenged_so_far_ = stream.plan().challenged.size();
+          if (*decided) {
+            // Said as drawn, not "while training runs": a verifier that subscribes after training
+            // ended draws every epoch from the backlog.
+            say("epoch " + std::to_string(e) + " challenged as its commitment arrived (p = " +
+                std::to_string(stream.plan().epochs.back().probability) + ")");
+            progress(0, false);
+            if (auto s = challenge(records, e, e == verdict_.epochs); !s) {
+              inner = s;
+              return false;
+            }
+          }
+          return e < verdict_.epochs;
+        },
+        options_.online_wait);
     if (!inner && inner.error().code != Errc::kRejected) return inner.error();
     // A provider that stops committing, or whose stream breaks, is judged on what it committed.
-    if (!followed && inner) verdict_.notes.push_back("following the provider's commitments ended: " + followed.error().message);
-    VT_ASSIGN_OR_RETURN(LogFacts facts, check_log(source_, task_, options_.trainer, /*require_complete=*/true,
-                                                  options_.provider_key));
+    if (!followed && inner)
+      verdict_.notes.push_back("following the provider's commitments ended: " +
+                               followed.error().message);
+    VT_ASSIGN_OR_RETURN(LogFacts facts,
+                        check_log(source_, task_, options_.trainer, /*require_complete=*/true,
+                                  options_.provider_key));
     if (!inner) facts.failures.push_back(inner.error().message);
     VT_ASSIGN_OR_RETURN(std::optional<std::uint64_t> fallback, stream.finish());
     verdict_.plan = stream.plan();
     progress(0, true);
     if (facts.failures.empty()) {
-      if (fallback) VT_RETURN_IF_ERROR(challenge(facts.records, *fallback, *fallback + 1 == facts.records.size()));
+      if (fallback)
+        VT_RETURN_IF_ERROR(
+            challenge(facts.records, *fallback, *fallback + 1 == facts.records.size()));
       VT_RETURN_IF_ERROR(check_final_model(source_, facts, ctx_, facts.failures));
     }
     return finish(facts);
@@ -135,7 +152,8 @@ class Run {
     s.log_head = hex_encode(facts.head);
     s.policy = options_.policy;
     if (options_.seed_hex) {
-      VT_ASSIGN_OR_RETURN(ChallengeRandom given, ChallengeRandom::from_seed_hex(*options_.seed_hex));
+      VT_ASSIGN_OR_RETURN(ChallengeRandom given,
+                          ChallengeRandom::from_seed_hex(*options_.seed_hex));
       s.seed_hex = given.seed_hex();
       s.seed_given = true;
       return s;
@@ -151,12 +169,13 @@ class Run {
   Result<VerifyState> resumed_state(const LogFacts& facts) {
     VT_ASSIGN_OR_RETURN(VerifyState s, load_state(options_.state_dir));
     if (s.task_id != verdict_.task_id) {
-      return invalid_input("--resume: " + options_.state_dir.string() + " is a run of task " + s.task_id +
-                           ", not of this task (" + verdict_.task_id + ")");
+      return invalid_input("--resume: " + options_.state_dir.string() + " is a run of task " +
+                           s.task_id + ", not of this task (" + verdict_.task_id + ")");
     }
     if (s.log_head != hex_encode(facts.head)) {
-      return invalid_input("--resume: the provider's log is not the one the interrupted run judged (its head was " +
-                           s.log_head + ", now " + hex_encode(facts.head) + "); start a new verify");
+      return invalid_input(
+          "--resume: the provider's log is not the one the interrupted run judged (its head was " +
+          s.log_head + ", now " + hex_encode(facts.head) + "); start a new verify");
     }
     return s;
   }
@@ -172,14 +191,16 @@ class Run {
       VT_RETURN_IF_ERROR(record(it->second, /*save=*/false));
     }
     if (options_.resume) {
-      say("resuming: " + std::to_string(kept) + " of " + std::to_string(verdict_.plan.challenged.size()) +
+      say("resuming: " + std::to_string(kept) + " of " +
+          std::to_string(verdict_.plan.challenged.size()) +
           " challenged epochs were judged before the interruption; replaying the rest");
     }
     return {};
   }
 
   Result<ChallengeRandom> make_random() {
-    return options_.seed_hex ? ChallengeRandom::from_seed_hex(*options_.seed_hex) : ChallengeRandom::from_os();
+    return options_.seed_hex ? ChallengeRandom::from_seed_hex(*options_.seed_hex)
+                             : ChallengeRandom::from_os();
   }
 
   double movement(const SignedRecord& before, const SignedRecord& after) {
@@ -200,24 +221,28 @@ class Run {
   // Whether the committed state after epoch e will be fetched anyway: as the start of the next
   // challenged epoch, or as the final model (check_final_model). Online, later challenges are
   // not drawn yet: only the final model counts.
-  static bool after_needed_later(const std::vector<SignedRecord>& records, const std::vector<std::uint64_t>& epochs,
-                                 std::uint64_t e) {
+  static bool after_needed_later(const std::vector<SignedRecord>& records,
+                                 const std::vector<std::uint64_t>& epochs, std::uint64_t e) {
     const bool next = std::find(epochs.begin(), epochs.end(), e + 1) != epochs.end();
     return next || e + 1 == records.size();
   }
 
   Status challenge(const std::vector<SignedRecord>& records, std::uint64_t e, bool after_later) {
     if (!committed(records, e)) return {};
-    VT_ASSIGN_OR_RETURN(EpochCheck check, check_epoch(source_, ctx_, records[e - 1], records[e], after_later));
+    VT_ASSIGN_OR_RETURN(EpochCheck check,
+                        check_epoch(source_, ctx_, records[e - 1], records[e], after_later));
     return record(std::move(check));
   }
 
   Status record(EpochCheck check, bool save = true) {
-    if (save && !options_.online && !options_.state_dir.empty()) VT_RETURN_IF_ERROR(save_check(options_.state_dir, check));
+    if (save && !options_.online && !options_.state_dir.empty())
+      VT_RETURN_IF_ERROR(save_check(options_.state_dir, check));
     const std::string e = std::to_string(check.epoch);
     say("epoch " + e + ": " + (check.passed ? "replay matches" : check.failures.front()) + " (" +
-        std::to_string(check.replay_seconds) + " s" + (save ? ")" : ", judged before the interruption)"));
-    for (const std::string& n : check.replay_notes) verdict_.notes.push_back("epoch " + e + ": " + n);
+        std::to_string(check.replay_seconds) + " s" +
+        (save ? ")" : ", judged before the interruption)"));
+    for (const std::string& n : check.replay_notes)
+      verdict_.notes.push_back("epoch " + e + ": " + n);
     const std::uint64_t epoch = check.epoch;
     verdict_.checks.push_back(std::move(check));
     progress(epoch, final_total_);
@@ -235,13 +260,16 @@ class Run {
   // The offline challenges, with replays in child processes when more than one can run: each
   // epoch's snapshots are fetched and checked here, its replay is started, and the next epoch
   // is fetched while it runs; results are judged in the order the replays were started.
-  Status challenge_all(const std::vector<SignedRecord>& records, const std::vector<std::uint64_t>& epochs) {
-    std::size_t jobs = options_.replay_jobs == 0 ? automatic_replay_jobs(task_, options_.trainer, epochs.size())
-                                                 : options_.replay_jobs;
+  Status challenge_all(const std::vector<SignedRecord>& records,
+                       const std::vector<std::uint64_t>& epochs) {
+    std::size_t jobs = options_.replay_jobs == 0
+                           ? automatic_replay_jobs(task_, options_.trainer, epochs.size())
+                           : options_.replay_jobs;
     jobs = std::min(jobs, epochs.size());
     if (jobs <= 1 || options_.replay_program.empty()) {
       for (std::uint64_t e : epochs) {
-        if (!judged_.count(e)) VT_RETURN_IF_ERROR(challenge(records, e, after_needed_later(records, epochs, e)));
+        if (!judged_.count(e))
+          VT_RETURN_IF_ERROR(challenge(records, e, after_needed_later(records, epochs, e)));
       }
       sort_checks();
       return {};
@@ -263,7 +291,8 @@ class Run {
     for (std::uint64_t e : epochs) {
       if (judged_.count(e) || !committed(records, e)) continue;
       VT_ASSIGN_OR_RETURN(PreparedEpoch prepared,
-                          prepare_epoch(source_, ctx_, records[e - 1], records[e], after_needed_later(records, epochs, e)));
+                          prepare_epoch(source_, ctx_, records[e - 1], records[e],
+                                        after_needed_later(records, epochs, e)));
       if (!prepared.replayable()) {
         VT_RETURN_IF_ERROR(record(std::move(prepared.check)));
         continue;
@@ -271,10 +300,12 @@ class Run {
       if (!pool) {
         if (options_.replay_jobs == 0) {
           const std::size_t fit = replay_jobs_that_fit_in_memory(prepared.start.size());
-          if (fit < jobs) say("memory available holds " + std::to_string(fit) + " replays of this model at once");
+          if (fit < jobs)
+            say("memory available holds " + std::to_string(fit) + " replays of this model at once");
           jobs = std::min(jobs, fit);
         }
-        VT_ASSIGN_OR_RETURN(pool, ReplayJobs::create(options_.replay_program, jobs, task_, options_.trainer));
+        VT_ASSIGN_OR_RETURN(
+            pool, ReplayJobs::create(options_.replay_program, jobs, task_, options_.trainer));
         say("replaying up to " + std::to_string(jobs) + " epochs at once, in child processes");
       }
       if (pool->running() == pool->capacity()) VT_RETURN_IF_ERROR(finish_oldest());
@@ -296,12 +327,15 @@ class Run {
     verdict_.log_failures = facts.failures;
     verdict_.log_head = hex_encode(facts.head);
     verdict_.provider_key = facts.signer_fingerprint;
-    for (const SignedRecord& r : facts.records) verdict_.claimed_loss.push_back(r.record.metrics.loss);
-    for (const SignedRecord& r : facts.records) verdict_.claimed_eval.push_back(r.record.metrics.eval);
+    for (const SignedRecord& r : facts.records)
+      verdict_.claimed_loss.push_back(r.record.metrics.loss);
+    for (const SignedRecord& r : facts.records)
+      verdict_.claimed_eval.push_back(r.record.metrics.eval);
     verdict_.provider_key_pinned = facts.signer_pinned;
     if (!options_.provider_key && !facts.signer_fingerprint.empty()) {
-      verdict_.notes.push_back("the provider key was not pinned (no --provider-key): the log is signed by " +
-                               facts.signer_fingerprint + "; a log re-signed with anyone's key would pass too");
+      verdict_.notes.push_back(
+          "the provider key was not pinned (no --provider-key): the log is signed by " +
+          facts.signer_fingerprint + "; a log re-signed with anyone's key would pass too");
     }
     verdict_.bytes_fetched = source_.bytes_fetched();
     verdict_.finished = utc_now_iso8601();

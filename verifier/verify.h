@@ -24,13 +24,15 @@ struct VerifyProgress {
 
 struct VerifyOptions {
   PolicyRequest policy;
-  std::optional<std::string> seed_hex;  // reproduce a run; default: OS CSPRNG
-  bool online = false;                  // subscribe and check epochs as they are committed
+  std::optional<std::string> seed_hex;         // reproduce a run; default: OS CSPRNG
+  bool online = false;                         // subscribe and check epochs as they are committed
   FetchAfter fetch_after = FetchAfter::kAuto;  // when "after" snapshots cross the network
   training::TrainerOptions trainer;
-  std::chrono::milliseconds online_wait{std::chrono::minutes(30)};  // longest gap between commitments
+  std::chrono::milliseconds online_wait{
+      std::chrono::minutes(30)};                     // longest gap between commitments
   std::function<void(const std::string&)> on_event;  // one line per step, for people
-  std::function<void(const VerifyProgress&)> on_progress;  // at the start and after each judged epoch
+  std::function<void(const VerifyProgress&)>
+      on_progress;  // at the start and after each judged epoch
   // Offline, independent challenged epochs replay in child processes of `replay_program` (a
   // veritrain binary), `replay_jobs` at a time (0: automatic_replay_jobs); while they run, the
   // next epochs' snapshots are fetched. Without a program, or with one job, replays run here.

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cmath>
 #include <limits>
+
 #include <nlohmann/json.hpp>
 
 #include "common/file_io.h"
@@ -29,10 +30,12 @@ class Reader {
  public:
   Reader(const json& j, std::string where) : j_(j), where_(std::move(where)) {}
   Error error(std::string_view field, std::string_view expected) const {
-    return invalid_input(where_ + ": " + std::string(field) + ": expected " + std::string(expected));
+    return invalid_input(where_ + ": " + std::string(field) + ": expected " +
+                         std::string(expected));
   }
   Result<const json*> at(const char* field) const {
-    if (!j_.is_object() || !j_.contains(field)) return invalid_input(where_ + ": " + field + ": missing");
+    if (!j_.is_object() || !j_.contains(field))
+      return invalid_input(where_ + ": " + field + ": missing");
     return &j_.at(field);
   }
   Result<double> real(const char* field) const {
@@ -79,8 +82,9 @@ json comparison_json(const fp::Comparison& c) {
   json first = nullptr;
   if (c.first_mismatch) {
     const fp::MismatchLocation& m = *c.first_mismatch;
-    first = {{"tensor", m.tensor}, {"index", m.index}, {"replay_bits", m.replay_bits},
-             {"committed_bits", m.committed_bits}, {"replay", number(m.replay)}, {"committed", number(m.committed)}};
+    first = {{"tensor", m.tensor},           {"index", m.index},
+             {"replay_bits", m.replay_bits}, {"committed_bits", m.committed_bits},
+             {"replay", number(m.replay)},   {"committed", number(m.committed)}};
   }
   return {{"mode", fp::compare_mode_name(c.mode)},
           {"atol", number(c.thresholds.atol)},
@@ -155,10 +159,13 @@ Result<std::optional<EvalClaim>> eval_claim_from(const json& j, const std::strin
 json policy_json(const PolicyRequest& p) {
   json economics = nullptr;
   if (p.economics) {
-    economics = {{"reward", number(p.economics->reward)}, {"penalty", number(p.economics->penalty)},
-                 {"cost", number(p.economics->cost)}, {"cost_basis", p.economics->cost_basis}};
+    economics = {{"reward", number(p.economics->reward)},
+                 {"penalty", number(p.economics->penalty)},
+                 {"cost", number(p.economics->cost)},
+                 {"cost_basis", p.economics->cost_basis}};
   }
-  return {{"confidence", number(p.confidence)}, {"cheat_fraction", number(p.cheat_fraction)},
+  return {{"confidence", number(p.confidence)},
+          {"cheat_fraction", number(p.cheat_fraction)},
           {"check_probability", p.check_probability ? number(*p.check_probability) : json(nullptr)},
           {"economics", std::move(economics)}};
 }
@@ -245,7 +252,8 @@ Result<EpochCheck> epoch_check_from_json(const nlohmann::json& j, std::string_vi
   VT_ASSIGN_OR_RETURN(const json* replay_eval, r.at("replay_eval"));
   VT_ASSIGN_OR_RETURN(c.replay_eval, eval_claim_from(*replay_eval, w + ".replay_eval"));
   VT_ASSIGN_OR_RETURN(c.eval_status, r.text("eval_status"));
-  if (c.eval_status != "claimed" && c.eval_status != "verified" && c.eval_status != "within_tolerance") {
+  if (c.eval_status != "claimed" && c.eval_status != "verified" &&
+      c.eval_status != "within_tolerance") {
     return r.error("eval_status", "\"claimed\", \"verified\" or \"within_tolerance\"");
   }
   return c;
@@ -255,10 +263,11 @@ Status begin_state(const fs::path& dir, const VerifyState& state) {
   std::error_code ec;
   fs::remove_all(dir, ec);  // a finished or abandoned run's files must not mix with this one's
   fs::create_directories(dir.parent_path(), ec);
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return io_error(errno_text(errno, "creating", dir));
-  const json j = {{"format", kVerifyStateFormat}, {"task_id", state.task_id}, {"log_head", state.log_head},
-                  {"seed", state.seed_hex},       {"seed_given", state.seed_given},
-                  {"policy", policy_json(state.policy)}};
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return io_error(errno_text(errno, "creating", dir));
+  const json j = {{"format", kVerifyStateFormat},   {"task_id", state.task_id},
+                  {"log_head", state.log_head},     {"seed", state.seed_hex},
+                  {"seed_given", state.seed_given}, {"policy", policy_json(state.policy)}};
   return write_file_atomic(dir / "state.json", j.dump() + "\n", 0600);
 }
 
@@ -271,13 +280,15 @@ Result<VerifyState> load_state(const fs::path& dir) {
   const fs::path file = dir / "state.json";
   std::error_code ec;
   if (!fs::exists(file, ec)) {
-    return invalid_input("--resume: " + file.string() + " does not exist: nothing to resume (the run finished, or "
+    return invalid_input("--resume: " + file.string() +
+                         " does not exist: nothing to resume (the run finished, or "
                          "never got as far as drawing its challenges)");
   }
   VT_ASSIGN_OR_RETURN(json j, read_json_file(file));
   Reader r(j, file.string());
   VT_ASSIGN_OR_RETURN(std::string format, r.text("format"));
-  if (format != kVerifyStateFormat) return r.error("format", std::string(kVerifyStateFormat).insert(0, 1, '"') + '"');
+  if (format != kVerifyStateFormat)
+    return r.error("format", std::string(kVerifyStateFormat).insert(0, 1, '"') + '"');
   sweep_temp_files(dir);
   VerifyState s;
   VT_ASSIGN_OR_RETURN(s.task_id, r.text("task_id"));
@@ -288,7 +299,8 @@ Result<VerifyState> load_state(const fs::path& dir) {
   VT_ASSIGN_OR_RETURN(s.policy, policy_from(*policy, file.string() + ": policy"));
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (!name.starts_with("epoch-") || !name.ends_with(".json")) continue;  // temp files of a killed write
+    if (!name.starts_with("epoch-") || !name.ends_with(".json"))
+      continue;  // temp files of a killed write
     VT_ASSIGN_OR_RETURN(json cj, read_json_file(entry.path()));
     VT_ASSIGN_OR_RETURN(EpochCheck c, epoch_check_from_json(cj, entry.path().string()));
     if (name != "epoch-" + std::to_string(c.epoch) + ".json") {

@@ -16,20 +16,22 @@
 
 #include <filesystem>
 #include <map>
-#include <nlohmann/json_fwd.hpp>
 #include <string>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "verifier/epoch_check.h"
 #include "verifier/policy.h"
 
 namespace vt::verifier {
 
-inline constexpr std::string_view kVerifyStateFormat = "veritrain.verify-state.v2";  // v2: held-out metrics
+inline constexpr std::string_view kVerifyStateFormat =
+    "veritrain.verify-state.v2";  // v2: held-out metrics
 
 struct VerifyState {
-  std::string task_id;   // hex
-  std::string log_head;  // hex: a resumed run must judge the same log
-  std::string seed_hex;  // the challenge seed
+  std::string task_id;      // hex
+  std::string log_head;     // hex: a resumed run must judge the same log
+  std::string seed_hex;     // the challenge seed
   bool seed_given = false;  // from --seed (then the verdict records it), else secret
   PolicyRequest policy;
   std::map<std::uint64_t, EpochCheck> checks;  // already judged, by epoch

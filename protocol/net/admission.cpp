@@ -4,14 +4,16 @@
 
 namespace vt {
 
-std::optional<std::uint64_t> Admission::enter(const std::string& address, std::function<void()> evict) {
+std::optional<std::uint64_t> Admission::enter(const std::string& address,
+                                              std::function<void()> evict) {
   const auto now = std::chrono::steady_clock::now();
   std::function<void()> victim;
   std::uint64_t id = 0;
   {
     std::lock_guard lock(mutex_);
     const auto same_address = [&](const Pending& p) { return p.address == address; };
-    const auto from_address = static_cast<std::size_t>(std::count_if(pending_.begin(), pending_.end(), same_address));
+    const auto from_address =
+        static_cast<std::size_t>(std::count_if(pending_.begin(), pending_.end(), same_address));
     auto oldest = pending_.end();
     if (from_address >= limits_.unauthenticated_per_address) {
       oldest = std::find_if(pending_.begin(), pending_.end(), same_address);
@@ -34,7 +36,8 @@ std::optional<std::uint64_t> Admission::enter(const std::string& address, std::f
 
 std::optional<std::string> Admission::authenticate(std::uint64_t id) {
   std::lock_guard lock(mutex_);
-  auto it = std::find_if(pending_.begin(), pending_.end(), [&](const Pending& p) { return p.id == id; });
+  auto it =
+      std::find_if(pending_.begin(), pending_.end(), [&](const Pending& p) { return p.id == id; });
   // Pushed out meanwhile: its close is already on the way, so the hello does not count.
   if (it == pending_.end()) return "the connection was closed to make room for newer ones";
   std::string address = it->address;
@@ -56,7 +59,8 @@ void Admission::leave(std::uint64_t id) {
   std::lock_guard lock(mutex_);
   pending_.remove_if([&](const Pending& p) { return p.id == id; });
   if (auto it = admitted_.find(id); it != admitted_.end()) {
-    if (auto count = per_address_.find(it->second); count != per_address_.end() && --count->second == 0) {
+    if (auto count = per_address_.find(it->second);
+        count != per_address_.end() && --count->second == 0) {
       per_address_.erase(count);
     }
     admitted_.erase(it);

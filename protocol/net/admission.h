@@ -20,9 +20,9 @@
 namespace vt {
 
 struct AdmissionLimits {
-  std::size_t authenticated = 64;               // all addresses together
+  std::size_t authenticated = 64;  // all addresses together
   std::size_t authenticated_per_address = 16;
-  std::size_t unauthenticated = 32;             // between accept and a valid hello
+  std::size_t unauthenticated = 32;  // between accept and a valid hello
   std::size_t unauthenticated_per_address = 16;
   std::chrono::milliseconds grace{500};  // an unauthenticated connection is not pushed out sooner
 };
@@ -56,10 +56,10 @@ class Admission {
 
   AdmissionLimits limits_;
   mutable std::mutex mutex_;
-  std::uint64_t next_id_ = 1;                        // GUARDED_BY(mutex_)
-  std::list<Pending> pending_;                       // GUARDED_BY(mutex_), oldest first
-  std::map<std::uint64_t, std::string> admitted_;    // GUARDED_BY(mutex_)
-  std::map<std::string, std::size_t> per_address_;   // GUARDED_BY(mutex_), authenticated only
+  std::uint64_t next_id_ = 1;                       // GUARDED_BY(mutex_)
+  std::list<Pending> pending_;                      // GUARDED_BY(mutex_), oldest first
+  std::map<std::uint64_t, std::string> admitted_;   // GUARDED_BY(mutex_)
+  std::map<std::string, std::size_t> per_address_;  // GUARDED_BY(mutex_), authenticated only
 };
 
 }  // namespace vt

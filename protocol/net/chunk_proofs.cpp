@@ -6,14 +6,15 @@
 
 namespace vt::wire {
 
-Result<std::vector<fp::InclusionProof>> prove_chunks(ByteSpan bytes, std::span<const std::uint64_t> indices,
+Result<std::vector<fp::InclusionProof>> prove_chunks(ByteSpan bytes,
+                                                     std::span<const std::uint64_t> indices,
                                                      ThreadPool* pool) {
   const std::uint64_t count = fp::merkle_chunk_count(bytes.size());
   for (std::uint64_t i : indices) {
     if (i >= count)
       return invalid_input("chunk " + std::to_string(i) + " does not exist: the snapshot has " +
-                           std::to_string(count) + " chunks of 1 MiB (" + std::to_string(bytes.size()) +
-                           " bytes)");
+                           std::to_string(count) + " chunks of 1 MiB (" +
+                           std::to_string(bytes.size()) + " bytes)");
   }
   // levels[0] are the leaves; each next level pairs neighbours, promoting a trailing odd node,
   // exactly as fingerprint/merkle.cpp reduces them.
@@ -33,7 +34,8 @@ Result<std::vector<fp::InclusionProof>> prove_chunks(ByteSpan bytes, std::span<c
     const auto& below = levels.back();
     std::vector<Digest> above;
     above.reserve((below.size() + 1) / 2);
-    for (std::size_t i = 0; i + 1 < below.size(); i += 2) above.push_back(fp::merkle_node_hash(below[i], below[i + 1]));
+    for (std::size_t i = 0; i + 1 < below.size(); i += 2)
+      above.push_back(fp::merkle_node_hash(below[i], below[i + 1]));
     if (below.size() % 2 == 1) above.push_back(below.back());
     levels.push_back(std::move(above));
   }

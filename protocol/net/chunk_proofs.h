@@ -14,7 +14,8 @@
 namespace vt::wire {
 
 // Fails naming the first index that is not below the number of 1 MiB chunks of `bytes`.
-Result<std::vector<fp::InclusionProof>> prove_chunks(ByteSpan bytes, std::span<const std::uint64_t> indices,
+Result<std::vector<fp::InclusionProof>> prove_chunks(ByteSpan bytes,
+                                                     std::span<const std::uint64_t> indices,
                                                      ThreadPool* pool = nullptr);
 
 }  // namespace vt::wire

@@ -10,9 +10,10 @@ namespace {
 
 Result<ServerHello> say_hello(Connection& connection, const ClientConfig& config) {
   std::string where = "hello to " + connection.where();
-  VT_RETURN_IF_ERROR(connection.send(MessageType::kHello, {{"versions", {wire::kProtocolVersion}},
-                                                           {"token", config.token},
-                                                           {"software", std::string(wire::kSoftwareName)}}));
+  VT_RETURN_IF_ERROR(
+      connection.send(MessageType::kHello, {{"versions", {wire::kProtocolVersion}},
+                                            {"token", config.token},
+                                            {"software", std::string(wire::kSoftwareName)}}));
   VT_ASSIGN_OR_RETURN(Frame frame, connection.read_frame(config.connect_timeout));
   if (frame.type == MessageType::kError) return server_error(frame, where);
   if (frame.type != MessageType::kHello)
@@ -20,8 +21,9 @@ Result<ServerHello> say_hello(Connection& connection, const ClientConfig& config
   ServerHello hello;
   VT_ASSIGN_OR_RETURN(hello.version, wire::get_u64(frame, "version"));
   if (hello.version != wire::kProtocolVersion)
-    return io_error(where + ": the server speaks protocol version " + std::to_string(hello.version) +
-                    ", this client " + std::to_string(wire::kProtocolVersion));
+    return io_error(where + ": the server speaks protocol version " +
+                    std::to_string(hello.version) + ", this client " +
+                    std::to_string(wire::kProtocolVersion));
   auto software = wire::get_optional_string(frame, "server");
   if (software.ok() && *software) hello.software = **software;
   for (const char* field : {"capabilities", "codecs"}) {
@@ -42,7 +44,8 @@ Error server_error(const Frame& frame, std::string_view where) {
   if (auto c = wire::get_optional_string(frame, "code"); c.ok() && *c) code = **c;
   if (auto m = wire::get_optional_string(frame, "message"); m.ok() && *m) message = **m;
   std::string text = std::string(where) + ": the server answered " + code + ": " + message;
-  if (code == "unauthorized" || code == "not_found" || code == "bad_request" || code == "unsupported_version")
+  if (code == "unauthorized" || code == "not_found" || code == "bad_request" ||
+      code == "unsupported_version")
     return invalid_input(text);
   return io_error(text);
 }
@@ -69,7 +72,8 @@ Status Client::ensure_connected() {
 }
 
 Result<Frame> Client::next(MessageType expect, std::string_view what, Bytes* payload_sink) {
-  auto frame = payload_sink ? connection_->read_frame_into(*payload_sink, config_.io_timeout) : connection_->read_frame();
+  auto frame = payload_sink ? connection_->read_frame_into(*payload_sink, config_.io_timeout)
+                            : connection_->read_frame();
   if (!frame.ok()) {
     connection_.reset();  // a stream that failed mid-frame cannot be resynchronised
     return frame.error().context(what);
@@ -80,8 +84,8 @@ Result<Frame> Client::next(MessageType expect, std::string_view what, Bytes* pay
   }
   if (frame->type != expect) {
     connection_.reset();
-    return io_error(std::string(what) + ": expected " + std::string(wire::message_name(expect)) + ", got " +
-                    std::string(wire::message_name(frame->type)));
+    return io_error(std::string(what) + ": expected " + std::string(wire::message_name(expect)) +
+                    ", got " + std::string(wire::message_name(frame->type)));
   }
   return frame;
 }
@@ -98,17 +102,21 @@ Result<Frame> Client::request(MessageType type, const json& header, MessageType 
 }
 
 Result<Bytes> Client::get_task() {
-  VT_ASSIGN_OR_RETURN(Frame frame, request(MessageType::kGetTask, json::object(), MessageType::kTask));
+  VT_ASSIGN_OR_RETURN(Frame frame,
+                      request(MessageType::kGetTask, json::object(), MessageType::kTask));
   return std::move(frame.payload);
 }
 
-Result<std::vector<SignedRecord>> Client::get_log(std::uint64_t from_epoch, std::uint64_t max_records) {
+Result<std::vector<SignedRecord>> Client::get_log(std::uint64_t from_epoch,
+                                                  std::uint64_t max_records) {
   return in_sync(get_log_frames(from_epoch, max_records));
 }
 
-Result<std::vector<SignedRecord>> Client::get_log_frames(std::uint64_t from_epoch, std::uint64_t max_records) {
+Result<std::vector<SignedRecord>> Client::get_log_frames(std::uint64_t from_epoch,
+                                                         std::uint64_t max_records) {
   std::string what = "get_log from " + (connection_ ? connection_->where() : config_.host);
-  VT_ASSIGN_OR_RETURN(Frame frame, request(MessageType::kGetLog, {{"from_epoch", from_epoch}}, MessageType::kLog));
+  VT_ASSIGN_OR_RETURN(
+      Frame frame, request(MessageType::kGetLog, {{"from_epoch", from_epoch}}, MessageType::kLog));
   std::vector<SignedRecord> records;
   for (;;) {
     ByteSpan payload = frame.payload;
@@ -123,10 +131,11 @@ Result<std::vector<SignedRecord>> Client::get_log_frames(std::uint64_t from_epoc
                         " records the task allows (epoch " + std::to_string(epoch) + " and on)");
       }
       VT_ASSIGN_OR_RETURN(SignedRecord record,
-                          decode_record(payload.subspan(start, i + 1 - start), what + ": epoch " + std::to_string(epoch)));
+                          decode_record(payload.subspan(start, i + 1 - start),
+                                        what + ": epoch " + std::to_string(epoch)));
       if (record.record.epoch != epoch)
-        return invalid_input(what + ": expected the record of epoch " + std::to_string(epoch) + ", got epoch " +
-                             std::to_string(record.record.epoch));
+        return invalid_input(what + ": expected the record of epoch " + std::to_string(epoch) +
+                             ", got epoch " + std::to_string(record.record.epoch));
       records.push_back(std::move(record));
       start = i + 1;
     }
@@ -148,13 +157,15 @@ Result<std::vector<VerifiedChunk>> Client::get_chunks(std::uint64_t epoch, const
   return in_sync(get_chunk_frames(epoch, root, indices));
 }
 
-Result<std::vector<VerifiedChunk>> Client::get_chunk_frames(std::uint64_t epoch, const Digest& root,
-                                                            std::span<const std::uint64_t> indices) {
+Result<std::vector<VerifiedChunk>> Client::get_chunk_frames(
+    std::uint64_t epoch, const Digest& root, std::span<const std::uint64_t> indices) {
   json list = json::array();
   for (auto i : indices) list.push_back(i);
-  VT_ASSIGN_OR_RETURN(Frame frame, request(MessageType::kGetChunks, {{"epoch", epoch}, {"chunks", list}},
-                                           MessageType::kChunk));
-  std::string what = "get_chunks of epoch " + std::to_string(epoch) + " from " + connection_->where();
+  VT_ASSIGN_OR_RETURN(
+      Frame frame,
+      request(MessageType::kGetChunks, {{"epoch", epoch}, {"chunks", list}}, MessageType::kChunk));
+  std::string what =
+      "get_chunks of epoch " + std::to_string(epoch) + " from " + connection_->where();
   std::vector<VerifiedChunk> out;
   for (std::size_t n = 0; n < indices.size(); ++n) {
     if (n > 0) {
@@ -165,18 +176,20 @@ Result<std::vector<VerifiedChunk>> Client::get_chunk_frames(std::uint64_t epoch,
     VT_ASSIGN_OR_RETURN(chunk.proof.chunk_count, wire::get_u64(frame, "chunk_count"));
     auto siblings = frame.header.find("siblings");
     if (siblings == frame.header.end() || !siblings->is_array() || siblings->size() > 64)
-      return invalid_input(what + ": chunk header needs a \"siblings\" array of at most 64 digests");
+      return invalid_input(what +
+                           ": chunk header needs a \"siblings\" array of at most 64 digests");
     for (const auto& s : *siblings) {
       if (!s.is_string()) return invalid_input(what + ": siblings must be hex digests");
       VT_ASSIGN_OR_RETURN(Digest d, digest_from_hex(s.get<std::string>(), what + " sibling"));
       chunk.proof.siblings.push_back(d);
     }
     if (chunk.proof.chunk_index != indices[n])
-      return invalid_input(what + ": asked for chunk " + std::to_string(indices[n]) + ", got chunk " +
-                           std::to_string(chunk.proof.chunk_index));
+      return invalid_input(what + ": asked for chunk " + std::to_string(indices[n]) +
+                           ", got chunk " + std::to_string(chunk.proof.chunk_index));
     chunk.bytes = std::move(frame.payload);
     if (!fp::verify_chunk(root, chunk.bytes, chunk.proof))
-      return rejected(what + ": chunk " + std::to_string(indices[n]) + " (" + std::to_string(chunk.bytes.size()) +
+      return rejected(what + ": chunk " + std::to_string(indices[n]) + " (" +
+                      std::to_string(chunk.bytes.size()) +
                       " bytes) does not prove against the committed root " + hex_encode(root));
     out.push_back(std::move(chunk));
   }
@@ -184,7 +197,8 @@ Result<std::vector<VerifiedChunk>> Client::get_chunk_frames(std::uint64_t epoch,
   return out;
 }
 
-Status Client::subscribe(std::uint64_t from_epoch, const std::function<bool(const SignedRecord&)>& on_commit,
+Status Client::subscribe(std::uint64_t from_epoch,
+                         const std::function<bool(const SignedRecord&)>& on_commit,
                          std::chrono::milliseconds wait) {
   VT_RETURN_IF_ERROR(ensure_connected());
   std::string what = "subscription at " + connection_->where();
@@ -202,13 +216,15 @@ Status Client::subscribe(std::uint64_t from_epoch, const std::function<bool(cons
     }
     if (frame->type != MessageType::kCommit) {
       connection_.reset();
-      return io_error(what + ": expected commit, got " + std::string(wire::message_name(frame->type)));
+      return io_error(what + ": expected commit, got " +
+                      std::string(wire::message_name(frame->type)));
     }
-    VT_ASSIGN_OR_RETURN(SignedRecord record, decode_record(frame->payload, what + ": epoch " + std::to_string(expect)));
+    VT_ASSIGN_OR_RETURN(SignedRecord record,
+                        decode_record(frame->payload, what + ": epoch " + std::to_string(expect)));
     if (record.record.epoch != expect) {
       connection_.reset();
-      return invalid_input(what + ": expected the commitment of epoch " + std::to_string(expect) + ", got " +
-                           std::to_string(record.record.epoch));
+      return invalid_input(what + ": expected the commitment of epoch " + std::to_string(expect) +
+                           ", got " + std::to_string(record.record.epoch));
     }
     ++expect;
     if (!on_commit(record)) break;

@@ -12,8 +12,8 @@
 
 #include "compression/container.h"
 #include "fingerprint/merkle.h"
-#include "protocol/net/connection.h"
 #include "protocol/log.h"
+#include "protocol/net/connection.h"
 
 namespace vt {
 
@@ -76,8 +76,9 @@ class Client {
   // Records with epoch >= from_epoch, decoded and in order; signatures and the chain are the
   // caller's to check (verify_log). More than `max_records` (a task has epochs + 1), or a frame
   // that promises more but carries none, is rejected: an endless log cannot fill memory.
-  Result<std::vector<SignedRecord>> get_log(std::uint64_t from_epoch = 0,
-                                            std::uint64_t max_records = std::numeric_limits<std::uint64_t>::max());
+  Result<std::vector<SignedRecord>> get_log(
+      std::uint64_t from_epoch = 0,
+      std::uint64_t max_records = std::numeric_limits<std::uint64_t>::max());
 
   // The container bytes as stored, with the committed root checked against the container's
   // header; on plain TCP each chunk is also checked against its xxh3 (TLS authenticates every
@@ -99,17 +100,21 @@ class Client {
   // already durable first), until on_commit returns false (ok) or no commitment arrives within
   // `wait` (an I/O error naming the wait). The subscription uses the connection up: the next
   // call reconnects.
-  Status subscribe(std::uint64_t from_epoch, const std::function<bool(const SignedRecord&)>& on_commit,
+  Status subscribe(std::uint64_t from_epoch,
+                   const std::function<bool(const SignedRecord&)>& on_commit,
                    std::chrono::milliseconds wait);
 
  private:
   Client(ClientConfig config, Connection connection, ServerHello hello);
   Status ensure_connected();
   // Sends a request and reads the first frame of the answer; error frames become errors.
-  Result<wire::Frame> request(wire::MessageType type, const nlohmann::json& header, wire::MessageType expect);
+  Result<wire::Frame> request(wire::MessageType type, const nlohmann::json& header,
+                              wire::MessageType expect);
   // With `payload_sink` a frame's payload is appended there (Connection::read_frame_into).
-  Result<wire::Frame> next(wire::MessageType expect, std::string_view what, Bytes* payload_sink = nullptr);
-  Result<std::vector<SignedRecord>> get_log_frames(std::uint64_t from_epoch, std::uint64_t max_records);
+  Result<wire::Frame> next(wire::MessageType expect, std::string_view what,
+                           Bytes* payload_sink = nullptr);
+  Result<std::vector<SignedRecord>> get_log_frames(std::uint64_t from_epoch,
+                                                   std::uint64_t max_records);
   Result<std::vector<VerifiedChunk>> get_chunk_frames(std::uint64_t epoch, const Digest& root,
                                                       std::span<const std::uint64_t> indices);
   // A call that failed before reading its whole answer leaves frames in the stream; only an

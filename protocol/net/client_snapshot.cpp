@@ -13,13 +13,16 @@ using wire::MessageType;
 
 namespace {
 
-bool same_request(const PartialDownload& p, const SnapshotRequest& r, const std::optional<Digest>& base_root) {
-  return !p.container_id.empty() && p.epoch == r.epoch && p.codec == r.codec && p.base_root == base_root;
+bool same_request(const PartialDownload& p, const SnapshotRequest& r,
+                  const std::optional<Digest>& base_root) {
+  return !p.container_id.empty() && p.epoch == r.epoch && p.codec == r.codec &&
+         p.base_root == base_root;
 }
 
 std::string xxh3_hex(ByteSpan bytes) {
   char sum[17];
-  std::snprintf(sum, sizeof(sum), "%016llx", static_cast<unsigned long long>(XXH3_64bits(bytes.data(), bytes.size())));
+  std::snprintf(sum, sizeof(sum), "%016llx",
+                static_cast<unsigned long long>(XXH3_64bits(bytes.data(), bytes.size())));
   return sum;
 }
 
@@ -36,10 +39,12 @@ class ProgressRule {
     if (now - window_start_ < config_.progress_window) return {};
     const double seconds = std::chrono::duration<double>(now - window_start_).count();
     const auto moved = held - held_at_start_;
-    const auto needed = static_cast<std::uint64_t>(static_cast<double>(config_.min_transfer_rate) * seconds);
+    const auto needed =
+        static_cast<std::uint64_t>(static_cast<double>(config_.min_transfer_rate) * seconds);
     if (moved < needed) {
-      return "only " + std::to_string(moved) + " bytes arrived in the last " + std::to_string(seconds).substr(0, 5) +
-             " s, below the minimum transfer rate of " + std::to_string(config_.min_transfer_rate) + " bytes/s";
+      return "only " + std::to_string(moved) + " bytes arrived in the last " +
+             std::to_string(seconds).substr(0, 5) + " s, below the minimum transfer rate of " +
+             std::to_string(config_.min_transfer_rate) + " bytes/s";
     }
     window_start_ = now;
     held_at_start_ = held;
@@ -54,16 +59,19 @@ class ProgressRule {
 
 }  // namespace
 
-Status Client::receive_container(const SnapshotRequest& request, PartialDownload& p, const ProgressFn& progress,
-                                 std::uint64_t resumes, bool& caller_stopped) {
+Status Client::receive_container(const SnapshotRequest& request, PartialDownload& p,
+                                 const ProgressFn& progress, std::uint64_t resumes,
+                                 bool& caller_stopped) {
   json header = {{"epoch", request.epoch}, {"codec", std::string(comp::codec_name(request.codec))}};
   if (p.base_root) header["base_root"] = hex_encode(*p.base_root);
   if (!p.bytes.empty()) {
     header["offset"] = p.bytes.size();
     header["container_id"] = p.container_id;
   }
-  VT_ASSIGN_OR_RETURN(Frame begin, this->request(MessageType::kGetSnapshot, header, MessageType::kSnapshotBegin));
-  std::string what = "snapshot of epoch " + std::to_string(request.epoch) + " from " + connection_->where();
+  VT_ASSIGN_OR_RETURN(
+      Frame begin, this->request(MessageType::kGetSnapshot, header, MessageType::kSnapshotBegin));
+  std::string what =
+      "snapshot of epoch " + std::to_string(request.epoch) + " from " + connection_->where();
   VT_ASSIGN_OR_RETURN(std::uint64_t size, wire::get_u64(begin, "size"));
   VT_ASSIGN_OR_RETURN(std::uint64_t offset, wire::get_u64(begin, "offset"));
   VT_ASSIGN_OR_RETURN(std::string id, wire::get_string(begin, "container_id"));
@@ -72,13 +80,15 @@ Status Client::receive_container(const SnapshotRequest& request, PartialDownload
     return rejected(what + ": the server offers a snapshot with root " + hex_encode(root) +
                     " but the log commits to " + hex_encode(request.root));
   // A provider declaring more than the task's state can take is wrong, not unlucky: rejected.
-  const std::uint64_t max_container = config_.max_snapshot_bytes + config_.max_snapshot_bytes / 64 + (1u << 20);
+  const std::uint64_t max_container =
+      config_.max_snapshot_bytes + config_.max_snapshot_bytes / 64 + (1u << 20);
   if (size > max_container)
-    return rejected(what + ": the container is " + std::to_string(size) + " bytes, more than a snapshot of this task " +
-                    "can take (" + std::to_string(max_container) + ")");
+    return rejected(what + ": the container is " + std::to_string(size) +
+                    " bytes, more than a snapshot of this task " + "can take (" +
+                    std::to_string(max_container) + ")");
   if (offset != p.bytes.size() || (offset > 0 && (id != p.container_id || size != p.total)))
-    return io_error(what + ": the server resumed at offset " + std::to_string(offset) + " of container " + id +
-                    ", not where this download stopped");
+    return io_error(what + ": the server resumed at offset " + std::to_string(offset) +
+                    " of container " + id + ", not where this download stopped");
   p.container_id = id;
   p.total = size;
   reserve_large(p.bytes, size);  // bounded by max_snapshot_bytes above; saves regrowth copies
@@ -116,7 +126,8 @@ Status Client::receive_container(const SnapshotRequest& request, PartialDownload
       VT_ASSIGN_OR_RETURN(std::string sum, wire::get_string(data, "xxh3"));
       if (xxh3_hex(payload) != sum) {
         connection_.reset();
-        return io_error(what + ": data frame at offset " + std::to_string(at) + " fails its xxh3 checksum");
+        return io_error(what + ": data frame at offset " + std::to_string(at) +
+                        " fails its xxh3 checksum");
       }
     }
     trim.keep = true;
@@ -124,8 +135,8 @@ Status Client::receive_container(const SnapshotRequest& request, PartialDownload
       // The server is still streaming into this connection; only a new one is in a known state.
       connection_.reset();
       caller_stopped = true;
-      return io_error(what + ": stopped by the caller at byte " + std::to_string(p.bytes.size()) + " of " +
-                      std::to_string(size));
+      return io_error(what + ": stopped by the caller at byte " + std::to_string(p.bytes.size()) +
+                      " of " + std::to_string(size));
     }
   }
   VT_ASSIGN_OR_RETURN(Frame end, next(MessageType::kSnapshotEnd, what));
@@ -138,7 +149,8 @@ Result<Bytes> Client::fetch_container(const SnapshotRequest& request, const Prog
   if (!base_root && !request.base.empty()) base_root = fp::merkle_root(request.base);
   PartialDownload local;
   PartialDownload& p = partial ? *partial : local;
-  if (!same_request(p, request, base_root)) p = PartialDownload{request.epoch, request.codec, base_root, {}, 0, {}};
+  if (!same_request(p, request, base_root))
+    p = PartialDownload{request.epoch, request.codec, base_root, {}, 0, {}};
   std::uint64_t resumes = 0;
   for (;;) {
     bool caller_stopped = false;
@@ -147,7 +159,8 @@ Result<Bytes> Client::fetch_container(const SnapshotRequest& request, const Prog
     bool mismatch = got.error().message.find("answered resume_mismatch") != std::string::npos;
     if (caller_stopped || (got.error().code != Errc::kIo && !mismatch)) return got.error();
     if (resumes >= static_cast<std::uint64_t>(std::max(config_.max_resumes, 0)))
-      return got.error().context("snapshot download gave up after " + std::to_string(resumes) + " resumes");
+      return got.error().context("snapshot download gave up after " + std::to_string(resumes) +
+                                 " resumes");
     if (mismatch) p = PartialDownload{request.epoch, request.codec, base_root, {}, 0, {}};
     ++resumes;
     connection_.reset();
@@ -157,15 +170,18 @@ Result<Bytes> Client::fetch_container(const SnapshotRequest& request, const Prog
   auto info = comp::read_container_info(out);
   if (!info.ok()) return info.error().context("snapshot of epoch " + std::to_string(request.epoch));
   if (info->root != request.root)
-    return rejected("snapshot of epoch " + std::to_string(request.epoch) + ": the container's root " +
-                    hex_encode(info->root) + " is not the committed " + hex_encode(request.root));
+    return rejected("snapshot of epoch " + std::to_string(request.epoch) +
+                    ": the container's root " + hex_encode(info->root) + " is not the committed " +
+                    hex_encode(request.root));
   if (info->base_root && info->base_root != base_root)
-    return rejected("snapshot of epoch " + std::to_string(request.epoch) + ": the container is a delta against " +
-                    hex_encode(*info->base_root) + ", which this client did not offer");
+    return rejected("snapshot of epoch " + std::to_string(request.epoch) +
+                    ": the container is a delta against " + hex_encode(*info->base_root) +
+                    ", which this client did not offer");
   return out;
 }
 
-Result<Bytes> Client::get_snapshot(const SnapshotRequest& request, const ProgressFn& progress, PartialDownload* partial) {
+Result<Bytes> Client::get_snapshot(const SnapshotRequest& request, const ProgressFn& progress,
+                                   PartialDownload* partial) {
   VT_ASSIGN_OR_RETURN(Bytes container, fetch_container(request, progress, partial));
   VT_ASSIGN_OR_RETURN(comp::ContainerInfo info, comp::read_container_info(container));
   comp::DecodeOptions options;
@@ -180,8 +196,9 @@ Result<Bytes> Client::get_snapshot(const SnapshotRequest& request, const Progres
   options.max_raw_size = config_.max_snapshot_bytes;
   auto canonical = comp::decode(container, options);
   if (!canonical.ok())
-    return rejected("snapshot of epoch " + std::to_string(request.epoch) + " does not decode to its committed root " +
-                    hex_encode(request.root) + ": " + canonical.error().message);
+    return rejected("snapshot of epoch " + std::to_string(request.epoch) +
+                    " does not decode to its committed root " + hex_encode(request.root) + ": " +
+                    canonical.error().message);
   return canonical;
 }
 

@@ -1,8 +1,9 @@
 #include "protocol/net/connection.h"
 
-#include <boost/asio/connect.hpp>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+
+#include <boost/asio/connect.hpp>
 
 #include "protocol/net/transport.h"
 
@@ -23,11 +24,13 @@ struct Connection::Impl {
   // Runs one operation to completion or its deadline. On the deadline the socket is closed,
   // which makes the operation finish with an error that is reported as a timeout.
   template <typename T>
-  Result<T> run(net::awaitable<T> op, net::Millis timeout, const std::string& what, bool* timed_out_out = nullptr) {
+  Result<T> run(net::awaitable<T> op, net::Millis timeout, const std::string& what,
+                bool* timed_out_out = nullptr) {
     // The exchange's deadline shortens every wait; a wait it cuts is reported as the deadline.
     bool by_deadline = false;
     if (config.deadline != std::chrono::steady_clock::time_point::max()) {
-      const auto left = std::chrono::duration_cast<net::Millis>(config.deadline - std::chrono::steady_clock::now());
+      const auto left = std::chrono::duration_cast<net::Millis>(config.deadline -
+                                                                std::chrono::steady_clock::now());
       if (left <= timeout) {
         by_deadline = true;
         timeout = std::max(left, net::Millis(0));
@@ -51,9 +54,11 @@ struct Connection::Impl {
       io.run();
     }
     if (timed_out && by_deadline)
-      return rejected(what + " " + where() + ": the provider had not answered when the verifier's deadline passed");
+      return rejected(what + " " + where() +
+                      ": the provider had not answered when the verifier's deadline passed");
     if (timed_out)
-      return io_error(what + " " + where() + ": no progress within " + std::to_string(timeout.count()) + " ms");
+      return io_error(what + " " + where() + ": no progress within " +
+                      std::to_string(timeout.count()) + " ms");
     if (failure) {
       try {
         std::rethrow_exception(failure);
@@ -73,7 +78,8 @@ namespace {
 
 net::awaitable<bool> connect_and_handshake(Connection::Impl& c) {
   tcp::resolver resolver(c.io);
-  auto endpoints = co_await resolver.async_resolve(c.config.host, std::to_string(c.config.port), net::use_awaitable);
+  auto endpoints = co_await resolver.async_resolve(c.config.host, std::to_string(c.config.port),
+                                                   net::use_awaitable);
   if (c.config.insecure) {
     for (const auto& e : endpoints)
       if (!net::is_loopback(e.endpoint().address())) co_return false;
@@ -118,7 +124,8 @@ Result<Connection> Connection::open(const ClientConfig& config) {
                            ": TLS needs the server's certificate fingerprint to pin or a CA file");
     VT_ASSIGN_OR_RETURN(impl->tls, net::client_tls_context(config.ca_file));
   }
-  VT_ASSIGN_OR_RETURN(bool loopback, impl->run(connect_and_handshake(*impl), config.connect_timeout, "connecting to"));
+  VT_ASSIGN_OR_RETURN(bool loopback, impl->run(connect_and_handshake(*impl), config.connect_timeout,
+                                               "connecting to"));
   if (!loopback)
     return invalid_input("connecting to " + impl->where() +
                          ": plain TCP (insecure) is only allowed to a loopback address");
@@ -151,7 +158,9 @@ Status Connection::send(wire::MessageType type, const nlohmann::json& header, By
   return write(frame);
 }
 
-Result<wire::Frame> Connection::read_frame() { return read_frame(impl_ ? impl_->config.io_timeout : net::Millis(0)); }
+Result<wire::Frame> Connection::read_frame() {
+  return read_frame(impl_ ? impl_->config.io_timeout : net::Millis(0));
+}
 
 Result<wire::Frame> Connection::read_frame(std::chrono::milliseconds timeout) {
   return read_frame_to(nullptr, timeout);
@@ -163,8 +172,9 @@ Result<wire::Frame> Connection::read_frame_into(Bytes& sink, std::chrono::millis
 
 Result<wire::Frame> Connection::read_frame_to(Bytes* sink, std::chrono::milliseconds timeout) {
   if (!is_open()) return io_error("reading from " + where() + ": the connection is closed");
-  auto parsed = impl_->run(net::read_frame(*impl_->stream, nullptr, impl_->config.limits, timeout, timeout, sink),
-                           timeout, "reading from");
+  auto parsed = impl_->run(
+      net::read_frame(*impl_->stream, nullptr, impl_->config.limits, timeout, timeout, sink),
+      timeout, "reading from");
   if (!parsed.ok()) return parsed.error();
   if (!parsed->ok()) return invalid_input("reading from " + where() + ": " + parsed->error.message);
   return std::move(*parsed->value);
@@ -189,8 +199,9 @@ void Connection::close() {
   }
 }
 
-bool Connection::is_open() const { return impl_ && impl_->stream && impl_->stream->socket().is_open(); }
-
+bool Connection::is_open() const {
+  return impl_ && impl_->stream && impl_->stream->socket().is_open();
+}
 
 std::string Connection::where() const { return impl_ ? impl_->where() : std::string("(closed)"); }
 

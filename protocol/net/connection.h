@@ -17,10 +17,10 @@ namespace vt {
 struct ClientConfig {
   std::string host = "127.0.0.1";
   std::uint16_t port = 0;
-  std::string token;               // the server's bearer token
-  std::string pin_sha256;          // the certificate fingerprint (keys.h certificate_fingerprint)
-  std::filesystem::path ca_file;   // or: a CA that signed the server's certificate
-  bool insecure = false;           // plain TCP; refused unless host resolves to loopback only
+  std::string token;              // the server's bearer token
+  std::string pin_sha256;         // the certificate fingerprint (keys.h certificate_fingerprint)
+  std::filesystem::path ca_file;  // or: a CA that signed the server's certificate
+  bool insecure = false;          // plain TCP; refused unless host resolves to loopback only
   std::chrono::milliseconds connect_timeout{10'000};  // TCP connect, TLS handshake and hello
   std::chrono::milliseconds io_timeout{60'000};       // one frame, either way
   // The end of the whole exchange (verify --deadline): every wait is cut short to it, and what

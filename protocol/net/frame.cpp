@@ -8,10 +8,9 @@ namespace vt::wire {
 namespace {
 
 constexpr std::string_view kNames[] = {
-    "?",           "hello",          "get_task",      "task",         "get_log",
-    "log",         "subscribe",      "commit",        "get_snapshot", "snapshot_begin",
-    "snapshot_data", "snapshot_end", "get_chunks",    "chunk",        "chunks_end",
-    "error",
+    "?",          "hello",  "get_task",     "task",           "get_log",       "log",
+    "subscribe",  "commit", "get_snapshot", "snapshot_begin", "snapshot_data", "snapshot_end",
+    "get_chunks", "chunk",  "chunks_end",   "error",
 };
 static_assert(std::size(kNames) == kMaxMessageType + 1);
 
@@ -21,8 +20,8 @@ Parsed<T> fail(FrameErrc errc, std::string message) {
 }
 
 std::string field_error(const Frame& frame, std::string_view field, std::string_view expected) {
-  return std::string(message_name(frame.type)) + " header: field \"" + std::string(field) +
-         "\" " + std::string(expected);
+  return std::string(message_name(frame.type)) + " header: field \"" + std::string(field) + "\" " +
+         std::string(expected);
 }
 
 }  // namespace
@@ -34,32 +33,36 @@ std::string_view message_name(MessageType type) {
 
 std::string_view frame_errc_code(FrameErrc errc) {
   switch (errc) {
-    case FrameErrc::kBadVersion: return "unsupported_version";
-    case FrameErrc::kTooLarge: return "frame_too_large";
+    case FrameErrc::kBadVersion:
+      return "unsupported_version";
+    case FrameErrc::kTooLarge:
+      return "frame_too_large";
     case FrameErrc::kBadMagic:
     case FrameErrc::kBadType:
     case FrameErrc::kBadFlags:
-    case FrameErrc::kBadHeader: return "bad_frame";
+    case FrameErrc::kBadHeader:
+      return "bad_frame";
   }
   return "bad_frame";
 }
 
 Parsed<FramePrefix> parse_prefix(ByteSpan prefix, const FrameLimits& limits) {
   if (prefix.size() != kPrefixSize)
-    return fail<FramePrefix>(FrameErrc::kBadHeader, "frame prefix must be 16 bytes, got " +
-                                                        std::to_string(prefix.size()));
+    return fail<FramePrefix>(FrameErrc::kBadHeader,
+                             "frame prefix must be 16 bytes, got " + std::to_string(prefix.size()));
   if (std::memcmp(prefix.data(), kMagic, 4) != 0)
-    return fail<FramePrefix>(FrameErrc::kBadMagic,
-                             "bad magic " + hex_encode(prefix.first(4)) + " (expected 56545750 \"VTWP\")");
+    return fail<FramePrefix>(FrameErrc::kBadMagic, "bad magic " + hex_encode(prefix.first(4)) +
+                                                       " (expected 56545750 \"VTWP\")");
   if (prefix[4] != kWireVersion)
     return fail<FramePrefix>(FrameErrc::kBadVersion, "frame version " + std::to_string(prefix[4]) +
                                                          " is not supported (this side speaks " +
                                                          std::to_string(kWireVersion) + ")");
   if (prefix[5] == 0 || prefix[5] > kMaxMessageType)
-    return fail<FramePrefix>(FrameErrc::kBadType, "unknown message type " + std::to_string(prefix[5]));
+    return fail<FramePrefix>(FrameErrc::kBadType,
+                             "unknown message type " + std::to_string(prefix[5]));
   if (prefix[6] != 0 || prefix[7] != 0)
-    return fail<FramePrefix>(FrameErrc::kBadFlags, "frame flags must be 0, got 0x" +
-                                                       hex_encode(prefix.subspan(6, 2)));
+    return fail<FramePrefix>(FrameErrc::kBadFlags,
+                             "frame flags must be 0, got 0x" + hex_encode(prefix.subspan(6, 2)));
   FramePrefix out;
   out.type = static_cast<MessageType>(prefix[5]);
   out.header_size = get_u32le(prefix.data() + 8);
@@ -85,9 +88,9 @@ Parsed<FramePrefix> parse_prefix(ByteSpan prefix, const FrameLimits& limits) {
 Parsed<Frame> parse_body(const FramePrefix& prefix, ByteSpan body) {
   std::string what(message_name(prefix.type));
   if (body.size() != prefix.body_size())
-    return fail<Frame>(FrameErrc::kBadHeader, what + " frame: body is " + std::to_string(body.size()) +
-                                                  " bytes, prefix declared " +
-                                                  std::to_string(prefix.body_size()));
+    return fail<Frame>(FrameErrc::kBadHeader,
+                       what + " frame: body is " + std::to_string(body.size()) +
+                           " bytes, prefix declared " + std::to_string(prefix.body_size()));
   auto parsed = parse_header(prefix, body.first(prefix.header_size));
   if (parsed.ok()) {
     auto payload = body.subspan(prefix.header_size);
@@ -99,10 +102,12 @@ Parsed<Frame> parse_body(const FramePrefix& prefix, ByteSpan body) {
 Parsed<Frame> parse_header(const FramePrefix& prefix, ByteSpan text) {
   std::string what(message_name(prefix.type));
   if (text.size() != prefix.header_size)
-    return fail<Frame>(FrameErrc::kBadHeader, what + " frame: header is " + std::to_string(text.size()) +
-                                                  " bytes, prefix declared " + std::to_string(prefix.header_size));
-  auto parsed = parse_json_bounded(
-      std::string_view(reinterpret_cast<const char*>(text.data()), text.size()), what + " frame: header");
+    return fail<Frame>(FrameErrc::kBadHeader,
+                       what + " frame: header is " + std::to_string(text.size()) +
+                           " bytes, prefix declared " + std::to_string(prefix.header_size));
+  auto parsed =
+      parse_json_bounded(std::string_view(reinterpret_cast<const char*>(text.data()), text.size()),
+                         what + " frame: header");
   if (!parsed.ok()) return fail<Frame>(FrameErrc::kBadHeader, parsed.error().message);
   nlohmann::json header = std::move(parsed).value();
   if (!header.is_object())
@@ -156,7 +161,8 @@ Bytes encode_frame(MessageType type, const nlohmann::json& header, ByteSpan payl
 }
 
 Bytes encode_error(std::string_view code, std::string_view message) {
-  return encode_frame(MessageType::kError, {{"code", std::string(code)}, {"message", std::string(message)}});
+  return encode_frame(MessageType::kError,
+                      {{"code", std::string(code)}, {"message", std::string(message)}});
 }
 
 Result<std::uint64_t> get_u64(const Frame& frame, std::string_view field) {

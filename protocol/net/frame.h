@@ -36,8 +36,8 @@ inline constexpr std::size_t kPrefixSize = 16;
 inline constexpr std::uint64_t kProtocolVersion = 1;
 inline constexpr std::string_view kSoftwareName = "veritrain/0.1";
 // What hello advertises: the requests this side serves and the features of get_snapshot.
-inline constexpr std::string_view kCapabilities[] = {"get_task",   "get_log", "subscribe", "get_snapshot",
-                                                    "get_chunks", "delta",   "resume"};
+inline constexpr std::string_view kCapabilities[] = {
+    "get_task", "get_log", "subscribe", "get_snapshot", "get_chunks", "delta", "resume"};
 
 enum class MessageType : std::uint8_t {
   kHello = 1,

@@ -1,10 +1,11 @@
 #include "protocol/net/metrics.h"
 
+#include <sstream>
+#include <thread>
+
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <sstream>
-#include <thread>
 
 namespace vt {
 
@@ -80,7 +81,8 @@ std::string Metrics::prometheus_text() const {
       << "# HELP veritrain_snapshot_resumes_total Snapshot downloads resumed at an offset.\n"
          "# TYPE veritrain_snapshot_resumes_total counter\n"
       << "veritrain_snapshot_resumes_total " << resumes() << "\n"
-      << "# HELP veritrain_accept_pauses_total Times the listener paused, out of file descriptors.\n"
+      << "# HELP veritrain_accept_pauses_total Times the listener paused, out of file "
+         "descriptors.\n"
          "# TYPE veritrain_accept_pauses_total counter\n"
       << "veritrain_accept_pauses_total " << accept_pauses() << "\n"
       << "# HELP veritrain_epochs_committed Epochs with a durable commitment.\n"
@@ -131,11 +133,11 @@ struct MetricsServer::Impl {
                          response->body() = "not found: GET /metrics or /healthz\n";
                        }
                        response->prepare_payload();
-                       http::async_write(*stream, *response,
-                                         [stream, response](beast::error_code, std::size_t) {
-                                           beast::error_code ignored;
-                                           stream->socket().shutdown(tcp::socket::shutdown_send, ignored);
-                                         });
+                       http::async_write(
+                           *stream, *response, [stream, response](beast::error_code, std::size_t) {
+                             beast::error_code ignored;
+                             stream->socket().shutdown(tcp::socket::shutdown_send, ignored);
+                           });
                      });
   }
 };
@@ -143,12 +145,13 @@ struct MetricsServer::Impl {
 MetricsServer::MetricsServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 MetricsServer::~MetricsServer() { stop(); }
 
-Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& host, std::uint16_t port,
-                                                            std::shared_ptr<const Metrics> metrics) {
+Result<std::unique_ptr<MetricsServer>> MetricsServer::start(
+    const std::string& host, std::uint16_t port, std::shared_ptr<const Metrics> metrics) {
   return start(host, port, [metrics] { return metrics->prometheus_text(); });
 }
 
-Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& host, std::uint16_t port,
+Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& host,
+                                                            std::uint16_t port,
                                                             std::function<std::string()> render) {
   auto impl = std::make_unique<Impl>();
   impl->render = std::move(render);
@@ -161,7 +164,8 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& h
   if (!ec) impl->acceptor.bind(endpoint, ec);
   if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec)
-    return io_error("metrics listener on " + host + ":" + std::to_string(port) + ": " + ec.message());
+    return io_error("metrics listener on " + host + ":" + std::to_string(port) + ": " +
+                    ec.message());
   impl->accept();
   Impl* raw = impl.get();
   impl->thread = std::thread([raw] { raw->io.run(); });

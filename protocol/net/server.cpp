@@ -21,15 +21,18 @@ namespace {
 // The local address of an inherited descriptor that must be a listening TCP socket.
 Result<tcp::endpoint> listening_endpoint(int fd) {
   const std::string what = "server: descriptor " + std::to_string(fd);
-  if (::fcntl(fd, F_GETFD) < 0) return invalid_input(what + " is not open (nothing was passed to this process as it)");
+  if (::fcntl(fd, F_GETFD) < 0)
+    return invalid_input(what + " is not open (nothing was passed to this process as it)");
   int type = 0, listening = 0;
   socklen_t len = sizeof type;
-  if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0) return invalid_input(what + " is not a socket");
+  if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0)
+    return invalid_input(what + " is not a socket");
   len = sizeof listening;
   if (type != SOCK_STREAM || ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0) {
     return invalid_input(what + " is not a TCP socket");
   }
-  if (listening == 0) return invalid_input(what + " is not listening (bind(2) and listen(2) it before passing it)");
+  if (listening == 0)
+    return invalid_input(what + " is not listening (bind(2) and listen(2) it before passing it)");
   sockaddr_storage addr{};
   len = sizeof addr;
   if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
@@ -37,7 +40,8 @@ Result<tcp::endpoint> listening_endpoint(int fd) {
     return invalid_input(what + " is not an IPv4 or IPv6 socket");
   }
   tcp::endpoint endpoint;
-  if (len > endpoint.capacity()) return invalid_input(what + ": its address does not fit an IP endpoint");
+  if (len > endpoint.capacity())
+    return invalid_input(what + ": its address does not fit an IP endpoint");
   std::memcpy(endpoint.data(), &addr, len);
   endpoint.resize(len);
   return endpoint;
@@ -48,35 +52,38 @@ Result<tcp::endpoint> listening_endpoint(int fd) {
 void Server::Impl::accept_next() {
   // Each connection gets its own strand: its session and watchdog never run at the same time,
   // while different connections run on different threads.
-  acceptor->async_accept(asio::make_strand(*io), [this](boost::system::error_code ec, tcp::socket socket) {
-    if (ec == asio::error::operation_aborted || !acceptor->is_open()) return;
-    if (!ec) {
-      boost::system::error_code ignored;
-      socket.set_option(tcp::no_delay(true), ignored);
-      socket.set_option(asio::socket_base::keep_alive(true), ignored);
-      auto executor = socket.get_executor();
-      asio::co_spawn(executor, run_session(*this, std::move(socket)), asio::detached);
-    }
-    // Running out of descriptors must not end the accept loop, but retrying at once would spin
-    // a core for as long as the descriptors stay taken (the pending connection stays in the
-    // backlog, so every accept fails again immediately): pause, then try again.
-    if (ec == asio::error::no_descriptors || ec == boost::system::errc::too_many_files_open_in_system ||
-        ec == asio::error::no_buffer_space || ec == asio::error::no_memory) {
-      metrics->count_accept_pause();
-      accept_pause->expires_after(config.limits.accept_backoff);
-      accept_pause->async_wait([this](boost::system::error_code wait_ec) {
-        if (wait_ec != asio::error::operation_aborted && acceptor->is_open()) accept_next();
+  acceptor->async_accept(
+      asio::make_strand(*io), [this](boost::system::error_code ec, tcp::socket socket) {
+        if (ec == asio::error::operation_aborted || !acceptor->is_open()) return;
+        if (!ec) {
+          boost::system::error_code ignored;
+          socket.set_option(tcp::no_delay(true), ignored);
+          socket.set_option(asio::socket_base::keep_alive(true), ignored);
+          auto executor = socket.get_executor();
+          asio::co_spawn(executor, run_session(*this, std::move(socket)), asio::detached);
+        }
+        // Running out of descriptors must not end the accept loop, but retrying at once would spin
+        // a core for as long as the descriptors stay taken (the pending connection stays in the
+        // backlog, so every accept fails again immediately): pause, then try again.
+        if (ec == asio::error::no_descriptors ||
+            ec == boost::system::errc::too_many_files_open_in_system ||
+            ec == asio::error::no_buffer_space || ec == asio::error::no_memory) {
+          metrics->count_accept_pause();
+          accept_pause->expires_after(config.limits.accept_backoff);
+          accept_pause->async_wait([this](boost::system::error_code wait_ec) {
+            if (wait_ec != asio::error::operation_aborted && acceptor->is_open()) accept_next();
+          });
+          return;
+        }
+        accept_next();
       });
-      return;
-    }
-    accept_next();
-  });
 }
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Server::~Server() { stop(); }
 
-Result<std::unique_ptr<Server>> Server::start(ServerConfig config, std::shared_ptr<Catalog> catalog) {
+Result<std::unique_ptr<Server>> Server::start(ServerConfig config,
+                                              std::shared_ptr<Catalog> catalog) {
   if (!catalog) return internal_error("server: no catalog to serve");
   if (config.token.empty())
     return invalid_input("server: a bearer token is required (clients must present it in hello)");
@@ -91,18 +98,21 @@ Result<std::unique_ptr<Server>> Server::start(ServerConfig config, std::shared_p
     config.host = endpoint.address().to_string();
   } else {
     auto address = asio::ip::make_address(config.host, ec);
-    if (ec) return invalid_input("server: listen address \"" + config.host + "\" is not an IP address");
+    if (ec)
+      return invalid_input("server: listen address \"" + config.host + "\" is not an IP address");
     endpoint = tcp::endpoint(address, config.port);
   }
   const auto address = endpoint.address();
   auto impl = std::make_unique<Impl>();
   if (config.insecure) {
     if (!net::is_loopback(address))
-      return invalid_input("server: --insecure (plain TCP) is only allowed on a loopback address, not " +
-                           config.host);
+      return invalid_input(
+          "server: --insecure (plain TCP) is only allowed on a loopback address, not " +
+          config.host);
   } else {
     if (config.tls_cert.empty() || config.tls_key.empty())
-      return invalid_input("server: TLS needs a certificate and a key file (or --insecure on loopback)");
+      return invalid_input(
+          "server: TLS needs a certificate and a key file (or --insecure on loopback)");
     VT_ASSIGN_OR_RETURN(impl->tls, net::server_tls_context(config.tls_cert, config.tls_key));
   }
   // The gauge starts at what is already durable; notify_commit moves it on.
@@ -110,22 +120,26 @@ Result<std::unique_ptr<Server>> Server::start(ServerConfig config, std::shared_p
   if (!records.ok()) return records.error().context("server: reading the catalog's log");
   impl->metrics->set_epochs_committed(records->size());
 
-  impl->admission.emplace(AdmissionLimits{config.limits.max_connections, config.limits.max_connections_per_address,
-                                         config.limits.max_unauthenticated,
-                                         config.limits.max_unauthenticated_per_address,
-                                         config.limits.unauthenticated_grace});
+  impl->admission.emplace(AdmissionLimits{
+      config.limits.max_connections, config.limits.max_connections_per_address,
+      config.limits.max_unauthenticated, config.limits.max_unauthenticated_per_address,
+      config.limits.unauthenticated_grace});
   impl->accept_pause.emplace(*impl->io);
   auto& acceptor = impl->acceptor.emplace(*impl->io);
   if (config.listen_fd >= 0) {
     ::fcntl(config.listen_fd, F_SETFD, FD_CLOEXEC);  // no child of ours inherits it in turn
     acceptor.assign(endpoint.protocol(), config.listen_fd, ec);
-    if (ec) return io_error("server: serving on descriptor " + std::to_string(config.listen_fd) + ": " + ec.message());
+    if (ec)
+      return io_error("server: serving on descriptor " + std::to_string(config.listen_fd) + ": " +
+                      ec.message());
   } else {
     acceptor.open(endpoint.protocol(), ec);
     if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
     if (!ec) acceptor.bind(endpoint, ec);
     if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) return io_error("server: listening on " + config.host + ":" + std::to_string(config.port) + ": " + ec.message());
+    if (ec)
+      return io_error("server: listening on " + config.host + ":" + std::to_string(config.port) +
+                      ": " + ec.message());
   }
 
   impl->config = std::move(config);
@@ -152,7 +166,8 @@ Result<std::unique_ptr<Server>> Server::start(ServerConfig config, std::shared_p
 Endpoint Server::endpoint() const {
   boost::system::error_code ec;
   std::lock_guard lock(impl_->mutex);
-  auto local = impl_->acceptor && !impl_->stopped ? impl_->acceptor->local_endpoint(ec) : tcp::endpoint();
+  auto local =
+      impl_->acceptor && !impl_->stopped ? impl_->acceptor->local_endpoint(ec) : tcp::endpoint();
   return Endpoint{impl_->config.host, local.port()};
 }
 

@@ -17,7 +17,7 @@ namespace vt {
 
 struct ServerLimits {
   wire::FrameLimits request{64u << 10, 64u << 10};  // what a client frame may declare
-  std::uint32_t snapshot_chunk = 1u << 20;  // payload per snapshot_data frame, <= 16 MiB
+  std::uint32_t snapshot_chunk = 1u << 20;          // payload per snapshot_data frame, <= 16 MiB
   // Connection slots (protocol/admission.h): a connection is unauthenticated until its hello
   // carried the token and only then takes one of max_connections, so idle sockets cannot take
   // the slots verifiers need.
@@ -27,14 +27,15 @@ struct ServerLimits {
   std::size_t max_unauthenticated_per_address = 16;  // `unauthenticated_grace` make room
   std::chrono::milliseconds unauthenticated_grace{500};
   std::chrono::milliseconds accept_backoff{200};  // pause when out of file descriptors
-  std::size_t max_chunks_per_request = 64;  // get_chunks indices
+  std::size_t max_chunks_per_request = 64;        // get_chunks indices
   // A session writes one frame and waits for it to drain before building the next, so a
   // connection never holds more than one frame (snapshot_chunk + header) in flight: a slow
   // reader slows only its own stream (backpressure through TCP).
-  std::chrono::milliseconds handshake_timeout{5'000};  // TLS handshake plus the hello frame, together
-  std::chrono::milliseconds idle_timeout{300'000};      // between requests
-  std::chrono::milliseconds read_timeout{30'000};       // the rest of a frame once begun
-  std::chrono::milliseconds write_timeout{60'000};      // one frame to the client
+  std::chrono::milliseconds handshake_timeout{
+      5'000};                                       // TLS handshake plus the hello frame, together
+  std::chrono::milliseconds idle_timeout{300'000};  // between requests
+  std::chrono::milliseconds read_timeout{30'000};   // the rest of a frame once begun
+  std::chrono::milliseconds write_timeout{60'000};  // one frame to the client
 };
 
 struct ServerConfig {
@@ -61,7 +62,8 @@ struct Endpoint {
 class Server {
  public:
   // Binds, listens and starts serving before it returns.
-  static Result<std::unique_ptr<Server>> start(ServerConfig config, std::shared_ptr<Catalog> catalog);
+  static Result<std::unique_ptr<Server>> start(ServerConfig config,
+                                               std::shared_ptr<Catalog> catalog);
   ~Server();  // stop()
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;

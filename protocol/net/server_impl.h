@@ -7,10 +7,10 @@
 #include <set>
 #include <thread>
 
-#include "protocol/net/server.h"
 #include <boost/asio/io_context.hpp>
 
 #include "protocol/net/admission.h"
+#include "protocol/net/server.h"
 #include "protocol/net/transport.h"
 
 namespace vt {
@@ -36,7 +36,7 @@ struct Server::Impl {
 
   std::mutex mutex;
   std::set<std::shared_ptr<CommitSignal>> subscribers;  // GUARDED_BY(mutex)
-  bool stopped = false;                                  // GUARDED_BY(mutex)
+  bool stopped = false;                                 // GUARDED_BY(mutex)
 
   // stop() resets both, the acceptor first: destroying the io_context destroys every suspended
   // session (closing its socket), and those still find the members above alive.

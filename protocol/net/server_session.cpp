@@ -31,7 +31,8 @@ struct Reply {
 
 Reply from_catalog(const Error& error, std::string_view what) {
   std::string message = std::string(what) + ": " + error.message;
-  if (error.code == Errc::kInvalidInput || error.code == Errc::kRejected) return {"not_found", message};
+  if (error.code == Errc::kInvalidInput || error.code == Errc::kRejected)
+    return {"not_found", message};
   return {"internal", message};
 }
 
@@ -72,7 +73,8 @@ net::awaitable<void> Session::send(MessageType type, const json& header, ByteSpa
   watchdog_.arm(limits_.write_timeout);
   // Buffers are built outside co_await: GCC 12 miscompiles braced lists in a co_await
   // expression ("array used as initializer"), so every header below is a local too.
-  std::vector<asio::const_buffer> buffers{asio::buffer(head), asio::buffer(payload.data(), payload.size())};
+  std::vector<asio::const_buffer> buffers{asio::buffer(head),
+                                          asio::buffer(payload.data(), payload.size())};
   co_await stream_.write_all(buffers);
   watchdog_.disarm();
   server_.metrics->add_bytes_sent(head.size() + payload.size());
@@ -107,7 +109,8 @@ net::awaitable<void> Session::run() {
     server_.metrics->connection_closed();
     co_return;
   }
-  asio::co_spawn(executor_, [self]() { return self->watchdog_.run(self->stream_); }, asio::detached);
+  asio::co_spawn(
+      executor_, [self]() { return self->watchdog_.run(self->stream_); }, asio::detached);
   std::optional<Reply> closing;
   try {
     // One deadline for the handshake and the hello together, so a peer cannot hold its
@@ -124,16 +127,19 @@ net::awaitable<void> Session::run() {
       }
     }
     while (!closing) {
-      auto frame = co_await net::read_frame(stream_, &watchdog_, limits_.request, limits_.idle_timeout,
-                                            limits_.read_timeout);
+      auto frame = co_await net::read_frame(stream_, &watchdog_, limits_.request,
+                                            limits_.idle_timeout, limits_.read_timeout);
       if (!frame.ok()) {
-        closing = Reply{std::string(wire::frame_errc_code(frame.error.errc)), frame.error.message, true};
+        closing =
+            Reply{std::string(wire::frame_errc_code(frame.error.errc)), frame.error.message, true};
         break;
       }
       server_.metrics->count_request(frame.value->type);
       auto reply = co_await handle(*frame.value);
-      if (reply && reply->fatal) closing = std::move(reply);
-      else if (reply) co_await send_error(*reply);
+      if (reply && reply->fatal)
+        closing = std::move(reply);
+      else if (reply)
+        co_await send_error(*reply);
     }
     co_await send_error(*closing);
     watchdog_.arm(kLinger * 2);
@@ -149,23 +155,31 @@ net::awaitable<void> Session::run() {
   server_.metrics->connection_closed();
 }
 
-net::awaitable<std::optional<Reply>> Session::greet(std::chrono::steady_clock::time_point deadline) {
+net::awaitable<std::optional<Reply>> Session::greet(
+    std::chrono::steady_clock::time_point deadline) {
   const auto left = std::max(net::Millis(1), std::chrono::duration_cast<net::Millis>(
                                                  deadline - std::chrono::steady_clock::now()));
   auto frame = co_await net::read_frame(stream_, &watchdog_, limits_.request, left, left);
   if (!frame.ok())
-    co_return Reply{std::string(wire::frame_errc_code(frame.error.errc)), frame.error.message, true};
+    co_return Reply{std::string(wire::frame_errc_code(frame.error.errc)), frame.error.message,
+                    true};
   const Frame& hello = *frame.value;
   server_.metrics->count_request(hello.type);
   if (hello.type != MessageType::kHello)
-    co_return Reply{"unauthorized", "the first message must be hello, got " + std::string(wire::message_name(hello.type)), true};
+    co_return Reply{
+        "unauthorized",
+        "the first message must be hello, got " + std::string(wire::message_name(hello.type)),
+        true};
   auto versions = hello.header.find("versions");
   bool speaks_ours = false;
   if (versions != hello.header.end() && versions->is_array())
-    for (const auto& v : *versions) speaks_ours |= v.is_number_unsigned() && v.get<std::uint64_t>() == wire::kProtocolVersion;
+    for (const auto& v : *versions)
+      speaks_ours |= v.is_number_unsigned() && v.get<std::uint64_t>() == wire::kProtocolVersion;
   if (!speaks_ours)
-    co_return Reply{"unsupported_version", "hello.versions must list protocol version " +
-                                               std::to_string(wire::kProtocolVersion), true};
+    co_return Reply{
+        "unsupported_version",
+        "hello.versions must list protocol version " + std::to_string(wire::kProtocolVersion),
+        true};
   auto token = wire::get_string(hello, "token");
   if (!token.ok() || !net::token_equal(*token, server_.config.token))
     co_return Reply{"unauthorized", "hello: the bearer token is missing or wrong", true};
@@ -177,10 +191,11 @@ net::awaitable<void> Session::send_hello() {
                  {"snapshot_chunk", limits_.snapshot_chunk},
                  {"max_chunks_per_request", limits_.max_chunks_per_request}};
   json header = {{"version", wire::kProtocolVersion},
-                                      {"server", std::string(wire::kSoftwareName)},
-                                      {"capabilities", std::vector<std::string>(std::begin(wire::kCapabilities), std::end(wire::kCapabilities))},
-                                      {"codecs", {"raw", "zstd", "planes", "delta", "xz"}},
-                                      {"limits", limits}};
+                 {"server", std::string(wire::kSoftwareName)},
+                 {"capabilities", std::vector<std::string>(std::begin(wire::kCapabilities),
+                                                           std::end(wire::kCapabilities))},
+                 {"codecs", {"raw", "zstd", "planes", "delta", "xz"}},
+                 {"limits", limits}};
   co_await send(MessageType::kHello, header);
 }
 
@@ -193,10 +208,14 @@ net::awaitable<std::optional<Reply>> Session::handle(const Frame& request) {
       co_await send(MessageType::kTask, header, *task);
       co_return std::nullopt;
     }
-    case MessageType::kGetLog: co_return co_await get_log(request);
-    case MessageType::kSubscribe: co_return co_await subscribe(request);
-    case MessageType::kGetSnapshot: co_return co_await get_snapshot(request);
-    case MessageType::kGetChunks: co_return co_await get_chunks(request);
+    case MessageType::kGetLog:
+      co_return co_await get_log(request);
+    case MessageType::kSubscribe:
+      co_return co_await subscribe(request);
+    case MessageType::kGetSnapshot:
+      co_return co_await get_snapshot(request);
+    case MessageType::kGetChunks:
+      co_return co_await get_chunks(request);
     default:
       co_return Reply{"bad_request", std::string(wire::message_name(request.type)) +
                                          " is not a request a client may send here"};
@@ -281,42 +300,49 @@ net::awaitable<std::optional<Reply>> Session::get_snapshot(const Frame& request)
     offset = *o;
   }
   auto container = server_.catalog->container(want);
-  if (!container.ok()) co_return from_catalog(container.error(), "snapshot of epoch " + std::to_string(*epoch));
+  if (!container.ok())
+    co_return from_catalog(container.error(), "snapshot of epoch " + std::to_string(*epoch));
   const Bytes& bytes = **container;
   auto info = comp::read_container_info(bytes);
-  if (!info.ok()) co_return from_catalog(info.error(), "stored container of epoch " + std::to_string(*epoch));
+  if (!info.ok())
+    co_return from_catalog(info.error(), "stored container of epoch " + std::to_string(*epoch));
   // Names the container for a resume. The header and section table carry every section's
   // XXH3-64, so hashing them tells a changed container from the same one without reading the
   // payloads; the client's trust comes from the Merkle root after decoding, not from this.
-  const std::uint64_t payloads = info->sections.empty() ? bytes.size() : info->sections.front().payload_offset;
+  const std::uint64_t payloads =
+      info->sections.empty() ? bytes.size() : info->sections.front().payload_offset;
   std::string id = hex_encode(sha256(ByteSpan(bytes).first(payloads)));
   if (offset > 0) {
     auto claimed = wire::get_optional_string(request, "container_id");
     if (!claimed.ok() || !*claimed || **claimed != id)
       co_return Reply{"resume_mismatch", "cannot resume at offset " + std::to_string(offset) +
-                                             ": the container is now " + id + "; restart from offset 0"};
+                                             ": the container is now " + id +
+                                             "; restart from offset 0"};
     if (offset > bytes.size())
-      co_return Reply{"bad_request", "get_snapshot.offset " + std::to_string(offset) + " is past the end of the " +
-                                         std::to_string(bytes.size()) + "-byte container"};
+      co_return Reply{"bad_request", "get_snapshot.offset " + std::to_string(offset) +
+                                         " is past the end of the " + std::to_string(bytes.size()) +
+                                         "-byte container"};
     server_.metrics->count_resume();
   }
   json begin = {{"epoch", *epoch},
-                 {"codec", std::string(comp::codec_name(info->codec))},
-                 {"root", hex_encode(info->root)},
-                 {"base_root", info->base_root ? json(hex_encode(*info->base_root)) : json(nullptr)},
-                 {"size", bytes.size()},
-                 {"offset", offset},
-                 {"container_id", id},
-                 {"chunk", limits_.snapshot_chunk}};
+                {"codec", std::string(comp::codec_name(info->codec))},
+                {"root", hex_encode(info->root)},
+                {"base_root", info->base_root ? json(hex_encode(*info->base_root)) : json(nullptr)},
+                {"size", bytes.size()},
+                {"offset", offset},
+                {"container_id", id},
+                {"chunk", limits_.snapshot_chunk}};
   co_await send(MessageType::kSnapshotBegin, begin);
   auto keep_alive = *container;  // the catalog may drop its copy while this stream runs
   for (std::uint64_t at = offset; at < bytes.size(); at += limits_.snapshot_chunk) {
-    ByteSpan piece = ByteSpan(bytes).subspan(at, std::min<std::uint64_t>(limits_.snapshot_chunk, bytes.size() - at));
+    ByteSpan piece = ByteSpan(bytes).subspan(
+        at, std::min<std::uint64_t>(limits_.snapshot_chunk, bytes.size() - at));
     json header = {{"offset", at}};
     // Under TLS each record's AEAD tag already authenticates these bytes (docs/protocol.md).
     if (!stream_.is_tls()) {
       char sum[17];
-      std::snprintf(sum, sizeof(sum), "%016llx", static_cast<unsigned long long>(XXH3_64bits(piece.data(), piece.size())));
+      std::snprintf(sum, sizeof(sum), "%016llx",
+                    static_cast<unsigned long long>(XXH3_64bits(piece.data(), piece.size())));
       header["xxh3"] = sum;
     }
     co_await send(MessageType::kSnapshotData, header, piece);
@@ -333,15 +359,19 @@ net::awaitable<std::optional<Reply>> Session::get_chunks(const Frame& request) {
   if (list == request.header.end() || !list->is_array() || list->empty())
     co_return Reply{"bad_request", "get_chunks.chunks must be a non-empty array of chunk indices"};
   if (list->size() > limits_.max_chunks_per_request)
-    co_return Reply{"bad_request", "get_chunks asks for " + std::to_string(list->size()) + " chunks; the limit is " +
-                                       std::to_string(limits_.max_chunks_per_request) + " per request"};
+    co_return Reply{"bad_request", "get_chunks asks for " + std::to_string(list->size()) +
+                                       " chunks; the limit is " +
+                                       std::to_string(limits_.max_chunks_per_request) +
+                                       " per request"};
   std::vector<std::uint64_t> indices;
   for (const auto& v : *list) {
-    if (!v.is_number_unsigned()) co_return Reply{"bad_request", "get_chunks.chunks must hold non-negative integers"};
+    if (!v.is_number_unsigned())
+      co_return Reply{"bad_request", "get_chunks.chunks must hold non-negative integers"};
     indices.push_back(v.get<std::uint64_t>());
   }
   auto canonical = server_.catalog->canonical_snapshot(*epoch);
-  if (!canonical.ok()) co_return from_catalog(canonical.error(), "snapshot of epoch " + std::to_string(*epoch));
+  if (!canonical.ok())
+    co_return from_catalog(canonical.error(), "snapshot of epoch " + std::to_string(*epoch));
   const Bytes& bytes = **canonical;
   auto proofs = wire::prove_chunks(bytes, indices);
   if (!proofs.ok()) co_return Reply{"bad_request", "get_chunks: " + proofs.error().message};
@@ -349,8 +379,11 @@ net::awaitable<std::optional<Reply>> Session::get_chunks(const Frame& request) {
     json siblings = json::array();
     for (const auto& s : proof.siblings) siblings.push_back(hex_encode(s));
     std::uint64_t begin = proof.chunk_index * fp::kMerkleChunkSize;
-    ByteSpan chunk = ByteSpan(bytes).subspan(begin, std::min<std::uint64_t>(fp::kMerkleChunkSize, bytes.size() - begin));
-    json header = {{"epoch", *epoch}, {"index", proof.chunk_index}, {"chunk_count", proof.chunk_count},
+    ByteSpan chunk = ByteSpan(bytes).subspan(
+        begin, std::min<std::uint64_t>(fp::kMerkleChunkSize, bytes.size() - begin));
+    json header = {{"epoch", *epoch},
+                   {"index", proof.chunk_index},
+                   {"chunk_count", proof.chunk_count},
                    {"siblings", siblings}};
     co_await send(MessageType::kChunk, header, chunk);
   }

@@ -1,15 +1,14 @@
 #include "protocol/net/transport.h"
 
-#include <sys/socket.h>
-
-#include <cerrno>
-#include <cstdint>
-
 #include <openssl/bio.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstdint>
 
 #include "common/file_io.h"
 #include "common/sha256.h"
@@ -53,7 +52,9 @@ boost::system::error_code tls_error(int ssl_error) {
 // OpenSSL's own socket BIO write()s, which raises SIGPIPE in the whole process when the peer
 // has gone; a client that disconnects must cost only its connection. This BIO is the socket
 // BIO with send(MSG_NOSIGNAL) (and recv) on the descriptor kept as its data.
-int bio_fd(BIO* bio) { return static_cast<int>(reinterpret_cast<std::intptr_t>(BIO_get_data(bio))); }
+int bio_fd(BIO* bio) {
+  return static_cast<int>(reinterpret_cast<std::intptr_t>(BIO_get_data(bio)));
+}
 
 int bio_retry_or_fail(BIO* bio, bool reading) {
   if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
@@ -227,7 +228,8 @@ awaitable<void> Stream::close_gracefully(Millis linger) {
   std::array<std::uint8_t, 16384> sink;
   std::uint64_t drained = 0;
   while (!ec && drained < (std::uint64_t{1} << 20)) {
-    std::size_t n = co_await s.async_read_some(asio::buffer(sink), asio::redirect_error(use_awaitable, ec));
+    std::size_t n =
+        co_await s.async_read_some(asio::buffer(sink), asio::redirect_error(use_awaitable, ec));
     drained += n;
   }
   timer.cancel();
@@ -247,8 +249,9 @@ awaitable<void> Watchdog::run(Stream& stream) {
 }
 
 awaitable<wire::Parsed<wire::Frame>> read_frame(Stream& stream, Watchdog* watchdog,
-                                                const wire::FrameLimits& limits, Millis first_timeout,
-                                                Millis rest_timeout, Bytes* payload_sink) {
+                                                const wire::FrameLimits& limits,
+                                                Millis first_timeout, Millis rest_timeout,
+                                                Bytes* payload_sink) {
   std::array<std::uint8_t, wire::kPrefixSize> prefix_bytes;
   if (watchdog) watchdog->arm(first_timeout);
   co_await stream.read_exact(asio::buffer(prefix_bytes));
@@ -277,12 +280,14 @@ Result<std::shared_ptr<ssl::context>> server_tls_context(const std::filesystem::
   if (SSL_CTX_use_PrivateKey_file(ctx->native_handle(), key.c_str(), SSL_FILETYPE_PEM) != 1)
     return invalid_input("TLS key " + key.string() + ": " + openssl_error());
   if (SSL_CTX_check_private_key(ctx->native_handle()) != 1)
-    return invalid_input("TLS key " + key.string() + " does not match certificate " + cert.string());
+    return invalid_input("TLS key " + key.string() + " does not match certificate " +
+                         cert.string());
   // All three TLS 1.3 suites stay allowed; the server's order picks AES-128-GCM, which is the
   // fastest here with AES-NI (openssl speed: AES-128-GCM 4.3, AES-256-GCM 4.1, ChaCha20-Poly1305
   // 3.7 GB/s at 16 KiB), instead of the client's first choice, AES-256-GCM.
-  if (SSL_CTX_set_ciphersuites(ctx->native_handle(),
-                               "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256") != 1)
+  if (SSL_CTX_set_ciphersuites(
+          ctx->native_handle(),
+          "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256") != 1)
     return internal_error("TLS: cannot set the TLS 1.3 cipher suites: " + openssl_error());
   SSL_CTX_set_options(ctx->native_handle(), SSL_OP_CIPHER_SERVER_PREFERENCE);
   return ctx;

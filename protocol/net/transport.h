@@ -7,7 +7,12 @@
 // Asio operations here throw boost::system::system_error on I/O failure: exceptions stay inside
 // protocol/ and are turned into vt::Error at the public API edge.
 
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <optional>
 #include <utility>  // Boost 1.74 awaitable.hpp uses std::exchange without including it
+#include <vector>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -19,11 +24,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-#include <chrono>
-#include <filesystem>
-#include <memory>
-#include <optional>
-#include <vector>
 
 #include "protocol/net/frame.h"
 
@@ -100,8 +100,9 @@ class Watchdog {
 // download lands where it is kept without another copy; on a throw the sink holds the bytes
 // read so far (or zeroes), and the caller trims it.
 awaitable<wire::Parsed<wire::Frame>> read_frame(Stream& stream, Watchdog* watchdog,
-                                                const wire::FrameLimits& limits, Millis first_timeout,
-                                                Millis rest_timeout, Bytes* payload_sink = nullptr);
+                                                const wire::FrameLimits& limits,
+                                                Millis first_timeout, Millis rest_timeout,
+                                                Bytes* payload_sink = nullptr);
 
 // TLS 1.3 only, with the provider's certificate and key (PEM files).
 Result<std::shared_ptr<ssl::context>> server_tls_context(const std::filesystem::path& cert,

@@ -5,18 +5,22 @@
 namespace vt::provider {
 namespace fs = std::filesystem;
 
-SnapshotStore::SnapshotStore(fs::path dir, StoreOptions options) : dir_(std::move(dir)), options_(options) {
+SnapshotStore::SnapshotStore(fs::path dir, StoreOptions options)
+    : dir_(std::move(dir)), options_(options) {
   // Coding runs jobs on the calling thread too: a pool as large as the thread count would
   // put one thread more than asked on the cores.
   const std::size_t threads = options.threads == 0 ? hardware_threads() : options.threads;
   if (threads > 1) pool_ = std::make_unique<ThreadPool>(threads - 1);
 }
 
-fs::path SnapshotStore::path_for(const Digest& root) const { return dir_ / (hex_encode(root) + ".vtc"); }
+fs::path SnapshotStore::path_for(const Digest& root) const {
+  return dir_ / (hex_encode(root) + ".vtc");
+}
 
 bool SnapshotStore::contains(const Digest& root) const { return fs::exists(path_for(root)); }
 
-Result<StoredSnapshot> SnapshotStore::put(std::uint64_t epoch, const Digest& root, ByteSpan canonical,
+Result<StoredSnapshot> SnapshotStore::put(std::uint64_t epoch, const Digest& root,
+                                          ByteSpan canonical,
                                           std::optional<std::pair<Digest, ByteSpan>> base) {
   StoredSnapshot out;
   out.file = path_for(root);
@@ -40,7 +44,8 @@ Result<StoredSnapshot> SnapshotStore::put(std::uint64_t epoch, const Digest& roo
   enc.pool = pool_.get();
   enc.threads = 1;  // without a pool: the calling thread alone
   enc.root = root;
-  const bool full = !base || options_.full_every <= 1 || epoch % static_cast<std::uint64_t>(options_.full_every) == 0;
+  const bool full = !base || options_.full_every <= 1 ||
+                    epoch % static_cast<std::uint64_t>(options_.full_every) == 0;
   enc.codec = full ? comp::Codec::kPlanes : comp::Codec::kDelta;
   if (!full) {
     enc.base = base->second;
@@ -55,7 +60,8 @@ Result<StoredSnapshot> SnapshotStore::put(std::uint64_t epoch, const Digest& roo
 
 Result<Bytes> SnapshotStore::load_container(const Digest& root) const {
   const fs::path file = path_for(root);
-  if (!fs::exists(file)) return io_error("snapshot " + hex_encode(root) + " is missing from " + dir_.string());
+  if (!fs::exists(file))
+    return io_error("snapshot " + hex_encode(root) + " is missing from " + dir_.string());
   return read_file(file, options_.max_state_bytes + container_slack(options_.max_state_bytes));
 }
 
@@ -64,11 +70,13 @@ Result<Bytes> SnapshotStore::load_canonical(const Digest& root) const {
   return decode(root, container, std::nullopt, 0);
 }
 
-Result<Bytes> SnapshotStore::decode(const Digest& root, ByteSpan container, const KnownBase& known) const {
+Result<Bytes> SnapshotStore::decode(const Digest& root, ByteSpan container,
+                                    const KnownBase& known) const {
   return decode(root, container, known, 0);
 }
 
-Result<Bytes> SnapshotStore::decode(const Digest& root, ByteSpan container, const KnownBase& known, int depth) const {
+Result<Bytes> SnapshotStore::decode(const Digest& root, ByteSpan container, const KnownBase& known,
+                                    int depth) const {
   if (depth > options_.max_chain) {
     return invalid_input("snapshot " + hex_encode(root) + ": delta chain longer than " +
                          std::to_string(options_.max_chain) + " (a cycle?)");
@@ -77,7 +85,8 @@ Result<Bytes> SnapshotStore::decode(const Digest& root, ByteSpan container, cons
   auto info = comp::read_container_info(container);
   if (!info) return info.error().context(where);
   if (info->root != root) {
-    return invalid_input(where + ": holds root " + hex_encode(info->root) + ", its name says " + hex_encode(root));
+    return invalid_input(where + ": holds root " + hex_encode(info->root) + ", its name says " +
+                         hex_encode(root));
   }
   comp::DecodeOptions dec;
   dec.pool = pool_.get();
@@ -89,8 +98,9 @@ Result<Bytes> SnapshotStore::decode(const Digest& root, ByteSpan container, cons
       dec.base = known->second;
     } else {
       auto base_container = load_container(*info->base_root);
-      auto base = base_container ? decode(*info->base_root, *base_container, std::nullopt, depth + 1)
-                                 : Result<Bytes>(base_container.error());
+      auto base = base_container
+                      ? decode(*info->base_root, *base_container, std::nullopt, depth + 1)
+                      : Result<Bytes>(base_container.error());
       if (!base) return base.error().context(where + ": its delta base");
       loaded_base = std::move(*base);
       dec.base = loaded_base;

@@ -13,9 +13,9 @@
 namespace vt::provider {
 
 struct StoreOptions {
-  int full_every = 4;                 // 1 = every snapshot whole
-  std::size_t threads = 0;            // coding threads, the caller's included (0 = one per hardware thread)
-  int max_chain = 64;                 // a longer delta chain is refused as corrupt
+  int full_every = 4;       // 1 = every snapshot whole
+  std::size_t threads = 0;  // coding threads, the caller's included (0 = one per hardware thread)
+  int max_chain = 64;       // a longer delta chain is refused as corrupt
   // The largest canonical snapshot a load may produce, and (with container_slack) the largest
   // container file it reads: checked before allocating, so a reader that knows the task's state
   // size (a verifier) refuses a huge or sparse file instead of running out of memory.
@@ -61,7 +61,8 @@ class SnapshotStore {
   std::uint64_t disk_usage() const;
 
  private:
-  Result<Bytes> decode(const Digest& root, ByteSpan container, const KnownBase& known, int depth) const;
+  Result<Bytes> decode(const Digest& root, ByteSpan container, const KnownBase& known,
+                       int depth) const;
   std::filesystem::path dir_;
   StoreOptions options_;
   std::unique_ptr<ThreadPool> pool_;  // threads - 1 workers beside the caller; null for one thread

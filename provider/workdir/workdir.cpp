@@ -10,7 +10,10 @@ namespace vt::provider {
 namespace fs = std::filesystem;
 
 Workdir::Workdir(Workdir&& other) noexcept
-    : dir_(std::move(other.dir_)), task_(std::move(other.task_)), task_id_(other.task_id_), lock_fd_(other.lock_fd_),
+    : dir_(std::move(other.dir_)),
+      task_(std::move(other.task_)),
+      task_id_(other.task_id_),
+      lock_fd_(other.lock_fd_),
       swept_temp_files_(other.swept_temp_files_) {
   other.lock_fd_ = -1;
 }
@@ -45,7 +48,8 @@ Result<Workdir> Workdir::open_existing(const fs::path& dir) {
 
 Result<Workdir> Workdir::layout_of(const fs::path& dir) {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return invalid_input(dir.string() + " is not a folder (give the provider's workdir)");
+  if (!fs::is_directory(dir, ec))
+    return invalid_input(dir.string() + " is not a folder (give the provider's workdir)");
   Workdir w;
   w.dir_ = dir;
   return w;
@@ -67,9 +71,11 @@ Result<Workdir> Workdir::open_for(const fs::path& dir, const Task& task) {
     return w;
   }
   if (fs::exists(w.log_file())) {
-    return invalid_input("workdir " + dir.string() + " has a commitment log but no task.json; refusing to guess");
+    return invalid_input("workdir " + dir.string() +
+                         " has a commitment log but no task.json; refusing to guess");
   }
-  VT_RETURN_IF_ERROR(write_file_atomic(w.task_file(), pretty_task_json(task) + "\n", 0644, Overwrite::kRefuse));
+  VT_RETURN_IF_ERROR(
+      write_file_atomic(w.task_file(), pretty_task_json(task) + "\n", 0644, Overwrite::kRefuse));
   w.task_ = task;
   w.task_id_ = id;
   return w;
@@ -82,7 +88,8 @@ Status Workdir::lock() {
   if (fd < 0) return io_error(errno_text(errno, "opening", path));
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     ::close(fd);
-    return io_error("workdir " + dir_.string() + " is in use by another veritrain process (" + path.string() + " is locked)");
+    return io_error("workdir " + dir_.string() + " is in use by another veritrain process (" +
+                    path.string() + " is locked)");
   }
   lock_fd_ = fd;
   // A write killed between its temp file and the rename leaves the temp file behind (a whole

@@ -34,7 +34,9 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 Task measured_task() {
   Task task = tiny_task(7, /*epochs=*/2);
@@ -99,8 +101,8 @@ struct Served {
 
 Result<int> serve(const std::string& veritrain, const CheatRun& run, Served& s) {
   s.port = free_port();
-  s.pid = spawn({veritrain, "--log-level", "warn", "serve", "--workdir", run.workdir.string(), "--listen",
-                 "127.0.0.1:" + std::to_string(s.port), "--insecure"});
+  s.pid = spawn({veritrain, "--log-level", "warn", "serve", "--workdir", run.workdir.string(),
+                 "--listen", "127.0.0.1:" + std::to_string(s.port), "--insecure"});
   for (int i = 0; i < 100; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     int fd = testing::connect_loopback(s.port);
@@ -127,25 +129,30 @@ Result<int> stalled(const std::string& veritrain, const CheatRun& run) {
   VT_RETURN_IF_ERROR(serve(veritrain, run, s));
   std::this_thread::sleep_for(std::chrono::seconds(1));
   const std::uint64_t idle = rss_kib(s.pid);
-  const std::uint64_t container = fs::file_size(run.workdir / "snapshots" / (hex_encode(run.roots[0]) + ".vtc"));
+  const std::uint64_t container =
+      fs::file_size(run.workdir / "snapshots" / (hex_encode(run.roots[0]) + ".vtc"));
   std::vector<Connection> downloaders;
   for (int i = 0; i < 8; ++i) {
     VT_ASSIGN_OR_RETURN(Connection c, Connection::open(client(s)));
-    VT_RETURN_IF_ERROR(c.send(wire::MessageType::kHello, {{"versions", {wire::kProtocolVersion}}, {"token", s.token}}));
+    VT_RETURN_IF_ERROR(c.send(wire::MessageType::kHello,
+                              {{"versions", {wire::kProtocolVersion}}, {"token", s.token}}));
     VT_ASSIGN_OR_RETURN(wire::Frame hello, c.read_frame());
     if (hello.type != wire::MessageType::kHello) return io_error("the server did not answer hello");
     // Ask for the whole epoch-0 container and never read it.
-    VT_RETURN_IF_ERROR(c.send(wire::MessageType::kGetSnapshot, {{"epoch", 0}, {"codec", "planes"}}));
+    VT_RETURN_IF_ERROR(
+        c.send(wire::MessageType::kGetSnapshot, {{"epoch", 0}, {"codec", "planes"}}));
     downloaders.push_back(std::move(c));
   }
   std::this_thread::sleep_for(std::chrono::seconds(3));
   const std::uint64_t loaded = rss_kib(s.pid);
   const double allowed = static_cast<double>(idle) + 1.2 * static_cast<double>(container) / 1024.0;
-  std::cout << "stalled: container " << container / 1024 << " KiB; server RSS idle " << idle << " KiB, with 8 "
+  std::cout << "stalled: container " << container / 1024 << " KiB; server RSS idle " << idle
+            << " KiB, with 8 "
             << "stalled downloaders " << loaded << " KiB (+" << (loaded - idle) << " KiB = "
             << static_cast<double>(loaded - idle) * 1024.0 / static_cast<double>(container)
-            << " x the container); limit idle + 1.2 x container = " << static_cast<std::uint64_t>(allowed) << " KiB: "
-            << (static_cast<double>(loaded) <= allowed ? "ok" : "OVER") << "\n";
+            << " x the container); limit idle + 1.2 x container = "
+            << static_cast<std::uint64_t>(allowed)
+            << " KiB: " << (static_cast<double>(loaded) <= allowed ? "ok" : "OVER") << "\n";
   return static_cast<double>(loaded) <= allowed ? 0 : 1;
 }
 
@@ -159,17 +166,18 @@ Result<int> idle_sockets(const std::string& veritrain, const CheatRun& run) {
   VT_ASSIGN_OR_RETURN(Client c, Client::connect(client(s)));
   VT_ASSIGN_OR_RETURN(Bytes task, c.get_task());
   const double took = seconds_since(start);
-  std::cout << "idle: with 200 idle unauthenticated sockets open, connect + hello + get_task (" << task.size()
-            << " bytes) took " << took << " s: " << (took < 1.0 ? "ok" : "OVER 1 s") << "\n";
+  std::cout << "idle: with 200 idle unauthenticated sockets open, connect + hello + get_task ("
+            << task.size() << " bytes) took " << took << " s: " << (took < 1.0 ? "ok" : "OVER 1 s")
+            << "\n";
   for (int fd : idle) ::close(fd);
   return took < 1.0 ? 0 : 1;
 }
 
-Result<int> hostile_verify(const std::string& veritrain, const CheatRun& run, const std::string& mode,
-                           const std::string& seconds) {
+Result<int> hostile_verify(const std::string& veritrain, const CheatRun& run,
+                           const std::string& mode, const std::string& seconds) {
   testing::HostileOptions o;
   o.mode = mode == "endless" ? testing::Hostility::kEndlessLog
-         : mode == "empty"   ? testing::Hostility::kEmptyLogFrames
+           : mode == "empty" ? testing::Hostility::kEmptyLogFrames
                              : testing::Hostility::kDrip;
   VT_ASSIGN_OR_RETURN(o.task, read_file(run.workdir / "task.json"));
   VT_ASSIGN_OR_RETURN(LogFile log, read_log(run.workdir / "commitments.log"));
@@ -182,12 +190,14 @@ Result<int> hostile_verify(const std::string& veritrain, const CheatRun& run, co
   const fs::path dir = run.workdir.parent_path() / ("verify-" + mode);
   fs::remove_all(dir);
   fs::create_directories(dir);
-  VT_RETURN_IF_ERROR(write_file_atomic(dir / "token", std::string_view("hostile provider token 0123456789\n"), 0600));
+  VT_RETURN_IF_ERROR(write_file_atomic(
+      dir / "token", std::string_view("hostile provider token 0123456789\n"), 0600));
   const auto start = Clock::now();
-  pid_t pid = spawn({veritrain, "--log-level", "warn", "verify", "--task", (run.workdir / "task.json").string(),
-                     "--provider", "127.0.0.1:" + std::to_string(provider.port()), "--insecure", "--token-file",
-                     (dir / "token").string(), "--check-probability", "1", "--jobs", "1", "--deadline", seconds,
-                     "--report", (dir / "report").string()});
+  pid_t pid = spawn({veritrain, "--log-level", "warn", "verify", "--task",
+                     (run.workdir / "task.json").string(), "--provider",
+                     "127.0.0.1:" + std::to_string(provider.port()), "--insecure", "--token-file",
+                     (dir / "token").string(), "--check-probability", "1", "--jobs", "1",
+                     "--deadline", seconds, "--report", (dir / "report").string()});
   int status = 0;
   rusage usage{};
   ::wait4(pid, &status, 0, &usage);
@@ -200,19 +210,20 @@ Result<int> hostile_verify(const std::string& veritrain, const CheatRun& run, co
       const nlohmann::json body = j->value("verdict", nlohmann::json::object());
       const nlohmann::json reasons = body.value("reasons", nlohmann::json::array());
       verdict = "result " + body.value("result", std::string("?")) + ", signed " +
-                (j->contains("signature") ? "yes" : "no") + ", first reason: " +
-                (reasons.empty() ? std::string("-") : reasons[0].dump());
+                (j->contains("signature") ? "yes" : "no") +
+                ", first reason: " + (reasons.empty() ? std::string("-") : reasons[0].dump());
     }
   }
   auto state = read_file(run.workdir / "snapshots" / (hex_encode(run.roots[0]) + ".vtc"));
-  auto info = state.ok() ? vt::comp::read_container_info(*state) : vt::Result<vt::comp::ContainerInfo>(state.error());
+  auto info = state.ok() ? vt::comp::read_container_info(*state)
+                         : vt::Result<vt::comp::ContainerInfo>(state.error());
   const std::uint64_t state_bytes = info.ok() ? info->raw_size : 0;
   const double limit_kib = (2.0 * static_cast<double>(state_bytes) + 256.0 * 1048576.0) / 1024.0;
   std::cout << "state (canonical snapshot) " << state_bytes / 1024 << " KiB\n";
-  std::cout << "verify vs " << mode << " provider, --deadline " << seconds << ": exit " << code << " after " << took
-            << " s, " << verdict << ", peak RSS " << usage.ru_maxrss << " KiB (limit 2 x state + 256 MiB = "
-            << static_cast<std::uint64_t>(limit_kib) << " KiB), provider frames sent " << provider.frames_sent()
-            << "\n";
+  std::cout << "verify vs " << mode << " provider, --deadline " << seconds << ": exit " << code
+            << " after " << took << " s, " << verdict << ", peak RSS " << usage.ru_maxrss
+            << " KiB (limit 2 x state + 256 MiB = " << static_cast<std::uint64_t>(limit_kib)
+            << " KiB), provider frames sent " << provider.frames_sent() << "\n";
   return code == 1 && static_cast<double>(usage.ru_maxrss) < limit_kib ? 0 : 1;
 }
 
@@ -222,7 +233,8 @@ Result<int> hostile_verify(const std::string& veritrain, const CheatRun& run, co
 int main(int argc, char** argv) {
   using namespace vt::adversary;
   if (argc < 4) {
-    std::cerr << "usage: abuse_measure VERITRAIN DIR stalled|idle|verify [drip|endless|empty SECONDS]\n";
+    std::cerr
+        << "usage: abuse_measure VERITRAIN DIR stalled|idle|verify [drip|endless|empty SECONDS]\n";
     return 2;
   }
   const std::string veritrain = argv[1], what = argv[3];
@@ -232,9 +244,10 @@ int main(int argc, char** argv) {
     return 3;
   }
   vt::Result<int> r = what == "stalled" ? stalled(veritrain, *run)
-                    : what == "idle"    ? idle_sockets(veritrain, *run)
-                    : what == "verify" && argc >= 6 ? hostile_verify(veritrain, *run, argv[4], argv[5])
-                                                    : vt::Result<int>(vt::invalid_input("unknown measurement " + what));
+                      : what == "idle"  ? idle_sockets(veritrain, *run)
+                      : what == "verify" && argc >= 6
+                          ? hostile_verify(veritrain, *run, argv[4], argv[5])
+                          : vt::Result<int>(vt::invalid_input("unknown measurement " + what));
   if (!r.ok()) {
     std::cerr << r.error().message << "\n";
     return 3;

@@ -45,7 +45,8 @@ TEST(Abuse, SparseSnapshotFarAboveTheTaskStateIsAFailureNotAnAbort) {
   auto facts = verifier::check_log(**source, s.task, {}, true);
   ASSERT_TRUE(facts.ok()) << facts.error().message;
   // The state after epoch 2 is the huge one: fetched whatever the replay shows.
-  verifier::CheckContext ctx{&s.task, task_id(s.task), {}, verifier::FetchAfter::kAlways, facts->layout};
+  verifier::CheckContext ctx{
+      &s.task, task_id(s.task), {}, verifier::FetchAfter::kAlways, facts->layout};
   auto check = verifier::check_epoch(**source, ctx, facts->records[1], facts->records[2], false);
   ASSERT_TRUE(check.ok()) << check.error().message;
   ASSERT_FALSE(check->passed);
@@ -70,14 +71,16 @@ TEST(Abuse, SparseLogFarAboveTheTaskIsAFailureNotAnAbort) {
   const std::string why = joined(facts->failures);
   // 3 epochs: at most 4 records of at most 64 MiB each.
   EXPECT_NE(why.find("the commitment log is unreadable"), std::string::npos) << why;
-  EXPECT_NE(why.find("is 322122547200 bytes, more than the limit of 268435456"), std::string::npos) << why;
+  EXPECT_NE(why.find("is 322122547200 bytes, more than the limit of 268435456"), std::string::npos)
+      << why;
 }
 
 TEST(Abuse, ResumeSweepsTempFilesOfAKilledWrite) {
   Stored s;
   store(s);
   const pid_t dead = exited_pid();
-  const fs::path killed = s.dir / "wd" / "snapshots" / ("abcd.vtc.tmp." + std::to_string(dead) + ".0");
+  const fs::path killed =
+      s.dir / "wd" / "snapshots" / ("abcd.vtc.tmp." + std::to_string(dead) + ".0");
   const fs::path killed_log = s.dir / "wd" / ("commitments.log.tmp." + std::to_string(dead) + ".7");
   ASSERT_TRUE(write_file_atomic(killed, std::string_view("half a container")).ok());
   ASSERT_TRUE(write_file_atomic(killed_log, std::string_view("x")).ok());
@@ -130,7 +133,8 @@ TEST(Abuse, ReadableSigningKeyIsRefusedWithTheChmod) {
   ASSERT_EQ(::chmod(key.c_str(), 0644), 0);
   auto refused = SigningKey::load(key);
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.error().message.find("chmod 600 " + key.string()), std::string::npos) << refused.error().message;
+  EXPECT_NE(refused.error().message.find("chmod 600 " + key.string()), std::string::npos)
+      << refused.error().message;
 }
 
 TEST(Abuse, KeygenFolderIsPrivateWhateverTheUmask) {
@@ -150,7 +154,8 @@ TEST(Abuse, FifoAsTaskFileIsAnInputErrorNotAHang) {
   testing::ScratchDir dir;
   const fs::path fifo = dir / "task.json";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  auto r = testing::run_command("timeout 20 " + testing::veritrain_binary() + " task show " + fifo.string(), dir.path());
+  auto r = testing::run_command(
+      "timeout 20 " + testing::veritrain_binary() + " task show " + fifo.string(), dir.path());
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("is not a regular file"), std::string::npos) << r.err;
 }

@@ -1,12 +1,13 @@
 // The auditor on stored artifacts: an honest epoch replays bit-identically; a tampered one is
 // located by its committed trail; evidence re-checks and fails after any edit.
 
+#include "verifier/audit.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "tests/adversary/support.h"
-#include "verifier/audit.h"
 
 namespace vt::adversary {
 namespace {
@@ -53,7 +54,9 @@ TEST(Audit, LearningRateCheatDivergesAtStepOne) {
   EXPECT_EQ(f->last_matching_step, 0);
   EXPECT_EQ(f->first_diverging_step, 1);
   EXPECT_FALSE(f->differences.empty());
-  EXPECT_NE(f->summary.find("epoch 2 first diverges between step 0 and step 1 of 4"), std::string::npos) << f->summary;
+  EXPECT_NE(f->summary.find("epoch 2 first diverges between step 0 and step 1 of 4"),
+            std::string::npos)
+      << f->summary;
 }
 
 // Noise added after an honest epoch: every trail point matches, the end does not.
@@ -67,7 +70,8 @@ TEST(Audit, NoiseCheatDivergesAfterTheLastTrailPoint) {
   EXPECT_FALSE(f->bit_identical);
   EXPECT_EQ(f->last_matching_step, 4);
   EXPECT_FALSE(f->first_diverging_step.has_value());
-  EXPECT_NE(f->summary.find("diverges after the last trail point (step 4)"), std::string::npos) << f->summary;
+  EXPECT_NE(f->summary.find("diverges after the last trail point (step 4)"), std::string::npos)
+      << f->summary;
 }
 
 TEST(Audit, EvidenceAgreesAndFailsAfterAnyEdit) {
@@ -102,7 +106,8 @@ TEST(Audit, EvidenceAgreesAndFailsAfterAnyEdit) {
     std::string bad = body;
     bad[i] = static_cast<char>(bad[i] ^ 0x01);
     auto c = verifier::check_evidence(bad, *r.source, r.task, {});
-    EXPECT_FALSE(c.ok() && c->agrees) << "flipping byte " << i << " ('" << body[i] << "') was accepted";
+    EXPECT_FALSE(c.ok() && c->agrees)
+        << "flipping byte " << i << " ('" << body[i] << "') was accepted";
     ++flips;
   }
   EXPECT_GT(flips, 100);

@@ -23,7 +23,8 @@ TEST_P(Cheat, RejectedWheneverChallenged) {
   // What failed is named: every strategy is caught by the replay's fingerprint (all the
   // committed values are the cheater's own, so only the replay can tell).
   ASSERT_FALSE(messages.empty());
-  EXPECT_NE(joined(messages).find("replay does not reach the committed fingerprint"), std::string::npos)
+  EXPECT_NE(joined(messages).find("replay does not reach the committed fingerprint"),
+            std::string::npos)
       << joined(messages);
   EXPECT_NE(joined(messages).find("is not bit-identical"), std::string::npos) << joined(messages);
   RecordProperty("strategy", strategy_name(GetParam()));
@@ -35,7 +36,9 @@ INSTANTIATE_TEST_SUITE_P(Adversary, Cheat, ::testing::ValuesIn(epoch_strategies(
 
 // The test must be able to fail: the "honest" strategy run through the same harness is never
 // rejected, so a cheat that silently did nothing would show up as a miss above.
-TEST(CheatControl, HonestStrategyIsNeverRejected) { EXPECT_EQ(rejected_runs(Strategy::kHonest, 2), 0); }
+TEST(CheatControl, HonestStrategyIsNeverRejected) {
+  EXPECT_EQ(rejected_runs(Strategy::kHonest, 2), 0);
+}
 
 TEST(Honest, NeverRejected) { EXPECT_EQ(honest_rejections(seed_count(5), 3), 0); }
 
@@ -81,14 +84,16 @@ TEST(Forge, MatchesHonestValuesOnlyWherePositionsDidNotMove) {
   auto before = (*source)->snapshot(1, honest_run->roots[1], std::nullopt);
   auto after = (*source)->snapshot(2, honest_run->roots[2], std::nullopt);
   ASSERT_TRUE(before.ok() && after.ok());
-  auto cheap = rewrite_metadata(*before, {{"epoch", "2"}, {"data_cursor", "2"}, {"global_step", "6"}});
+  auto cheap =
+      rewrite_metadata(*before, {{"epoch", "2"}, {"data_cursor", "2"}, {"global_step", "6"}});
   ASSERT_TRUE(cheap.ok()) << cheap.error().message;
   auto forged = forge_snapshot(*cheap, *after, id, 2, 64);
   ASSERT_TRUE(forged.ok()) << forged.error().message;
   auto forged_view = parse_safetensors(forged->bytes);
   auto honest_view = parse_safetensors(*after);
   ASSERT_TRUE(forged_view.ok() && honest_view.ok());
-  EXPECT_EQ(*fp::gather(forged->known_plan, *forged_view), *fp::gather(forged->known_plan, *honest_view));
+  EXPECT_EQ(*fp::gather(forged->known_plan, *forged_view),
+            *fp::gather(forged->known_plan, *honest_view));
   auto committed = fp::commit_snapshot(forged->bytes, id, 2, 64);
   ASSERT_TRUE(committed.ok());
   EXPECT_NE(committed->fingerprint.plan, forged->known_plan);
@@ -104,7 +109,8 @@ TEST(LogCheck, RejectsAForgedInitialState) {
   ASSERT_TRUE(write_workdir(task, dir / "wd", plan, provider_key()).ok());
   Verification v = verify_everything(dir / "wd", task);
   ASSERT_EQ(v.log.failures.size(), 1u);
-  EXPECT_NE(v.log.failures[0].find("epoch 0: the committed initial state is not the one the task defines"),
+  EXPECT_NE(v.log.failures[0].find(
+                "epoch 0: the committed initial state is not the one the task defines"),
             std::string::npos)
       << v.log.failures[0];
   // Every later epoch is an honest transition from that start: only the log check can tell.

@@ -9,11 +9,11 @@
 #include "fingerprint/fingerprint.h"
 #include "fingerprint/merkle.h"
 #include "protocol/log.h"
-#include "training/eval_claim.h"
-#include "training/live_fingerprint.h"
 #include "provider/workdir/store.h"
 #include "provider/workdir/workdir.h"
 #include "training/data.h"
+#include "training/eval_claim.h"
+#include "training/live_fingerprint.h"
 
 namespace vt::adversary {
 namespace {
@@ -39,8 +39,9 @@ Result<Trained> train_from(const Task& run_task, ByteSpan start, const Task& tas
   if (task.fingerprint.trail_interval > 0) {
     hooks.trail_every = task.fingerprint.trail_interval;
     hooks.on_trail = [&](std::int64_t step, const Trainer& t) {
-      auto f = provider::live_fingerprint(t, fp::trail_seed(id, epoch, static_cast<std::uint64_t>(step)),
-                                          static_cast<std::uint64_t>(task.fingerprint.tracking_k));
+      auto f =
+          provider::live_fingerprint(t, fp::trail_seed(id, epoch, static_cast<std::uint64_t>(step)),
+                                     static_cast<std::uint64_t>(task.fingerprint.tracking_k));
       if (!f) {
         trail_status = f.error();
         return;
@@ -52,21 +53,25 @@ Result<Trained> train_from(const Task& run_task, ByteSpan start, const Task& tas
   VT_RETURN_IF_ERROR(std::move(trail_status));
   VT_ASSIGN_OR_RETURN(out.bytes, trainer->snapshot());
   out.loss = s.mean_loss;
-  if (s.eval) out.eval = training::eval_claim(*s.eval);  // the held-out metrics of what it committed
+  if (s.eval)
+    out.eval = training::eval_claim(*s.eval);  // the held-out metrics of what it committed
   return out;
 }
 
 // A cheater that did not train still commits a trail of the right length, read off the bytes
 // it commits.
-Result<std::vector<nlohmann::json>> trail_of_bytes(ByteSpan bytes, const Task& task, const Digest& id,
-                                                   std::uint64_t epoch, std::int64_t steps) {
+Result<std::vector<nlohmann::json>> trail_of_bytes(ByteSpan bytes, const Task& task,
+                                                   const Digest& id, std::uint64_t epoch,
+                                                   std::int64_t steps) {
   std::vector<nlohmann::json> trail;
   if (task.fingerprint.trail_interval <= 0) return trail;
   VT_ASSIGN_OR_RETURN(SafetensorsView view, parse_safetensors(bytes));
-  for (std::int64_t s = task.fingerprint.trail_interval; s <= steps; s += task.fingerprint.trail_interval) {
-    VT_ASSIGN_OR_RETURN(fp::Fingerprint f,
-                        fp::fingerprint_snapshot(view, fp::trail_seed(id, epoch, static_cast<std::uint64_t>(s)),
-                                                 static_cast<std::uint64_t>(task.fingerprint.tracking_k)));
+  for (std::int64_t s = task.fingerprint.trail_interval; s <= steps;
+       s += task.fingerprint.trail_interval) {
+    VT_ASSIGN_OR_RETURN(
+        fp::Fingerprint f,
+        fp::fingerprint_snapshot(view, fp::trail_seed(id, epoch, static_cast<std::uint64_t>(s)),
+                                 static_cast<std::uint64_t>(task.fingerprint.tracking_k)));
     trail.push_back(fp::fingerprint_to_json(f));
   }
   return trail;
@@ -84,7 +89,8 @@ Result<Trained> train_as(const Task& modified, ByteSpan start, const Task& task,
                          std::uint64_t epoch, const TrainerOptions& options,
                          const std::map<std::string, std::string>& after_meta) {
   VT_ASSIGN_OR_RETURN(Bytes disguised,
-                      rewrite_metadata(start, {{"task_id", hex_encode(task_id(modified))}, {"precision", modified.precision}}));
+                      rewrite_metadata(start, {{"task_id", hex_encode(task_id(modified))},
+                                               {"precision", modified.precision}}));
   VT_ASSIGN_OR_RETURN(Trained t, train_from(modified, disguised, task, id, epoch, options));
   auto meta = after_meta;
   meta["task_id"] = hex_encode(id);
@@ -110,8 +116,8 @@ class Cheater {
 
   // What an honest epoch `epoch` is said to have read: the provider can always compute it.
   Digest honest_order(std::uint64_t epoch) const {
-    return training::order_digest(*training::epoch_order(task_.seed, static_cast<std::int64_t>(epoch), dataset_size_,
-                                                         steps_, task_.batch_size));
+    return training::order_digest(*training::epoch_order(
+        task_.seed, static_cast<std::int64_t>(epoch), dataset_size_, steps_, task_.batch_size));
   }
 
   Result<Bytes> initial(Strategy s) const {
@@ -132,7 +138,8 @@ class Cheater {
     VT_ASSIGN_OR_RETURN(std::string g, meta_of(prev, "global_step"));
     const std::string es = std::to_string(e);
     const std::string advanced = std::to_string(std::stoll(g) + steps_);
-    const std::map<std::string, std::string> looks_done = {{"epoch", es}, {"data_cursor", es}, {"global_step", advanced}};
+    const std::map<std::string, std::string> looks_done = {
+        {"epoch", es}, {"data_cursor", es}, {"global_step", advanced}};
     Task modified = task_;
     switch (s) {
       case Strategy::kHonest:
@@ -146,8 +153,10 @@ class Cheater {
       }
       case Strategy::kFewerSteps:
       case Strategy::kDropBatch:
-        if (steps_ < 2) return invalid_input("cheat: the task has one step per epoch; none can be dropped");
-        modified.steps_per_epoch = s == Strategy::kDropBatch ? steps_ - 1 : std::max<std::int64_t>(1, steps_ / 3);
+        if (steps_ < 2)
+          return invalid_input("cheat: the task has one step per epoch; none can be dropped");
+        modified.steps_per_epoch =
+            s == Strategy::kDropBatch ? steps_ - 1 : std::max<std::int64_t>(1, steps_ / 3);
         return train_as(modified, prev, task_, id_, e, options_, looks_done);
       case Strategy::kLearningRate:
         modified.optimizer.lr *= 2;
@@ -157,29 +166,34 @@ class Cheater {
         return train_as(modified, prev, task_, id_, e, options_, {});
       case Strategy::kDataOrder: {
         // The trainer draws epoch e's order from the snapshot's epoch + 1: shift it by one.
-        VT_ASSIGN_OR_RETURN(Bytes shifted, rewrite_metadata(prev, {{"epoch", es}, {"data_cursor", es}}));
+        VT_ASSIGN_OR_RETURN(Bytes shifted,
+                            rewrite_metadata(prev, {{"epoch", es}, {"data_cursor", es}}));
         VT_ASSIGN_OR_RETURN(Trained t, train_from(task_, shifted, task_, id_, e, options_));
-        VT_ASSIGN_OR_RETURN(t.bytes, rewrite_metadata(t.bytes, {{"epoch", es}, {"data_cursor", es}}));
+        VT_ASSIGN_OR_RETURN(t.bytes,
+                            rewrite_metadata(t.bytes, {{"epoch", es}, {"data_cursor", es}}));
         return t;
       }
       case Strategy::kNoise: {
         VT_ASSIGN_OR_RETURN(Trained t, train_from(task_, prev, task_, id_, e, options_));
-        VT_ASSIGN_OR_RETURN(t.bytes, add_noise(t.bytes, plan_.noise, plan_.noise_seed * 1000003 + e));
+        VT_ASSIGN_OR_RETURN(t.bytes,
+                            add_noise(t.bytes, plan_.noise, plan_.noise_seed * 1000003 + e));
         return t;
       }
       case Strategy::kForge: {
         VT_ASSIGN_OR_RETURN(Trained honest, train_from(task_, prev, task_, id_, e, options_));
         VT_ASSIGN_OR_RETURN(Bytes cheap, rewrite_metadata(prev, looks_done));
-        VT_ASSIGN_OR_RETURN(Forgery f, forge_snapshot(cheap, honest.bytes, id_, e,
-                                                      static_cast<std::uint64_t>(task_.fingerprint.k)));
+        VT_ASSIGN_OR_RETURN(Forgery f,
+                            forge_snapshot(cheap, honest.bytes, id_, e,
+                                           static_cast<std::uint64_t>(task_.fingerprint.k)));
         honest.bytes = std::move(f.bytes);
         return honest;
       }
       case Strategy::kBreakChain: {
         if (e < 2) return invalid_input("cheat: break_chain needs epoch >= 2");
         const std::string ps = std::to_string(e - 1);
-        VT_ASSIGN_OR_RETURN(Bytes stale,
-                            rewrite_metadata(history[e - 2], {{"epoch", ps}, {"data_cursor", ps}, {"global_step", g}}));
+        VT_ASSIGN_OR_RETURN(Bytes stale, rewrite_metadata(history[e - 2], {{"epoch", ps},
+                                                                           {"data_cursor", ps},
+                                                                           {"global_step", g}}));
         return train_from(task_, stale, task_, id_, e, options_);
       }
       case Strategy::kReplayOld: {
@@ -205,36 +219,50 @@ class Cheater {
 }  // namespace
 
 const std::vector<Strategy>& epoch_strategies() {
-  static const std::vector<Strategy> all = {Strategy::kSkipEpoch,  Strategy::kFewerSteps,   Strategy::kLearningRate,
-                                            Strategy::kDataOrder,  Strategy::kNoise,        Strategy::kForge,
-                                            Strategy::kBreakChain, Strategy::kReplayOld,    Strategy::kLowPrecision,
-                                            Strategy::kDropBatch};
+  static const std::vector<Strategy> all = {
+      Strategy::kSkipEpoch,    Strategy::kFewerSteps, Strategy::kLearningRate, Strategy::kDataOrder,
+      Strategy::kNoise,        Strategy::kForge,      Strategy::kBreakChain,   Strategy::kReplayOld,
+      Strategy::kLowPrecision, Strategy::kDropBatch};
   return all;
 }
 
 std::string strategy_name(Strategy s) {
   switch (s) {
-    case Strategy::kHonest: return "honest";
-    case Strategy::kSkipEpoch: return "skip_epoch";
-    case Strategy::kFewerSteps: return "fewer_steps";
-    case Strategy::kLearningRate: return "learning_rate";
-    case Strategy::kDataOrder: return "data_order";
-    case Strategy::kNoise: return "noise";
-    case Strategy::kForge: return "forge";
-    case Strategy::kBreakChain: return "break_chain";
-    case Strategy::kReplayOld: return "replay_old";
-    case Strategy::kLowPrecision: return "low_precision";
-    case Strategy::kDropBatch: return "drop_batch";
-    case Strategy::kForgedStart: return "forged_start";
+    case Strategy::kHonest:
+      return "honest";
+    case Strategy::kSkipEpoch:
+      return "skip_epoch";
+    case Strategy::kFewerSteps:
+      return "fewer_steps";
+    case Strategy::kLearningRate:
+      return "learning_rate";
+    case Strategy::kDataOrder:
+      return "data_order";
+    case Strategy::kNoise:
+      return "noise";
+    case Strategy::kForge:
+      return "forge";
+    case Strategy::kBreakChain:
+      return "break_chain";
+    case Strategy::kReplayOld:
+      return "replay_old";
+    case Strategy::kLowPrecision:
+      return "low_precision";
+    case Strategy::kDropBatch:
+      return "drop_batch";
+    case Strategy::kForgedStart:
+      return "forged_start";
   }
   return "?";
 }
 
-Result<CheatRun> write_workdir(const Task& task, const std::filesystem::path& dir, const CheatPlan& plan,
-                               const SigningKey& key, const training::TrainerOptions& options) {
+Result<CheatRun> write_workdir(const Task& task, const std::filesystem::path& dir,
+                               const CheatPlan& plan, const SigningKey& key,
+                               const training::TrainerOptions& options) {
   VT_ASSIGN_OR_RETURN(provider::Workdir workdir, provider::Workdir::open_for(dir, task));
   const Digest id = workdir.task_id();
-  VT_ASSIGN_OR_RETURN(CommitLog log, CommitLog::open(workdir.log_file(), id, LogMode::kAppend, key.public_key()));
+  VT_ASSIGN_OR_RETURN(CommitLog log,
+                      CommitLog::open(workdir.log_file(), id, LogMode::kAppend, key.public_key()));
   provider::SnapshotStore store(workdir.snapshots_dir(), {4, 1, 64});
   Cheater cheater(task, plan, options);
   VT_RETURN_IF_ERROR(cheater.init());
@@ -250,11 +278,13 @@ Result<CheatRun> write_workdir(const Task& task, const std::filesystem::path& di
                     std::optional<EvalClaim> eval) -> Status {
     const Digest root = fp::merkle_root(bytes);
     VT_ASSIGN_OR_RETURN(SafetensorsView view, parse_safetensors(bytes));
-    VT_ASSIGN_OR_RETURN(fp::Fingerprint f, fp::fingerprint_snapshot(view, fp::commitment_seed(id, e, root),
-                                                                    static_cast<std::uint64_t>(task.fingerprint.k)));
-    VT_ASSIGN_OR_RETURN(fp::Fingerprint tracking,
-                        fp::fingerprint_snapshot(view, fp::tracking_seed(id),
-                                                 static_cast<std::uint64_t>(task.fingerprint.tracking_k)));
+    VT_ASSIGN_OR_RETURN(fp::Fingerprint f,
+                        fp::fingerprint_snapshot(view, fp::commitment_seed(id, e, root),
+                                                 static_cast<std::uint64_t>(task.fingerprint.k)));
+    VT_ASSIGN_OR_RETURN(
+        fp::Fingerprint tracking,
+        fp::fingerprint_snapshot(view, fp::tracking_seed(id),
+                                 static_cast<std::uint64_t>(task.fingerprint.tracking_k)));
     std::optional<std::pair<Digest, ByteSpan>> base;
     if (!history.empty()) base = std::make_pair(run.roots.back(), ByteSpan(history.back()));
     VT_RETURN_IF_ERROR(store.put(e, root, bytes, base));
@@ -268,7 +298,8 @@ Result<CheatRun> write_workdir(const Task& task, const std::filesystem::path& di
     if (e > 0) {
       record.data_order_digest = cheater.honest_order(e);
       const auto steps = static_cast<std::uint64_t>(cheater.steps());
-      record.metrics = {loss, steps, 0.0, steps * static_cast<std::uint64_t>(task.batch_size), eval};
+      record.metrics = {loss, steps, 0.0, steps * static_cast<std::uint64_t>(task.batch_size),
+                        eval};
     }
     VT_RETURN_IF_ERROR(log.append(std::move(record), key));
     run.roots.push_back(root);
@@ -280,7 +311,9 @@ Result<CheatRun> write_workdir(const Task& task, const std::filesystem::path& di
   VT_RETURN_IF_ERROR(commit(0, std::move(start), {}, 0.0, std::nullopt));
   for (std::uint64_t e = 1; e <= static_cast<std::uint64_t>(task.epochs); ++e) {
     auto t = cheater.epoch(e, strategy_at(e), history);
-    if (!t) return t.error().context("epoch " + std::to_string(e) + " (" + strategy_name(strategy_at(e)) + ")");
+    if (!t)
+      return t.error().context("epoch " + std::to_string(e) + " (" + strategy_name(strategy_at(e)) +
+                               ")");
     VT_RETURN_IF_ERROR(commit(e, std::move(t->bytes), std::move(t->trail), t->loss, t->eval));
   }
   return run;

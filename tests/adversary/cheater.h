@@ -26,17 +26,17 @@ namespace vt::adversary {
 
 enum class Strategy {
   kHonest,
-  kSkipEpoch,      // 1 re-commit the previous state, epoch/global_step metadata advanced
-  kFewerSteps,     // 2 train a third of the steps (at least one fewer)
-  kLearningRate,   // 3 train the epoch with twice the learning rate
-  kDataOrder,      // 4 train with the next epoch's example order
-  kNoise,          // 5 honest epoch, then relative noise on every parameter
-  kForge,          // 6 a cheap state patched with honest values at root-derived positions
-  kBreakChain,     // 7 train the epoch from the state committed for epoch e-2
-  kReplayOld,      // 8 re-commit the transition of an earlier epoch (cyclic buffer of 2)
-  kLowPrecision,   // 9 train the epoch under bf16 autocast, commit as fp32
-  kDropBatch,      // 10 skip the epoch's last batch
-  kForgedStart,    // epoch 0 only: commit a state not derived from the task's seed
+  kSkipEpoch,     // 1 re-commit the previous state, epoch/global_step metadata advanced
+  kFewerSteps,    // 2 train a third of the steps (at least one fewer)
+  kLearningRate,  // 3 train the epoch with twice the learning rate
+  kDataOrder,     // 4 train with the next epoch's example order
+  kNoise,         // 5 honest epoch, then relative noise on every parameter
+  kForge,         // 6 a cheap state patched with honest values at root-derived positions
+  kBreakChain,    // 7 train the epoch from the state committed for epoch e-2
+  kReplayOld,     // 8 re-commit the transition of an earlier epoch (cyclic buffer of 2)
+  kLowPrecision,  // 9 train the epoch under bf16 autocast, commit as fp32
+  kDropBatch,     // 10 skip the epoch's last batch
+  kForgedStart,   // epoch 0 only: commit a state not derived from the task's seed
 };
 
 // The ten strategies issue 10 lists, in its order.
@@ -56,13 +56,15 @@ struct CheatRun {
 
 // Writes a fresh workdir for `task` in `dir` (created; must not hold another task), signing with
 // `key`. The trainer options (thread count) are the provider's.
-Result<CheatRun> write_workdir(const Task& task, const std::filesystem::path& dir, const CheatPlan& plan,
-                               const SigningKey& key, const training::TrainerOptions& options = {});
+Result<CheatRun> write_workdir(const Task& task, const std::filesystem::path& dir,
+                               const CheatPlan& plan, const SigningKey& key,
+                               const training::TrainerOptions& options = {});
 
 // --- byte-level tools a cheater has (also used by the tests) ---
 
 // The same tensors with `changes` applied to __metadata__ (a key mapped to "" is kept as is).
-Result<Bytes> rewrite_metadata(ByteSpan snapshot, const std::map<std::string, std::string>& changes);
+Result<Bytes> rewrite_metadata(ByteSpan snapshot,
+                               const std::map<std::string, std::string>& changes);
 
 // Every F32 tensor named param/... gets noise of relative L2 size `relative` (deterministic in
 // `seed`); all other tensors and the metadata are kept.
@@ -76,7 +78,7 @@ struct Forgery {
   Bytes bytes;
   fp::SamplePlan known_plan;
 };
-Result<Forgery> forge_snapshot(ByteSpan cheap, ByteSpan honest, const Digest& task_id, std::uint64_t epoch,
-                               std::uint64_t k);
+Result<Forgery> forge_snapshot(ByteSpan cheap, ByteSpan honest, const Digest& task_id,
+                               std::uint64_t epoch, std::uint64_t k);
 
 }  // namespace vt::adversary

@@ -53,7 +53,8 @@ TEST(Detection, RateMatchesTheFormula) {
   std::vector<bool> fails;
   for (const auto& c : v.epochs) {
     fails.push_back(!c.passed);
-    EXPECT_EQ(!c.passed, plan.cheats.count(c.epoch) == 1) << "epoch " << c.epoch << ": " << joined(c.failures);
+    EXPECT_EQ(!c.passed, plan.cheats.count(c.epoch) == 1)
+        << "epoch " << c.epoch << ": " << joined(c.failures);
   }
 
   // policy.h: one uniform fallback epoch when the draws pick none, so the exact rate is
@@ -63,10 +64,11 @@ TEST(Detection, RateMatchesTheFormula) {
   for (double p : {0.05, 0.1, 0.2, 0.5}) {
     Simulated s = simulate(fails, p, runs, stream++);
     const double headline = 1 - std::pow(1 - p, m);
-    const double exact = headline + std::pow(1 - p, static_cast<double>(n)) * m / static_cast<double>(n);
+    const double exact =
+        headline + std::pow(1 - p, static_cast<double>(n)) * m / static_cast<double>(n);
     const double se = std::sqrt(exact * (1 - exact) / runs);
-    std::printf("p=%.2f m=%d N=%lld runs=%d observed=%.4f formula=%.4f (1-(1-p)^m=%.4f) se=%.4f\n", p, m,
-                static_cast<long long>(n), runs, s.rate(), exact, headline, se);
+    std::printf("p=%.2f m=%d N=%lld runs=%d observed=%.4f formula=%.4f (1-(1-p)^m=%.4f) se=%.4f\n",
+                p, m, static_cast<long long>(n), runs, s.rate(), exact, headline, se);
     EXPECT_NEAR(s.rate(), exact, 4 * se) << "p " << p;
     EXPECT_GE(s.rate(), headline - 4 * se) << "p " << p;
   }

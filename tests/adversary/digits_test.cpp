@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+
 #include <nlohmann/json.hpp>
 
 #include "common/file_io.h"
@@ -24,8 +25,9 @@ struct Digits {
   testing::ScratchDir dir;
   Task task;
   Digits() {
-    auto r = run_command("/usr/bin/python3 " VT_SOURCE_DIR "/scripts/make_digits.py " + (dir / "digits").string(),
-                         dir.path());
+    auto r = run_command(
+        "/usr/bin/python3 " VT_SOURCE_DIR "/scripts/make_digits.py " + (dir / "digits").string(),
+        dir.path());
     EXPECT_EQ(r.exit_code, 0) << r.err;
     task = *training::default_task("mlp", "tensors");
     task.model.options = {{"input_dim", 64}, {"hidden", 64}, {"layers", 1}, {"classes", 10}};
@@ -44,21 +46,24 @@ struct Digits {
   }
   std::string task_file() const { return (dir / "task.json").string(); }
   testing::CommandResult verify(const fs::path& wd, const std::string& report) const {
-    return run_command(veritrain_binary() + " --json verify --task " + task_file() + " --workdir " + wd.string() +
-                           " --check-probability 1 --seed 01 --jobs 1 --report " + (dir / report).string(),
+    return run_command(veritrain_binary() + " --json verify --task " + task_file() + " --workdir " +
+                           wd.string() + " --check-probability 1 --seed 01 --jobs 1 --report " +
+                           (dir / report).string(),
                        dir.path());
   }
 };
 
 TEST(Digits, MlpReachesNinetyPercentHeldOutAndVerifies) {
   Digits d;
-  auto train = run_command(veritrain_binary() + " --json train --task " + d.task_file() + " --workdir " +
-                               (d.dir / "wd").string(), d.dir.path());
+  auto train = run_command(veritrain_binary() + " --json train --task " + d.task_file() +
+                               " --workdir " + (d.dir / "wd").string(),
+                           d.dir.path());
   ASSERT_EQ(train.exit_code, 0) << train.err;
   auto log = read_log(d.dir / "wd" / "commitments.log");
   ASSERT_TRUE(log.ok()) << log.error().message;
   ASSERT_EQ(log->records.size(), 5u);
-  EXPECT_FALSE(log->records[0].record.metrics.eval.has_value());  // the initial state trained on nothing
+  EXPECT_FALSE(
+      log->records[0].record.metrics.eval.has_value());  // the initial state trained on nothing
   const auto& last = log->records.back().record.metrics.eval;
   ASSERT_TRUE(last.has_value());
   EXPECT_EQ(last->examples, 359u);
@@ -73,7 +78,8 @@ TEST(Digits, MlpReachesNinetyPercentHeldOutAndVerifies) {
     EXPECT_EQ(c["metrics"]["eval"]["status"], "verified") << c.dump();
     EXPECT_EQ(c["metrics"]["eval"]["claimed"], c["metrics"]["eval"]["replayed"]) << c.dump();
   }
-  EXPECT_EQ(verdict["checks"][3]["metrics"]["eval"]["claimed"]["accuracy"].get<double>(), *last->accuracy);
+  EXPECT_EQ(verdict["checks"][3]["metrics"]["eval"]["claimed"]["accuracy"].get<double>(),
+            *last->accuracy);
 }
 
 TEST(Digits, AnEpochTrainedWithAnotherLearningRateIsRejected) {
@@ -89,7 +95,8 @@ TEST(Digits, AnEpochTrainedWithAnotherLearningRateIsRejected) {
   auto verdict = nlohmann::json::parse(v.out);
   EXPECT_EQ(verdict["result"], "rejected");
   for (const auto& c : verdict["checks"]) {
-    EXPECT_EQ(c["passed"].get<bool>(), c["epoch"] != 2) << c.dump();  // only the cheated epoch fails
+    EXPECT_EQ(c["passed"].get<bool>(), c["epoch"] != 2)
+        << c.dump();  // only the cheated epoch fails
   }
 }
 
@@ -118,7 +125,8 @@ TEST(Digits, AnInflatedHeldOutAccuracyIsRejected) {
   auto v = d.verify(d.dir / "wd", "report");
   ASSERT_EQ(v.exit_code, 1) << v.out << v.err;
   auto verdict = nlohmann::json::parse(v.out);
-  EXPECT_NE(verdict["reasons"].dump().find("held-out"), std::string::npos) << verdict["reasons"].dump();
+  EXPECT_NE(verdict["reasons"].dump().find("held-out"), std::string::npos)
+      << verdict["reasons"].dump();
   EXPECT_EQ(verdict["checks"][2]["metrics"]["eval"]["status"], "claimed");
 }
 
@@ -143,7 +151,8 @@ TEST(Digits, ToleranceModeJudgesHeldOutMetricsWithinBounds) {
     EXPECT_TRUE(c.passed) << joined(c.failures);
     EXPECT_EQ(c.eval_status, "within_tolerance");
     ASSERT_TRUE(c.claimed_eval && c.replay_eval);
-    EXPECT_NEAR(*c.claimed_eval->accuracy, *c.replay_eval->accuracy, training::kEvalAccuracyTolerance);
+    EXPECT_NEAR(*c.claimed_eval->accuracy, *c.replay_eval->accuracy,
+                training::kEvalAccuracyTolerance);
   }
 
   auto log = read_log(d.dir / "wd" / "commitments.log");
@@ -153,7 +162,8 @@ TEST(Digits, ToleranceModeJudgesHeldOutMetricsWithinBounds) {
   for (const auto& r : log->records) {
     CommitRecord rec = r.record;
     rec.prev = prev;
-    if (rec.epoch == 2) *rec.metrics.eval->accuracy = std::min(1.0, *rec.metrics.eval->accuracy + 0.05);
+    if (rec.epoch == 2)
+      *rec.metrics.eval->accuracy = std::min(1.0, *rec.metrics.eval->accuracy + 0.05);
     auto s = sign_record(rec, provider_key());
     ASSERT_TRUE(s.ok());
     Bytes line = encode_record(*s);
@@ -165,7 +175,8 @@ TEST(Digits, ToleranceModeJudgesHeldOutMetricsWithinBounds) {
   ASSERT_EQ(w.epochs.size(), 2u);
   EXPECT_TRUE(w.epochs[0].passed);
   EXPECT_FALSE(w.epochs[1].passed);
-  EXPECT_NE(joined(w.epochs[1].failures).find("beyond the tolerance-mode bounds"), std::string::npos)
+  EXPECT_NE(joined(w.epochs[1].failures).find("beyond the tolerance-mode bounds"),
+            std::string::npos)
       << joined(w.epochs[1].failures);
 }
 

@@ -48,7 +48,8 @@ TEST(Fault, CorruptedByteInEachSnapshotIsNeverPassed) {
       for (std::uint64_t e : {epoch, epoch + 1}) {
         if (e < 1 || e > 3) continue;
         const std::string outcome = challenge(s, e);
-        EXPECT_NE(outcome, "passed") << "snapshot " << epoch << " byte " << offset << ", challenging epoch " << e;
+        EXPECT_NE(outcome, "passed")
+            << "snapshot " << epoch << " byte " << offset << ", challenging epoch " << e;
         EXPECT_NE(outcome.find("epoch " + std::to_string(epoch)), std::string::npos)
             << "snapshot " << epoch << " byte " << offset << ": " << outcome;
       }

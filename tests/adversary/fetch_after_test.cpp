@@ -19,8 +19,8 @@ struct Checked {
 
 // Challenges `epoch` of the workdir alone, and measures on a fresh source what fetching its
 // start state alone costs.
-Checked challenge(const fs::path& wd, const Task& task, std::uint64_t epoch, verifier::FetchAfter fetch_after,
-                  bool after_needed_later = false) {
+Checked challenge(const fs::path& wd, const Task& task, std::uint64_t epoch,
+                  verifier::FetchAfter fetch_after, bool after_needed_later = false) {
   Checked out;
   auto source = verifier::open_workdir_source(wd);
   EXPECT_TRUE(source.ok());
@@ -28,7 +28,8 @@ Checked challenge(const fs::path& wd, const Task& task, std::uint64_t epoch, ver
   EXPECT_TRUE(log.ok());
   auto ctx = verifier::make_check_context(task, {}, fetch_after);
   EXPECT_TRUE(ctx.ok()) << ctx.error().message;
-  auto c = verifier::check_epoch(**source, *ctx, log->at(epoch - 1), log->at(epoch), after_needed_later);
+  auto c =
+      verifier::check_epoch(**source, *ctx, log->at(epoch - 1), log->at(epoch), after_needed_later);
   EXPECT_TRUE(c.ok()) << c.error().message;
   if (c.ok()) out.check = std::move(*c);
   auto fresh = verifier::open_workdir_source(wd);

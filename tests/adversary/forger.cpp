@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+
 #include <nlohmann/json.hpp>
 
 #include "common/file_io.h"
@@ -21,17 +22,20 @@ Status commit_state(const Task& task, std::uint64_t epoch, ByteSpan state, Commi
   const Digest id = task_id(task);
   record.root = fp::merkle_root(state);
   VT_ASSIGN_OR_RETURN(SafetensorsView view, parse_safetensors(state));
-  VT_ASSIGN_OR_RETURN(fp::Fingerprint f, fp::fingerprint_snapshot(view, fp::commitment_seed(id, epoch, record.root),
-                                                                  static_cast<std::uint64_t>(task.fingerprint.k)));
-  VT_ASSIGN_OR_RETURN(fp::Fingerprint t, fp::fingerprint_snapshot(view, fp::tracking_seed(id),
-                                                                  static_cast<std::uint64_t>(task.fingerprint.tracking_k)));
+  VT_ASSIGN_OR_RETURN(fp::Fingerprint f,
+                      fp::fingerprint_snapshot(view, fp::commitment_seed(id, epoch, record.root),
+                                               static_cast<std::uint64_t>(task.fingerprint.k)));
+  VT_ASSIGN_OR_RETURN(
+      fp::Fingerprint t,
+      fp::fingerprint_snapshot(view, fp::tracking_seed(id),
+                               static_cast<std::uint64_t>(task.fingerprint.tracking_k)));
   record.fingerprint = fp::fingerprint_to_json(f);
   record.tracking_fingerprint = fp::fingerprint_to_json(t);
   return {};
 }
 
-Result<nlohmann::json> fingerprint_over(ByteSpan state, const Digest& seed, const std::vector<std::string>& tensors,
-                                        std::uint64_t k) {
+Result<nlohmann::json> fingerprint_over(ByteSpan state, const Digest& seed,
+                                        const std::vector<std::string>& tensors, std::uint64_t k) {
   VT_ASSIGN_OR_RETURN(SafetensorsView view, parse_safetensors(state));
   std::vector<TensorEntry> chosen;
   for (const TensorEntry& t : view.tensors) {
@@ -47,7 +51,8 @@ Result<nlohmann::json> fingerprint_over(ByteSpan state, const Digest& seed, cons
 Result<Bytes> shift_tensor(ByteSpan state, const std::string& name, double fraction, float delta) {
   VT_ASSIGN_OR_RETURN(SafetensorsView view, parse_safetensors(state));
   const TensorEntry* t = view.find(name);
-  if (t == nullptr || t->dtype != DType::kF32) return invalid_input("forger: no F32 tensor " + name);
+  if (t == nullptr || t->dtype != DType::kF32)
+    return invalid_input("forger: no F32 tensor " + name);
   Bytes out(state.begin(), state.end());
   const std::size_t data_at = static_cast<std::size_t>(view.data(*t).data() - state.data());
   const auto n = static_cast<std::size_t>(std::ceil(fraction * static_cast<double>(t->numel())));
@@ -76,12 +81,14 @@ Result<Bytes> add_tensor(ByteSpan state, const std::string& name, std::vector<st
   for (std::int64_t d : shape) numel *= d;
   const Bytes zeros(static_cast<std::size_t>(numel) * 4, 0);
   std::vector<TensorData> tensors;
-  for (const TensorEntry& t : view.tensors) tensors.push_back({{t.name, t.dtype, t.shape}, view.data(t)});
+  for (const TensorEntry& t : view.tensors)
+    tensors.push_back({{t.name, t.dtype, t.shape}, view.data(t)});
   tensors.push_back({{name, DType::kF32, std::move(shape)}, zeros});
   return write_canonical(tensors, view.metadata);
 }
 
-Status reforge_workdir(const std::filesystem::path& dir, const SigningKey& key, const ForgeEdit& edit) {
+Status reforge_workdir(const std::filesystem::path& dir, const SigningKey& key,
+                       const ForgeEdit& edit) {
   VT_ASSIGN_OR_RETURN(provider::Workdir w, provider::Workdir::open_existing(dir));
   VT_ASSIGN_OR_RETURN(LogFile log, read_log(w.log_file()));
   provider::SnapshotStore store(w.snapshots_dir(), {1, 1, 64});
@@ -91,7 +98,8 @@ Status reforge_workdir(const std::filesystem::path& dir, const SigningKey& key, 
     CommitRecord record = signed_record.record;
     VT_ASSIGN_OR_RETURN(Bytes state, store.load_canonical(record.root));
     VT_RETURN_IF_ERROR(edit(record.epoch, record, state));
-    if (!store.load_container(record.root).ok()) VT_RETURN_IF_ERROR(store.put(record.epoch, record.root, state, std::nullopt));
+    if (!store.load_container(record.root).ok())
+      VT_RETURN_IF_ERROR(store.put(record.epoch, record.root, state, std::nullopt));
     record.prev = prev;
     VT_ASSIGN_OR_RETURN(SignedRecord resigned, sign_record(std::move(record), key));
     const Bytes line = encode_record(resigned);

@@ -27,7 +27,8 @@ using ForgeEdit = std::function<Status(std::uint64_t epoch, CommitRecord& record
 
 // Applies `edit` and rewrites commitments.log: every record re-chained (prev) and re-signed by
 // `key`.
-Status reforge_workdir(const std::filesystem::path& workdir, const SigningKey& key, const ForgeEdit& edit);
+Status reforge_workdir(const std::filesystem::path& workdir, const SigningKey& key,
+                       const ForgeEdit& edit);
 
 // What an honest provider commits for `state` at `epoch`: its root, and the fingerprint and
 // tracking fingerprint at the positions the task derives (docs/fingerprint.md sections 2-4).
@@ -35,8 +36,8 @@ Status commit_state(const Task& task, std::uint64_t epoch, ByteSpan state, Commi
 
 // The fingerprint at positions of the forger's choosing: `seed` as the commitment seed of the
 // root demands, but over the tensors it names only, with `k` positions.
-Result<nlohmann::json> fingerprint_over(ByteSpan state, const Digest& seed, const std::vector<std::string>& tensors,
-                                        std::uint64_t k);
+Result<nlohmann::json> fingerprint_over(ByteSpan state, const Digest& seed,
+                                        const std::vector<std::string>& tensors, std::uint64_t k);
 
 // Adds `delta` to the first `fraction` of the elements of F32 tensor `name` (the tensor's bytes
 // are rewritten in place, so the file stays canonical).

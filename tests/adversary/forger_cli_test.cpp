@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include "common/file_io.h"
@@ -28,16 +29,20 @@ struct Cli {
     EXPECT_TRUE(run.ok()) << run.error().message;
   }
   std::string task_file() const { return (wd / "task.json").string(); }
-  testing::CommandResult verify(const std::string& extra, const std::string& report = "report") const {
-    return run_command(veritrain_binary() + " --json verify --task " + task_file() + " --workdir " + wd.string() +
-                           " --check-probability 1 --seed 01 --jobs 1 --report " + (dir / report).string() + " " + extra,
+  testing::CommandResult verify(const std::string& extra,
+                                const std::string& report = "report") const {
+    return run_command(veritrain_binary() + " --json verify --task " + task_file() + " --workdir " +
+                           wd.string() + " --check-probability 1 --seed 01 --jobs 1 --report " +
+                           (dir / report).string() + " " + extra,
                        dir.path());
   }
   fs::path snapshot(std::uint64_t epoch) const {
     auto log = read_log(wd / "commitments.log");
     return wd / "snapshots" / (hex_encode(log->records.at(epoch).record.root) + ".vtc");
   }
-  fs::path config() const { return dir / ".config" / "veritrain" / "verifier"; }  // run_command's XDG_CONFIG_HOME
+  fs::path config() const {
+    return dir / ".config" / "veritrain" / "verifier";
+  }  // run_command's XDG_CONFIG_HOME
 };
 
 std::string provider_fp() { return provider_key().public_key().fingerprint(); }
@@ -55,43 +60,51 @@ TEST(ForgerCli, WithheldSnapshotIsExitOneWithASignedVerdict) {
   ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["result"], "rejected");
-  EXPECT_NE(j["reasons"].dump().find("epoch 2 snapshot is withheld"), std::string::npos) << j["reasons"].dump();
+  EXPECT_NE(j["reasons"].dump().find("epoch 2 snapshot is withheld"), std::string::npos)
+      << j["reasons"].dump();
   EXPECT_EQ(j["provider"]["key"], provider_fp());
   EXPECT_EQ(j["provider"]["pinned"], true);
   ASSERT_TRUE(fs::exists(c.dir / "report/verdict.json"));
   ASSERT_TRUE(fs::exists(c.dir / "report/report.html"));
 
   // The verdict checks out, names both keys, and a changed byte does not.
-  auto check = run_command(veritrain_binary() + " --json verdict check " + (c.dir / "report/verdict.json").string(),
-                           c.dir.path());
+  auto check = run_command(
+      veritrain_binary() + " --json verdict check " + (c.dir / "report/verdict.json").string(),
+      c.dir.path());
   ASSERT_EQ(check.exit_code, 0) << check.out << check.err;
   auto cj = nlohmann::json::parse(check.out);
   EXPECT_EQ(cj["result"], "rejected");
   EXPECT_EQ(cj["provider_key"], provider_fp());
   const std::string verifier = cj["signer"].get<std::string>();
   EXPECT_EQ(verifier, j["verifier"]["fingerprint"]);
-  auto signer_ok = run_command(veritrain_binary() + " verdict check " + (c.dir / "report/verdict.json").string() +
-                                   " --signer " + verifier, c.dir.path());
+  auto signer_ok =
+      run_command(veritrain_binary() + " verdict check " +
+                      (c.dir / "report/verdict.json").string() + " --signer " + verifier,
+                  c.dir.path());
   EXPECT_EQ(signer_ok.exit_code, 0) << signer_ok.err;
-  auto signer_bad = run_command(veritrain_binary() + " verdict check " + (c.dir / "report/verdict.json").string() +
-                                    " --signer " + provider_fp(), c.dir.path());
+  auto signer_bad =
+      run_command(veritrain_binary() + " verdict check " +
+                      (c.dir / "report/verdict.json").string() + " --signer " + provider_fp(),
+                  c.dir.path());
   EXPECT_EQ(signer_bad.exit_code, 1) << signer_bad.err;
   std::string text = *read_text_file(c.dir / "report/verdict.json");
   const auto at = text.find("\"rejected\"");
   ASSERT_NE(at, std::string::npos);
   text.replace(at, 10, "\"accepted\"");
   ASSERT_TRUE(write_file_atomic(c.dir / "edited.json", text).ok());
-  auto edited = run_command(veritrain_binary() + " verdict check " + (c.dir / "edited.json").string(), c.dir.path());
+  auto edited = run_command(
+      veritrain_binary() + " verdict check " + (c.dir / "edited.json").string(), c.dir.path());
   EXPECT_EQ(edited.exit_code, 1) << edited.err;
 }
 
 TEST(ForgerCli, BadMetadataIsExitOneNotAnInputError) {
   Cli c;
-  Status s = reforge_workdir(c.wd, provider_key(), [&](std::uint64_t e, CommitRecord& r, Bytes& state) -> Status {
-    if (e != 2) return {};
-    VT_ASSIGN_OR_RETURN(state, rewrite_metadata(state, {{"intra_op_threads", "2"}}));
-    return commit_state(c.task, e, state, r);
-  });
+  Status s = reforge_workdir(
+      c.wd, provider_key(), [&](std::uint64_t e, CommitRecord& r, Bytes& state) -> Status {
+        if (e != 2) return {};
+        VT_ASSIGN_OR_RETURN(state, rewrite_metadata(state, {{"intra_op_threads", "2"}}));
+        return commit_state(c.task, e, state, r);
+      });
   ASSERT_TRUE(s.ok()) << s.error().message;
   auto r = c.verify("");
   ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
@@ -106,19 +119,23 @@ TEST(ForgerCli, BadMetadataIsExitOneNotAnInputError) {
 // (ESC[8m would hide the REJECTED line after it) nor flood it.
 TEST(ForgerCli, ProviderTextInAReasonIsEscapedAndCut) {
   Cli c;
-  Status s = reforge_workdir(c.wd, provider_key(), [&](std::uint64_t e, CommitRecord& r, Bytes& state) -> Status {
-    if (e != 2) return {};
-    VT_ASSIGN_OR_RETURN(state, rewrite_metadata(state, {{"device", "\x1b[8m" + std::string(100000, 'x')}}));
-    return commit_state(c.task, e, state, r);
-  });
+  Status s = reforge_workdir(
+      c.wd, provider_key(), [&](std::uint64_t e, CommitRecord& r, Bytes& state) -> Status {
+        if (e != 2) return {};
+        VT_ASSIGN_OR_RETURN(
+            state, rewrite_metadata(state, {{"device", "\x1b[8m" + std::string(100000, 'x')}}));
+        return commit_state(c.task, e, state, r);
+      });
   ASSERT_TRUE(s.ok()) << s.error().message;
-  auto r = run_command(veritrain_binary() + " verify --task " + c.task_file() + " --workdir " + c.wd.string() +
-                           " --report " + (c.dir / "report").string() + " --key " + (c.dir / "vkey").string(),
+  auto r = run_command(veritrain_binary() + " verify --task " + c.task_file() + " --workdir " +
+                           c.wd.string() + " --report " + (c.dir / "report").string() + " --key " +
+                           (c.dir / "vkey").string(),
                        c.dir.path());
   ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_EQ(r.out.find('\x1b'), std::string::npos);
   EXPECT_EQ(r.err.find('\x1b'), std::string::npos);
-  EXPECT_NE(r.out.find("metadata device \"\\x1b[8mxxx"), std::string::npos) << r.out.substr(0, 2000);
+  EXPECT_NE(r.out.find("metadata device \"\\x1b[8mxxx"), std::string::npos)
+      << r.out.substr(0, 2000);
   EXPECT_NE(r.out.find("(100004 bytes)"), std::string::npos) << r.out.substr(0, 2000);
   EXPECT_LT(r.out.size(), 20000u);
 }
@@ -130,15 +147,17 @@ TEST(ForgerCli, BrokenWorkdirTaskJsonDoesNotStopTheVerdict) {
   const fs::path own_task = c.dir / "task.json";
   fs::copy_file(c.wd / "task.json", own_task);
   ASSERT_TRUE(write_file_atomic(c.wd / "task.json", "{ not json").ok());
-  auto r = run_command(veritrain_binary() + " --json verify --task " + own_task.string() + " --workdir " +
-                           c.wd.string() + " --check-probability 1 --seed 01 --jobs 1 --report " +
+  auto r = run_command(veritrain_binary() + " --json verify --task " + own_task.string() +
+                           " --workdir " + c.wd.string() +
+                           " --check-probability 1 --seed 01 --jobs 1 --report " +
                            (c.dir / "report").string() + " --provider-key " + provider_fp(),
                        c.dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["result"], "accepted");
   fs::remove(c.wd / "task.json");
-  r = run_command(veritrain_binary() + " verify --task " + own_task.string() + " --workdir " + c.wd.string() +
-                      " --check-probability 1 --seed 01 --jobs 1 --report " + (c.dir / "report2").string(),
+  r = run_command(veritrain_binary() + " verify --task " + own_task.string() + " --workdir " +
+                      c.wd.string() + " --check-probability 1 --seed 01 --jobs 1 --report " +
+                      (c.dir / "report2").string(),
                   c.dir.path());
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
@@ -147,45 +166,55 @@ TEST(ForgerCli, BrokenWorkdirTaskJsonDoesNotStopTheVerdict) {
 // naming the epoch (neither is the auditor's input error).
 TEST(ForgerCli, UnrestorableStateIsExitOneForVerifyAndAudit) {
   Cli c;
-  Status s = reforge_workdir(c.wd, provider_key(), [&](std::uint64_t e, CommitRecord& r, Bytes& state) -> Status {
-    if (e != 1) return {};
-    VT_ASSIGN_OR_RETURN(state, fill_tensor(state, "rng/cpu", 0xff));
-    return commit_state(c.task, e, state, r);
-  });
+  Status s = reforge_workdir(c.wd, provider_key(),
+                             [&](std::uint64_t e, CommitRecord& r, Bytes& state) -> Status {
+                               if (e != 1) return {};
+                               VT_ASSIGN_OR_RETURN(state, fill_tensor(state, "rng/cpu", 0xff));
+                               return commit_state(c.task, e, state, r);
+                             });
   ASSERT_TRUE(s.ok()) << s.error().message;
   auto v = c.verify("--provider-key " + provider_fp());
   ASSERT_EQ(v.exit_code, 1) << v.out << v.err;
-  EXPECT_NE(v.out.find("epoch 2: the committed state cannot be restored"), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("epoch 2: the committed state cannot be restored"), std::string::npos)
+      << v.out;
   EXPECT_TRUE(fs::exists(c.dir / "report/verdict.json"));
-  auto audit = run_command(veritrain_binary() + " audit --task " + c.task_file() + " --workdir " + c.wd.string() +
-                               " --epoch 2 --provider-key " + provider_fp(),
+  auto audit = run_command(veritrain_binary() + " audit --task " + c.task_file() + " --workdir " +
+                               c.wd.string() + " --epoch 2 --provider-key " + provider_fp(),
                            c.dir.path());
   EXPECT_EQ(audit.exit_code, 1) << audit.out << audit.err;
-  EXPECT_NE(audit.err.find("epoch 1: the committed state cannot be restored"), std::string::npos) << audit.err;
+  EXPECT_NE(audit.err.find("epoch 1: the committed state cannot be restored"), std::string::npos)
+      << audit.err;
 }
 
 TEST(ForgerCli, TrustAnchorOnVerifyLogVerifyAndAudit) {
   Cli c;
   const SigningKey fresh = *SigningKey::generate();
-  ASSERT_TRUE(reforge_workdir(c.wd, fresh, [](std::uint64_t, CommitRecord&, Bytes&) { return Status{}; }).ok());
+  ASSERT_TRUE(reforge_workdir(c.wd, fresh, [](std::uint64_t, CommitRecord&, Bytes&) {
+                return Status{};
+              }).ok());
   // The provider's public key as a file (keygen's signing.pub.pem) works as well as its SHA-256.
-  ASSERT_TRUE(write_file_atomic(c.dir / "provider.pub.pem", provider_key().public_key().to_pem()).ok());
+  ASSERT_TRUE(
+      write_file_atomic(c.dir / "provider.pub.pem", provider_key().public_key().to_pem()).ok());
   const std::string pem = (c.dir / "provider.pub.pem").string();
 
   auto v = c.verify("--provider-key " + pem);
   EXPECT_EQ(v.exit_code, 1) << v.out << v.err;
-  EXPECT_NE(v.out.find("not by the provider key given with --provider-key"), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("not by the provider key given with --provider-key"), std::string::npos)
+      << v.out;
   EXPECT_TRUE(fs::exists(c.dir / "report/verdict.json"));
 
-  auto lv = run_command(veritrain_binary() + " log verify --workdir " + c.wd.string() + " --provider-key " + provider_fp(),
+  auto lv = run_command(veritrain_binary() + " log verify --workdir " + c.wd.string() +
+                            " --provider-key " + provider_fp(),
                         c.dir.path());
   EXPECT_EQ(lv.exit_code, 1) << lv.out << lv.err;
-  auto lv_ok = run_command(veritrain_binary() + " log verify --workdir " + c.wd.string() + " --provider-key " +
-                               fresh.public_key().fingerprint(), c.dir.path());
+  auto lv_ok = run_command(veritrain_binary() + " log verify --workdir " + c.wd.string() +
+                               " --provider-key " + fresh.public_key().fingerprint(),
+                           c.dir.path());
   EXPECT_EQ(lv_ok.exit_code, 0) << lv_ok.out << lv_ok.err;
 
-  auto audit = run_command(veritrain_binary() + " audit --task " + c.task_file() + " --workdir " + c.wd.string() +
-                               " --epoch 1 --provider-key " + pem, c.dir.path());
+  auto audit = run_command(veritrain_binary() + " audit --task " + c.task_file() + " --workdir " +
+                               c.wd.string() + " --epoch 1 --provider-key " + pem,
+                           c.dir.path());
   EXPECT_EQ(audit.exit_code, 1) << audit.out << audit.err;
 
   // A malformed anchor is the verifier's own input: exit 2, before anything is judged.
@@ -209,7 +238,8 @@ TEST(ForgerCli, VerifierKeyPersistsInTheConfigFolder) {
   // Every claimed loss of an exact-mode replay is marked verified.
   auto checks = nlohmann::json::parse(first.out)["checks"];
   ASSERT_EQ(checks.size(), 3u);
-  for (const auto& check : checks) EXPECT_EQ(check["metrics"]["loss"]["status"], "verified") << check.dump();
+  for (const auto& check : checks)
+    EXPECT_EQ(check["metrics"]["loss"]["status"], "verified") << check.dump();
 }
 
 }  // namespace

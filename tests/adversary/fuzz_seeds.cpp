@@ -2,9 +2,9 @@
 // tiny cheating run: real snapshots, log lines, tasks and evidence, so each fuzzer starts from
 // inputs that reach deep into its parser. Usage: fuzz_seeds <tests/fuzz/corpus>
 
-#include <cstdio>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 
 #include "common/file_io.h"
@@ -54,7 +54,8 @@ int main(int argc, char** argv) {
 
   for (std::uint64_t e = 0; e < run->roots.size(); ++e) {
     auto bytes = (*source)->snapshot(e, run->roots[e], std::nullopt);
-    if (!bytes || !put(out / "safetensors" / ("epoch" + std::to_string(e) + ".safetensors"), *bytes)) {
+    if (!bytes ||
+        !put(out / "safetensors" / ("epoch" + std::to_string(e) + ".safetensors"), *bytes)) {
       return fail("snapshot " + std::to_string(e));
     }
   }
@@ -63,13 +64,15 @@ int main(int argc, char** argv) {
   if (!log_bytes || !records) return fail("log");
   put(out / "log_record" / "whole.log", *log_bytes);
   for (const auto& r : *records) {
-    put(out / "log_record" / ("epoch" + std::to_string(r.record.epoch) + ".line"), vt::encode_record(r));
+    put(out / "log_record" / ("epoch" + std::to_string(r.record.epoch) + ".line"),
+        vt::encode_record(r));
   }
   put(out / "task" / "pretty.json", vt::as_bytes(vt::pretty_task_json(task)));
   put(out / "task" / "canonical.json", vt::as_bytes(vt::canonical_task_json(task)));
   task.determinism = "tolerance";
   task.tolerance = {1e-6, 1e-5, 1e-4, 0.01};
-  task.model = {"gpt", {{"vocab", 16}, {"d_model", 8}, {"layers", 1}, {"heads", 2}, {"seq_len", 4}}, "", ""};
+  task.model = {
+      "gpt", {{"vocab", 16}, {"d_model", 8}, {"layers", 1}, {"heads", 2}, {"seq_len", 4}}, "", ""};
   task.dataset.options = {{"samples", 8}};
   task.optimizer = {.name = "adamw", .lr = 3e-3, .weight_decay = 0.01, .beta2 = 0.95};
   task.schedule = {"cosine", 1, 0.1, 3e-4, 8};
@@ -85,7 +88,8 @@ int main(int argc, char** argv) {
   for (std::uint64_t e : {1, 2}) {
     auto finding = vt::verifier::audit_epoch(**source, task, e, {});
     if (!finding) return fail(finding.error().message);
-    auto evidence = vt::verifier::make_evidence(*finding, task, (*records)[e - 1], (*records)[e], *key);
+    auto evidence =
+        vt::verifier::make_evidence(*finding, task, (*records)[e - 1], (*records)[e], *key);
     if (!evidence) return fail(evidence.error().message);
     put(out / "evidence" / ("epoch" + std::to_string(e) + ".json"), vt::as_bytes(*evidence));
   }

@@ -2,14 +2,12 @@
 // the verifier's own process - the same replay roots, the same verdicts - and still catch cheats.
 // Also what verify fetches: each committed state once, however many checks need it.
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <map>
 
 #include "common/file_io.h"
-
 #include "tests/adversary/support.h"
 #include "verifier/replay_jobs.h"
 #include "verifier/verify.h"
@@ -27,7 +25,8 @@ verifier::VerifyOptions challenge_everything(std::size_t jobs) {
   return o;
 }
 
-verifier::Verdict verify_workdir(const std::filesystem::path& workdir, const Task& task, std::size_t jobs) {
+verifier::Verdict verify_workdir(const std::filesystem::path& workdir, const Task& task,
+                                 std::size_t jobs) {
   auto source = verifier::open_workdir_source(workdir);
   EXPECT_TRUE(source.ok()) << source.error().message;
   auto v = verifier::verify(**source, task, challenge_everything(jobs));
@@ -37,7 +36,8 @@ verifier::Verdict verify_workdir(const std::filesystem::path& workdir, const Tas
 
 std::vector<std::string> replay_roots(const verifier::Verdict& v) {
   std::vector<std::string> out;
-  for (const auto& c : v.checks) out.push_back(std::to_string(c.epoch) + ":" + hex_encode(c.replay_root));
+  for (const auto& c : v.checks)
+    out.push_back(std::to_string(c.epoch) + ":" + hex_encode(c.replay_root));
   return out;
 }
 
@@ -59,7 +59,8 @@ TEST(ParallelReplays, AnHonestRunIsAcceptedWithTheSameReplaysAsInProcess) {
 }
 
 TEST(ParallelReplays, CheatsAreCaughtAtTheirEpoch) {
-  for (Strategy s : {Strategy::kLearningRate, Strategy::kNoise, Strategy::kDataOrder, Strategy::kSkipEpoch}) {
+  for (Strategy s :
+       {Strategy::kLearningRate, Strategy::kNoise, Strategy::kDataOrder, Strategy::kSkipEpoch}) {
     SCOPED_TRACE(strategy_name(s));
     testing::ScratchDir dir;
     const Task task = tiny_task(22);
@@ -89,14 +90,16 @@ TEST(ParallelReplays, AFailingChildIsAnErrorThatSaysWhy) {
   o.trainer.intra_op_threads = 2;  // an exact-mode task refuses another thread count
   auto v = verifier::verify(**source, task, o);
   ASSERT_FALSE(v.ok());
-  EXPECT_NE(v.error().message.find("replaying epoch 1 in a child process failed"), std::string::npos)
+  EXPECT_NE(v.error().message.find("replaying epoch 1 in a child process failed"),
+            std::string::npos)
       << v.error().message;
   EXPECT_NE(v.error().message.find("thread"), std::string::npos) << v.error().message;
 
   o.replay_program = "/nonexistent/veritrain";
   auto missing = verifier::verify(**source, task, o);
   ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.error().message.find("/nonexistent/veritrain"), std::string::npos) << missing.error().message;
+  EXPECT_NE(missing.error().message.find("/nonexistent/veritrain"), std::string::npos)
+      << missing.error().message;
 }
 
 // Counts the snapshots asked of a source, by root.
@@ -144,11 +147,14 @@ TEST(ParallelReplays, ScratchLeftByAKilledVerifierIsRemovedByTheNextOne) {
   if (dead == 0) ::_exit(0);
   ASSERT_GT(dead, 0);
   ::waitpid(dead, nullptr, 0);
-  const auto abandoned = std::filesystem::temp_directory_path() / ("veritrain-replay-" + std::to_string(dead) + "-test");
-  const auto alive = std::filesystem::temp_directory_path() / ("veritrain-replay-" + std::to_string(::getpid()) + "-test");
+  const auto abandoned = std::filesystem::temp_directory_path() /
+                         ("veritrain-replay-" + std::to_string(dead) + "-test");
+  const auto alive = std::filesystem::temp_directory_path() /
+                     ("veritrain-replay-" + std::to_string(::getpid()) + "-test");
   std::filesystem::create_directories(abandoned);
   std::filesystem::create_directories(alive);
-  ASSERT_TRUE(write_file_atomic(abandoned / "epoch-1.before.safetensors", std::string_view("state")).ok());
+  ASSERT_TRUE(
+      write_file_atomic(abandoned / "epoch-1.before.safetensors", std::string_view("state")).ok());
 
   testing::ScratchDir dir;
   const Task task = tiny_task(26);
@@ -165,7 +171,8 @@ TEST(ParallelReplays, AutomaticJobsFollowCoresAndDevice) {
   training::TrainerOptions options;
   EXPECT_EQ(verifier::automatic_replay_jobs(task, options, 1), 1u);
   EXPECT_GE(verifier::automatic_replay_jobs(task, options, 64), 1u);
-  EXPECT_LE(verifier::automatic_replay_jobs(task, options, 64), std::max(1u, std::thread::hardware_concurrency()));
+  EXPECT_LE(verifier::automatic_replay_jobs(task, options, 64),
+            std::max(1u, std::thread::hardware_concurrency()));
   options.device = "cuda";
   EXPECT_EQ(verifier::automatic_replay_jobs(task, options, 64), 1u);
   // Memory: a tiny state fits many times; one the size of all memory still gets one job.

@@ -8,13 +8,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
-#include "common/process.h"
+#include <nlohmann/json.hpp>
 
 #include "common/file_io.h"
+#include "common/process.h"
 #include "tests/adversary/support.h"
 #include "tests/verifier/chromium.h"
 
@@ -35,8 +35,10 @@ struct Workdir {
   }
   // --json, when wanted, goes before the command (where every version of the CLI takes it).
   std::string verify(const std::string& flags, bool json = false) const {
-    return veritrain_binary() + (json ? " --json" : "") + " verify --task " + (wd / "task.json").string() + " --workdir " + wd.string() +
-           " --jobs 1 --seed 01 --provider-key " + provider_key().public_key().fingerprint() + " " + flags;
+    return veritrain_binary() + (json ? " --json" : "") + " verify --task " +
+           (wd / "task.json").string() + " --workdir " + wd.string() +
+           " --jobs 1 --seed 01 --provider-key " + provider_key().public_key().fingerprint() + " " +
+           flags;
   }
 };
 
@@ -53,8 +55,10 @@ void check_page(const fs::path& page, const fs::path& scratch, const std::string
 
 TEST(ReportCli, EconomicsSetsTheCheckProbabilityAndTheVerdictSaysWhatItGuarantees) {
   Workdir w;
-  auto r = run_command(w.verify("--reward 100 --penalty 50 --cost 120 --report " + (w.dir / "report").string(), true),
-                       w.dir.path());
+  auto r = run_command(
+      w.verify("--reward 100 --penalty 50 --cost 120 --report " + (w.dir / "report").string(),
+               true),
+      w.dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   const nlohmann::json& d = j["challenge"]["derivation"];
@@ -68,22 +72,30 @@ TEST(ReportCli, EconomicsSetsTheCheckProbabilityAndTheVerdictSaysWhatItGuarantee
   EXPECT_NE(signed_text->find("\"method\":\"economics\""), std::string::npos);
   Result<std::string> html = read_text_file(w.dir / "report/report.html");
   ASSERT_TRUE(html.ok());
-  EXPECT_NE(html->find("with R = 100, D = 50 and K = 120, cheating on any number of epochs does not pay."),
+  EXPECT_NE(html->find(
+                "with R = 100, D = 50 and K = 120, cheating on any number of epochs does not pay."),
             std::string::npos);
   check_page(w.dir / "report/report.html", w.dir.path(), "report-accepted.png");
 
   // Human output names the policy; without --cost, K is measured.
-  r = run_command(w.verify("--reward 1000 --penalty 500 --report " + (w.dir / "r2").string()), w.dir.path());
+  r = run_command(w.verify("--reward 1000 --penalty 500 --report " + (w.dir / "r2").string()),
+                  w.dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("policy: p = "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("from --reward 1000 --penalty 500 and K = "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("(estimated: N x epoch seconds"), std::string::npos) << r.out;
 
   // Inputs that cannot be made safe, or that contradict each other, are the verifier's error.
-  r = run_command(w.verify("--reward 10 --penalty 10 --cost 50 --report " + (w.dir / "r3").string()), w.dir.path());
+  r = run_command(
+      w.verify("--reward 10 --penalty 10 --cost 50 --report " + (w.dir / "r3").string()),
+      w.dir.path());
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_NE(r.err.find("--reward/--penalty: R + D = 20 is not more than the honest cost K = 50"), std::string::npos) << r.err;
-  r = run_command(w.verify("--reward 10 --check-probability 0.5 --report " + (w.dir / "r4").string()), w.dir.path());
+  EXPECT_NE(r.err.find("--reward/--penalty: R + D = 20 is not more than the honest cost K = 50"),
+            std::string::npos)
+      << r.err;
+  r = run_command(
+      w.verify("--reward 10 --check-probability 0.5 --report " + (w.dir / "r4").string()),
+      w.dir.path());
   EXPECT_EQ(r.exit_code, 2) << r.err;
   r = run_command(w.verify("--cost 10 --report " + (w.dir / "r5").string()), w.dir.path());
   EXPECT_EQ(r.exit_code, 2) << r.err;
@@ -96,15 +108,17 @@ TEST(ReportCli, ARejectionNamesTheAuditCommandAndItsPageReadsInABrowser) {
   CheatPlan plan;
   plan.cheats[5] = Strategy::kLearningRate;
   Workdir w(plan);
-  auto r = run_command(w.verify("--check-probability 1 --report " + (w.dir / "report").string()), w.dir.path());
+  auto r = run_command(w.verify("--check-probability 1 --report " + (w.dir / "report").string()),
+                       w.dir.path());
   ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
   std::string next;
   std::istringstream lines(r.out);
   for (std::string line; std::getline(lines, line);) {
     if (line.rfind("next: ", 0) == 0) next = line.substr(6);
   }
-  const std::string expected = "veritrain audit --task " + (w.wd / "task.json").string() + " --workdir " + w.wd.string() +
-                               " --epoch 5 --provider-key " + provider_key().public_key().fingerprint() +
+  const std::string expected = "veritrain audit --task " + (w.wd / "task.json").string() +
+                               " --workdir " + w.wd.string() + " --epoch 5 --provider-key " +
+                               provider_key().public_key().fingerprint() +
                                " --evidence evidence-epoch-5.json --report audit-epoch-5";
   ASSERT_EQ(next, expected) << r.out;
   Result<std::string> html = read_text_file(w.dir / "report/report.html");
@@ -113,10 +127,12 @@ TEST(ReportCli, ARejectionNamesTheAuditCommandAndItsPageReadsInABrowser) {
   check_page(w.dir / "report/report.html", w.dir.path(), "report.png");
 
   // The command runs as printed (from the folder the verifier ran in).
-  r = run_command("cd " + w.dir.path().string() + " && " + veritrain_binary() + next.substr(std::string("veritrain").size()),
+  r = run_command("cd " + w.dir.path().string() + " && " + veritrain_binary() +
+                      next.substr(std::string("veritrain").size()),
                   w.dir.path());
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;  // the replay diverges
-  EXPECT_NE(r.out.find("epoch 5 first diverges between step 0 and step 1 of 3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("epoch 5 first diverges between step 0 and step 1 of 3"), std::string::npos)
+      << r.out;
   ASSERT_TRUE(fs::exists(w.dir / "evidence-epoch-5.json"));
   Result<std::string> page = read_text_file(w.dir / "audit-epoch-5/report.html");
   ASSERT_TRUE(page.ok());
@@ -156,9 +172,20 @@ TEST(VerifyResume, AKilledVerifyContinuesWithTheSameChallengesAndReplaysOnlyTheR
   ASSERT_TRUE(write_workdir(task, wd, {}, provider_key()).ok());
   const fs::path report = dir / "report";
   const fs::path state = report / ".verify-state";
-  std::vector<std::string> argv = {veritrain_binary(), "verify", "--task", (wd / "task.json").string(), "--workdir",
-                                   wd.string(), "--jobs", "1", "--check-probability", "0.8", "--key",
-                                   (dir / "vkey").string(), "--provider-key", provider_key().public_key().fingerprint()};
+  std::vector<std::string> argv = {veritrain_binary(),
+                                   "verify",
+                                   "--task",
+                                   (wd / "task.json").string(),
+                                   "--workdir",
+                                   wd.string(),
+                                   "--jobs",
+                                   "1",
+                                   "--check-probability",
+                                   "0.8",
+                                   "--key",
+                                   (dir / "vkey").string(),
+                                   "--provider-key",
+                                   provider_key().public_key().fingerprint()};
   std::vector<std::string> first = argv;
   first.insert(first.end(), {"--report", report.string()});
   std::size_t before = 0;
@@ -166,17 +193,21 @@ TEST(VerifyResume, AKilledVerifyContinuesWithTheSameChallengesAndReplaysOnlyTheR
     auto child = ChildProcess::spawn(first, dir / "first.log");
     ASSERT_TRUE(child.ok());
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-    while (judged_files(state) < 2 && child->running() && std::chrono::steady_clock::now() < give_up) {
+    while (judged_files(state) < 2 && child->running() &&
+           std::chrono::steady_clock::now() < give_up) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     child->terminate();  // the interruption: SIGTERM, which verify does not catch
     before = judged_files(state);
   }
   const std::string first_log = *read_text_file(dir / "first.log");
-  ASSERT_FALSE(fs::exists(report / "verdict.json")) << "the first run finished before it was killed\n" << first_log;
+  ASSERT_FALSE(fs::exists(report / "verdict.json"))
+      << "the first run finished before it was killed\n"
+      << first_log;
   ASSERT_TRUE(fs::exists(state / "state.json")) << first_log;
   ASSERT_GE(before, 2u) << first_log;
-  EXPECT_EQ(fs::status(state).permissions() & fs::perms::all, fs::perms::owner_all);  // sealed: 0700
+  EXPECT_EQ(fs::status(state).permissions() & fs::perms::all,
+            fs::perms::owner_all);  // sealed: 0700
 
   std::string cmd = veritrain_binary() + " --json";
   for (std::size_t i = 1; i < argv.size(); ++i) cmd += " " + argv[i];
@@ -184,17 +215,22 @@ TEST(VerifyResume, AKilledVerifyContinuesWithTheSameChallengesAndReplaysOnlyTheR
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   std::string drawn;
-  for (const auto& e : j["challenge"]["challenged"]) drawn += (drawn.empty() ? "" : ", ") + std::to_string(e.get<int>());
+  for (const auto& e : j["challenge"]["challenged"])
+    drawn += (drawn.empty() ? "" : ", ") + std::to_string(e.get<int>());
   // The same sealed challenges the interrupted run announced, and a seed the verdict keeps secret.
-  EXPECT_NE(first_log.find("challenging epochs " + drawn + " (p = "), std::string::npos) << drawn << "\n" << first_log;
+  EXPECT_NE(first_log.find("challenging epochs " + drawn + " (p = "), std::string::npos)
+      << drawn << "\n"
+      << first_log;
   EXPECT_TRUE(j["challenge"]["seed"].is_null());
   const std::size_t challenged = j["challenge"]["challenged"].size();
   EXPECT_EQ(j["checks"].size(), challenged);
   EXPECT_EQ(j["result"], "accepted");
-  EXPECT_NE(r.err.find("resuming: " + std::to_string(before) + " of " + std::to_string(challenged)), std::string::npos)
+  EXPECT_NE(r.err.find("resuming: " + std::to_string(before) + " of " + std::to_string(challenged)),
+            std::string::npos)
       << r.err;
   EXPECT_EQ(count_lines(r.err, "judged before the interruption)"), before) << r.err;
-  EXPECT_EQ(count_lines(r.err, "replay matches ("), challenged) << r.err;  // judged ones are said, not replayed
+  EXPECT_EQ(count_lines(r.err, "replay matches ("), challenged)
+      << r.err;  // judged ones are said, not replayed
   EXPECT_EQ(count_lines(r.err, " s)\n"), challenged - before) << r.err;  // replayed now
   EXPECT_FALSE(fs::exists(state));  // the seed goes once the verdict is written
 

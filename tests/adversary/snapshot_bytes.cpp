@@ -46,7 +46,8 @@ Result<OwnedTensors> copy_out(ByteSpan snapshot) {
 
 }  // namespace
 
-Result<Bytes> rewrite_metadata(ByteSpan snapshot, const std::map<std::string, std::string>& changes) {
+Result<Bytes> rewrite_metadata(ByteSpan snapshot,
+                               const std::map<std::string, std::string>& changes) {
   VT_ASSIGN_OR_RETURN(OwnedTensors t, copy_out(snapshot));
   for (const auto& [key, value] : changes) {
     if (!value.empty()) t.metadata[key] = value;
@@ -78,20 +79,22 @@ Result<Bytes> add_noise(ByteSpan snapshot, double relative, std::uint64_t seed) 
   return t.write();
 }
 
-Result<Forgery> forge_snapshot(ByteSpan cheap, ByteSpan honest, const Digest& task_id, std::uint64_t epoch,
-                               std::uint64_t k) {
+Result<Forgery> forge_snapshot(ByteSpan cheap, ByteSpan honest, const Digest& task_id,
+                               std::uint64_t epoch, std::uint64_t k) {
   VT_ASSIGN_OR_RETURN(SafetensorsView cheap_view, parse_safetensors(cheap));
   VT_ASSIGN_OR_RETURN(SafetensorsView honest_view, parse_safetensors(honest));
   const Digest cheap_root = fp::merkle_root(cheap);
   Forgery f;
-  VT_ASSIGN_OR_RETURN(f.known_plan, fp::plan_samples(fp::commitment_seed(task_id, epoch, cheap_root),
-                                                     std::span<const TensorEntry>(cheap_view.tensors), k));
+  VT_ASSIGN_OR_RETURN(f.known_plan,
+                      fp::plan_samples(fp::commitment_seed(task_id, epoch, cheap_root),
+                                       std::span<const TensorEntry>(cheap_view.tensors), k));
   f.bytes.assign(cheap.begin(), cheap.end());
   for (const fp::TensorSamples& s : f.known_plan.tensors) {
     const TensorEntry* c = cheap_view.find(s.name);
     const TensorEntry* h = honest_view.find(s.name);
     if (c == nullptr || h == nullptr || c->nbytes() != h->nbytes()) {
-      return invalid_input("forge: tensor " + s.name + " differs in layout between the cheap and the honest state");
+      return invalid_input("forge: tensor " + s.name +
+                           " differs in layout between the cheap and the honest state");
     }
     const std::size_t width = dtype_size(s.dtype);
     for (std::uint64_t index : s.indices) {

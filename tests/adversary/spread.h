@@ -48,20 +48,23 @@ inline Result<Spread> spread_between(ByteSpan replay, ByteSpan reference) {
   VT_ASSIGN_OR_RETURN(fp::Fingerprint fa, fp::gather(plan, a));
   VT_ASSIGN_OR_RETURN(fp::Fingerprint fb, fp::gather(plan, b));
   VT_ASSIGN_OR_RETURN(fp::Comparison c, fp::compare(fa, fb, fp::CompareMode::kExact));
-  VT_ASSIGN_OR_RETURN(fp::Comparison t, fp::compare(fa, fb, fp::CompareMode::kTolerance, {0, 0, 1e300, 1.0}));
+  VT_ASSIGN_OR_RETURN(fp::Comparison t,
+                      fp::compare(fa, fb, fp::CompareMode::kTolerance, {0, 0, 1e300, 1.0}));
   Spread s;
   s.rel_l2 = t.rel_l2;
   s.max_abs_diff = t.max_abs_diff;
   s.max_rel_diff = t.max_rel_diff;
   s.values = c.compared;
-  s.differing_fraction = c.compared ? static_cast<double>(c.mismatches) / static_cast<double>(c.compared) : 0.0;
+  s.differing_fraction =
+      c.compared ? static_cast<double>(c.mismatches) / static_cast<double>(c.compared) : 0.0;
   return s;
 }
 
 // Trains `epochs` epochs of `task` with its own thread count, then replays each of them from the
 // state before it with `threads`: the spread per epoch (index e-1). The states are all captured
 // first because the thread count is process-wide.
-inline Result<std::vector<Spread>> measure_spreads(const Task& task, std::int64_t threads, std::int64_t epochs) {
+inline Result<std::vector<Spread>> measure_spreads(const Task& task, std::int64_t threads,
+                                                   std::int64_t epochs) {
   std::vector<Bytes> states;
   {
     VT_ASSIGN_OR_RETURN(auto trainer, training::Trainer::create(task));

@@ -18,7 +18,8 @@
 namespace vt::adversary {
 
 // A 8 -> 16 -> 4 mlp with SGD and momentum, 3 steps of 8 examples per epoch.
-inline Task tiny_task(std::uint64_t seed, std::int64_t epochs = 3, std::int64_t trail_interval = 0) {
+inline Task tiny_task(std::uint64_t seed, std::int64_t epochs = 3,
+                      std::int64_t trail_interval = 0) {
   auto t = training::default_task("mlp", "synthetic");
   EXPECT_TRUE(t.ok()) << t.error().message;
   Task task = *t;
@@ -97,10 +98,13 @@ inline int rejected_runs(Strategy s, int seeds, std::vector<std::string>* messag
     Verification v = verify_everything(wd, task);
     if (v.epochs.size() != 3) continue;
     // The log itself is well-formed: signatures, chain and initial state hold.
-    EXPECT_TRUE(v.log.failures.empty()) << strategy_name(s) << " seed " << seed << ": " << joined(v.log.failures);
-    EXPECT_TRUE(v.epochs[0].passed) << strategy_name(s) << " seed " << seed << ": " << joined(v.epochs[0].failures);
+    EXPECT_TRUE(v.log.failures.empty())
+        << strategy_name(s) << " seed " << seed << ": " << joined(v.log.failures);
+    EXPECT_TRUE(v.epochs[0].passed)
+        << strategy_name(s) << " seed " << seed << ": " << joined(v.epochs[0].failures);
     // After the cheat the provider trains honestly from its own (cheated) state: that passes.
-    EXPECT_TRUE(v.epochs[2].passed) << strategy_name(s) << " seed " << seed << ": " << joined(v.epochs[2].failures);
+    EXPECT_TRUE(v.epochs[2].passed)
+        << strategy_name(s) << " seed " << seed << ": " << joined(v.epochs[2].failures);
     const verifier::EpochCheck& c = v.epochs[kCheatEpoch - 1];
     if (c.passed) continue;
     ++rejected;

@@ -16,7 +16,9 @@ TEST_P(CheatSweep, RejectedOverTwentySeeds) {
 INSTANTIATE_TEST_SUITE_P(Adversary, CheatSweep, ::testing::ValuesIn(epoch_strategies()),
                          [](const auto& info) { return strategy_name(info.param); });
 
-TEST(HonestSweep, NeverRejectedOverFiftySeeds) { EXPECT_EQ(honest_rejections(seed_count(50), 3), 0); }
+TEST(HonestSweep, NeverRejectedOverFiftySeeds) {
+  EXPECT_EQ(honest_rejections(seed_count(50), 3), 0);
+}
 
 }  // namespace
 }  // namespace vt::adversary

@@ -24,7 +24,8 @@ Task tolerance_task(std::uint64_t seed, std::int64_t epochs = 3) {
   auto t = training::default_task("gpt", "synthetic");
   EXPECT_TRUE(t.ok());
   Task task = *t;
-  task.model.options = {{"vocab", 64}, {"d_model", 32}, {"layers", 1}, {"heads", 2}, {"seq_len", 16}};
+  task.model.options = {
+      {"vocab", 64}, {"d_model", 32}, {"layers", 1}, {"heads", 2}, {"seq_len", 16}};
   task.dataset.options = {{"samples", 64}};
   task.epochs = epochs;
   task.seed = seed;
@@ -58,15 +59,16 @@ TEST(Tolerance, HonestReplaysAtOtherThreadCountsPass) {
         EXPECT_TRUE(c.passed) << "seed " << seed << ", " << n << " threads: " << joined(c.failures);
         EXPECT_FALSE(c.replay_notes.empty());  // the thread count difference is written down
         ASSERT_TRUE(c.full_state.has_value());
-        seen.widen({c.full_state->rel_l2, c.full_state->max_abs_diff, c.full_state->max_rel_diff, 0, 0});
+        seen.widen(
+            {c.full_state->rel_l2, c.full_state->max_abs_diff, c.full_state->max_rel_diff, 0, 0});
       }
     }
   }
   // The replays really differ from the provider's values (exact comparison would reject them):
   // the thresholds are what lets them pass.
   EXPECT_GT(seen.rel_l2, 0.0);
-  std::printf("held-out honest spread: rel_l2 %.3g, max_abs_diff %.3g (thresholds %.3g, %.3g)\n", seen.rel_l2,
-              seen.max_abs_diff, kRelL2, kAtol);
+  std::printf("held-out honest spread: rel_l2 %.3g, max_abs_diff %.3g (thresholds %.3g, %.3g)\n",
+              seen.rel_l2, seen.max_abs_diff, kRelL2, kAtol);
 }
 
 class ToleranceCheat : public ::testing::TestWithParam<Strategy> {};

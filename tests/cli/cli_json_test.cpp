@@ -5,9 +5,10 @@
 
 #include <chrono>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "common/file_io.h"
 #include "tests/test_util.h"
@@ -18,13 +19,16 @@ namespace fs = std::filesystem;
 using testing::run_command;
 using testing::veritrain_binary;
 
-nlohmann::json parse_json(const std::string& text) { return nlohmann::json::parse(text, nullptr, false); }
+nlohmann::json parse_json(const std::string& text) {
+  return nlohmann::json::parse(text, nullptr, false);
+}
 
 std::string small_task(const testing::ScratchDir& dir, const std::string& extra = "") {
   std::string task = (dir / "task.json").string();
-  auto r = run_command(veritrain_binary() + " task init --model mlp --epochs 2 --steps-per-epoch 3 " +
-                           extra + " --out " + task,
-                       dir.path());
+  auto r =
+      run_command(veritrain_binary() + " task init --model mlp --epochs 2 --steps-per-epoch 3 " +
+                      extra + " --out " + task,
+                  dir.path());
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return task;
 }
@@ -40,7 +44,8 @@ TEST(CliJson, AcceptedAfterTheCommandWithOkAndKind) {
   EXPECT_EQ(j["kind"], "task show");
   EXPECT_EQ(j["task_id"].get<std::string>().size(), 64u);
 
-  auto init = run_command(veritrain_binary() + " task init --model mlp --option hidden=8 --json", dir.path());
+  auto init = run_command(veritrain_binary() + " task init --model mlp --option hidden=8 --json",
+                          dir.path());
   ASSERT_EQ(init.exit_code, 0) << init.err;
   auto ij = parse_json(init.out);
   ASSERT_TRUE(ij.is_object()) << init.out;
@@ -65,7 +70,8 @@ TEST(CliJson, UsageErrorsAreJsonWithAHint) {
   EXPECT_NE(typo.err.find("did you mean 'veritrain task show'?"), std::string::npos) << typo.err;
   auto heavy_typo = run_command(veritrain_binary() + " --json verfy", dir.path());
   EXPECT_EQ(heavy_typo.exit_code, 2);
-  EXPECT_NE(parse_json(heavy_typo.out)["error"].get<std::string>().find("did you mean 'veritrain verify'?"),
+  EXPECT_NE(parse_json(heavy_typo.out)["error"].get<std::string>().find(
+                "did you mean 'veritrain verify'?"),
             std::string::npos)
       << heavy_typo.out;
   auto flag_typo = run_command(veritrain_binary() + " inspect --jsn x", dir.path());
@@ -84,7 +90,8 @@ TEST(CliEdge, OutOfMemoryIsExitFourWithAMessage) {
   testing::ScratchDir dir;
   const fs::path big = dir / "big.bin";
   ASSERT_EQ(run_command("truncate -s 300M " + big.string(), dir.path()).exit_code, 0);
-  auto r = run_command("ulimit -v 200000 && " + veritrain_binary() + " --json inspect " + big.string(), dir.path());
+  auto r = run_command(
+      "ulimit -v 200000 && " + veritrain_binary() + " --json inspect " + big.string(), dir.path());
   EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["ok"], false);
@@ -103,16 +110,18 @@ TEST(CliLight, LinksNoLibtorchAndForwardsTheRest) {
   auto version = run_command(veritrain_binary() + " --version", dir.path());  // in veritrain-torch
   EXPECT_EQ(version.exit_code, 0);
   EXPECT_NE(version.out.find("libtorch "), std::string::npos);
-  auto gone = run_command("VERITRAIN_TORCH=" + (dir / "nothing").string() + " " + veritrain_binary() + " --json estimate --task x",
+  auto gone = run_command("VERITRAIN_TORCH=" + (dir / "nothing").string() + " " +
+                              veritrain_binary() + " --json estimate --task x",
                           dir.path());
   EXPECT_EQ(gone.exit_code, 3);
   EXPECT_NE(gone.err.find("needs LibTorch"), std::string::npos) << gone.err;
   EXPECT_EQ(parse_json(gone.out)["ok"], false) << gone.out;
   // `verdict check` is one of the light commands: it answers without veritrain-torch.
   ASSERT_TRUE(vt::write_file_atomic(dir / "verdict.json", "{}").ok());
-  auto verdict = run_command("VERITRAIN_TORCH=" + (dir / "nothing").string() + " " + veritrain_binary() +
-                                 " verdict check " + (dir / "verdict.json").string(),
-                             dir.path());
+  auto verdict =
+      run_command("VERITRAIN_TORCH=" + (dir / "nothing").string() + " " + veritrain_binary() +
+                      " verdict check " + (dir / "verdict.json").string(),
+                  dir.path());
   EXPECT_EQ(verdict.exit_code, 2) << verdict.err;
   EXPECT_EQ(verdict.err.find("needs LibTorch"), std::string::npos) << verdict.err;
 }
@@ -121,7 +130,8 @@ TEST(CliLight, LinksNoLibtorchAndForwardsTheRest) {
 // the verifier connects at once and judges every epoch online.
 TEST(CliDemo, TrainsServesAndVerifiesOnLoopback) {
   testing::ScratchDir dir;
-  auto r = run_command(veritrain_binary() + " --json demo --epochs 2 --out " + (dir / "out").string(), dir.path());
+  auto r = run_command(
+      veritrain_binary() + " --json demo --epochs 2 --out " + (dir / "out").string(), dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   auto j = parse_json(r.out);
   EXPECT_EQ(j["ok"], true) << r.out;
@@ -129,14 +139,18 @@ TEST(CliDemo, TrainsServesAndVerifiesOnLoopback) {
   EXPECT_TRUE(fs::exists(dir / "out/report/verdict.json"));
   EXPECT_TRUE(fs::exists(dir / "out/report/report.html"));
   EXPECT_NE(r.err.find("serving on 127.0.0.1:"), std::string::npos) << r.err;
-  auto check = run_command(veritrain_binary() + " verdict check " + (dir / "out/report/verdict.json").string(), dir.path());
+  auto check = run_command(
+      veritrain_binary() + " verdict check " + (dir / "out/report/verdict.json").string(),
+      dir.path());
   EXPECT_EQ(check.exit_code, 0) << check.err;
 }
 
 TEST(CliPlan, CostNeedsNoMeasurementAndACudaTaskPlansWithoutAGpu) {
   testing::ScratchDir dir;
   const std::string task = small_task(dir, "--device cuda");
-  auto r = run_command(veritrain_binary() + " plan --task " + task + " --cost 10 --reward 100 --penalty 50 --json", dir.path());
+  auto r = run_command(
+      veritrain_binary() + " plan --task " + task + " --cost 10 --reward 100 --penalty 50 --json",
+      dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = parse_json(r.out);
   EXPECT_EQ(j["kind"], "plan");
@@ -155,7 +169,9 @@ class CliWorkdir : public ::testing::Test {
  protected:
   void SetUp() override {
     task_ = small_task(dir_);
-    auto r = run_command(veritrain_binary() + " train --task " + task_ + " --workdir " + (dir_ / "run").string(), dir_.path());
+    auto r = run_command(
+        veritrain_binary() + " train --task " + task_ + " --workdir " + (dir_ / "run").string(),
+        dir_.path());
     ASSERT_EQ(r.exit_code, 0) << r.err;
     // Without --json, stdout holds the human summary and nothing else.
     EXPECT_EQ(r.out.find('{'), std::string::npos) << r.out;
@@ -171,13 +187,17 @@ TEST_F(CliWorkdir, InspectPrintsTextUnlessJson) {
   ASSERT_EQ(human.exit_code, 0) << human.err;
   EXPECT_NE(human.out.find("commitment log, 3 records"), std::string::npos) << human.out;
   EXPECT_EQ(human.out.find('{'), std::string::npos) << human.out;
-  auto j = parse_json(run_command(veritrain_binary() + " inspect " + log + " --json", dir_.path()).out);
+  auto j =
+      parse_json(run_command(veritrain_binary() + " inspect " + log + " --json", dir_.path()).out);
   EXPECT_EQ(j["kind"], "commitment log");
   EXPECT_EQ(j["ok"], true);
   EXPECT_EQ(j["records"].size(), 3u);
   auto task = run_command(veritrain_binary() + " inspect " + task_, dir_.path());
   EXPECT_NE(task.out.find("task, task_id "), std::string::npos) << task.out;
-  auto verified = parse_json(run_command(veritrain_binary() + " --json log verify --workdir " + (dir_ / "run").string(), dir_.path()).out);
+  auto verified = parse_json(
+      run_command(veritrain_binary() + " --json log verify --workdir " + (dir_ / "run").string(),
+                  dir_.path())
+          .out);
   EXPECT_EQ(verified["ok"], true);
   EXPECT_EQ(verified["kind"], "log verify");
 }
@@ -185,24 +205,28 @@ TEST_F(CliWorkdir, InspectPrintsTextUnlessJson) {
 TEST_F(CliWorkdir, ProviderKeyFromTheEnvironment) {
   const std::string run = (dir_ / "run").string();
   const std::string other(64, 'a');
-  auto pinned_wrong = run_command("VERITRAIN_PROVIDER_KEY=" + other + " " + veritrain_binary() + " log verify --workdir " + run,
-                                  dir_.path());
+  auto pinned_wrong = run_command(
+      "VERITRAIN_PROVIDER_KEY=" + other + " " + veritrain_binary() + " log verify --workdir " + run,
+      dir_.path());
   EXPECT_EQ(pinned_wrong.exit_code, 1) << pinned_wrong.err;
   EXPECT_NE(pinned_wrong.err.find(other), std::string::npos) << pinned_wrong.err;
-  auto pinned_right = run_command("VERITRAIN_PROVIDER_KEY=" + run + "/keys/signing.pub.pem " + veritrain_binary() +
-                                      " --json log verify --workdir " + run,
+  auto pinned_right = run_command("VERITRAIN_PROVIDER_KEY=" + run + "/keys/signing.pub.pem " +
+                                      veritrain_binary() + " --json log verify --workdir " + run,
                                   dir_.path());
   EXPECT_EQ(pinned_right.exit_code, 0) << pinned_right.err;
   EXPECT_EQ(parse_json(pinned_right.out)["signer_pinned"], true);
-  auto flag_wins = run_command("VERITRAIN_PROVIDER_KEY=" + other + " " + veritrain_binary() + " log verify --workdir " + run +
-                                   " --provider-key " + run + "/keys/signing.pub.pem",
+  auto flag_wins = run_command("VERITRAIN_PROVIDER_KEY=" + other + " " + veritrain_binary() +
+                                   " log verify --workdir " + run + " --provider-key " + run +
+                                   "/keys/signing.pub.pem",
                                dir_.path());
   EXPECT_EQ(flag_wins.exit_code, 0) << flag_wins.err;
 }
 
 std::string http_get(std::uint16_t port, const std::string& path) {
-  const std::string file = (fs::temp_directory_path() / ("vt-http-" + std::to_string(::getpid()))).string();
-  const int rc = std::system(("curl -sf http://127.0.0.1:" + std::to_string(port) + path + " -o " + file).c_str());
+  const std::string file =
+      (fs::temp_directory_path() / ("vt-http-" + std::to_string(::getpid()))).string();
+  const int rc = std::system(
+      ("curl -sf http://127.0.0.1:" + std::to_string(port) + path + " -o " + file).c_str());
   auto body = read_text_file(file);
   fs::remove(file);
   return rc == 0 && body.ok() ? *body : "";
@@ -212,13 +236,15 @@ TEST(CliTrain, ServesKeygensCertificateAndExportsTrainingMetrics) {
   testing::ScratchDir dir;
   if (!testing::have_program("curl")) GTEST_SKIP() << "no curl";
   const std::string task = small_task(dir);
-  auto keygen = run_command(veritrain_binary() + " --json keygen --out " + (dir / "keys").string(), dir.path());
+  auto keygen = run_command(veritrain_binary() + " --json keygen --out " + (dir / "keys").string(),
+                            dir.path());
   ASSERT_EQ(keygen.exit_code, 0) << keygen.err;
   const std::string pin = parse_json(keygen.out)["tls_certificate_sha256"];
   const fs::path log = dir / "train.log";
-  testing::Background train({veritrain_binary(), "train", "--task", task, "--workdir", (dir / "run").string(), "--key",
-                             (dir / "keys").string(), "--serve", "127.0.0.1:0", "--metrics", "127.0.0.1:0"},
-                            log);
+  testing::Background train(
+      {veritrain_binary(), "train", "--task", task, "--workdir", (dir / "run").string(), "--key",
+       (dir / "keys").string(), "--serve", "127.0.0.1:0", "--metrics", "127.0.0.1:0"},
+      log);
   std::uint16_t port = 0;
   std::string text;
   for (int i = 0; i < 600 && port == 0 && train.running(); ++i) {
@@ -226,7 +252,8 @@ TEST(CliTrain, ServesKeygensCertificateAndExportsTrainingMetrics) {
     auto current = read_text_file(log);
     text = current.ok() ? *current : "";
     std::smatch m;
-    if (std::regex_search(text, m, std::regex("metrics at http://127\\.0\\.0\\.1:([0-9]+)/metrics"))) {
+    if (std::regex_search(text, m,
+                          std::regex("metrics at http://127\\.0\\.0\\.1:([0-9]+)/metrics"))) {
       port = static_cast<std::uint16_t>(std::stoi(m[1]));
     }
   }
@@ -246,7 +273,8 @@ TEST(CliTrain, ServesKeygensCertificateAndExportsTrainingMetrics) {
   EXPECT_NE(metrics.find("veritrain_train_step 3"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("veritrain_train_loss "), std::string::npos);
   EXPECT_NE(metrics.find("veritrain_train_commit_lag_seconds "), std::string::npos);
-  EXPECT_NE(metrics.find("veritrain_requests_total"), std::string::npos);  // the server's counters too
+  EXPECT_NE(metrics.find("veritrain_requests_total"),
+            std::string::npos);  // the server's counters too
 }
 
 }  // namespace

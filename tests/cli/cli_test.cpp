@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/test_util.h"
@@ -69,12 +70,14 @@ namespace {
 TEST(CliTask, InitWritesAValidTaskThatShowReadsBack) {
   testing::ScratchDir dir;
   auto task = (dir / "task.json").string();
-  auto init = testing::run_command(testing::veritrain_binary() +
-                                       " task init --model mlp --epochs 2 --seed 0x10 --option hidden=8 --out " + task,
-                                   dir.path());
+  auto init = testing::run_command(
+      testing::veritrain_binary() +
+          " task init --model mlp --epochs 2 --seed 0x10 --option hidden=8 --out " + task,
+      dir.path());
   ASSERT_EQ(init.exit_code, 0) << init.err;
   EXPECT_NE(init.err.find("task_id"), std::string::npos);
-  auto show = testing::run_command(testing::veritrain_binary() + " --json task show " + task, dir.path());
+  auto show =
+      testing::run_command(testing::veritrain_binary() + " --json task show " + task, dir.path());
   ASSERT_EQ(show.exit_code, 0) << show.err;
   auto j = nlohmann::json::parse(show.out);
   EXPECT_EQ(j["task_id"].get<std::string>().size(), 64u);
@@ -87,28 +90,34 @@ TEST(CliTask, InitWritesAValidTaskThatShowReadsBack) {
 // with AdamW (450), and train failed at epoch 0. init now sizes k to cover the model.
 TEST(CliTask, FingerprintSizesCoverEveryTensorOfADeepModel) {
   testing::ScratchDir dir;
-  auto r = testing::run_command(testing::veritrain_binary() + " task init --model gpt --option layers=12", dir.path());
+  auto r = testing::run_command(
+      testing::veritrain_binary() + " task init --model gpt --option layers=12", dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_GE(j["fingerprint"]["tracking_k"].get<int>(), 450);
   EXPECT_GE(j["fingerprint"]["k"].get<int>(), 450);
-  auto too_small = testing::run_command(testing::veritrain_binary() + " task init --model gpt --option layers=12 --k 100",
-                                        dir.path());
+  auto too_small = testing::run_command(
+      testing::veritrain_binary() + " task init --model gpt --option layers=12 --k 100",
+      dir.path());
   EXPECT_EQ(too_small.exit_code, 2);
   EXPECT_NE(too_small.err.find("450 floating-point tensors"), std::string::npos) << too_small.err;
 }
 
 TEST(CliTask, BadInputNamesTheFieldAndExitsTwo) {
   testing::ScratchDir dir;
-  auto bad_option = testing::run_command(testing::veritrain_binary() + " task init --model cnn --option depth=3", dir.path());
+  auto bad_option = testing::run_command(
+      testing::veritrain_binary() + " task init --model cnn --option depth=3", dir.path());
   EXPECT_EQ(bad_option.exit_code, 2);
   EXPECT_NE(bad_option.err.find("model.options.depth"), std::string::npos) << bad_option.err;
   auto file = dir / "broken.json";
-  std::ofstream(file) << R"({"model": {"name": "mlp"}, "dataset": {"name": "synthetic"}, "epochs": "three", "batch_size": 4})";
-  auto show = testing::run_command(testing::veritrain_binary() + " task show " + file.string(), dir.path());
+  std::ofstream(file)
+      << R"({"model": {"name": "mlp"}, "dataset": {"name": "synthetic"}, "epochs": "three", "batch_size": 4})";
+  auto show =
+      testing::run_command(testing::veritrain_binary() + " task show " + file.string(), dir.path());
   EXPECT_EQ(show.exit_code, 2);
   EXPECT_NE(show.err.find("epochs"), std::string::npos) << show.err;
-  auto missing = testing::run_command(testing::veritrain_binary() + " task show " + (dir / "nope.json").string(), dir.path());
+  auto missing = testing::run_command(
+      testing::veritrain_binary() + " task show " + (dir / "nope.json").string(), dir.path());
   EXPECT_EQ(missing.exit_code, 3);
 }
 
@@ -121,14 +130,19 @@ namespace {
 TEST(CliEstimate, MeasuresConv3dStateAndStepMemory) {
   testing::ScratchDir dir;
   auto task = (dir / "task.json").string();
-  ASSERT_EQ(testing::run_command(testing::veritrain_binary() + " task init --model conv3d --option size=16 --out " + task,
-                                 dir.path()).exit_code, 0);
-  auto r = testing::run_command(testing::veritrain_binary() + " --json estimate --task " + task, dir.path());
+  ASSERT_EQ(testing::run_command(testing::veritrain_binary() +
+                                     " task init --model conv3d --option size=16 --out " + task,
+                                 dir.path())
+                .exit_code,
+            0);
+  auto r = testing::run_command(testing::veritrain_binary() + " --json estimate --task " + task,
+                                dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   // 1->4->8->1 with 3x3x3 kernels and biases: (27+1)*4 + (4*27+1)*8 + (8*27+1)*1.
   EXPECT_EQ(j["parameters"], 1201);
-  EXPECT_EQ(j["optimizer_state_bytes"].get<std::uint64_t>(), 2u * 1201 * 4 + 6 * 8);  // adam moments + steps
+  EXPECT_EQ(j["optimizer_state_bytes"].get<std::uint64_t>(),
+            2u * 1201 * 4 + 6 * 8);  // adam moments + steps
   // Activations of a batch of 4 volumes of 16^3 dominate: at least the 13 channels of output
   // the seed document counts, in float32.
   EXPECT_GT(j["step_peak_bytes"].get<std::uint64_t>(), 4u * 13 * 16 * 16 * 16 * 4);

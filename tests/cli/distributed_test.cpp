@@ -26,13 +26,15 @@ using testing::veritrain_binary;
 
 // Tiny configurations: 2 epochs of 2 steps, a batch of 8 in 4 groups of 2.
 std::string grouped_task(const testing::ScratchDir& dir, const std::string& model) {
-  const std::string options = model == "mlp"   ? " --option hidden=8 --option layers=1"
-                              : model == "cnn" ? " --option width=4 --option blocks=1"
-                                               : " --option d_model=16 --option layers=1 --option heads=2 "
-                                                 "--option seq_len=8 --option vocab=16";
+  const std::string options = model == "mlp" ? " --option hidden=8 --option layers=1"
+                              : model == "cnn"
+                                  ? " --option width=4 --option blocks=1"
+                                  : " --option d_model=16 --option layers=1 --option heads=2 "
+                                    "--option seq_len=8 --option vocab=16";
   std::string file = (dir / (model + ".json")).string();
   auto init = run_command(veritrain_binary() + " task init --model " + model + options +
-                              " --epochs 2 --steps-per-epoch 2 --batch-size 8 --data-option samples=32 --seed 5 --k 128 --out " +
+                              " --epochs 2 --steps-per-epoch 2 --batch-size 8 --data-option "
+                              "samples=32 --seed 5 --k 128 --out " +
                               file,
                           dir.path());
   EXPECT_EQ(init.exit_code, 0) << init.err;
@@ -54,16 +56,19 @@ std::vector<std::string> committed_roots(const fs::path& workdir) {
   return roots;
 }
 
-testing::CommandResult train(const testing::ScratchDir& dir, const std::string& task, const fs::path& workdir,
-                             int nproc, const std::string& env = "") {
-  return run_command(env + " " + veritrain_binary() + " train --task " + task + " --workdir " + workdir.string() +
-                         " --nproc " + std::to_string(nproc) + " --rank-timeout 30",
+testing::CommandResult train(const testing::ScratchDir& dir, const std::string& task,
+                             const fs::path& workdir, int nproc, const std::string& env = "") {
+  return run_command(env + " " + veritrain_binary() + " train --task " + task + " --workdir " +
+                         workdir.string() + " --nproc " + std::to_string(nproc) +
+                         " --rank-timeout 30",
                      dir.path());
 }
 
-testing::CommandResult verify(const testing::ScratchDir& dir, const std::string& task, const fs::path& workdir) {
-  return run_command(veritrain_binary() + " --json verify --task " + task + " --workdir " + workdir.string() +
-                         " --check-probability 1 --report " + (dir / "report").string(),
+testing::CommandResult verify(const testing::ScratchDir& dir, const std::string& task,
+                              const fs::path& workdir) {
+  return run_command(veritrain_binary() + " --json verify --task " + task + " --workdir " +
+                         workdir.string() + " --check-probability 1 --report " +
+                         (dir / "report").string(),
                      dir.path());
 }
 
@@ -88,7 +93,9 @@ void same_roots_on_one_two_four_ranks(const std::string& model) {
 }
 
 TEST(Distributed, MlpSameRootsOnOneTwoFourRanks) { same_roots_on_one_two_four_ranks("mlp"); }
-TEST(Distributed, CnnWithBatchNormSameRootsOnOneTwoFourRanks) { same_roots_on_one_two_four_ranks("cnn"); }
+TEST(Distributed, CnnWithBatchNormSameRootsOnOneTwoFourRanks) {
+  same_roots_on_one_two_four_ranks("cnn");
+}
 TEST(Distributed, GptSameRootsOnOneTwoFourRanks) { same_roots_on_one_two_four_ranks("gpt"); }
 
 // One process replays the 2-rank run's epochs (G groups in a row, the same tree) bit for bit;
@@ -97,8 +104,8 @@ TEST(Distributed, TwoRankWorkdirVerifiesExactlyAndATamperedEpochIsRejected) {
   testing::ScratchDir dir;
   const std::string task = grouped_task(dir, "cnn");
   const fs::path work = dir / "w";
-  auto r = run_command(veritrain_binary() + " train --task " + task + " --workdir " + work.string() +
-                           " --nproc 2 --full-every 1",
+  auto r = run_command(veritrain_binary() + " train --task " + task + " --workdir " +
+                           work.string() + " --nproc 2 --full-every 1",
                        dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto ok = verify(dir, task, work);
@@ -136,18 +143,22 @@ torch.jit.script(Branchy()).save(sys.argv[1])
 )PY";
 
 TEST(Distributed, DataDependentBranchSameRootsOnOneAndTwoRanks) {
-  if (!testing::have_python_torch()) GTEST_SKIP() << "python3-torch not installed (scripts/setup.sh)";
+  if (!testing::have_python_torch())
+    GTEST_SKIP() << "python3-torch not installed (scripts/setup.sh)";
   testing::ScratchDir dir;
   ASSERT_TRUE(write_file_atomic(dir / "branchy.py", as_bytes(kBranchy)).ok());
-  auto py = run_command(testing::kPython + " " + (dir / "branchy.py").string() + " " + (dir / "branchy.pt").string(),
-                        dir.path());
+  auto py = run_command(
+      testing::kPython + " " + (dir / "branchy.py").string() + " " + (dir / "branchy.pt").string(),
+      dir.path());
   ASSERT_EQ(py.exit_code, 0) << py.err;
   const std::string file = (dir / "task.json").string();
-  auto init = run_command(veritrain_binary() + " task init --model torchscript --model-file " +
-                              (dir / "branchy.pt").string() +
-                              " --epochs 2 --steps-per-epoch 4 --batch-size 8 --data-option samples=64 --seed 5 --k 128"
-                              " --gradient-groups 4 --out " + file,
-                          dir.path());
+  auto init = run_command(
+      veritrain_binary() + " task init --model torchscript --model-file " +
+          (dir / "branchy.pt").string() +
+          " --epochs 2 --steps-per-epoch 4 --batch-size 8 --data-option samples=64 --seed 5 --k 128"
+          " --gradient-groups 4 --out " +
+          file,
+      dir.path());
   ASSERT_EQ(init.exit_code, 0) << init.err;
   json task = json::parse(*read_text_file(file));
   task["fingerprint"]["tracking_k"] = 128;
@@ -160,8 +171,10 @@ TEST(Distributed, DataDependentBranchSameRootsOnOneAndTwoRanks) {
   EXPECT_EQ(committed_roots(dir / "w2").size(), 3u);
 }
 
-// The roots of the same task trained on 2 ranks without interruption: what a resumed run must reach.
-std::vector<std::string> uninterrupted_roots(const testing::ScratchDir& dir, const std::string& task) {
+// The roots of the same task trained on 2 ranks without interruption: what a resumed run must
+// reach.
+std::vector<std::string> uninterrupted_roots(const testing::ScratchDir& dir,
+                                             const std::string& task) {
   auto whole = train(dir, task, dir / "whole", 2);
   EXPECT_EQ(whole.exit_code, 0) << whole.err;
   return committed_roots(dir / "whole");
@@ -178,7 +191,8 @@ TEST(Distributed, KilledRankStopsTheRunAndTrainResumesToTheSameRoots) {
   const fs::path work = dir / "w";
   const auto start = std::chrono::steady_clock::now();
   auto crashed = train(dir, task, work, 2, "VT_CRASH_AT=during_training:2 VT_CRASH_RANK=1");
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_NE(crashed.exit_code, 0);
   EXPECT_NE(crashed.err.find("rank 1 was killed by signal 9"), std::string::npos) << crashed.err;
   EXPECT_LT(seconds, 30.0);
@@ -205,8 +219,9 @@ TEST(Distributed, KilledLauncherTakesItsRanksWithItAndTrainResumes) {
   const fs::path work = dir / "w";
   // Prints the ranks' pids, then "gone" once none is left (a zombie counts as gone) or "alive".
   const std::string script =
-      "VT_CRASH_AT=during_training:2 VT_CRASH_RANK=1 VT_CRASH_SIGNAL=STOP " + veritrain_binary() + " train --task " +
-      task + " --workdir " + work.string() + " --nproc 2 --rank-timeout 60 >" + (dir / "launcher.log").string() +
+      "VT_CRASH_AT=during_training:2 VT_CRASH_RANK=1 VT_CRASH_SIGNAL=STOP " + veritrain_binary() +
+      " train --task " + task + " --workdir " + work.string() + " --nproc 2 --rank-timeout 60 >" +
+      (dir / "launcher.log").string() +
       " 2>&1 & L=$!\n"
       "R=''\n"
       "for i in $(seq 300); do\n"
@@ -228,8 +243,10 @@ TEST(Distributed, KilledLauncherTakesItsRanksWithItAndTrainResumes) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const std::string ranks_line = r.out.substr(0, r.out.find('\n'));
   EXPECT_EQ(ranks_line.rfind("ranks: ", 0), 0u) << r.out;
-  EXPECT_EQ(std::count(ranks_line.begin(), ranks_line.end(), ' '), 3) << "two ranks expected: " << r.out;
-  EXPECT_NE(r.out.find("gone"), std::string::npos) << r.out << *read_text_file(dir / "launcher.log");
+  EXPECT_EQ(std::count(ranks_line.begin(), ranks_line.end(), ' '), 3)
+      << "two ranks expected: " << r.out;
+  EXPECT_NE(r.out.find("gone"), std::string::npos)
+      << r.out << *read_text_file(dir / "launcher.log");
 
   auto resumed = train(dir, task, work, 2);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
@@ -248,9 +265,10 @@ TEST(Distributed, RanksStartedByHandWithEnvAndFlags) {
   const std::string work = (dir / "w").string();
   auto r = run_command("( " + veritrain_binary() + " train --task " + task + " --workdir " + work +
                            " --rank 1 --world-size 2 --master-port " + p + " --rank-timeout 30 >" +
-                           (dir / "rank1.log").string() + " 2>&1 & RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + p +
-                           " " + veritrain_binary() + " train --task " + task + " --workdir " + work +
-                           " --rank-timeout 30; status=$?; wait; exit $status )",
+                           (dir / "rank1.log").string() +
+                           " 2>&1 & RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + p +
+                           " " + veritrain_binary() + " train --task " + task + " --workdir " +
+                           work + " --rank-timeout 30; status=$?; wait; exit $status )",
                        dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err << *read_text_file(dir / "rank1.log");
   EXPECT_EQ(committed_roots(work), committed_roots(dir / "one"));
@@ -263,12 +281,15 @@ TEST(Distributed, HungRankStopsTheRunAfterTheRankTimeout) {
   testing::ScratchDir dir;
   const std::string task = grouped_task(dir, "mlp");
   const auto start = std::chrono::steady_clock::now();
-  auto r = run_command("VT_CRASH_AT=during_training:2 VT_CRASH_RANK=1 VT_CRASH_SIGNAL=STOP " + veritrain_binary() +
-                           " train --task " + task + " --workdir " + (dir / "w").string() + " --nproc 2 --rank-timeout 4",
+  auto r = run_command("VT_CRASH_AT=during_training:2 VT_CRASH_RANK=1 VT_CRASH_SIGNAL=STOP " +
+                           veritrain_binary() + " train --task " + task + " --workdir " +
+                           (dir / "w").string() + " --nproc 2 --rank-timeout 4",
                        dir.path());
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.err.find("exchanging gradients: rank 1 did not answer within 4 s"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("exchanging gradients: rank 1 did not answer within 4 s"), std::string::npos)
+      << r.err;
   EXPECT_NE(r.err.find("rank 0 exited"), std::string::npos) << r.err;
   EXPECT_LT(seconds, 40.0);
 }
@@ -281,7 +302,8 @@ TEST(Distributed, RankWithAnotherStateIsDetectedBeforeTheCommitment) {
   const fs::path work = dir / "w";
   auto r = train(dir, task, work, 2, "VT_TEST_FAULTY_RANK=1:2");
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.err.find("the ranks disagree on the state after epoch 2"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the ranks disagree on the state after epoch 2"), std::string::npos)
+      << r.err;
   EXPECT_LT(committed_roots(work).size(), 3u) << "epoch 2 must not be committed";
 }
 
@@ -291,27 +313,31 @@ TEST(Distributed, RankWithAnotherStateIsDetectedBeforeTheCommitment) {
 TEST(Distributed, TaskWorldSizeIsHowManyRanksTrainStarts) {
   testing::ScratchDir dir;
   const std::string file = (dir / "task.json").string();
-  auto init = run_command(veritrain_binary() + " --json task init --model mlp --option hidden=8 --option layers=1 --epochs 1 "
-                                               "--steps-per-epoch 2 --batch-size 4 --data-option samples=16 --k 64 "
-                                               "--gradient-groups 2 --world-size 2 --out " + file,
-                          dir.path());
+  auto init = run_command(
+      veritrain_binary() +
+          " --json task init --model mlp --option hidden=8 --option layers=1 --epochs 1 "
+          "--steps-per-epoch 2 --batch-size 4 --data-option samples=16 --k 64 "
+          "--gradient-groups 2 --world-size 2 --out " +
+          file,
+      dir.path());
   ASSERT_EQ(init.exit_code, 0) << init.err;
   json task = json::parse(*read_text_file(file));
   EXPECT_EQ(task["world_size"], 2);
   EXPECT_EQ(task["gradient_groups"], 2);
   task["fingerprint"]["tracking_k"] = 64;
   ASSERT_TRUE(write_file_atomic(file, task.dump()).ok());
-  auto r = run_command("VT_TEST_FAULTY_RANK=1:1 " + veritrain_binary() + " train --task " + file + " --workdir " +
-                           (dir / "w").string() + " --rank-timeout 30",
+  auto r = run_command("VT_TEST_FAULTY_RANK=1:1 " + veritrain_binary() + " train --task " + file +
+                           " --workdir " + (dir / "w").string() + " --rank-timeout 30",
                        dir.path());
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("the ranks disagree"), std::string::npos) << r.err;
   task.erase("world_size");
   ASSERT_TRUE(write_file_atomic(file, task.dump()).ok());
-  auto alone = run_command("VT_TEST_FAULTY_RANK=1:1 " + veritrain_binary() + " train --task " + file + " --workdir " +
-                               (dir / "w").string(),
+  auto alone = run_command("VT_TEST_FAULTY_RANK=1:1 " + veritrain_binary() + " train --task " +
+                               file + " --workdir " + (dir / "w").string(),
                            dir.path());
-  EXPECT_EQ(alone.exit_code, 0) << "one process, the same task_id, resumes the same workdir: " << alone.err;
+  EXPECT_EQ(alone.exit_code, 0) << "one process, the same task_id, resumes the same workdir: "
+                                << alone.err;
 }
 
 // Groups run one at a time, so a step's peak memory is one group's: G = 8 needs less than
@@ -319,9 +345,13 @@ TEST(Distributed, TaskWorldSizeIsHowManyRanksTrainStarts) {
 TEST(Distributed, EstimatePeakWithEightGroupsIsBelowOneGroup) {
   testing::ScratchDir dir;
   const std::string file = (dir / "task.json").string();
-  ASSERT_EQ(run_command(veritrain_binary() + " task init --model cnn --option width=8 --option blocks=1 --epochs 1 "
-                                             "--batch-size 64 --data-option samples=128 --out " + file,
-                        dir.path()).exit_code, 0);
+  ASSERT_EQ(run_command(veritrain_binary() +
+                            " task init --model cnn --option width=8 --option blocks=1 --epochs 1 "
+                            "--batch-size 64 --data-option samples=128 --out " +
+                            file,
+                        dir.path())
+                .exit_code,
+            0);
   std::map<int, std::uint64_t> peak;
   for (int g : {1, 8}) {
     json task = json::parse(*read_text_file(file));
@@ -335,7 +365,8 @@ TEST(Distributed, EstimatePeakWithEightGroupsIsBelowOneGroup) {
     EXPECT_EQ(j["examples_per_group"], 64 / g);
     peak[g] = j["step_peak_bytes"].get<std::uint64_t>();
   }
-  std::cout << "cnn width 8, batch 64: step peak G=1 " << peak[1] << " bytes, G=8 " << peak[8] << " bytes\n";
+  std::cout << "cnn width 8, batch 64: step peak G=1 " << peak[1] << " bytes, G=8 " << peak[8]
+            << " bytes\n";
   EXPECT_LT(peak[8], peak[1]);
 }
 

@@ -54,16 +54,21 @@ class Export : public ::testing::Test {
  protected:
   void SetUp() override {
     fx_ = testing::model_fixtures();
-    if (fx_.empty()) GTEST_SKIP() << "python3-torch / python3-sklearn not installed (scripts/setup.sh)";
+    if (fx_.empty())
+      GTEST_SKIP() << "python3-torch / python3-sklearn not installed (scripts/setup.sh)";
   }
   // Trains `module` for 2 epochs; returns the task file.
   std::string train(const std::string& module, const std::string& extra) {
     const std::string task = (dir_ / "task.json").string();
-    auto init = run_command(veritrain_binary() + " task init --model torchscript --model-file " + (fx_ / module).string() +
-                                " --epochs 2 --steps-per-epoch 6 --batch-size 16 " + extra + " --out " + task,
+    auto init = run_command(veritrain_binary() + " task init --model torchscript --model-file " +
+                                (fx_ / module).string() +
+                                " --epochs 2 --steps-per-epoch 6 --batch-size 16 " + extra +
+                                " --out " + task,
                             dir_.path());
     EXPECT_EQ(init.exit_code, 0) << init.err;
-    auto t = run_command(veritrain_binary() + " train --task " + task + " --workdir " + (dir_ / "w").string(), dir_.path());
+    auto t = run_command(
+        veritrain_binary() + " train --task " + task + " --workdir " + (dir_ / "w").string(),
+        dir_.path());
     EXPECT_EQ(t.exit_code, 0) << t.err;
     return task;
   }
@@ -75,8 +80,10 @@ TEST_F(Export, ModelLossWithDropoutTrainsAndVerifies) {
   const std::string task = train("model_loss.pt", "--loss model --optimizer adam");
   auto check = run_command(veritrain_binary() + " task check " + task, dir_.path());
   EXPECT_EQ(check.exit_code, 0) << check.err;
-  auto v = run_command(veritrain_binary() + " verify --task " + task + " --workdir " + (dir_ / "w").string() +
-                           " --check-probability 1 --report " + (dir_ / "report").string(), dir_.path());
+  auto v = run_command(veritrain_binary() + " verify --task " + task + " --workdir " +
+                           (dir_ / "w").string() + " --check-probability 1 --report " +
+                           (dir_ / "report").string(),
+                       dir_.path());
   EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
   EXPECT_NE(v.out.find("ACCEPTED"), std::string::npos) << v.out;
   // A zoo model has no forward(inputs, targets).
@@ -89,24 +96,30 @@ TEST_F(Export, TorchScriptAndSafetensorsLoadBackInPython) {
   train("ts_synthetic.pt", "");
   const std::string w = (dir_ / "w").string();
   const auto pt = dir_ / "out.pt", st = dir_ / "out.safetensors", snap = dir_ / "snap";
-  auto e = run_command(veritrain_binary() + " export --workdir " + w + " --epoch 2 --torchscript " + pt.string() +
-                           " --safetensors " + st.string(), dir_.path());
+  auto e = run_command(veritrain_binary() + " export --workdir " + w + " --epoch 2 --torchscript " +
+                           pt.string() + " --safetensors " + st.string(),
+                       dir_.path());
   ASSERT_EQ(e.exit_code, 0) << e.err;
-  auto i = run_command(veritrain_binary() + " inspect " + w + " --epoch 2 --out " + snap.string(), dir_.path());
+  auto i = run_command(veritrain_binary() + " inspect " + w + " --epoch 2 --out " + snap.string(),
+                       dir_.path());
   ASSERT_EQ(i.exit_code, 0) << i.err;
   ASSERT_TRUE(write_file_atomic(dir_ / "roundtrip.py", std::string_view(kRoundTrip)).ok());
-  auto py = run_command(testing::kPython + " " + (dir_ / "roundtrip.py").string() + " " + pt.string() + " " +
-                            st.string() + " " + snap.string() + " " + (fx_ / "ts_synthetic.pt").string(), dir_.path());
+  auto py = run_command(testing::kPython + " " + (dir_ / "roundtrip.py").string() + " " +
+                            pt.string() + " " + st.string() + " " + snap.string() + " " +
+                            (fx_ / "ts_synthetic.pt").string(),
+                        dir_.path());
   EXPECT_EQ(py.exit_code, 0) << py.out << py.err;
   EXPECT_NE(py.out.find("ok 9 tensors; logits (16, 4)"), std::string::npos) << py.out << py.err;
 
   // The exported weights are epoch 2's, not the file's initial ones.
-  auto e0 = run_command(veritrain_binary() + " export --workdir " + w + " --epoch 0 --safetensors " +
-                            (dir_ / "e0.safetensors").string(), dir_.path());
+  auto e0 = run_command(veritrain_binary() + " export --workdir " + w +
+                            " --epoch 0 --safetensors " + (dir_ / "e0.safetensors").string(),
+                        dir_.path());
   ASSERT_EQ(e0.exit_code, 0) << e0.err;
   EXPECT_NE(*read_file(dir_ / "e0.safetensors"), *read_file(st));
 
-  auto missing = run_command(veritrain_binary() + " export --workdir " + w + " --epoch 9 --safetensors x", dir_.path());
+  auto missing = run_command(
+      veritrain_binary() + " export --workdir " + w + " --epoch 9 --safetensors x", dir_.path());
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("--epoch 9: not committed"), std::string::npos) << missing.err;
 }
@@ -114,16 +127,24 @@ TEST_F(Export, TorchScriptAndSafetensorsLoadBackInPython) {
 TEST_F(Export, ZooModelsExportSafetensorsButNotTorchScript) {
   testing::ScratchDir& d = dir_;
   const std::string task = (d / "mlp.json").string();
-  ASSERT_EQ(run_command(veritrain_binary() + " task init --model mlp --epochs 1 --steps-per-epoch 1 --out " + task,
-                        d.path()).exit_code, 0);
-  ASSERT_EQ(run_command(veritrain_binary() + " train --task " + task + " --workdir " + (d / "m").string(), d.path())
-                .exit_code, 0);
-  auto ts = run_command(veritrain_binary() + " export --workdir " + (d / "m").string() + " --epoch 1 --torchscript " +
-                            (d / "m.pt").string(), d.path());
+  ASSERT_EQ(run_command(veritrain_binary() +
+                            " task init --model mlp --epochs 1 --steps-per-epoch 1 --out " + task,
+                        d.path())
+                .exit_code,
+            0);
+  ASSERT_EQ(
+      run_command(veritrain_binary() + " train --task " + task + " --workdir " + (d / "m").string(),
+                  d.path())
+          .exit_code,
+      0);
+  auto ts = run_command(veritrain_binary() + " export --workdir " + (d / "m").string() +
+                            " --epoch 1 --torchscript " + (d / "m.pt").string(),
+                        d.path());
   EXPECT_EQ(ts.exit_code, 2);
   EXPECT_NE(ts.err.find("torchscript tasks only"), std::string::npos) << ts.err;
-  auto st = run_command(veritrain_binary() + " --json export --workdir " + (d / "m").string() + " --epoch 1 --safetensors " +
-                            (d / "m.safetensors").string(), d.path());
+  auto st = run_command(veritrain_binary() + " --json export --workdir " + (d / "m").string() +
+                            " --epoch 1 --safetensors " + (d / "m.safetensors").string(),
+                        d.path());
   EXPECT_EQ(st.exit_code, 0) << st.err;
   const Bytes raw = *read_file(d / "m.safetensors");
   const std::string bytes(raw.begin(), raw.end());

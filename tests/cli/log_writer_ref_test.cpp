@@ -20,23 +20,27 @@ class IndependentWriter : public ::testing::Test {
       GTEST_SKIP() << "python3 or openssl not installed";
     }
     const std::string task = (dir_ / "task.json").string();
-    auto init = testing::run_command(testing::veritrain_binary() +
-                                         " task init --model mlp --epochs 1 --steps-per-epoch 2 --batch-size 4 "
-                                         "--data-option samples=16 --option hidden=8 --k 16 --out " + task,
-                                     dir_.path());
+    auto init = testing::run_command(
+        testing::veritrain_binary() +
+            " task init --model mlp --epochs 1 --steps-per-epoch 2 --batch-size 4 "
+            "--data-option samples=16 --option hidden=8 --k 16 --out " +
+            task,
+        dir_.path());
     ASSERT_EQ(init.exit_code, 0) << init.err;
-    auto train = testing::run_command(testing::veritrain_binary() + " train --task " + task + " --workdir " + workdir(),
-                                      dir_.path());
+    auto train = testing::run_command(
+        testing::veritrain_binary() + " train --task " + task + " --workdir " + workdir(),
+        dir_.path());
     ASSERT_EQ(train.exit_code, 0) << train.err;
   }
   std::string workdir() const { return (dir_ / "w").string(); }
   testing::CommandResult rewrite(const std::string& writer) {
-    return testing::run_command("python3 " + writer + " " + workdir() + "/commitments.log " + workdir() +
-                                    "/keys/signing.key.pem 3333333333333333.5 5e-324",
+    return testing::run_command("python3 " + writer + " " + workdir() + "/commitments.log " +
+                                    workdir() + "/keys/signing.key.pem 3333333333333333.5 5e-324",
                                 dir_.path());
   }
   testing::CommandResult log_verify() {
-    return testing::run_command(testing::veritrain_binary() + " log verify --workdir " + workdir(), dir_.path());
+    return testing::run_command(testing::veritrain_binary() + " log verify --workdir " + workdir(),
+                                dir_.path());
   }
   testing::ScratchDir dir_;
 };
@@ -45,8 +49,10 @@ TEST_F(IndependentWriter, BodyWrittenByPythonIsAcceptedByLogVerify) {
   auto w = rewrite(std::string(VT_SOURCE_DIR) + "/scripts/log_writer_ref.py");
   ASSERT_EQ(w.exit_code, 0) << w.err;
   const std::string log = *read_text_file(workdir() + "/commitments.log");
-  EXPECT_NE(log.find(R"("metrics":{"loss":3333333333333333.5,"samples":8,"seconds":5e-324,"steps":2})"),
-            std::string::npos) << log;
+  EXPECT_NE(
+      log.find(R"("metrics":{"loss":3333333333333333.5,"samples":8,"seconds":5e-324,"steps":2})"),
+      std::string::npos)
+      << log;
   auto v = log_verify();
   EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
 }

@@ -17,7 +17,8 @@ class ModelCheck : public ::testing::Test {
  protected:
   void SetUp() override {
     fx_ = testing::model_fixtures();
-    if (fx_.empty()) GTEST_SKIP() << "python3-torch / python3-sklearn not installed (scripts/setup.sh)";
+    if (fx_.empty())
+      GTEST_SKIP() << "python3-torch / python3-sklearn not installed (scripts/setup.sh)";
   }
 
   // A valid torchscript task whose module is then swapped for `module` (pinned by digest), as
@@ -25,8 +26,10 @@ class ModelCheck : public ::testing::Test {
   std::string task_with(const std::string& module, const std::string& extra = "") {
     const std::string task = (dir_ / "task.json").string();
     auto init = run_command(veritrain_binary() + " task init --model torchscript --model-file " +
-                                (fx_ / "ts_synthetic.pt").string() + " --epochs 2 --steps-per-epoch 3 --batch-size 8 " +
-                                extra + " --out " + task, dir_.path());
+                                (fx_ / "ts_synthetic.pt").string() +
+                                " --epochs 2 --steps-per-epoch 3 --batch-size 8 " + extra +
+                                " --out " + task,
+                            dir_.path());
     EXPECT_EQ(init.exit_code, 0) << init.err;
     auto j = nlohmann::json::parse(*read_text_file(task));
     j["model"]["path"] = (fx_ / module).string();
@@ -41,49 +44,70 @@ class ModelCheck : public ::testing::Test {
 
 TEST_F(ModelCheck, WrongInputShapeIsTheModelsMessageWithExit2AndNothingCommitted) {
   auto init = run_command(veritrain_binary() + " task init --model torchscript --model-file " +
-                              (fx_ / "wrong_shape.pt").string(), dir_.path());
+                              (fx_ / "wrong_shape.pt").string(),
+                          dir_.path());
   EXPECT_EQ(init.exit_code, 2) << init.err;
-  EXPECT_NE(init.err.find("mat1 and mat2 shapes cannot be multiplied"), std::string::npos) << init.err;
+  EXPECT_NE(init.err.find("mat1 and mat2 shapes cannot be multiplied"), std::string::npos)
+      << init.err;
   EXPECT_NE(init.err.find("inputs [32, 32] Float"), std::string::npos) << init.err;
   EXPECT_EQ(init.err.find("Traceback"), std::string::npos) << init.err;
 
   const std::string task = task_with("wrong_shape.pt");
   const fs::path work = dir_ / "w";
-  auto train = run_command(veritrain_binary() + " train --task " + task + " --workdir " + work.string(), dir_.path());
+  auto train = run_command(
+      veritrain_binary() + " train --task " + task + " --workdir " + work.string(), dir_.path());
   EXPECT_EQ(train.exit_code, 2) << train.err;
-  EXPECT_NE(train.err.find("mat1 and mat2 shapes cannot be multiplied"), std::string::npos) << train.err;
+  EXPECT_NE(train.err.find("mat1 and mat2 shapes cannot be multiplied"), std::string::npos)
+      << train.err;
   EXPECT_EQ(train.err.find("Traceback"), std::string::npos) << train.err;
   std::error_code ec;
-  EXPECT_TRUE(!fs::exists(work / "commitments.log") || fs::file_size(work / "commitments.log", ec) == 0)
+  EXPECT_TRUE(!fs::exists(work / "commitments.log") ||
+              fs::file_size(work / "commitments.log", ec) == 0)
       << "epoch 0 was committed for a task that cannot run";
 
   auto check = run_command(veritrain_binary() + " task check " + task, dir_.path());
   EXPECT_EQ(check.exit_code, 2) << check.err;
-  EXPECT_NE(check.err.find("mat1 and mat2 shapes cannot be multiplied"), std::string::npos) << check.err;
+  EXPECT_NE(check.err.find("mat1 and mat2 shapes cannot be multiplied"), std::string::npos)
+      << check.err;
 }
 
 TEST_F(ModelCheck, AFailingBackwardPassIsTheModelsMessageWithExit2) {
   const std::string task = task_with("inplace_backward.pt");
-  auto train = run_command(veritrain_binary() + " train --task " + task + " --workdir " + (dir_ / "w").string(), dir_.path());
+  auto train = run_command(
+      veritrain_binary() + " train --task " + task + " --workdir " + (dir_ / "w").string(),
+      dir_.path());
   EXPECT_EQ(train.exit_code, 2) << train.err;
   EXPECT_NE(train.err.find("training: the model failed: one of the variables needed for gradient "
-                           "computation has been modified by an inplace operation"), std::string::npos) << train.err;
+                           "computation has been modified by an inplace operation"),
+            std::string::npos)
+      << train.err;
 }
 
 TEST_F(ModelCheck, TooFewClassesNamesExpectedAndGot) {
-  auto init = run_command(veritrain_binary() + " task init --model torchscript --batch-size 8 --data-option classes=6"
-                              " --model-file " + (fx_ / "ts_synthetic.pt").string(), dir_.path());
+  auto init =
+      run_command(veritrain_binary() +
+                      " task init --model torchscript --batch-size 8 --data-option classes=6"
+                      " --model-file " +
+                      (fx_ / "ts_synthetic.pt").string(),
+                  dir_.path());
   EXPECT_EQ(init.exit_code, 2) << init.err;
-  EXPECT_NE(init.err.find("returned [8, 4] Float: 4 classes, but the targets hold class 5; expected [8, C] logits "
-                          "with C > 5"), std::string::npos) << init.err;
+  EXPECT_NE(
+      init.err.find(
+          "returned [8, 4] Float: 4 classes, but the targets hold class 5; expected [8, C] logits "
+          "with C > 5"),
+      std::string::npos)
+      << init.err;
 }
 
 TEST_F(ModelCheck, MutableAttributeIsRefusedByName) {
   auto init = run_command(veritrain_binary() + " task init --model torchscript --model-file " +
-                              (fx_ / "counter.pt").string(), dir_.path());
+                              (fx_ / "counter.pt").string(),
+                          dir_.path());
   EXPECT_EQ(init.exit_code, 2) << init.err;
-  EXPECT_NE(init.err.find("attribute \"calls\" (int) is changed by forward()"), std::string::npos) << init.err;
-  auto check = run_command(veritrain_binary() + " task check " + task_with("counter.pt"), dir_.path());
+  EXPECT_NE(init.err.find("attribute \"calls\" (int) is changed by forward()"), std::string::npos)
+      << init.err;
+  auto check =
+      run_command(veritrain_binary() + " task check " + task_with("counter.pt"), dir_.path());
   EXPECT_EQ(check.exit_code, 2) << check.err;
   EXPECT_NE(check.err.find("attribute \"calls\""), std::string::npos) << check.err;
 }
@@ -101,7 +125,8 @@ TEST_F(ModelCheck, TaskCheckPassesAReplayableModelQuickly) {
 }
 
 TEST_F(ModelCheck, TaskCheckFindsStateOutsideTheSnapshot) {
-  auto check = run_command(veritrain_binary() + " task check " + task_with("hidden_state.pt"), dir_.path());
+  auto check =
+      run_command(veritrain_binary() + " task check " + task_with("hidden_state.pt"), dir_.path());
   EXPECT_EQ(check.exit_code, 2) << check.err;
   EXPECT_NE(check.err.find("not replayable"), std::string::npos) << check.err;
   EXPECT_NE(check.err.find("param/fc.weight"), std::string::npos) << check.err;

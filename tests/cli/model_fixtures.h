@@ -26,8 +26,8 @@ inline std::filesystem::path model_fixtures() {
   const fs::path script = fs::path(VT_SOURCE_DIR) / "tests/cli/model_fixtures.py";
   auto text = read_file(script);
   if (!text.ok()) return {};
-  fs::path dir = fs::temp_directory_path() /
-                       ("vt-model-fixtures-" + hex_encode(sha256(*text)).substr(0, 16));
+  fs::path dir =
+      fs::temp_directory_path() / ("vt-model-fixtures-" + hex_encode(sha256(*text)).substr(0, 16));
   if (fs::exists(dir / "inplace_backward.pt")) return dir;
   if (!have_python_torch()) return {};
   // Written aside and renamed into place: parallel tests never see half a folder.

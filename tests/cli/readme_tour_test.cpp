@@ -8,10 +8,11 @@
 
 #include <chrono>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "common/file_io.h"
 #include "tests/test_util.h"
@@ -37,7 +38,8 @@ std::vector<std::string> tour_commands(const std::string& readme) {
     }
     if (!in_block) continue;
     if (const auto hash = line.find(" #"); hash != std::string::npos) line.erase(hash);
-    if (const auto first = line.find_first_not_of(' '); first == std::string::npos || line[first] == '#') {
+    if (const auto first = line.find_first_not_of(' ');
+        first == std::string::npos || line[first] == '#') {
       if (pending.empty()) continue;
       line.clear();
     }
@@ -67,11 +69,12 @@ TEST(ReadmeTour, RunsAsWrittenOnCpu) {
 
   testing::ScratchDir dir;
   const std::uint16_t port = testing::free_port();
-  const std::string env = "cd " + dir.path().string() + " && export HOME=" + dir.path().string() + " XDG_CONFIG_HOME=" +
-                          (dir / ".config").string() + " && ";
+  const std::string env = "cd " + dir.path().string() + " && export HOME=" + dir.path().string() +
+                          " XDG_CONFIG_HOME=" + (dir / ".config").string() + " && ";
   std::string pin;
   std::vector<std::unique_ptr<testing::Background>> background;
-  // Built by insert, not ":" + to_string(): GCC 12 warns about the latter (-Wrestrict, a false positive).
+  // Built by insert, not ":" + to_string(): GCC 12 warns about the latter (-Wrestrict, a false
+  // positive).
   std::string port_text = std::to_string(port);
   port_text.insert(0, ":");
   for (std::string command : commands) {
@@ -82,7 +85,8 @@ TEST(ReadmeTour, RunsAsWrittenOnCpu) {
     if (command.find('<') != std::string::npos) {
       ASSERT_FALSE(pin.empty()) << "a <...> value before keygen printed one: " << command;
       command = std::regex_replace(command, std::regex("<tls certificate sha256[^>]*>"), pin);
-      ASSERT_EQ(command.find('<'), std::string::npos) << "a placeholder this test does not know: " << command;
+      ASSERT_EQ(command.find('<'), std::string::npos)
+          << "a placeholder this test does not know: " << command;
     }
     SCOPED_TRACE(command);
     if (command.back() == '&') {
@@ -91,10 +95,12 @@ TEST(ReadmeTour, RunsAsWrittenOnCpu) {
           std::vector<std::string>{"/bin/sh", "-c", env + "exec " + command},
           dir / ("background-" + std::to_string(background.size()) + ".log")));
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-      while (!port_accepts(port) && background.back()->running() && std::chrono::steady_clock::now() < deadline) {
+      while (!port_accepts(port) && background.back()->running() &&
+             std::chrono::steady_clock::now() < deadline) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
-      ASSERT_TRUE(port_accepts(port)) << *read_text_file(dir / ("background-" + std::to_string(background.size() - 1) + ".log"));
+      ASSERT_TRUE(port_accepts(port)) << *read_text_file(
+          dir / ("background-" + std::to_string(background.size() - 1) + ".log"));
       continue;
     }
     const testing::CommandResult r = testing::run_command(env + command, dir.path());
@@ -111,7 +117,8 @@ TEST(ReadmeTour, RunsAsWrittenOnCpu) {
   EXPECT_NE(verdict->find("\"accepted\""), std::string::npos);
   EXPECT_TRUE(fs::exists(dir / "report/report.html"));
   EXPECT_TRUE(fs::exists(dir / "evidence.json"));
-  EXPECT_FALSE(fs::exists(dir / "run/keys")) << "train --key keys made a second identity in the workdir";
+  EXPECT_FALSE(fs::exists(dir / "run/keys"))
+      << "train --key keys made a second identity in the workdir";
 }
 
 }  // namespace

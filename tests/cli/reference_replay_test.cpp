@@ -40,23 +40,28 @@ std::vector<Combo> all_combos() {
 }
 
 // A tiny task: 2 epochs of 3 steps; warmup crosses the epoch boundary; weight decay everywhere.
-json tiny_task(const std::string& model, const Combo& c, const testing::ScratchDir& dir, int groups = 1) {
+json tiny_task(const std::string& model, const Combo& c, const testing::ScratchDir& dir,
+               int groups = 1) {
   const std::string file = (dir / "init.json").string();
-  // The cnn has up to 72 float tensors (with Adam's moments); a fingerprint samples each once at least.
+  // The cnn has up to 72 float tensors (with Adam's moments); a fingerprint samples each once at
+  // least.
   const std::string k = model == "mlp" ? "16" : "128";
   const std::string options = model == "mlp" ? " --option hidden=8 --option layers=1"
                                              : " --option width=4 --option blocks=1";
-  auto init = testing::run_command(testing::veritrain_binary() + " task init --model " + model +
-                                       " --epochs 2 --steps-per-epoch 3 --batch-size 4 --data-option samples=16 --seed 11 --k " + k +
-                                       options + " --out " + file,
-                                   dir.path());
+  auto init = testing::run_command(
+      testing::veritrain_binary() + " task init --model " + model +
+          " --epochs 2 --steps-per-epoch 3 --batch-size 4 --data-option samples=16 --seed 11 --k " +
+          k + options + " --out " + file,
+      dir.path());
   EXPECT_EQ(init.exit_code, 0) << init.err;
   json task = json::parse(*read_text_file(file));
   task["fingerprint"]["tracking_k"] = std::stoi(k);
   const bool sgd = c.optimizer.rfind("sgd", 0) == 0;
-  task["optimizer"] = {{"name", sgd ? "sgd" : c.optimizer}, {"lr", sgd ? 0.05 : 3e-3},
+  task["optimizer"] = {{"name", sgd ? "sgd" : c.optimizer},
+                       {"lr", sgd ? 0.05 : 3e-3},
                        {"weight_decay", c.optimizer == "adamw" ? 0.01 : 1e-4}};
-  if (sgd) task["optimizer"].update({{"momentum", 0.9}, {"nesterov", c.optimizer == "sgd-nesterov"}});
+  if (sgd)
+    task["optimizer"].update({{"momentum", 0.9}, {"nesterov", c.optimizer == "sgd-nesterov"}});
   task["schedule"] = {{"name", c.schedule}, {"warmup_steps", 4}};
   if (c.schedule == "step") task["schedule"].update({{"step_size", 1}, {"gamma", 0.5}});
   if (c.schedule == "cosine") task["schedule"]["min_lr"] = 1e-4;
@@ -64,7 +69,8 @@ json tiny_task(const std::string& model, const Combo& c, const testing::ScratchD
   return task;
 }
 
-std::vector<std::string> reference_roots(const std::vector<std::string>& files, const testing::ScratchDir& dir) {
+std::vector<std::string> reference_roots(const std::vector<std::string>& files,
+                                         const testing::ScratchDir& dir) {
   std::string cmd = kPython + " " + script("fingerprint_ref.py") + " --root";
   for (const auto& f : files) cmd += " " + f;
   auto r = testing::run_command(cmd, dir.path());
@@ -77,8 +83,9 @@ std::vector<std::string> reference_roots(const std::vector<std::string>& files, 
 
 // Trains every combination of `model`, replays epoch 2 (from epoch 1) and for SGD epoch 1 (from
 // epoch 0) with `replayer`, and returns (what, reference root, committed root) per replay.
-std::vector<Compared> replay_all(const std::string& model, const std::vector<Combo>& combos, const std::string& replayer,
-                                 const testing::ScratchDir& dir, int groups = 1) {
+std::vector<Compared> replay_all(const std::string& model, const std::vector<Combo>& combos,
+                                 const std::string& replayer, const testing::ScratchDir& dir,
+                                 int groups = 1) {
   std::string jobs;
   std::vector<std::string> outputs;
   std::vector<Compared> out;
@@ -87,8 +94,8 @@ std::vector<Compared> replay_all(const std::string& model, const std::vector<Com
     fs::create_directories(work);
     const std::string task = (work / "task.json").string();
     EXPECT_TRUE(write_file_atomic(task, tiny_task(model, c, dir, groups).dump()).ok());
-    auto train = testing::run_command(testing::veritrain_binary() + " train --task " + task + " --workdir " +
-                                          (work / "w").string(),
+    auto train = testing::run_command(testing::veritrain_binary() + " train --task " + task +
+                                          " --workdir " + (work / "w").string(),
                                       dir.path());
     EXPECT_EQ(train.exit_code, 0) << c.name() << ": " << train.err;
     const auto roots = committed_roots(work / "w/commitments.log");
@@ -103,9 +110,10 @@ std::vector<Compared> replay_all(const std::string& model, const std::vector<Com
       if (e == 0 && !first && c.optimizer.rfind("sgd", 0) != 0) continue;
       const std::string before = (work / "e").string() + std::to_string(e);
       const std::string after = (work / "ref").string() + std::to_string(e + 1);
-      auto exported = testing::run_command(testing::veritrain_binary() + " inspect " + (work / "w").string() +
-                                               " --epoch " + std::to_string(e) + " --out " + before,
-                                           dir.path());
+      auto exported =
+          testing::run_command(testing::veritrain_binary() + " inspect " + (work / "w").string() +
+                                   " --epoch " + std::to_string(e) + " --out " + before,
+                               dir.path());
       EXPECT_EQ(exported.exit_code, 0) << exported.err;
       jobs.append(" ").append(task).append(" ").append(before).append(" ").append(after);
       outputs.push_back(after);
@@ -113,7 +121,12 @@ std::vector<Compared> replay_all(const std::string& model, const std::vector<Com
     }
     if (first) {  // the initial state from the seed, once per model
       const std::string init = (work / "ref0").string();
-      jobs.append(" --init ").append(task).append(" ").append((work / "e0").string()).append(" ").append(init);
+      jobs.append(" --init ")
+          .append(task)
+          .append(" ")
+          .append((work / "e0").string())
+          .append(" ")
+          .append(init);
       outputs.push_back(init);
       out.push_back({model + " initial state", "", roots[0]});
     }
@@ -136,22 +149,26 @@ std::string changed_reference(const testing::ScratchDir& dir) {
   std::string text = *read_text_file(script("replay_ref.py"));
   const std::string constant = "np.float32(1.7320508)";
   EXPECT_NE(text.find(constant), std::string::npos);
-  if (text.find(constant) != std::string::npos) text.replace(text.find(constant), constant.size(), "np.float32(1.7320509)");
+  if (text.find(constant) != std::string::npos)
+    text.replace(text.find(constant), constant.size(), "np.float32(1.7320509)");
   std::string copy = (dir / "replay_changed.py").string();
   EXPECT_TRUE(write_file_atomic(copy, text).ok());
   // The reference imports its dataset reader from its own folder.
-  fs::copy_file(script("replay_ref_data.py"), dir / "replay_ref_data.py", fs::copy_options::overwrite_existing);
+  fs::copy_file(script("replay_ref_data.py"), dir / "replay_ref_data.py",
+                fs::copy_options::overwrite_existing);
   return copy;
 }
 
 TEST(ReferenceReplay, MlpEveryOptimizerAndScheduleBitIdentical) {
-  if (!have_reference()) GTEST_SKIP() << "python3-torch / python3-numpy not installed (scripts/setup.sh)";
+  if (!have_reference())
+    GTEST_SKIP() << "python3-torch / python3-numpy not installed (scripts/setup.sh)";
   testing::ScratchDir dir;
   expect_all_equal(replay_all("mlp", all_combos(), script("replay_ref.py"), dir));
 }
 
 TEST(ReferenceReplay, CnnEveryOptimizerAndScheduleBitIdentical) {
-  if (!have_reference()) GTEST_SKIP() << "python3-torch / python3-numpy not installed (scripts/setup.sh)";
+  if (!have_reference())
+    GTEST_SKIP() << "python3-torch / python3-numpy not installed (scripts/setup.sh)";
   testing::ScratchDir dir;
   expect_all_equal(replay_all("cnn", all_combos(), script("replay_ref.py"), dir));
 }
@@ -159,7 +176,8 @@ TEST(ReferenceReplay, CnnEveryOptimizerAndScheduleBitIdentical) {
 // Gradient groups (docs/training.md): 4 groups of 1 example, summed along the tree, BatchNorm
 // buffers averaged the same way; one SGD and one Adam combination per model.
 TEST(ReferenceReplay, GradientGroupsBitIdentical) {
-  if (!have_reference()) GTEST_SKIP() << "python3-torch / python3-numpy not installed (scripts/setup.sh)";
+  if (!have_reference())
+    GTEST_SKIP() << "python3-torch / python3-numpy not installed (scripts/setup.sh)";
   testing::ScratchDir dir;
   const std::vector<Combo> combos = {{"sgd-momentum", "cosine"}, {"adamw", "step"}};
   expect_all_equal(replay_all("mlp", combos, script("replay_ref.py"), dir, 4));
@@ -169,32 +187,42 @@ TEST(ReferenceReplay, GradientGroupsBitIdentical) {
 // The comparison can fail: one documented constant changed in a copy of the reference (the
 // Irwin-Hall scale of normal(), docs/training.md "PRNG") changes the data, hence every root.
 TEST(ReferenceReplay, ChangedConstantInACopyOfTheReferenceDisagrees) {
-  if (!have_reference()) GTEST_SKIP() << "python3-torch / python3-numpy not installed (scripts/setup.sh)";
+  if (!have_reference())
+    GTEST_SKIP() << "python3-torch / python3-numpy not installed (scripts/setup.sh)";
   testing::ScratchDir dir;
-  const auto results = replay_all("mlp", {{"sgd-momentum", "constant"}}, changed_reference(dir), dir);
+  const auto results =
+      replay_all("mlp", {{"sgd-momentum", "constant"}}, changed_reference(dir), dir);
   ASSERT_EQ(results.size(), 3u);
   EXPECT_NE(results[0].reference, results[0].committed) << results[0].what;
   EXPECT_NE(results[1].reference, results[1].committed) << results[1].what;
-  EXPECT_EQ(results[2].reference, results[2].committed) << "the initial state draws no synthetic data";
+  EXPECT_EQ(results[2].reference, results[2].committed)
+      << "the initial state draws no synthetic data";
 }
 
-json audit(const fs::path& task, const fs::path& work, const std::string& extra, const testing::ScratchDir& dir) {
-  auto r = testing::run_command(testing::veritrain_binary() + " --json audit --task " + task.string() + " --workdir " +
-                                    work.string() + " --epoch 1 --second-opinion " + extra,
+json audit(const fs::path& task, const fs::path& work, const std::string& extra,
+           const testing::ScratchDir& dir) {
+  auto r = testing::run_command(testing::veritrain_binary() + " --json audit --task " +
+                                    task.string() + " --workdir " + work.string() +
+                                    " --epoch 1 --second-opinion " + extra,
                                 dir.path());
   EXPECT_EQ(r.exit_code, 0) << r.err;
   auto j = json::parse(r.out, nullptr, false);
   return j.is_discarded() ? json::object() : j;
 }
 
-// audit --second-opinion: the reference's verdict on veritrain's replay, inside the signed evidence.
+// audit --second-opinion: the reference's verdict on veritrain's replay, inside the signed
+// evidence.
 TEST(ReferenceReplay, AuditSecondOpinionIsRecordedInTheEvidence) {
-  if (!have_reference()) GTEST_SKIP() << "python3-torch / python3-numpy not installed (scripts/setup.sh)";
+  if (!have_reference())
+    GTEST_SKIP() << "python3-torch / python3-numpy not installed (scripts/setup.sh)";
   testing::ScratchDir dir;
   const fs::path task = dir / "task.json", work = dir / "w";
   ASSERT_TRUE(write_file_atomic(task, tiny_task("mlp", {"adamw", "cosine"}, dir).dump()).ok());
-  ASSERT_EQ(testing::run_command(testing::veritrain_binary() + " train --task " + task.string() + " --workdir " + work.string(),
-                                 dir.path()).exit_code, 0);
+  ASSERT_EQ(testing::run_command(testing::veritrain_binary() + " train --task " + task.string() +
+                                     " --workdir " + work.string(),
+                                 dir.path())
+                .exit_code,
+            0);
   const auto roots = committed_roots(work / "commitments.log");
   ASSERT_EQ(roots.size(), 3u);
 
@@ -204,8 +232,9 @@ TEST(ReferenceReplay, AuditSecondOpinionIsRecordedInTheEvidence) {
   EXPECT_EQ(agrees["second_opinion"]["reference_root"], roots[1]);
   json evidence = json::parse(*read_text_file(dir / "evidence.json"));
   EXPECT_EQ(evidence["evidence"]["finding"]["second_opinion"], agrees["second_opinion"]);
-  auto check = testing::run_command(testing::veritrain_binary() + " audit --task " + task.string() + " --workdir " +
-                                        work.string() + " --check " + (dir / "evidence.json").string(),
+  auto check = testing::run_command(testing::veritrain_binary() + " audit --task " + task.string() +
+                                        " --workdir " + work.string() + " --check " +
+                                        (dir / "evidence.json").string(),
                                     dir.path());
   EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
 
@@ -216,22 +245,30 @@ TEST(ReferenceReplay, AuditSecondOpinionIsRecordedInTheEvidence) {
 }
 
 TEST(ReferenceReplay, AuditSecondOpinionSaysWhatItDoesNotCover) {
-  if (!have_reference()) GTEST_SKIP() << "python3-torch / python3-numpy not installed (scripts/setup.sh)";
+  if (!have_reference())
+    GTEST_SKIP() << "python3-torch / python3-numpy not installed (scripts/setup.sh)";
   testing::ScratchDir dir;
   const fs::path task = dir / "task.json", work = dir / "w";
-  ASSERT_EQ(testing::run_command(testing::veritrain_binary() + " task init --model conv3d --option size=4 --epochs 1 "
-                                     "--steps-per-epoch 1 --batch-size 2 --data-option samples=2 --k 32 --out " + task.string(),
-                                 dir.path()).exit_code, 0);
+  ASSERT_EQ(testing::run_command(
+                testing::veritrain_binary() +
+                    " task init --model conv3d --option size=4 --epochs 1 "
+                    "--steps-per-epoch 1 --batch-size 2 --data-option samples=2 --k 32 --out " +
+                    task.string(),
+                dir.path())
+                .exit_code,
+            0);
   json t = json::parse(*read_text_file(task));
   t["fingerprint"]["tracking_k"] = 32;
   ASSERT_TRUE(write_file_atomic(task, t.dump()).ok());
-  auto train = testing::run_command(testing::veritrain_binary() + " train --task " + task.string() + " --workdir " + work.string(),
+  auto train = testing::run_command(testing::veritrain_binary() + " train --task " + task.string() +
+                                        " --workdir " + work.string(),
                                     dir.path());
   ASSERT_EQ(train.exit_code, 0) << train.err;
   json j = audit(task, work, "", dir);
   EXPECT_EQ(j["second_opinion"]["status"], "not_covered") << j.dump();
   EXPECT_TRUE(j["second_opinion"]["reference_root"].is_null());
-  EXPECT_NE(j["second_opinion"]["detail"].get<std::string>().find("conv3d"), std::string::npos) << j.dump();
+  EXPECT_NE(j["second_opinion"]["detail"].get<std::string>().find("conv3d"), std::string::npos)
+      << j.dump();
 }
 
 }  // namespace

@@ -14,7 +14,9 @@ namespace vt::reference {
 
 inline const std::string kPython = "/usr/bin/python3";
 
-inline std::string script(const std::string& name) { return std::string(VT_SOURCE_DIR) + "/scripts/" + name; }
+inline std::string script(const std::string& name) {
+  return std::string(VT_SOURCE_DIR) + "/scripts/" + name;
+}
 
 // Whether Debian's interpreter imports `modules` ("torch, numpy"): without them the tests skip.
 inline bool have_modules(const std::string& modules) {
@@ -25,7 +27,8 @@ inline std::vector<std::string> committed_roots(const std::filesystem::path& log
   std::vector<std::string> roots;
   std::istringstream lines(*read_text_file(log));
   for (std::string line; std::getline(lines, line);) {
-    roots.push_back(nlohmann::json::parse(line.substr(0, line.find('\t'))).at("root").get<std::string>());
+    roots.push_back(
+        nlohmann::json::parse(line.substr(0, line.find('\t'))).at("root").get<std::string>());
   }
   return roots;
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+
 #include <nlohmann/json.hpp>
 
 #include "protocol/task.h"
@@ -27,7 +28,8 @@ class TaskInitCombinations : public ::testing::TestWithParam<std::string> {};
 TEST_P(TaskInitCombinations, EveryOptimizerAndDatasetIsValidOrRefusedByFit) {
   const std::string model = GetParam();
   const auto fx = testing::model_fixtures();
-  if (fx.empty()) GTEST_SKIP() << "python3-torch / python3-sklearn not installed (scripts/setup.sh)";
+  if (fx.empty())
+    GTEST_SKIP() << "python3-torch / python3-sklearn not installed (scripts/setup.sh)";
   testing::ScratchDir dir;
   const std::map<std::string, std::string> data_dirs = {{"mnist", (fx / "mnist").string()},
                                                         {"cifar10", (fx / "cifar").string()}};
@@ -37,15 +39,19 @@ TEST_P(TaskInitCombinations, EveryOptimizerAndDatasetIsValidOrRefusedByFit) {
       for (const std::string optimizer : {"", "sgd", "adam", "adamw"}) {
         // A pair that does not fit is refused whatever the optimizer: once is enough.
         if (!fits(model, dataset) && !optimizer.empty()) continue;
-        std::string cmd = veritrain_binary() + " task init --model " + model + " --dataset " + dataset;
+        std::string cmd =
+            veritrain_binary() + " task init --model " + model + " --dataset " + dataset;
         if (!optimizer.empty()) cmd += " --optimizer " + optimizer;
         if (data_dirs.count(dataset)) cmd += " --data-dir " + data_dirs.at(dataset);
-        if (model == "torchscript") cmd += " --model-file " + (fx / ("ts_" + dataset + ".pt")).string();
-        const std::string what = model + " x " + dataset + " x " + (optimizer.empty() ? "default" : optimizer);
+        if (model == "torchscript")
+          cmd += " --model-file " + (fx / ("ts_" + dataset + ".pt")).string();
+        const std::string what =
+            model + " x " + dataset + " x " + (optimizer.empty() ? "default" : optimizer);
         auto r = run_command(cmd, dir.path());
         if (!fits(model, dataset)) {
           EXPECT_EQ(r.exit_code, 2) << what;
-          EXPECT_NE(r.err.find("dataset.name: " + dataset), std::string::npos) << what << ": " << r.err;
+          EXPECT_NE(r.err.find("dataset.name: " + dataset), std::string::npos)
+              << what << ": " << r.err;
           continue;
         }
         ASSERT_EQ(r.exit_code, 0) << what << ": " << r.err;
@@ -60,7 +66,8 @@ TEST_P(TaskInitCombinations, EveryOptimizerAndDatasetIsValidOrRefusedByFit) {
       }
     }
   }
-  for (const std::string dataset : {"synthetic", "mnist", "cifar10"}) fitting += fits(model, dataset);
+  for (const std::string dataset : {"synthetic", "mnist", "cifar10"})
+    fitting += fits(model, dataset);
   EXPECT_EQ(accepted, 4 * fitting);
 }
 
@@ -72,10 +79,12 @@ TEST(TaskInit, OneStepOfTrainingWithEachOptimizer) {
   for (const std::string optimizer : {"sgd", "adam", "adamw"}) {
     const auto task = (dir / (optimizer + ".json")).string();
     auto init = run_command(veritrain_binary() + " task init --model mlp --optimizer " + optimizer +
-                                " --epochs 1 --steps-per-epoch 1 --out " + task, dir.path());
+                                " --epochs 1 --steps-per-epoch 1 --out " + task,
+                            dir.path());
     ASSERT_EQ(init.exit_code, 0) << optimizer << ": " << init.err;
     auto train = run_command(veritrain_binary() + " --json train --task " + task + " --workdir " +
-                                 (dir / ("w-" + optimizer)).string(), dir.path());
+                                 (dir / ("w-" + optimizer)).string(),
+                             dir.path());
     ASSERT_EQ(train.exit_code, 0) << optimizer << ": " << train.err;
     EXPECT_NE(train.out.find("\"epochs_committed\":2"), std::string::npos) << train.out;
   }
@@ -84,21 +93,29 @@ TEST(TaskInit, OneStepOfTrainingWithEachOptimizer) {
 TEST(TaskInit, OptimizerFlagsReachTheTaskAndMisplacedOnesAreRefused) {
   testing::ScratchDir dir;
   const auto out = (dir / "t.json").string();
-  auto sgd = run_command(veritrain_binary() + " task init --model cnn --optimizer sgd --momentum 0.5 --nesterov"
-                         " --weight-decay 0.001 --out " + out, dir.path());
+  auto sgd = run_command(veritrain_binary() +
+                             " task init --model cnn --optimizer sgd --momentum 0.5 --nesterov"
+                             " --weight-decay 0.001 --out " +
+                             out,
+                         dir.path());
   ASSERT_EQ(sgd.exit_code, 0) << sgd.err;
   auto shown = run_command(veritrain_binary() + " task show " + out, dir.path());
   ASSERT_EQ(shown.exit_code, 0) << shown.err;
-  for (const char* line : {"optimizer.momentum", "optimizer.nesterov", "optimizer.weight_decay", "optimizer.beta2",
-                           "schedule.warmup_steps", "fingerprint.tracking_k", "tolerance.rel_l2", "dataset.options.samples",
-                           "model.options.width", "loss", "seed", "precision"}) {
-    EXPECT_NE(shown.out.find(std::string("\n") + line + " "), std::string::npos) << line << "\n" << shown.out;
+  for (const char* line :
+       {"optimizer.momentum", "optimizer.nesterov", "optimizer.weight_decay", "optimizer.beta2",
+        "schedule.warmup_steps", "fingerprint.tracking_k", "tolerance.rel_l2",
+        "dataset.options.samples", "model.options.width", "loss", "seed", "precision"}) {
+    EXPECT_NE(shown.out.find(std::string("\n") + line + " "), std::string::npos) << line << "\n"
+                                                                                 << shown.out;
   }
   EXPECT_NE(shown.out.find("0.5\n"), std::string::npos) << shown.out;
   EXPECT_NE(shown.out.find("true\n"), std::string::npos) << shown.out;
 
-  auto adam = run_command(veritrain_binary() + " --json task init --model gpt --optimizer adam --beta1 0.8 --beta2 0.99"
-                          " --eps 1e-6 --lr 1e-4", dir.path());
+  auto adam =
+      run_command(veritrain_binary() +
+                      " --json task init --model gpt --optimizer adam --beta1 0.8 --beta2 0.99"
+                      " --eps 1e-6 --lr 1e-4",
+                  dir.path());
   ASSERT_EQ(adam.exit_code, 0) << adam.err;
   auto t = nlohmann::json::parse(adam.out)["task"];  // --json: {"ok", "kind", "task_id", "task"}
   EXPECT_EQ(t["optimizer"]["beta1"], 0.8);
@@ -107,12 +124,17 @@ TEST(TaskInit, OptimizerFlagsReachTheTaskAndMisplacedOnesAreRefused) {
   EXPECT_EQ(t["optimizer"]["momentum"], 0.0);
   EXPECT_LE(t["schedule"]["min_lr"].get<double>(), 1e-4);  // never above a lowered lr
 
-  auto wrong = run_command(veritrain_binary() + " task init --model mlp --optimizer adam --momentum 0.9", dir.path());
+  auto wrong = run_command(
+      veritrain_binary() + " task init --model mlp --optimizer adam --momentum 0.9", dir.path());
   EXPECT_EQ(wrong.exit_code, 2);
-  EXPECT_NE(wrong.err.find("optimizer.momentum: only applies to sgd"), std::string::npos) << wrong.err;
-  auto nesterov = run_command(veritrain_binary() + " task init --model mlp --momentum 0 --nesterov", dir.path());
+  EXPECT_NE(wrong.err.find("optimizer.momentum: only applies to sgd"), std::string::npos)
+      << wrong.err;
+  auto nesterov = run_command(veritrain_binary() + " task init --model mlp --momentum 0 --nesterov",
+                              dir.path());
   EXPECT_EQ(nesterov.exit_code, 2);
-  EXPECT_NE(nesterov.err.find("optimizer.nesterov: requires optimizer.momentum > 0"), std::string::npos) << nesterov.err;
+  EXPECT_NE(nesterov.err.find("optimizer.nesterov: requires optimizer.momentum > 0"),
+            std::string::npos)
+      << nesterov.err;
 }
 
 }  // namespace

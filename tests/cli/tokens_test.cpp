@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <fstream>
+
 #include <nlohmann/json.hpp>
 
 #include "common/file_io.h"
@@ -58,17 +59,21 @@ struct Fortunes {
   Fortunes() {
     EXPECT_TRUE(write_file_atomic(dir / "train.bin", train).ok());
     EXPECT_TRUE(write_file_atomic(dir / "eval.bin", eval).ok());
-    task = {{"model", {{"name", "gpt"},
-                       {"options", {{"vocab", 256}, {"d_model", 32}, {"heads", 4}, {"layers", 1}, {"seq_len", 32}}}}},
-            {"dataset", {{"name", "tokens"},
-                         {"path", "."},
-                         {"files", {{"train.bin", hex_encode(sha256(train))}}},
-                         {"eval_files", {{"eval.bin", hex_encode(sha256(eval))}}}}},
-            {"optimizer", {{"name", "adamw"}, {"lr", 0.01}, {"weight_decay", 0.01}, {"beta2", 0.95}}},
-            {"epochs", 2},
-            {"steps_per_epoch", 40},
-            {"batch_size", 32},
-            {"seed", 5}};
+    task = {
+        {"model",
+         {{"name", "gpt"},
+          {"options",
+           {{"vocab", 256}, {"d_model", 32}, {"heads", 4}, {"layers", 1}, {"seq_len", 32}}}}},
+        {"dataset",
+         {{"name", "tokens"},
+          {"path", "."},
+          {"files", {{"train.bin", hex_encode(sha256(train))}}},
+          {"eval_files", {{"eval.bin", hex_encode(sha256(eval))}}}}},
+        {"optimizer", {{"name", "adamw"}, {"lr", 0.01}, {"weight_decay", 0.01}, {"beta2", 0.95}}},
+        {"epochs", 2},
+        {"steps_per_epoch", 40},
+        {"batch_size", 32},
+        {"seed", 5}};
   }
   std::string write_task(const std::string& name) const {
     std::ofstream(dir / name) << task.dump(2);
@@ -77,24 +82,31 @@ struct Fortunes {
 };
 
 TEST(TokensDataset, GptOnFortunesBeatsTheUnigramEntropyAndVerifies) {
-  if (!fs::exists(kFortunes / "cookie")) GTEST_SKIP() << "Debian's fortunes package is not installed (scripts/setup.sh)";
+  if (!fs::exists(kFortunes / "cookie"))
+    GTEST_SKIP() << "Debian's fortunes package is not installed (scripts/setup.sh)";
   Fortunes f;
   const double entropy = unigram_entropy(f.eval);
   ASSERT_GT(entropy, 2.0);  // real English text, not a degenerate file
   const std::string task = f.write_task("task.json");
-  auto train = run_command(veritrain_binary() + " --json train --task " + task + " --workdir " + (f.dir / "wd").string(),
-                           f.dir.path());
+  auto train = run_command(
+      veritrain_binary() + " --json train --task " + task + " --workdir " + (f.dir / "wd").string(),
+      f.dir.path());
   ASSERT_EQ(train.exit_code, 0) << train.err;
-  auto v = run_command(veritrain_binary() + " --json verify --task " + task + " --workdir " + (f.dir / "wd").string() +
-                           " --check-probability 1 --seed 01 --jobs 1 --report " + (f.dir / "report").string(),
+  auto v = run_command(veritrain_binary() + " --json verify --task " + task + " --workdir " +
+                           (f.dir / "wd").string() +
+                           " --check-probability 1 --seed 01 --jobs 1 --report " +
+                           (f.dir / "report").string(),
                        f.dir.path());
   ASSERT_EQ(v.exit_code, 0) << v.out << v.err;
   auto verdict = nlohmann::json::parse(v.out);
   ASSERT_EQ(verdict["checks"].size(), 2u);
-  for (const auto& c : verdict["checks"]) EXPECT_EQ(c["metrics"]["eval"]["status"], "verified") << c.dump();
+  for (const auto& c : verdict["checks"])
+    EXPECT_EQ(c["metrics"]["eval"]["status"], "verified") << c.dump();
   const auto& last = verdict["checks"][1]["metrics"]["eval"]["claimed"];
-  EXPECT_EQ(last["examples"].get<std::int64_t>(), static_cast<std::int64_t>(f.eval.size() / 2 / 33));  // disjoint windows
-  EXPECT_LT(last["loss"].get<double>(), entropy) << "held-out loss vs unigram entropy " << entropy << " nats";
+  EXPECT_EQ(last["examples"].get<std::int64_t>(),
+            static_cast<std::int64_t>(f.eval.size() / 2 / 33));  // disjoint windows
+  EXPECT_LT(last["loss"].get<double>(), entropy)
+      << "held-out loss vs unigram entropy " << entropy << " nats";
 }
 
 TEST(TokensDataset, AWindowLongerThanTheFileIsExitTwo) {
@@ -104,9 +116,13 @@ TEST(TokensDataset, AWindowLongerThanTheFileIsExitTwo) {
   f.task["dataset"]["files"] = {{"tiny.bin", hex_encode(sha256(tiny))}};
   f.task["dataset"].erase("eval_files");
   const std::string task = f.write_task("tiny.json");
-  auto r = run_command(veritrain_binary() + " train --task " + task + " --workdir " + (f.dir / "wd").string(), f.dir.path());
+  auto r = run_command(
+      veritrain_binary() + " train --task " + task + " --workdir " + (f.dir / "wd").string(),
+      f.dir.path());
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("tiny.bin: holds 20 tokens, shorter than one window of context + 1 = 33"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tiny.bin: holds 20 tokens, shorter than one window of context + 1 = 33"),
+            std::string::npos)
+      << r.err;
   EXPECT_FALSE(fs::exists(f.dir / "wd" / "commitments.log"));  // nothing committed
 }
 
@@ -117,8 +133,10 @@ TEST(TokensDataset, TaskInitPinsDataFilesAndSetsTheTokenOptions) {
   ASSERT_TRUE(write_file_atomic(f.dir / "data" / "eval.bin", f.eval).ok());
   const std::string out = (f.dir / "init.json").string();
   auto init = run_command("cd " + f.dir.path().string() + " && " + veritrain_binary() +
-                              " task init --model gpt --dataset tokens --option vocab=256 --context 16 --token-dtype u16"
-                              " --data-file data/train.bin --eval-file data/eval.bin --out " + out,
+                              " task init --model gpt --dataset tokens --option vocab=256 "
+                              "--context 16 --token-dtype u16"
+                              " --data-file data/train.bin --eval-file data/eval.bin --out " +
+                              out,
                           f.dir.path());
   ASSERT_EQ(init.exit_code, 0) << init.err;
   auto task = nlohmann::json::parse(*read_text_file(out));
@@ -128,11 +146,13 @@ TEST(TokensDataset, TaskInitPinsDataFilesAndSetsTheTokenOptions) {
   EXPECT_EQ(task["dataset"]["options"]["context"], 16);
   EXPECT_EQ(task["dataset"]["options"]["token_bits"], 16);
 
-  auto bad = run_command("cd " + f.dir.path().string() + " && " + veritrain_binary() +
-                             " task init --model gpt --dataset tokens --token-dtype u8 --data-file data/train.bin",
-                         f.dir.path());
+  auto bad = run_command(
+      "cd " + f.dir.path().string() + " && " + veritrain_binary() +
+          " task init --model gpt --dataset tokens --token-dtype u8 --data-file data/train.bin",
+      f.dir.path());
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(bad.err.find("--token-dtype: expected u16 or u32, got \"u8\""), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("--token-dtype: expected u16 or u32, got \"u8\""), std::string::npos)
+      << bad.err;
 }
 
 }  // namespace

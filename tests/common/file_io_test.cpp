@@ -56,8 +56,8 @@ TEST(FileIo, AppendDurableAppends) {
 TEST(FileIo, ReadOnlyFolderGivesClearError) {
   if (::geteuid() == 0) GTEST_SKIP() << "root ignores folder permissions";
   testing::ScratchDir dir;
-  std::filesystem::permissions(dir.path(), std::filesystem::perms::owner_read |
-                                               std::filesystem::perms::owner_exec);
+  std::filesystem::permissions(
+      dir.path(), std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
   auto s = write_file_atomic(dir / "x", std::string_view("data"));
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code, Errc::kIo);

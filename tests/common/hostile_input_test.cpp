@@ -48,7 +48,8 @@ TEST(BoundedJson, SafetensorsHeaderNestedDeepIsRefused) {
   file.insert(file.end(), header.begin(), header.end());
   auto parsed = parse_safetensors(file, Canonical::kAllowAny);
   ASSERT_FALSE(parsed.ok());
-  EXPECT_NE(parsed.error().message.find("nested deeper than 64"), std::string::npos) << parsed.error().message;
+  EXPECT_NE(parsed.error().message.find("nested deeper than 64"), std::string::npos)
+      << parsed.error().message;
 }
 
 TEST(HostileFiles, FifoIsRefusedWithoutBlocking) {
@@ -59,7 +60,8 @@ TEST(HostileFiles, FifoIsRefusedWithoutBlocking) {
   auto r = read_text_file(fifo);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, Errc::kInvalidInput);
-  EXPECT_NE(r.error().message.find("is not a regular file"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("is not a regular file"), std::string::npos)
+      << r.error().message;
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
 }
 
@@ -85,19 +87,23 @@ TEST(HostileFiles, SixtyFourGibSparseFileIsRefusedBeforeAllocating) {
   ::close(fd);
   auto r = read_file(sparse, std::uint64_t{16} << 20);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().message, sparse.string() + " is 68719476736 bytes, more than the limit of 16777216");
+  EXPECT_EQ(r.error().message,
+            sparse.string() + " is 68719476736 bytes, more than the limit of 16777216");
 }
 
 TEST(HostileFiles, SecretOpenToOthersIsRefusedWithTheChmodThatFixesIt) {
   testing::ScratchDir dir;
   const auto token = dir / "serve.token";
-  ASSERT_TRUE(write_file_atomic(token, std::string_view("0123456789abcdef0123456789abcdef\n"), 0600).ok());
+  ASSERT_TRUE(
+      write_file_atomic(token, std::string_view("0123456789abcdef0123456789abcdef\n"), 0600).ok());
   ASSERT_TRUE(read_secret_file(token).ok());
   ASSERT_EQ(::chmod(token.c_str(), 0644), 0);
   auto r = read_secret_file(token);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().message, token.string() + " holds a secret but is open to group or others (mode 0644); "
-                               "make it private with: chmod 600 " + token.string());
+  EXPECT_EQ(r.error().message, token.string() +
+                                   " holds a secret but is open to group or others (mode 0644); "
+                                   "make it private with: chmod 600 " +
+                                   token.string());
   EXPECT_FALSE(check_secret_file(token).ok());
   ASSERT_EQ(::chmod(token.c_str(), 0400), 0);
   EXPECT_TRUE(check_secret_file(token).ok());
@@ -114,7 +120,8 @@ TEST(HostileFiles, SweepRemovesTempFilesOfDeadWritersOnly) {
   const auto live = dir / ("def.vtc.tmp." + std::to_string(::getppid()) + ".0");
   const auto mine = dir / ("ghi.vtc.tmp." + std::to_string(::getpid()) + ".1");
   const auto unrelated = dir / "notes.tmp.txt";
-  for (const auto& p : {killed, live, mine, unrelated}) ASSERT_TRUE(write_file_atomic(p, std::string_view("x")).ok());
+  for (const auto& p : {killed, live, mine, unrelated})
+    ASSERT_TRUE(write_file_atomic(p, std::string_view("x")).ok());
   EXPECT_EQ(sweep_temp_files(dir.path()), 1u);
   EXPECT_FALSE(std::filesystem::exists(killed));
   EXPECT_TRUE(std::filesystem::exists(live));

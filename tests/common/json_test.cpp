@@ -14,14 +14,28 @@ namespace {
 TEST(CanonicalJson, DoublesAreSpelledAsPythonRepr) {
   // Expected strings are Python 3's repr() of the same doubles (docs/log.md, "Numbers").
   const std::pair<double, const char*> cases[] = {
-      {0.1, "0.1"}, {0.30000000000000004, "0.30000000000000004"}, {2.0, "2.0"}, {1e-05, "1e-05"},
-      {0.0001, "0.0001"}, {1e16, "1e+16"}, {1e15, "1000000000000000.0"},
-      {3333333333333333.5, "3333333333333333.5"}, {5e-324, "5e-324"},
-      {1.7976931348623157e308, "1.7976931348623157e+308"}, {-1.5, "-1.5"}, {123456789.125, "123456789.125"},
-      {1e22, "1e+22"}, {2.302, "2.302"}, {0.0005, "0.0005"}, {1e-08, "1e-08"}, {0.0, "0.0"}, {-0.0, "-0.0"},
+      {0.1, "0.1"},
+      {0.30000000000000004, "0.30000000000000004"},
+      {2.0, "2.0"},
+      {1e-05, "1e-05"},
+      {0.0001, "0.0001"},
+      {1e16, "1e+16"},
+      {1e15, "1000000000000000.0"},
+      {3333333333333333.5, "3333333333333333.5"},
+      {5e-324, "5e-324"},
+      {1.7976931348623157e308, "1.7976931348623157e+308"},
+      {-1.5, "-1.5"},
+      {123456789.125, "123456789.125"},
+      {1e22, "1e+22"},
+      {2.302, "2.302"},
+      {0.0005, "0.0005"},
+      {1e-08, "1e-08"},
+      {0.0, "0.0"},
+      {-0.0, "-0.0"},
       {0.7999999999999999, "0.7999999999999999"}};
   for (const auto& [value, text] : cases) EXPECT_EQ(json_double_text(value), text) << text;
-  EXPECT_EQ(canonical_json(nlohmann::json{{"b", 1e15}, {"a", {1, 2.5, "x"}}}), R"({"a":[1,2.5,"x"],"b":1000000000000000.0})");
+  EXPECT_EQ(canonical_json(nlohmann::json{{"b", 1e15}, {"a", {1, 2.5, "x"}}}),
+            R"({"a":[1,2.5,"x"],"b":1000000000000000.0})");
 }
 
 // Random bit patterns (every exponent range, subnormals included) against python3 itself.
@@ -45,12 +59,14 @@ TEST(CanonicalJson, DoublesAgreeWithPythonOnRandomBitPatterns) {
     expected += json_double_text(v) + "\n";
   }
   ASSERT_TRUE(write_file_atomic(dir / "bits", hex).ok());
-  ASSERT_TRUE(write_file_atomic(dir / "repr.py",
-                                "import struct,sys\n"
-                                "for l in open(sys.argv[1]):\n"
-                                "    print(repr(struct.unpack('>d', bytes.fromhex(l.strip()))[0]))\n")
-                  .ok());
-  auto r = testing::run_command("python3 " + (dir / "repr.py").string() + " " + (dir / "bits").string(), dir.path());
+  ASSERT_TRUE(
+      write_file_atomic(dir / "repr.py",
+                        "import struct,sys\n"
+                        "for l in open(sys.argv[1]):\n"
+                        "    print(repr(struct.unpack('>d', bytes.fromhex(l.strip()))[0]))\n")
+          .ok());
+  auto r = testing::run_command(
+      "python3 " + (dir / "repr.py").string() + " " + (dir / "bits").string(), dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, expected);
 }

@@ -1,9 +1,9 @@
 #include "common/process.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
-#include <unistd.h>
 
 namespace vt {
 namespace {
@@ -13,7 +13,8 @@ namespace fs = std::filesystem;
 // The channel the replay workers of `verify --jobs` talk over: /bin/cat answers each line with
 // itself, so lines in order, a line split across reads, and the end of the child are all seen.
 TEST(ChildProcess, TalkingChildAnswersLineByLineUntilItsInputEnds) {
-  const fs::path log = fs::temp_directory_path() / ("vt-process-test-" + std::to_string(::getpid()) + ".log");
+  const fs::path log =
+      fs::temp_directory_path() / ("vt-process-test-" + std::to_string(::getpid()) + ".log");
   auto child = ChildProcess::spawn_talking({"/bin/cat"}, log);
   ASSERT_TRUE(child.ok()) << child.error().message;
   ASSERT_TRUE(child->write_line("{\"epoch\": 1}").ok());
@@ -31,18 +32,21 @@ TEST(ChildProcess, TalkingChildAnswersLineByLineUntilItsInputEnds) {
   ASSERT_TRUE(chatty->write_line(std::string(5000, 'x')).ok());
   auto too_long = chatty->read_line(1000);
   ASSERT_FALSE(too_long.ok());
-  EXPECT_NE(too_long.error().message.find("longer than 1000"), std::string::npos) << too_long.error().message;
+  EXPECT_NE(too_long.error().message.find("longer than 1000"), std::string::npos)
+      << too_long.error().message;
   fs::remove(log);
 }
 
 TEST(ChildProcess, AChildThatExitsWithoutAnsweringIsAnIoError) {
-  const fs::path log = fs::temp_directory_path() / ("vt-process-test-true-" + std::to_string(::getpid()) + ".log");
+  const fs::path log =
+      fs::temp_directory_path() / ("vt-process-test-true-" + std::to_string(::getpid()) + ".log");
   auto child = ChildProcess::spawn_talking({"/bin/true"}, log);
   ASSERT_TRUE(child.ok()) << child.error().message;
   auto line = child->read_line();
   ASSERT_FALSE(line.ok());
   EXPECT_EQ(line.error().code, Errc::kIo);
-  EXPECT_NE(line.error().message.find("ended without answering"), std::string::npos) << line.error().message;
+  EXPECT_NE(line.error().message.find("ended without answering"), std::string::npos)
+      << line.error().message;
   // Writing to a child that is gone is an error too, not a SIGPIPE that ends this process.
   auto late = child->write_line("anyone there?");
   ASSERT_FALSE(late.ok());

@@ -96,7 +96,8 @@ TEST(Safetensors, RejectsShapeSizeMismatchAndBadDtype) {
 
 TEST(Safetensors, WriterRejectsDuplicatesAndWrongSizes) {
   Bytes one = f32_bytes({1.0f});
-  EXPECT_FALSE(write_canonical({{{"x", DType::kF32, {1}}, one}, {{"x", DType::kF32, {1}}, one}}, {}).ok());
+  EXPECT_FALSE(
+      write_canonical({{{"x", DType::kF32, {1}}, one}, {{"x", DType::kF32, {1}}, one}}, {}).ok());
   EXPECT_FALSE(write_canonical({{{"x", DType::kF32, {2}}, one}}, {}).ok());
 }
 

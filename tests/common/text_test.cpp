@@ -1,8 +1,8 @@
+#include "common/text.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
-
-#include "common/text.h"
 
 namespace vt {
 namespace {
@@ -16,10 +16,14 @@ TEST(Printable, ControlCharactersAreEscaped) {
   EXPECT_EQ(printable("\x1b[8mhidden"), "\\x1b[8mhidden");
   EXPECT_EQ(printable(std::string("a\0b", 3)), "a\\x00b");
   EXPECT_EQ(printable("x\x7f\n"), "x\\x7f\\x0a");
-  EXPECT_EQ(printable("\xc2\x9b" "31m"), "\\u009b31m");  // C1 CSI as UTF-8
-  EXPECT_EQ(printable("\xc2\xa0"), "\xc2\xa0");           // U+00A0 is printable
-  EXPECT_EQ(printable("\x9b" "31m"), "\\x9b31m");          // a raw C1 byte, not UTF-8
-  EXPECT_EQ(printable("\xe2\x82"), "\\xe2\\x82");          // a cut-off sequence
+  EXPECT_EQ(printable("\xc2\x9b"
+                      "31m"),
+            "\\u009b31m");                       // C1 CSI as UTF-8
+  EXPECT_EQ(printable("\xc2\xa0"), "\xc2\xa0");  // U+00A0 is printable
+  EXPECT_EQ(printable("\x9b"
+                      "31m"),
+            "\\x9b31m");                           // a raw C1 byte, not UTF-8
+  EXPECT_EQ(printable("\xe2\x82"), "\\xe2\\x82");  // a cut-off sequence
 }
 
 TEST(Printable, LongTextIsCutWithItsLength) {

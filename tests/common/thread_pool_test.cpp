@@ -18,9 +18,11 @@ TEST(ThreadPool, ParallelForVisitsEachIndexOnce) {
 TEST(ThreadPool, SubmitReturnsValueAndErrorsPropagate) {
   ThreadPool pool(2);
   EXPECT_EQ(pool.submit([] { return 7; }).get(), 7);
-  EXPECT_THROW(pool.parallel_for(10, [](std::size_t i) {
-    if (i == 5) throw std::runtime_error("boom");
-  }), std::runtime_error);
+  EXPECT_THROW(pool.parallel_for(10,
+                                 [](std::size_t i) {
+                                   if (i == 5) throw std::runtime_error("boom");
+                                 }),
+               std::runtime_error);
 }
 
 }  // namespace

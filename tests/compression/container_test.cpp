@@ -87,7 +87,8 @@ TEST(Container, SectionsFollowTheSafetensorsLayout) {
 
 TEST(Container, PlanesBeatsPlainZstdOnGaussianWeights) {
   std::mt19937_64 rng(3);
-  Bytes canonical = to_canonical({{{"w", DType::kF32, {1 << 18}}, testing::gaussian_f32(1 << 18, 0.02, rng)}});
+  Bytes canonical =
+      to_canonical({{{"w", DType::kF32, {1 << 18}}, testing::gaussian_f32(1 << 18, 0.02, rng)}});
   EncodeOptions planes, zstd;
   zstd.codec = Codec::kZstd;
   auto p = encode(canonical, planes);
@@ -130,7 +131,8 @@ TEST(Container, DeltaRoundTripsAndIsSmallForSmallUpdates) {
   EXPECT_EQ(*info->base_root, fp::merkle_root(p.before));
   EXPECT_EQ(info->base_size, p.before.size());
   bool saw_delta = false;
-  for (const SectionInfo& s : info->sections) saw_delta |= s.method == Method::kDeltaPlanes && s.changed > 0;
+  for (const SectionInfo& s : info->sections)
+    saw_delta |= s.method == Method::kDeltaPlanes && s.changed > 0;
   EXPECT_TRUE(saw_delta);
 
   DecodeOptions d;
@@ -151,7 +153,8 @@ TEST(Container, DeltaNamesAMissingOrWrongBase) {
 
   auto missing = decode(*container, {});
   ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.error().message.find("needs its base snapshot (root " + root), std::string::npos)
+  EXPECT_NE(missing.error().message.find("needs its base snapshot (root " + root),
+            std::string::npos)
       << missing.error().message;
 
   Bytes wrong = p.before;

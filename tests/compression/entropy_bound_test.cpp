@@ -38,18 +38,21 @@ std::pair<Bytes, Bytes> adam_pair(std::size_t n) {
     m2[i] = 0.1f * m[i] + 0.25f * g * unit(rng);
     v2[i] = 0.98f * v[i] + 0.02f * g * g * std::exp(0.1f * unit(rng));
   }
-  auto state = [n](const std::vector<float>& a, const std::vector<float>& b, const std::vector<float>& c) {
+  auto state = [n](const std::vector<float>& a, const std::vector<float>& b,
+                   const std::vector<float>& c) {
     const std::int64_t rows = static_cast<std::int64_t>(n / 64);
-    return testing::to_canonical({{{"layer.weight", DType::kF32, {rows, 64}}, f32_bytes(a)},
-                                  {{"optim.layer.weight.exp_avg", DType::kF32, {rows, 64}}, f32_bytes(b)},
-                                  {{"optim.layer.weight.exp_avg_sq", DType::kF32, {rows, 64}}, f32_bytes(c)}});
+    return testing::to_canonical(
+        {{{"layer.weight", DType::kF32, {rows, 64}}, f32_bytes(a)},
+         {{"optim.layer.weight.exp_avg", DType::kF32, {rows, 64}}, f32_bytes(b)},
+         {{"optim.layer.weight.exp_avg_sq", DType::kF32, {rows, 64}}, f32_bytes(c)}});
   };
   return {state(w, m, v), state(w2, m2, v2)};
 }
 
 void write_file(const std::filesystem::path& path, const Bytes& bytes) {
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                              static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()),
+             static_cast<std::streamsize>(bytes.size()));
 }
 
 TEST(PairEntropyBound, TheDeltaCodecLandsJustUnderTheOrderZeroBound) {
@@ -69,7 +72,8 @@ TEST(PairEntropyBound, TheDeltaCodecLandsJustUnderTheOrderZeroBound) {
   vt::testing::ScratchDir dir;
   write_file(dir / "before.safetensors", before);
   write_file(dir / "after.safetensors", after);
-  auto run = vt::testing::run_command("python3 '" + std::string(VT_SOURCE_DIR) + "/scripts/pair_entropy.py' '" +
+  auto run = vt::testing::run_command("python3 '" + std::string(VT_SOURCE_DIR) +
+                                          "/scripts/pair_entropy.py' '" +
                                           (dir / "before.safetensors").string() + "' '" +
                                           (dir / "after.safetensors").string() + "'",
                                       dir.path());

@@ -13,7 +13,8 @@
 namespace vt::comp {
 namespace {
 
-Bytes decode_with_tool(const std::string& tool, const Bytes& payload, const vt::testing::ScratchDir& dir) {
+Bytes decode_with_tool(const std::string& tool, const Bytes& payload,
+                       const vt::testing::ScratchDir& dir) {
   auto in = dir / "section.bin";
   EXPECT_TRUE(write_file_atomic(in, ByteSpan(payload)).ok());
   auto r = vt::testing::run_command(tool + " -d -c " + in.string(), dir.path());
@@ -29,7 +30,8 @@ struct Case {
 TEST(FramesCli, ExtractedSectionsDecodeWithTheStandardTools) {
   vt::testing::ScratchDir dir;
   Bytes canonical = testing::to_canonical(testing::mixed_tensors(21));
-  for (Case c : {Case{Codec::kZstd, "zstd"}, Case{Codec::kPlanes, "zstd"}, Case{Codec::kXz, "xz"}}) {
+  for (Case c :
+       {Case{Codec::kZstd, "zstd"}, Case{Codec::kPlanes, "zstd"}, Case{Codec::kXz, "xz"}}) {
     if (!vt::testing::have_program(c.tool)) {
       GTEST_SKIP() << c.tool << " is not installed";
     }
@@ -58,7 +60,8 @@ TEST(FramesCli, HandWrittenRawFramesAreStandardZstd) {
   if (!vt::testing::have_program("zstd")) GTEST_SKIP() << "zstd is not installed";
   vt::testing::ScratchDir dir;
   std::mt19937_64 rng(23);
-  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{128} << 10, std::size_t{300000}}) {
+  for (std::size_t n :
+       {std::size_t{0}, std::size_t{1}, std::size_t{128} << 10, std::size_t{300000}}) {
     Bytes in = testing::random_bytes(n, rng), frame;
     append_raw_zstd_frame(frame, in);
     EXPECT_EQ(decode_with_tool("zstd", frame, dir), in) << n;

@@ -14,7 +14,8 @@ namespace {
 // A snapshot whose header is about `header_bytes` long (the metadata carries the padding).
 Bytes snapshot_with_header(std::uint64_t header_bytes, float shift) {
   std::vector<float> weights(4096);
-  for (std::size_t i = 0; i < weights.size(); ++i) weights[i] = 0.001f * static_cast<float>(i) + shift;
+  for (std::size_t i = 0; i < weights.size(); ++i)
+    weights[i] = 0.001f * static_cast<float>(i) + shift;
   std::vector<TensorData> tensors = {
       {{"w", DType::kF32, {static_cast<std::int64_t>(weights.size())}},
        ByteSpan(reinterpret_cast<const std::uint8_t*>(weights.data()), weights.size() * 4)}};
@@ -30,8 +31,10 @@ Bytes snapshot_with_header(std::uint64_t header_bytes, float shift) {
   return bytes.ok() ? std::move(bytes).value() : Bytes{};
 }
 
-void expect_round_trip(std::uint64_t header_bytes, std::uint64_t chunk_size, bool delta_too = true) {
-  SCOPED_TRACE("header " + std::to_string(header_bytes) + " bytes, chunk " + std::to_string(chunk_size));
+void expect_round_trip(std::uint64_t header_bytes, std::uint64_t chunk_size,
+                       bool delta_too = true) {
+  SCOPED_TRACE("header " + std::to_string(header_bytes) + " bytes, chunk " +
+               std::to_string(chunk_size));
   const Bytes base = delta_too ? snapshot_with_header(header_bytes, 0.0f) : Bytes{};
   const Bytes after = snapshot_with_header(header_bytes, 0.5f);
   EncodeOptions whole;
@@ -40,7 +43,8 @@ void expect_round_trip(std::uint64_t header_bytes, std::uint64_t chunk_size, boo
   ASSERT_TRUE(c.ok()) << c.error().message;
   auto info = read_container_info(*c);
   ASSERT_TRUE(info.ok()) << info.error().message;
-  for (const SectionInfo& s : info->sections) EXPECT_LE(s.raw_size, std::min<std::uint64_t>(chunk_size, format::kMaxSectionRaw));
+  for (const SectionInfo& s : info->sections)
+    EXPECT_LE(s.raw_size, std::min<std::uint64_t>(chunk_size, format::kMaxSectionRaw));
   auto back = decode(*c, {});
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_TRUE(*back == after);
@@ -59,7 +63,8 @@ void expect_round_trip(std::uint64_t header_bytes, std::uint64_t chunk_size, boo
 }
 
 TEST(HeaderSize, EveryHeaderSizeAroundTheChunkRoundTrips) {
-  for (std::uint64_t header : {100u, 4000u, 4096u, 4200u, 8192u, 20000u}) expect_round_trip(header, 4096);
+  for (std::uint64_t header : {100u, 4000u, 4096u, 4200u, 8192u, 20000u})
+    expect_round_trip(header, 4096);
 }
 
 TEST(HeaderSize, HeaderAboveTheSectionLimitRoundTrips) {

@@ -7,7 +7,6 @@
 #include <random>
 
 #include "common/file_io.h"
-
 #include "compression/container.h"
 #include "compression/format.h"
 #include "tests/compression/test_states.h"
@@ -38,10 +37,12 @@ Bytes rewrite(const Bytes& container, Edit edit) {
   auto info = read_container_info(container);
   EXPECT_TRUE(info.ok());
   ContainerInfo edited = *info;
-  std::uint64_t payload_start = info->sections.empty() ? container.size() : info->sections[0].payload_offset;
+  std::uint64_t payload_start =
+      info->sections.empty() ? container.size() : info->sections[0].payload_offset;
   edit(edited);
   Bytes out = format::write_header_and_table(edited);
-  out.insert(out.end(), container.begin() + static_cast<std::ptrdiff_t>(payload_start), container.end());
+  out.insert(out.end(), container.begin() + static_cast<std::ptrdiff_t>(payload_start),
+             container.end());
   return out;
 }
 
@@ -51,7 +52,8 @@ TEST(Hostile, EveryTruncationIsAnError) {
     std::string err = decode_error(ByteSpan(c).first(len));
     EXPECT_NE(err, "<decoded>") << len;
   }
-  EXPECT_NE(decode_error(ByteSpan(c).first(c.size() - 1)).find("truncated or trailing"), std::string::npos);
+  EXPECT_NE(decode_error(ByteSpan(c).first(c.size() - 1)).find("truncated or trailing"),
+            std::string::npos);
 }
 
 TEST(Hostile, CorruptedPayloadNamesTheSection) {
@@ -59,7 +61,8 @@ TEST(Hostile, CorruptedPayloadNamesTheSection) {
   auto info = read_container_info(c);
   ASSERT_TRUE(info.ok());
   const SectionInfo& s = info->sections[3];
-  ASSERT_EQ(s.label(), "section 3 (tensor 'big.weight' chunk 1)");  // after the header and bf16.weight
+  ASSERT_EQ(s.label(),
+            "section 3 (tensor 'big.weight' chunk 1)");  // after the header and bf16.weight
   c[s.payload_offset + s.payload_size / 2] ^= 0x10;
   std::string err = decode_error(c);
   EXPECT_NE(err.find(s.label()), std::string::npos) << err;
@@ -97,8 +100,8 @@ TEST(Hostile, HugeDeclaredSizesAreRefusedBeforeAllocating) {
   // 1 PiB in total: allocating it would throw; the limit check must come first.
   Bytes huge = rewrite(c, [](ContainerInfo& info) {
     info.raw_size = std::uint64_t{1} << 50;
-    info.sections.back().raw_size += (std::uint64_t{1} << 50) - info.sections.back().raw_offset -
-                                     info.sections.back().raw_size;
+    info.sections.back().raw_size +=
+        (std::uint64_t{1} << 50) - info.sections.back().raw_offset - info.sections.back().raw_size;
   });
   std::string err = decode_error(huge);
   EXPECT_NE(err.find("above the section limit"), std::string::npos) << err;
@@ -129,7 +132,11 @@ TEST(Hostile, InconsistentTablesAreNamed) {
     EXPECT_NE(err.find(what), std::string::npos) << err;
   };
   expect(rewrite(c, [](ContainerInfo& i) { i.raw_size += 8; }), "sections hold");
-  expect(rewrite(c, [](ContainerInfo& i) { i.sections[2].raw_size += 3; i.raw_size += 3; }),
+  expect(rewrite(c,
+                 [](ContainerInfo& i) {
+                   i.sections[2].raw_size += 3;
+                   i.raw_size += 3;
+                 }),
          "not a multiple of the word size");
   expect(rewrite(c, [](ContainerInfo& i) { i.sections[2].method = Method::kXzPlanes; }),
          "not allowed in a planes container");
@@ -137,10 +144,11 @@ TEST(Hostile, InconsistentTablesAreNamed) {
          "section 2 (tensor 'big.weight' chunk 0): decoded bytes do not match");
   expect(rewrite(c, [](ContainerInfo& i) { i.root[0] ^= 1; }), "Merkle root");
   // A section that claims fewer raw bytes than its frames hold: the frames are refused whole.
-  expect(rewrite(c, [](ContainerInfo& i) {
-           i.sections[2].raw_size -= 4;
-           i.sections[3].raw_size += 4;
-         }),
+  expect(rewrite(c,
+                 [](ContainerInfo& i) {
+                   i.sections[2].raw_size -= 4;
+                   i.sections[3].raw_size += 4;
+                 }),
          "zstd frames declare");
 }
 
@@ -167,9 +175,13 @@ TEST(Hostile, DeltaFieldsAreChecked) {
     EXPECT_FALSE(r.ok());
     return r.ok() ? std::string() : r.error().message;
   };
-  EXPECT_NE(run([&](ContainerInfo& i) { i.sections[k].base_offset = i.base_size; }).find("base range runs past"),
+  EXPECT_NE(run([&](ContainerInfo& i) {
+              i.sections[k].base_offset = i.base_size;
+            }).find("base range runs past"),
             std::string::npos);
-  EXPECT_NE(run([&](ContainerInfo& i) { i.sections[k].changed = i.sections[k].raw_size + 1; }).find("more changed words"),
+  EXPECT_NE(run([&](ContainerInfo& i) {
+              i.sections[k].changed = i.sections[k].raw_size + 1;
+            }).find("more changed words"),
             std::string::npos);
   std::string shifted = run([&](ContainerInfo& i) { i.sections[k].base_offset += 4; });
   EXPECT_NE(shifted.find(info->sections[k].label()), std::string::npos) << shifted;

@@ -67,8 +67,8 @@ TEST(Planes, DeltaZigzagsSmallDifferences) {
   std::size_t changed = delta_planes(WordKind::kF32, after, before, mask, diffs);
   ASSERT_EQ(changed, 2u);
   EXPECT_EQ(mask[0], 0b101);
-  EXPECT_EQ(diffs[0], 2);  // zigzag(+1)
-  EXPECT_EQ(diffs[1], 1);  // zigzag(-1)
+  EXPECT_EQ(diffs[0], 2);                                   // zigzag(+1)
+  EXPECT_EQ(diffs[1], 1);                                   // zigzag(-1)
   for (int i = 2; i < 8; ++i) EXPECT_EQ(diffs[i], 0) << i;  // high planes of small differences
   Bytes back(12);
   ASSERT_TRUE(undelta_planes(WordKind::kF32, before, mask, ByteSpan(diffs).first(8), 2, back).ok());
@@ -77,17 +77,20 @@ TEST(Planes, DeltaZigzagsSmallDifferences) {
 
 TEST(Planes, DeltaRoundTripsEveryWidthIncludingWraparound) {
   std::mt19937_64 rng(2);
-  for (WordKind kind : {WordKind::kByte, WordKind::kU16, WordKind::kBF16, WordKind::kF32, WordKind::kF64}) {
+  for (WordKind kind :
+       {WordKind::kByte, WordKind::kU16, WordKind::kBF16, WordKind::kF32, WordKind::kF64}) {
     std::size_t w = word_size(kind), n = 1001;
     Bytes before(n * w), after;
     for (auto& b : before) b = static_cast<std::uint8_t>(rng());
     after = before;
-    for (std::size_t i = 0; i < n; i += 3) after[i * w + w - 1] ^= static_cast<std::uint8_t>(rng() | 1);
+    for (std::size_t i = 0; i < n; i += 3)
+      after[i * w + w - 1] ^= static_cast<std::uint8_t>(rng() | 1);
     Bytes mask((n + 7) / 8), diffs(n * w);
     std::size_t changed = delta_planes(kind, after, before, mask, diffs);
     EXPECT_EQ(changed, (n + 2) / 3);
     Bytes back(n * w);
-    ASSERT_TRUE(undelta_planes(kind, before, mask, ByteSpan(diffs).first(changed * w), changed, back).ok());
+    ASSERT_TRUE(
+        undelta_planes(kind, before, mask, ByteSpan(diffs).first(changed * w), changed, back).ok());
     EXPECT_EQ(back, after) << word_kind_name(kind);
   }
 }
@@ -96,7 +99,8 @@ TEST(Planes, UndeltaRejectsAMaskThatDisagreesWithTheCount) {
   Bytes before(16, 0), after(16), mask{0b0011}, diffs{2, 2, 0, 0, 0, 0, 0, 0};
   Status st = undelta_planes(WordKind::kF32, before, mask, ByteSpan(diffs).first(4), 1, after);
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.error().message.find("marks 2 words but 1"), std::string::npos) << st.error().message;
+  EXPECT_NE(st.error().message.find("marks 2 words but 1"), std::string::npos)
+      << st.error().message;
 }
 
 }  // namespace

@@ -59,7 +59,8 @@ inline std::vector<OwnedTensor> mixed_tensors(std::uint64_t seed) {
 }
 
 // Adds `rel` × N(0, 1) × |x| to a fraction of the f32 entries of every f32 tensor.
-inline void perturb_f32(std::vector<OwnedTensor>& tensors, double rel, double fraction, std::uint64_t seed) {
+inline void perturb_f32(std::vector<OwnedTensor>& tensors, double rel, double fraction,
+                        std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::uniform_real_distribution<double> u(0, 1);

@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+
 #include <nlohmann/json.hpp>
 
 namespace vt::fp {
@@ -21,7 +22,8 @@ Fingerprint f32_fingerprint(const std::vector<float>& values) {
   return Fingerprint{SamplePlan{Digest{}, {t}}, {raw}};
 }
 
-Comparison run(const std::vector<float>& a, const std::vector<float>& b, CompareMode mode, Tolerance tol = {}) {
+Comparison run(const std::vector<float>& a, const std::vector<float>& b, CompareMode mode,
+               Tolerance tol = {}) {
   auto r = compare(f32_fingerprint(a), f32_fingerprint(b), mode, tol);
   EXPECT_TRUE(r.ok()) << r.error().message;
   return r.ok() ? *r : Comparison{};
@@ -107,7 +109,8 @@ TEST(Compare, RefusesDifferentPlansAndBadThresholds) {
 }
 
 TEST(Compare, DecodesHalfAndBfloat16Exactly) {
-  const std::uint8_t half_one[] = {0x00, 0x3c}, half_sub[] = {0x01, 0x80}, half_inf[] = {0x00, 0x7c};
+  const std::uint8_t half_one[] = {0x00, 0x3c}, half_sub[] = {0x01, 0x80},
+                     half_inf[] = {0x00, 0x7c};
   EXPECT_EQ(decode_value(DType::kF16, half_one), 1.0);
   EXPECT_EQ(decode_value(DType::kF16, half_sub), -std::ldexp(1.0, -24));
   EXPECT_TRUE(std::isinf(decode_value(DType::kF16, half_inf)));
@@ -126,7 +129,8 @@ TEST(Compare, JsonRecordCarriesThresholdsAndLocation) {
   EXPECT_EQ(j["thresholds"]["atol"], 0.5);
   EXPECT_EQ(j["match"], false);
   EXPECT_EQ(comparison_to_json(run({0}, {kTiny}, CompareMode::kExact))["rel_l2"], 1.0);
-  EXPECT_TRUE(comparison_to_json(run({kTiny}, {0}, CompareMode::kExact))["rel_l2"].is_null());  // +inf
+  EXPECT_TRUE(
+      comparison_to_json(run({kTiny}, {0}, CompareMode::kExact))["rel_l2"].is_null());  // +inf
 }
 
 }  // namespace

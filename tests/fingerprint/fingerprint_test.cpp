@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+
 #include <nlohmann/json.hpp>
 
 #include "common/json.h"
@@ -23,7 +24,9 @@ Snapshot make_snapshot() {
   for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i);
   std::vector<std::uint16_t> b{0x3c00, 0x4000, 0xc000};  // F16 1, 2, -2
   std::vector<std::int64_t> step{42};
-  auto raw = [](const auto& v) { return ByteSpan(reinterpret_cast<const std::uint8_t*>(v.data()), v.size() * sizeof(v[0])); };
+  auto raw = [](const auto& v) {
+    return ByteSpan(reinterpret_cast<const std::uint8_t*>(v.data()), v.size() * sizeof(v[0]));
+  };
   Snapshot s;
   s.bytes = write_canonical({{{"w", DType::kF32, {10, 100}}, raw(w)},
                              {{"b", DType::kF16, {3}}, raw(b)},
@@ -69,13 +72,15 @@ TEST(Fingerprint, FromValuesChecksSizesAndDtypes) {
   values[1].pop_back();
   auto short_values = fingerprint_from_values(fp->plan, values);
   ASSERT_FALSE(short_values.ok());
-  EXPECT_NE(short_values.error().message.find("tensor \"w\" has"), std::string::npos) << short_values.error().message;
+  EXPECT_NE(short_values.error().message.find("tensor \"w\" has"), std::string::npos)
+      << short_values.error().message;
   EXPECT_FALSE(fingerprint_from_values(fp->plan, {fp->values[0]}).ok());
   SamplePlan ints = fp->plan;
   ints.tensors[0].dtype = DType::kI16;
   auto bad = fingerprint_from_values(ints, fp->values);
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message.find("has dtype I16; only F64, F32, F16 and BF16"), std::string::npos);
+  EXPECT_NE(bad.error().message.find("has dtype I16; only F64, F32, F16 and BF16"),
+            std::string::npos);
 }
 
 TEST(Fingerprint, GatherNamesAMissingOrReshapedTensor) {
@@ -124,7 +129,8 @@ TEST(FingerprintJson, RoundTripsThroughCanonicalText) {
 
 std::string json_error(const std::function<void(nlohmann::json&)>& edit) {
   Snapshot s = make_snapshot();
-  nlohmann::json j = fingerprint_to_json(fingerprint_snapshot(s.view, digest_of_zero(), 12).value());
+  nlohmann::json j =
+      fingerprint_to_json(fingerprint_snapshot(s.view, digest_of_zero(), 12).value());
   edit(j);
   auto r = fingerprint_from_json(nlohmann::json::parse(j.dump()));
   return r.ok() ? "" : r.error().message;
@@ -135,11 +141,21 @@ TEST(FingerprintJson, RejectsBadFieldsNamingThem) {
             "fingerprint.tensors[0].dtype: \"I32\" is not one of F64, F32, F16, BF16");
   EXPECT_EQ(json_error([](auto& j) { j["tensors"][1]["dtype"] = "F8_E4M3"; }),
             "fingerprint.tensors[1].dtype: \"F8_E4M3\" is not one of F64, F32, F16, BF16");
-  EXPECT_NE(json_error([](auto& j) { j["tensors"][1]["values"] = "00"; }).find("fingerprint.tensors[1].values: "), std::string::npos);
-  EXPECT_NE(json_error([](auto& j) { j["tensors"][1]["indices"][0] = 1000; }).find("is not below numel 1000"), std::string::npos);
-  EXPECT_NE(json_error([](auto& j) { j["tensors"][1]["indices"][1] = 0; }).find("ascend strictly"), std::string::npos);
-  EXPECT_NE(json_error([](auto& j) { std::swap(j["tensors"][0], j["tensors"][1]); }).find("out of order"), std::string::npos);
-  EXPECT_EQ(json_error([](auto& j) { j["version"] = 2; }), "fingerprint.version: 2 is not supported (expected 1)");
+  EXPECT_NE(json_error([](auto& j) {
+              j["tensors"][1]["values"] = "00";
+            }).find("fingerprint.tensors[1].values: "),
+            std::string::npos);
+  EXPECT_NE(json_error([](auto& j) {
+              j["tensors"][1]["indices"][0] = 1000;
+            }).find("is not below numel 1000"),
+            std::string::npos);
+  EXPECT_NE(json_error([](auto& j) { j["tensors"][1]["indices"][1] = 0; }).find("ascend strictly"),
+            std::string::npos);
+  EXPECT_NE(
+      json_error([](auto& j) { std::swap(j["tensors"][0], j["tensors"][1]); }).find("out of order"),
+      std::string::npos);
+  EXPECT_EQ(json_error([](auto& j) { j["version"] = 2; }),
+            "fingerprint.version: 2 is not supported (expected 1)");
   EXPECT_EQ(json_error([](auto& j) { j.erase("seed"); }), "fingerprint.seed: missing");
 }
 

@@ -25,7 +25,8 @@ inline Bytes pattern(std::size_t n) {
 // The snapshot of docs/fingerprint.md, "Known-answer vectors".
 inline Bytes snapshot() {
   Bytes w, bias, b, c, step;
-  for (int i = 0; i < 32; ++i) append_u32le(w, std::bit_cast<std::uint32_t>(static_cast<float>(i) * 0.25f - 3.0f));
+  for (int i = 0; i < 32; ++i)
+    append_u32le(w, std::bit_cast<std::uint32_t>(static_cast<float>(i) * 0.25f - 3.0f));
   for (int i = 0; i < 3; ++i) {
     bias.push_back(0x00);
     bias.push_back(static_cast<std::uint8_t>(0x3c + i));

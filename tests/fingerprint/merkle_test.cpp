@@ -50,7 +50,8 @@ TEST(Merkle, MatchesRfc6962SplitForEveryShapeUpTo11Chunks) {
       ByteSpan bytes(data.data(), size);
       std::vector<Digest> leaves;
       for (std::size_t i = 0; i < n; ++i) {
-        leaves.push_back(merkle_leaf_hash(bytes.subspan(i * kMiB, std::min(kMiB, size - i * kMiB))));
+        leaves.push_back(
+            merkle_leaf_hash(bytes.subspan(i * kMiB, std::min(kMiB, size - i * kMiB))));
       }
       Digest expected = rfc6962_root(leaves, 0, n);
       EXPECT_EQ(merkle_root(bytes), expected) << n << " chunks, size " << size;
@@ -126,7 +127,8 @@ TEST(Merkle, ProofsVerifyForEveryChunkAndOnlyThatChunk) {
     }
     auto missing = prove_chunk(data, n);
     ASSERT_FALSE(missing.ok());
-    EXPECT_NE(missing.error().message.find("chunk " + std::to_string(n) + " does not exist"), std::string::npos)
+    EXPECT_NE(missing.error().message.find("chunk " + std::to_string(n) + " does not exist"),
+              std::string::npos)
         << missing.error().message;
   }
 }

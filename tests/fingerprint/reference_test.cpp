@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+
 #include <nlohmann/json.hpp>
 
 #include "common/json.h"
@@ -22,8 +23,8 @@ Bytes large_snapshot() {
     for (auto& b : out) b = static_cast<std::uint8_t>((seed = seed * 1103515245u + 12345u) >> 16);
     return out;
   };
-  Bytes w = fill(700'000 * 4, 1), h = fill(300'001 * 2, 2), bf = fill(5 * 2, 3), d = fill(129 * 8, 4),
-        rng = fill(5056, 5), cursor = fill(8, 6);
+  Bytes w = fill(700'000 * 4, 1), h = fill(300'001 * 2, 2), bf = fill(5 * 2, 3),
+        d = fill(129 * 8, 4), rng = fill(5056, 5), cursor = fill(8, 6);
   return write_canonical({{{"layers.0.weight", DType::kF32, {700, 1000}}, w},
                           {{"Layers.half", DType::kF16, {300'001}}, h},
                           {{"norm.bias", DType::kBF16, {5}}, bf},
@@ -38,14 +39,16 @@ Bytes large_snapshot() {
 void expect_reference_agrees(const Bytes& snapshot, std::uint64_t epoch, std::uint64_t k) {
   testing::ScratchDir dir;
   const auto path = dir / "snapshot.safetensors";
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(snapshot.data()),
-                                              static_cast<std::streamsize>(snapshot.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(snapshot.data()),
+             static_cast<std::streamsize>(snapshot.size()));
   auto c = commit_snapshot(snapshot, kat::task_id(), epoch, k);
   ASSERT_TRUE(c.ok()) << c.error().message;
-  const std::string expected =
-      canonical_json({{"root", hex_encode(c->root)}, {"fingerprint", fingerprint_to_json(c->fingerprint)}});
-  const std::string cmd = "python3 '" + std::string(VT_SOURCE_DIR) + "/scripts/fingerprint_ref.py' '" + path.string() +
-                          "' " + hex_encode(kat::task_id()) + " " + std::to_string(epoch) + " " + std::to_string(k);
+  const std::string expected = canonical_json(
+      {{"root", hex_encode(c->root)}, {"fingerprint", fingerprint_to_json(c->fingerprint)}});
+  const std::string cmd =
+      "python3 '" + std::string(VT_SOURCE_DIR) + "/scripts/fingerprint_ref.py' '" + path.string() +
+      "' " + hex_encode(kat::task_id()) + " " + std::to_string(epoch) + " " + std::to_string(k);
   auto run = testing::run_command(cmd, dir.path());
   ASSERT_EQ(run.exit_code, 0) << run.err;
   std::string out = run.out;

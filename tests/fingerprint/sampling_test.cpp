@@ -16,18 +16,21 @@ Digest digest_of(std::uint8_t fill) {
 }
 
 std::vector<TensorSpec> model_specs() {
-  return {{"w", DType::kF32, {100, 100}},     {"b", DType::kF32, {3}},    {"norm", DType::kBF16, {1}},
-          {"step", DType::kI64, {}},           {"rng", DType::kU8, {5056}}, {"empty", DType::kF16, {0, 4}},
+  return {{"w", DType::kF32, {100, 100}}, {"b", DType::kF32, {3}},
+          {"norm", DType::kBF16, {1}},    {"step", DType::kI64, {}},
+          {"rng", DType::kU8, {5056}},    {"empty", DType::kF16, {0, 4}},
           {"m.w", DType::kF64, {50, 20}}};
 }
 
 bool has_error(const Result<SamplePlan>& r, const std::string& text) {
-  return !r.ok() && r.error().code == Errc::kInvalidInput && r.error().message.find(text) != std::string::npos;
+  return !r.ok() && r.error().code == Errc::kInvalidInput &&
+         r.error().message.find(text) != std::string::npos;
 }
 
 TEST(Seeds, AreDomainSeparatedHashesOfTheirInputs) {
   const Digest task = digest_of(0xab), root = digest_of(0xcd);
-  Bytes expected = Bytes(as_bytes("veritrain/fingerprint/v1").begin(), as_bytes("veritrain/fingerprint/v1").end());
+  Bytes expected = Bytes(as_bytes("veritrain/fingerprint/v1").begin(),
+                         as_bytes("veritrain/fingerprint/v1").end());
   append_bytes(expected, task);
   append_u64le(expected, 7);
   append_bytes(expected, root);
@@ -74,7 +77,8 @@ TEST(Plan, SpreadsKOverFloatingTensorsWithAMinimumEach) {
   EXPECT_EQ(names, (std::vector<std::string>{"b", "m.w", "norm", "w"}));  // no ints, no empty
   // 4 minimum, 96 split over capacities 2, 999, 0, 9999 (of 11000 in all).
   EXPECT_EQ(plan->tensors[0].indices.size(), 1u);
-  EXPECT_EQ(plan->tensors[1].indices.size(), 10u);  // 1 + floor(96*999/11000) + 1 for the largest remainder
+  EXPECT_EQ(plan->tensors[1].indices.size(),
+            10u);  // 1 + floor(96*999/11000) + 1 for the largest remainder
   EXPECT_EQ(plan->tensors[2].indices.size(), 1u);
   EXPECT_EQ(plan->tensors[3].indices.size(), 88u);  // 1 + 87
   for (const auto& t : plan->tensors) {
@@ -98,7 +102,8 @@ TEST(Plan, DoesNotDependOnInputOrderButOnSeed) {
 }
 
 TEST(Plan, KEqualToAllElementsSamplesEveryElement) {
-  std::vector<TensorSpec> specs{{"a", DType::kF32, {5}}, {"b", DType::kF16, {2, 3}}, {"c", DType::kF64, {1}}};
+  std::vector<TensorSpec> specs{
+      {"a", DType::kF32, {5}}, {"b", DType::kF16, {2, 3}}, {"c", DType::kF64, {1}}};
   auto plan = plan_samples(digest_of(6), std::span<const TensorSpec>(specs), 12);
   ASSERT_TRUE(plan.ok()) << plan.error().message;
   EXPECT_EQ(plan->tensors[0].indices, (std::vector<std::uint64_t>{0, 1, 2, 3, 4}));
@@ -109,16 +114,20 @@ TEST(Plan, KEqualToAllElementsSamplesEveryElement) {
 TEST(Plan, RejectsImpossibleRequestsWithClearErrors) {
   auto specs = model_specs();  // floating elements: 3 + 1 + 10000 + 1000 = 11004, 4 tensors
   auto span = std::span<const TensorSpec>(specs);
-  EXPECT_TRUE(has_error(plan_samples(digest_of(7), span, 11005), "k = 11005 exceeds the 11004 floating-point elements"));
+  EXPECT_TRUE(has_error(plan_samples(digest_of(7), span, 11005),
+                        "k = 11005 exceeds the 11004 floating-point elements"));
   EXPECT_TRUE(has_error(plan_samples(digest_of(7), span, 3), "k = 3 is below the minimum 4"));
   EXPECT_TRUE(has_error(plan_samples(digest_of(7), span, 0), "k must be at least 1"));
   EXPECT_TRUE(plan_samples(digest_of(7), span, 11004).ok());
   std::vector<TensorSpec> no_floats{{"step", DType::kI64, {}}, {"empty", DType::kF32, {0}}};
-  EXPECT_TRUE(has_error(plan_samples(digest_of(7), std::span<const TensorSpec>(no_floats), 1), "no tensor to sample"));
+  EXPECT_TRUE(has_error(plan_samples(digest_of(7), std::span<const TensorSpec>(no_floats), 1),
+                        "no tensor to sample"));
   std::vector<TensorSpec> twice{{"a", DType::kF32, {2}}, {"a", DType::kF32, {2}}};
-  EXPECT_TRUE(has_error(plan_samples(digest_of(7), std::span<const TensorSpec>(twice), 1), "\"a\" appears twice"));
+  EXPECT_TRUE(has_error(plan_samples(digest_of(7), std::span<const TensorSpec>(twice), 1),
+                        "\"a\" appears twice"));
   std::vector<TensorSpec> negative{{"a", DType::kF32, {2, -1}}};
-  EXPECT_TRUE(has_error(plan_samples(digest_of(7), std::span<const TensorSpec>(negative), 1), "\"a\" has an invalid shape"));
+  EXPECT_TRUE(has_error(plan_samples(digest_of(7), std::span<const TensorSpec>(negative), 1),
+                        "\"a\" has an invalid shape"));
 }
 
 TEST(Plan, CheckPlanAcceptsItsOwnDerivationOnly) {
@@ -127,7 +136,8 @@ TEST(Plan, CheckPlanAcceptsItsOwnDerivationOnly) {
   ASSERT_TRUE(plan.ok());
   EXPECT_TRUE(check_plan(*plan).ok());
   SamplePlan moved = *plan;
-  moved.tensors.back().indices.back() = (moved.tensors.back().indices.back() + 1) % moved.tensors.back().numel;
+  moved.tensors.back().indices.back() =
+      (moved.tensors.back().indices.back() + 1) % moved.tensors.back().numel;
   auto status = check_plan(moved);
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(status.error().code, Errc::kRejected);

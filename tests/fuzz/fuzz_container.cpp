@@ -1,6 +1,6 @@
 // libFuzzer target for the container decoder (built with -DVT_BUILD_FUZZ=ON and clang):
-//   CC=clang CXX=clang++ cmake -S . -B build-fuzz -DVT_BUILD_FUZZ=ON -DVT_SANITIZE="address;undefined"
-//   cmake --build build-fuzz --target fuzz_container
+//   CC=clang CXX=clang++ cmake -S . -B build-fuzz -DVT_BUILD_FUZZ=ON
+//   -DVT_SANITIZE="address;undefined" cmake --build build-fuzz --target fuzz_container
 //   build-fuzz/tests/compression/fuzz_container tests/fuzz/corpus/container -max_len=65536
 // Checksums would stop almost every mutation at the header, so each input is also decoded after
 // its header and payload checksums are recomputed: that lets mutations reach the table checks,
@@ -35,13 +35,14 @@ void fix_checksums(Bytes& c) {
     at += format::kEntryFixedSize + (e[2] | (e[3] << 8));
   }
   Bytes covered(c.begin(), c.begin() + format::kHeaderChecksumOffset);
-  covered.insert(covered.end(), c.begin() + format::kHeaderSize, c.begin() + format::kHeaderSize + table_size);
+  covered.insert(covered.end(), c.begin() + format::kHeaderSize,
+                 c.begin() + format::kHeaderSize + table_size);
   vt::put_u64le(c.data() + format::kHeaderChecksumOffset, format::xxh3(covered));
 }
 
 void exercise(ByteSpan input) {
   vt::comp::DecodeOptions options;
-  options.max_expansion = 64;  // keeps libFuzzer's memory limit meaningful
+  options.max_expansion = 64;   // keeps libFuzzer's memory limit meaningful
   options.verify_root = false;  // a fuzzed root never matches; the sections are what is tested
   (void)vt::comp::decode(input, options);
   auto info = vt::comp::read_container_info(input);

@@ -7,8 +7,9 @@
 // symbols audit.cpp and epoch_check.cpp reference are link seams that only return errors.
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "common/json.h"
 #include "training/live_fingerprint.h"
@@ -20,7 +21,9 @@ Trainer::~Trainer() = default;
 Result<std::unique_ptr<Trainer>> Trainer::restore(const Task&, ByteSpan, const TrainerOptions&) {
   return internal_error("fuzz: no trainer");
 }
-Result<EpochSummary> Trainer::train_epoch(const EpochHooks&) { return internal_error("fuzz: no trainer"); }
+Result<EpochSummary> Trainer::train_epoch(const EpochHooks&) {
+  return internal_error("fuzz: no trainer");
+}
 Result<Bytes> Trainer::snapshot() const { return internal_error("fuzz: no trainer"); }
 const std::vector<std::string>& Trainer::replay_notes() const {
   static const std::vector<std::string> none;
@@ -29,7 +32,9 @@ const std::vector<std::string>& Trainer::replay_notes() const {
 }  // namespace vt::training
 
 namespace vt::provider {
-Result<fp::Fingerprint> gather_live(const training::Trainer&, fp::SamplePlan) { return internal_error("fuzz: no trainer"); }
+Result<fp::Fingerprint> gather_live(const training::Trainer&, fp::SamplePlan) {
+  return internal_error("fuzz: no trainer");
+}
 }  // namespace vt::provider
 
 namespace {
@@ -37,9 +42,12 @@ namespace {
 class NoSource final : public vt::verifier::EvidenceSource {
  public:
   vt::Result<std::string> task_json() override { return vt::io_error("fuzz: no task"); }
-  vt::Result<std::vector<vt::SignedRecord>> log() override { return std::vector<vt::SignedRecord>{}; }
-  vt::Result<vt::Bytes> snapshot(std::uint64_t, const vt::Digest&,
-                                 const std::optional<std::pair<vt::Digest, vt::ByteSpan>>&) override {
+  vt::Result<std::vector<vt::SignedRecord>> log() override {
+    return std::vector<vt::SignedRecord>{};
+  }
+  vt::Result<vt::Bytes> snapshot(
+      std::uint64_t, const vt::Digest&,
+      const std::optional<std::pair<vt::Digest, vt::ByteSpan>>&) override {
     return vt::io_error("fuzz: no snapshots");
   }
   std::uint64_t bytes_fetched() const override { return 0; }
@@ -67,7 +75,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)vt::verifier::check_evidence(text, source, task, {});
   nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("evidence")) return 0;
-  doc["signature"] = vt::hex_encode(auditor().sign(vt::as_bytes(vt::canonical_json(doc["evidence"]))));
+  doc["signature"] =
+      vt::hex_encode(auditor().sign(vt::as_bytes(vt::canonical_json(doc["evidence"]))));
   doc["signer"] = vt::hex_encode(auditor().public_key().raw());
   (void)vt::verifier::check_evidence(doc.dump(), source, task, {});
   return 0;

@@ -1,5 +1,5 @@
-// libFuzzer target for the wire frame parser (protocol/net/frame.h): any byte string must parse to a
-// frame, ask for more bytes, or be refused with a FrameError - never crash, never read out of
+// libFuzzer target for the wire frame parser (protocol/net/frame.h): any byte string must parse to
+// a frame, ask for more bytes, or be refused with a FrameError - never crash, never read out of
 // bounds, never allocate more than the limits allow. A frame that parses must re-encode to a
 // frame that parses to the same type, header and payload.
 
@@ -18,8 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const Frame& f = *r.frame.value;
     vt::Bytes again = encode_frame(f.type, f.header, f.payload);
     ParseResult back = parse_frame(again, FrameLimits{0xFFFFFFFFu, 0xFFFFFFFFu});
-    if (!back.frame.ok() || back.frame.value->type != f.type || back.frame.value->header != f.header ||
-        back.frame.value->payload != f.payload)
+    if (!back.frame.ok() || back.frame.value->type != f.type ||
+        back.frame.value->header != f.header || back.frame.value->payload != f.payload)
       std::abort();
     input = input.subspan(r.consumed);
   }

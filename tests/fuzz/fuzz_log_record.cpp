@@ -15,7 +15,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (record.ok()) {
     vt::Bytes again = vt::encode_record(*record);
     if (again.size() != size || std::memcmp(again.data(), data, size) != 0) std::abort();
-    (void)vt::verify_record(*record, record->record.epoch, record->record.task_id, record->record.prev, std::nullopt);
+    (void)vt::verify_record(*record, record->record.epoch, record->record.task_id,
+                            record->record.prev, std::nullopt);
   }
   auto log = vt::read_log(input, "fuzz");
   if (log.ok()) {
@@ -23,7 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (const auto& r : log->records) covered += vt::encode_record(r).size();
     if (log->torn_tail) covered += log->torn_tail->size;
     if (covered != size) std::abort();
-    if (!log->records.empty()) (void)vt::verify_log(log->records, log->records.front().record.task_id);
+    if (!log->records.empty())
+      (void)vt::verify_log(log->records, log->records.front().record.task_id);
   }
   return 0;
 }

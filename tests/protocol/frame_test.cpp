@@ -18,8 +18,8 @@ Bytes sample_frame() {
 TEST(Frame, LayoutMatchesTheDocumentedBytes) {
   Bytes f = encode_frame(MessageType::kGetTask, json::object());
   // "VTWP", version 1, type 2, flags 0, header length 2 ("{}"), payload length 0.
-  Bytes want = {0x56, 0x54, 0x57, 0x50, 0x01, 0x02, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00,
-                0x00, 0x00, 0x00, 0x00, '{',  '}'};
+  Bytes want = {0x56, 0x54, 0x57, 0x50, 0x01, 0x02, 0x00, 0x00, 0x02,
+                0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, '{',  '}'};
   EXPECT_EQ(f, want);
 }
 
@@ -34,7 +34,9 @@ TEST(Frame, RoundTrip) {
   EXPECT_EQ(*get_u64(*r.frame.value, "epoch"), 3u);
   EXPECT_EQ(*get_string(*r.frame.value, "codec"), "planes");
   EXPECT_FALSE(get_u64(*r.frame.value, "codec").ok());
-  EXPECT_NE(get_u64(*r.frame.value, "offset").error().message.find("get_snapshot header: field \"offset\" is missing"),
+  EXPECT_NE(get_u64(*r.frame.value, "offset")
+                .error()
+                .message.find("get_snapshot header: field \"offset\" is missing"),
             std::string::npos);
 }
 
@@ -83,7 +85,9 @@ TEST(Frame, RefusesWhatExceedsTheLimitsBeforeReadingIt) {
   put_u32le(f.data() + 12, 0xFFFFFFFFu);  // a 4 GiB payload, declared but never sent
   FrameError e = error_of(f);
   EXPECT_EQ(e.errc, FrameErrc::kTooLarge);
-  EXPECT_NE(e.message.find("payload of 4294967295 bytes exceeds the limit of 4194304"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("payload of 4294967295 bytes exceeds the limit of 4194304"),
+            std::string::npos)
+      << e.message;
   f = sample_frame();
   EXPECT_EQ(error_of(f, FrameLimits{8, 1024}).errc, FrameErrc::kTooLarge);  // header > 8 bytes
   EXPECT_EQ(frame_errc_code(FrameErrc::kTooLarge), "frame_too_large");
@@ -112,9 +116,11 @@ TEST(Frame, TwoFramesBackToBack) {
 }
 
 TEST(ChunkProofs, EqualFingerprintProofsAndVerify) {
-  for (std::uint64_t size : std::vector<std::uint64_t>{1, fp::kMerkleChunkSize, 5 * fp::kMerkleChunkSize + 17, 8 * fp::kMerkleChunkSize}) {
+  for (std::uint64_t size : std::vector<std::uint64_t>{
+           1, fp::kMerkleChunkSize, 5 * fp::kMerkleChunkSize + 17, 8 * fp::kMerkleChunkSize}) {
     Bytes bytes(size);
-    for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::uint8_t>(i * 131 + (i >> 20));
+    for (std::size_t i = 0; i < bytes.size(); ++i)
+      bytes[i] = static_cast<std::uint8_t>(i * 131 + (i >> 20));
     Digest root = fp::merkle_root(bytes);
     std::vector<std::uint64_t> indices;
     for (std::uint64_t i = 0; i < fp::merkle_chunk_count(size); ++i) indices.push_back(i);
@@ -126,7 +132,8 @@ TEST(ChunkProofs, EqualFingerprintProofsAndVerify) {
       EXPECT_EQ((*proofs)[i].siblings, want->siblings) << size << " chunk " << i;
       EXPECT_EQ((*proofs)[i].chunk_count, want->chunk_count);
       std::uint64_t begin = i * fp::kMerkleChunkSize;
-      ByteSpan chunk = ByteSpan(bytes).subspan(begin, std::min<std::uint64_t>(fp::kMerkleChunkSize, size - begin));
+      ByteSpan chunk = ByteSpan(bytes).subspan(
+          begin, std::min<std::uint64_t>(fp::kMerkleChunkSize, size - begin));
       EXPECT_TRUE(fp::verify_chunk(root, chunk, (*proofs)[i]));
     }
   }
@@ -134,7 +141,8 @@ TEST(ChunkProofs, EqualFingerprintProofsAndVerify) {
   std::vector<std::uint64_t> bad = {0, 3};
   auto r = prove_chunks(three, bad);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message.find("chunk 3 does not exist: the snapshot has 3 chunks"), std::string::npos);
+  EXPECT_NE(r.error().message.find("chunk 3 does not exist: the snapshot has 3 chunks"),
+            std::string::npos);
 }
 
 }  // namespace

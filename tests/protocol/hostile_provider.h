@@ -25,17 +25,17 @@ namespace vt::testing {
 enum class Hostility {
   kEndlessLog,      // get_log: the real records, then valid-looking ones for ever
   kEmptyLogFrames,  // get_log: frames with more=true and no records, for ever
-  kDrip,            // get_snapshot: a begin frame, then `drip_bytes` per data frame every `drip_every`
-  kDeepHello,       // hello: a header nested 100,000 deep
+  kDrip,       // get_snapshot: a begin frame, then `drip_bytes` per data frame every `drip_every`
+  kDeepHello,  // hello: a header nested 100,000 deep
 };
 
 struct HostileOptions {
   Hostility mode = Hostility::kDrip;
-  Bytes task;                            // served for get_task
-  std::vector<Bytes> log_lines;          // encoded records, served for get_log (ends in '\n')
+  Bytes task;                              // served for get_task
+  std::vector<Bytes> log_lines;            // encoded records, served for get_log (ends in '\n')
   std::uint64_t declared_size = 1u << 20;  // the container size snapshot_begin announces
   std::string root_hex = std::string(64, '0');  // the root snapshot_begin announces, unless
-  std::vector<std::string> roots_hex;             // the requested epoch has one here
+  std::vector<std::string> roots_hex;           // the requested epoch has one here
   std::size_t drip_bytes = 1;
   std::chrono::milliseconds drip_every{100};
   std::uint16_t port = 0;  // 0: any free port
@@ -86,7 +86,8 @@ class HostileProvider {
     for (auto& t : sessions) t.join();
   }
 
-  bool send_frame(int fd, wire::MessageType type, const nlohmann::json& header, ByteSpan payload = {}) {
+  bool send_frame(int fd, wire::MessageType type, const nlohmann::json& header,
+                  ByteSpan payload = {}) {
     Bytes frame = wire::encode_frame(type, header, payload);
     std::size_t done = 0;
     while (done < frame.size()) {
@@ -126,7 +127,8 @@ class HostileProvider {
           nlohmann::json hello = {{"version", wire::kProtocolVersion}, {"server", "hostile"}};
           if (options_.mode == Hostility::kDeepHello) {
             // Sent raw: the bytes are what matters, nlohmann would recurse building them.
-            std::string deep = "{\"version\":1,\"x\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+            std::string deep =
+                "{\"version\":1,\"x\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
             Bytes head = wire::encode_head(MessageType::kHello, nlohmann::json::object(), 0);
             Bytes frame(head.begin(), head.begin() + wire::kPrefixSize);
             put_u32le(frame.data() + 8, static_cast<std::uint32_t>(deep.size()));
@@ -138,46 +140,63 @@ class HostileProvider {
           break;
         }
         case MessageType::kGetTask:
-          if (!send_frame(fd, MessageType::kTask, {{"size", options_.task.size()}}, options_.task)) return;
+          if (!send_frame(fd, MessageType::kTask, {{"size", options_.task.size()}}, options_.task))
+            return;
           break;
-        case MessageType::kGetLog: serve_log(fd); return;
-        case MessageType::kGetSnapshot: serve_snapshot(fd, *request); return;
-        default: return;
+        case MessageType::kGetLog:
+          serve_log(fd);
+          return;
+        case MessageType::kGetSnapshot:
+          serve_snapshot(fd, *request);
+          return;
+        default:
+          return;
       }
     }
   }
 
   void serve_log(int fd) {
-    const bool honest_log = options_.mode != Hostility::kEndlessLog && options_.mode != Hostility::kEmptyLogFrames;
+    const bool honest_log =
+        options_.mode != Hostility::kEndlessLog && options_.mode != Hostility::kEmptyLogFrames;
     std::uint64_t epoch = 0;
     for (const Bytes& line : options_.log_lines) {
       const bool more = !honest_log || epoch + 1 < options_.log_lines.size();
-      if (!send_frame(fd, wire::MessageType::kLog, {{"from_epoch", epoch++}, {"count", 1}, {"more", more}}, line)) return;
+      if (!send_frame(fd, wire::MessageType::kLog,
+                      {{"from_epoch", epoch++}, {"count", 1}, {"more", more}}, line))
+        return;
     }
     if (honest_log) return;
     const Bytes filler = options_.log_lines.empty() ? Bytes{} : options_.log_lines.back();
     while (!stop_) {
       const bool empty = options_.mode == Hostility::kEmptyLogFrames || filler.empty();
       nlohmann::json header = {{"from_epoch", epoch}, {"count", empty ? 0 : 1}, {"more", true}};
-      if (!send_frame(fd, wire::MessageType::kLog, header, empty ? ByteSpan{} : ByteSpan(filler))) return;
+      if (!send_frame(fd, wire::MessageType::kLog, header, empty ? ByteSpan{} : ByteSpan(filler)))
+        return;
       if (!empty) ++epoch;
     }
   }
 
   void serve_snapshot(int fd, const wire::Frame& request) {
     const std::uint64_t epoch = request.header.value("epoch", std::uint64_t{0});
-    const std::string root = epoch < options_.roots_hex.size() ? options_.roots_hex[epoch] : options_.root_hex;
-    nlohmann::json begin = {{"epoch", epoch},      {"codec", "planes"}, {"root", root},
-                            {"base_root", nullptr}, {"size", options_.declared_size},
-                            {"offset", 0},          {"container_id", std::string(64, 'c')},
+    const std::string root =
+        epoch < options_.roots_hex.size() ? options_.roots_hex[epoch] : options_.root_hex;
+    nlohmann::json begin = {{"epoch", epoch},
+                            {"codec", "planes"},
+                            {"root", root},
+                            {"base_root", nullptr},
+                            {"size", options_.declared_size},
+                            {"offset", 0},
+                            {"container_id", std::string(64, 'c')},
                             {"chunk", options_.drip_bytes}};
     if (!send_frame(fd, wire::MessageType::kSnapshotBegin, begin)) return;
     Bytes drop(options_.drip_bytes, 0x5a);
     for (std::uint64_t at = 0; !stop_ && at < options_.declared_size; at += drop.size()) {
       std::this_thread::sleep_for(options_.drip_every);
       char sum[17];
-      std::snprintf(sum, sizeof(sum), "%016llx", static_cast<unsigned long long>(XXH3_64bits(drop.data(), drop.size())));
-      if (!send_frame(fd, wire::MessageType::kSnapshotData, {{"offset", at}, {"xxh3", sum}}, drop)) return;
+      std::snprintf(sum, sizeof(sum), "%016llx",
+                    static_cast<unsigned long long>(XXH3_64bits(drop.data(), drop.size())));
+      if (!send_frame(fd, wire::MessageType::kSnapshotData, {{"offset", at}, {"xxh3", sum}}, drop))
+        return;
     }
   }
 

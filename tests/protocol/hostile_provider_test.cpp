@@ -1,10 +1,11 @@
 // A provider that answers, but never finishes or answers too much: the client ends every such
 // exchange with a rejection (the provider's fault) within its limits, holding bounded memory.
 
+#include "tests/protocol/hostile_provider.h"
+
 #include <gtest/gtest.h>
 
 #include "protocol/net/client.h"
-#include "tests/protocol/hostile_provider.h"
 #include "tests/protocol/memory_catalog.h"
 
 namespace vt::testing {
@@ -36,7 +37,9 @@ HostileOptions with_log(Hostility mode) {
   return o;
 }
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 TEST(HostileProvider, HelloNestedHundredThousandDeepIsRefusedNotACrash) {
   HostileOptions o;
@@ -55,7 +58,8 @@ TEST(HostileProvider, EndlessLogStopsAtTheRecordsTheTaskAllows) {
   auto log = client->get_log(0, /*max_records=*/4);  // a task of 3 epochs: records 0..3
   ASSERT_FALSE(log.ok());
   EXPECT_EQ(log.error().code, Errc::kRejected);
-  EXPECT_NE(log.error().message.find("more than the 4 records the task allows (epoch 4 and on)"), std::string::npos)
+  EXPECT_NE(log.error().message.find("more than the 4 records the task allows (epoch 4 and on)"),
+            std::string::npos)
       << log.error().message;
 }
 
@@ -66,7 +70,9 @@ TEST(HostileProvider, EmptyLogFramesForEverAreRejected) {
   auto log = client->get_log(0, 100);  // the cap is not what ends it
   ASSERT_FALSE(log.ok());
   EXPECT_EQ(log.error().code, Errc::kRejected);
-  EXPECT_NE(log.error().message.find("a log frame after epoch 10 promises more records but carries none"), std::string::npos)
+  EXPECT_NE(
+      log.error().message.find("a log frame after epoch 10 promises more records but carries none"),
+      std::string::npos)
       << log.error().message;
 }
 
@@ -83,7 +89,8 @@ TEST(HostileProvider, DeclaredSnapshotFarAboveTheStateIsRefusedBeforeAllocating)
   auto got = client->fetch_container(request);
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.error().code, Errc::kRejected);
-  EXPECT_NE(got.error().message.find("the container is 64424509440 bytes, more than a snapshot of this task can take"),
+  EXPECT_NE(got.error().message.find(
+                "the container is 64424509440 bytes, more than a snapshot of this task can take"),
             std::string::npos)
       << got.error().message;
 }
@@ -101,7 +108,8 @@ TEST(HostileProvider, DrippingSnapshotFailsTheMinimumTransferRate) {
   auto got = client->fetch_container(request);
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.error().code, Errc::kRejected);
-  EXPECT_NE(got.error().message.find("below the minimum transfer rate of 65536 bytes/s"), std::string::npos)
+  EXPECT_NE(got.error().message.find("below the minimum transfer rate of 65536 bytes/s"),
+            std::string::npos)
       << got.error().message;
   EXPECT_LT(seconds_since(start), 3.0);
 }
@@ -120,7 +128,8 @@ TEST(HostileProvider, DeadlineEndsADripThatKeepsTheRate) {
   auto got = client->fetch_container(request);
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.error().code, Errc::kRejected);
-  EXPECT_NE(got.error().message.find("the verifier's deadline passed"), std::string::npos) << got.error().message;
+  EXPECT_NE(got.error().message.find("the verifier's deadline passed"), std::string::npos)
+      << got.error().message;
   EXPECT_LT(seconds_since(start), 2.5);
   // Past the deadline every call is refused at once, as the provider's fault.
   auto task = client->get_task();

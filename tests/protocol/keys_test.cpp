@@ -62,15 +62,17 @@ TEST(Keys, OpensslCliVerifiesOurSignature) {
   std::string message = "veritrain commitment";
   ASSERT_TRUE(write_file_atomic(dir / "msg", std::string_view(message)).ok());
   ASSERT_TRUE(write_file_atomic(dir / "sig", key->sign(as_bytes(message))).ok());
-  std::string verify = "openssl pkeyutl -verify -pubin -inkey " + (dir / "signing.pub.pem").string() +
-                       " -rawin -in " + (dir / "msg").string() + " -sigfile " + (dir / "sig").string();
+  std::string verify = "openssl pkeyutl -verify -pubin -inkey " +
+                       (dir / "signing.pub.pem").string() + " -rawin -in " +
+                       (dir / "msg").string() + " -sigfile " + (dir / "sig").string();
   auto ok = testing::run_command(verify, dir.path());
   EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
   EXPECT_NE(ok.out.find("Signature Verified Successfully"), std::string::npos);
   ASSERT_TRUE(write_file_atomic(dir / "msg", std::string_view("veritrain commitmenT")).ok());
   EXPECT_NE(testing::run_command(verify, dir.path()).exit_code, 0);
   // And the TLS certificate parses and matches its key.
-  auto cert = testing::run_command("openssl x509 -noout -subject -in " + (dir / "tls.cert.pem").string(), dir.path());
+  auto cert = testing::run_command(
+      "openssl x509 -noout -subject -in " + (dir / "tls.cert.pem").string(), dir.path());
   EXPECT_EQ(cert.exit_code, 0);
   EXPECT_NE(cert.out.find("veritrain-provider"), std::string::npos);
 }

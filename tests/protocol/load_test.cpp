@@ -45,8 +45,10 @@ TEST_F(LoadTest, ThirtyTwoConcurrentSnapshotDownloads) {
       }
       bytes[i] = container->size();
       auto snapshot = client->get_snapshot(request(2));
-      if (!snapshot.ok()) errors[i] = snapshot.error().message;
-      else if (*snapshot != *catalog_->snapshot(2)) errors[i] = "snapshot bytes differ";
+      if (!snapshot.ok())
+        errors[i] = snapshot.error().message;
+      else if (*snapshot != *catalog_->snapshot(2))
+        errors[i] = "snapshot bytes differ";
     });
   }
   for (auto& t : threads) t.join();
@@ -57,7 +59,8 @@ TEST_F(LoadTest, ThirtyTwoConcurrentSnapshotDownloads) {
     total += 2 * bytes[i];
   }
   double mbps = static_cast<double>(total) / 1e6 / seconds;
-  std::cout << "load: " << kClients << " clients, " << total << " container bytes in " << seconds << " s = " << mbps
+  std::cout << "load: " << kClients << " clients, " << total << " container bytes in " << seconds
+            << " s = " << mbps
             << " MB/s (each client: fetch_container + get_snapshot with decode and root check)\n";
   RecordProperty("throughput_mb_per_s", std::to_string(mbps));
   EXPECT_EQ(server_->metrics()->connections_total(), static_cast<std::uint64_t>(kClients));

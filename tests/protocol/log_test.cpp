@@ -26,7 +26,11 @@ CommitRecord make_record(std::uint64_t epoch) {
   r.fingerprint = json{{"k", 3}, {"values", {0.5, -1.25, 3.0e-7}}};
   r.tracking_fingerprint = json{{"values", {1, 2}}};
   if (epoch > 0) r.trail = {json{{"step", 4}}, json{{"step", 8}}};
-  r.metrics = {.loss = 0.125 * static_cast<double>(epoch), .steps = 16, .seconds = 1.5, .samples = 512, .eval = std::nullopt};
+  r.metrics = {.loss = 0.125 * static_cast<double>(epoch),
+               .steps = 16,
+               .seconds = 1.5,
+               .samples = 512,
+               .eval = std::nullopt};
   r.time = "2025-06-01T12:00:0" + std::to_string(epoch % 10) + ".000Z";
   return r;
 }
@@ -129,15 +133,16 @@ TEST(CommitLog, BodyIsGolden) {
   ASSERT_TRUE(body.ok()) << body.error().message;
   std::string ab(64, 'a');
   for (std::size_t i = 1; i < ab.size(); i += 2) ab[i] = 'b';
-  EXPECT_EQ(*body,
-            "{\"data_order_digest\":\"" + hex_encode(r.data_order_digest) +
-                "\",\"epoch\":1,\"fingerprint\":{\"k\":3,\"values\":[0.5,-1.25,3e-07]},"
-                "\"format\":\"veritrain.commit.v1\",\"metrics\":{\"loss\":0.125,\"samples\":512,"
-                "\"seconds\":1.5,\"steps\":16},\"prev\":\"" + std::string(64, '0') +
-                "\",\"root\":\"" + hex_encode(r.root) + "\",\"signer\":\"" + ab +
-                "\",\"task_id\":\"" + hex_encode(kTask) +
-                "\",\"time\":\"2025-06-01T12:00:01.000Z\",\"tracking_fingerprint\":{\"values\":[1,2]},"
-                "\"trail\":[{\"step\":4},{\"step\":8}]}");
+  EXPECT_EQ(
+      *body,
+      "{\"data_order_digest\":\"" + hex_encode(r.data_order_digest) +
+          "\",\"epoch\":1,\"fingerprint\":{\"k\":3,\"values\":[0.5,-1.25,3e-07]},"
+          "\"format\":\"veritrain.commit.v1\",\"metrics\":{\"loss\":0.125,\"samples\":512,"
+          "\"seconds\":1.5,\"steps\":16},\"prev\":\"" +
+          std::string(64, '0') + "\",\"root\":\"" + hex_encode(r.root) + "\",\"signer\":\"" + ab +
+          "\",\"task_id\":\"" + hex_encode(kTask) +
+          "\",\"time\":\"2025-06-01T12:00:01.000Z\",\"tracking_fingerprint\":{\"values\":[1,2]},"
+          "\"trail\":[{\"step\":4},{\"step\":8}]}");
 }
 
 TEST(CommitLog, NanLossIsStoredAsNull) {
@@ -204,7 +209,8 @@ TEST(CommitLog, RecordOfAnotherTaskIsRejected) {
   write_log(dir / "log", key, 1);
   auto wrong = CommitLog::open(dir / "log", kOtherTask, LogMode::kAppend);
   ASSERT_FALSE(wrong.ok());
-  EXPECT_NE(wrong.error().message.find("epoch 0 (line 1, offset 0): belongs to task"), std::string::npos);
+  EXPECT_NE(wrong.error().message.find("epoch 0 (line 1, offset 0): belongs to task"),
+            std::string::npos);
   EXPECT_EQ(wrong.error().code, Errc::kRejected);
 }
 
@@ -221,14 +227,17 @@ TEST(CommitLog, BrokenChainGapsAndReorderingAreRejected) {
   ASSERT_EQ(check_error(forge(recs, key)), "(verified)");
   auto bad_prev = recs;
   bad_prev[2].prev = sha256(std::string_view("elsewhere"));
-  EXPECT_NE(check_error(forge(bad_prev, key)).find("log: epoch 2 (line 3, offset "), std::string::npos);
+  EXPECT_NE(check_error(forge(bad_prev, key)).find("log: epoch 2 (line 3, offset "),
+            std::string::npos);
   EXPECT_NE(check_error(forge(bad_prev, key)).find("(broken chain)"), std::string::npos);
   auto nonzero_start = recs;
   nonzero_start[0].prev = recs[1].prev;
-  EXPECT_NE(check_error(forge(nonzero_start, key)).find("epoch 0 must name all zeros"), std::string::npos);
+  EXPECT_NE(check_error(forge(nonzero_start, key)).find("epoch 0 must name all zeros"),
+            std::string::npos);
   auto gap = std::vector<CommitRecord>{recs[0], recs[2]};
   EXPECT_NE(check_error(forge(gap, key)).find("log: epoch 1 (line 2, offset "), std::string::npos);
-  EXPECT_NE(check_error(forge(gap, key)).find("commits epoch 2 where epoch 1 belongs"), std::string::npos);
+  EXPECT_NE(check_error(forge(gap, key)).find("commits epoch 2 where epoch 1 belongs"),
+            std::string::npos);
 }
 
 TEST(CommitLog, OneSignerThroughout) {
@@ -245,11 +254,14 @@ TEST(CommitLog, OneSignerThroughout) {
   std::string error = check_error(bytes);
   EXPECT_NE(error.find("epoch 1 (line 2, offset "), std::string::npos) << error;
   EXPECT_NE(error.find("signed by key " + other.public_key().fingerprint() + ", expected " +
-                       key.public_key().fingerprint()), std::string::npos) << error;
+                       key.public_key().fingerprint()),
+            std::string::npos)
+      << error;
   auto file = read_log(encode_record(s0), "log");
   auto pinned = verify_log(file->records, kTask, other.public_key());
   ASSERT_FALSE(pinned.ok());
-  EXPECT_NE(pinned.error().message.find("log: epoch 0 (line 1, offset 0): signed by key"), std::string::npos);
+  EXPECT_NE(pinned.error().message.find("log: epoch 0 (line 1, offset 0): signed by key"),
+            std::string::npos);
 
   testing::ScratchDir dir;
   write_log(dir / "log", key, 1);
@@ -306,9 +318,11 @@ TEST(CommitLog, TornTailIsReportedThenCutBeforeAppending) {
 
   auto rw = CommitLog::open(dir / "log", kTask, LogMode::kAppend);
   ASSERT_TRUE(rw.ok()) << rw.error().message;
-  EXPECT_NE(rw->notice().find("cut off an incomplete final record (" + std::to_string(partial.size()) +
-                              " bytes at offset " + std::to_string(whole.size()) + ", epoch 3)"),
-            std::string::npos) << rw->notice();
+  EXPECT_NE(
+      rw->notice().find("cut off an incomplete final record (" + std::to_string(partial.size()) +
+                        " bytes at offset " + std::to_string(whole.size()) + ", epoch 3)"),
+      std::string::npos)
+      << rw->notice();
   EXPECT_EQ(*read_file(dir / "log"), whole);
   ASSERT_TRUE(rw->append(make_record(3), key).ok());
   auto after = CommitLog::open(dir / "log", kTask, LogMode::kReadOnly);
@@ -329,7 +343,8 @@ TEST(CommitLog, BadCompleteFinalRecordIsAnErrorNotATornTail) {
   auto log = CommitLog::open(dir / "log", kTask, LogMode::kAppend);
   ASSERT_FALSE(log.ok());
   EXPECT_NE(log.error().message.find("epoch 1 (line 2, offset "), std::string::npos);
-  EXPECT_NE(log.error().message.find("signature does not verify"), std::string::npos) << log.error().message;
+  EXPECT_NE(log.error().message.find("signature does not verify"), std::string::npos)
+      << log.error().message;
   EXPECT_EQ(*read_file(dir / "log"), bytes);
 }
 
@@ -347,7 +362,8 @@ TEST(CommitLog, WireFormRoundTripsAndIsStrict) {
   EXPECT_FALSE(verify_record(*back, 0, kOtherTask, Digest{}, key.public_key()).ok());
 
   Bytes no_newline(line.begin(), line.end() - 1);
-  EXPECT_EQ(decode_record(no_newline, "msg").error().message, "msg: record does not end with a newline");
+  EXPECT_EQ(decode_record(no_newline, "msg").error().message,
+            "msg: record does not end with a newline");
   // Signed but not canonical: one record must have exactly one byte form.
   std::string spaced = json::parse(s.body).dump(1);
   spaced.erase(std::remove(spaced.begin(), spaced.end(), '\n'), spaced.end());
@@ -356,7 +372,8 @@ TEST(CommitLog, WireFormRoundTripsAndIsStrict) {
   append_bytes(loose, as_bytes(hex_encode(key.sign(as_bytes(spaced)))));
   loose.push_back('\n');
   EXPECT_EQ(decode_record(loose, "msg").error().message,
-            "msg: body is not canonical JSON (sorted keys, no whitespace, numbers as docs/log.md spells them)");
+            "msg: body is not canonical JSON (sorted keys, no whitespace, numbers as docs/log.md "
+            "spells them)");
   // A double written as an integer is another spelling of it (docs/log.md, "Numbers").
   json integral = json::parse(s.body);
   integral["metrics"]["seconds"] = 2;
@@ -388,7 +405,9 @@ TEST(CommitLog, EvalMetricsRoundTripAndAreStrict) {
   EXPECT_EQ(plain.find("\"eval\""), std::string::npos);  // records of other tasks keep their bytes
   r.metrics.eval = EvalClaim{0.25, 1.0, 359};
   auto s = *sign_record(r, key);
-  EXPECT_NE(s.body.find("\"eval\":{\"accuracy\":1.0,\"examples\":359,\"loss\":0.25}"), std::string::npos) << s.body;
+  EXPECT_NE(s.body.find("\"eval\":{\"accuracy\":1.0,\"examples\":359,\"loss\":0.25}"),
+            std::string::npos)
+      << s.body;
   auto back = decode_record(encode_record(s), "msg");
   ASSERT_TRUE(back.ok()) << back.error().message;
   ASSERT_TRUE(back->record.metrics.eval.has_value());

@@ -25,8 +25,9 @@ CommitRecord make_record(std::uint64_t epoch) {
 }
 
 std::string openssl_verify(const testing::ScratchDir& dir, const std::string& folder) {
-  return "openssl pkeyutl -verify -pubin -inkey " + (dir / folder).string() + "/signer.pem -rawin -in " +
-         (dir / folder).string() + "/body -sigfile " + (dir / folder).string() + "/sig";
+  return "openssl pkeyutl -verify -pubin -inkey " + (dir / folder).string() +
+         "/signer.pem -rawin -in " + (dir / folder).string() + "/body -sigfile " +
+         (dir / folder).string() + "/sig";
 }
 
 TEST(LogThirdParty, OpensslVerifiesARecordCutFromTheFile) {
@@ -101,7 +102,8 @@ TEST(LogThirdParty, PythonScriptChecksChainAndExtractsForOpenssl) {
     append_bytes(forged, encode_record(s));
   }
   ASSERT_TRUE(write_file_atomic(dir / "forged", forged).ok());
-  auto broken = testing::run_command("python3 " + script + " " + (dir / "forged").string(), dir.path());
+  auto broken =
+      testing::run_command("python3 " + script + " " + (dir / "forged").string(), dir.path());
   EXPECT_EQ(broken.exit_code, 1);
   EXPECT_NE(broken.err.find("epoch 2 (line 3): prev"), std::string::npos) << broken.err;
 }
@@ -115,28 +117,34 @@ constexpr std::string_view kDocsExample =
     R"(00000000000000000000000000000","root":"fb0ee5f33935284ce07c9315b4f4a8a5d121df7feffc49ce04e)"
     R"(5fa7a30c5a16c","signer":"c7c7d2ca4944718917a0d4a8430789b02f36dbf04bcd5b2bb8e038669806afc9")"
     R"(,"task_id":"88c4caa8e29e58a12d5c1410fbf91bf15ff4b0498582327a3ba8a68ebbd1cec3","time":"2025)"
-    R"(-06-01T12:00:00.000Z","tracking_fingerprint":{"values":[1.0]},"trail":[]})" "\t"
+    R"(-06-01T12:00:00.000Z","tracking_fingerprint":{"values":[1.0]},"trail":[]})"
+    "\t"
     R"(094f0426d582923ae086415ca80f3b9c0111f0058ee255a5d3ac3faa764adcddac6cf4d9129c6a7b2bc84fffb5)"
-    R"(bbc639df566d8bd9b68ff7f032731ca352c00c)" "\n"
+    R"(bbc639df566d8bd9b68ff7f032731ca352c00c)"
+    "\n"
     R"({"data_order_digest":"f3d6f0d55b053fdeb0116c2eaffd74e9113b2fd19d7d0675fd8c87a430993b8d","e)"
     R"(poch":1,"fingerprint":{"values":[0.5,-1.25]},"format":"veritrain.commit.v1","metrics":{"lo)"
     R"(ss":1.875,"samples":512,"seconds":1.5,"steps":16},"prev":"561dd8eb850aa9912a3173974e1bbec6)"
     R"(56fdf7984ea91296cb559d5aa7e4c290","root":"2b53d21379ba77e920034c3734e7cbea835bb9cfe19db252)"
     R"(687bfa0d505139cf","signer":"c7c7d2ca4944718917a0d4a8430789b02f36dbf04bcd5b2bb8e038669806af)"
     R"(c9","task_id":"88c4caa8e29e58a12d5c1410fbf91bf15ff4b0498582327a3ba8a68ebbd1cec3","time":"2)"
-    R"(025-06-01T12:00:01.000Z","tracking_fingerprint":{"values":[1.0]},"trail":[{"step":8}]})" "\t"
+    R"(025-06-01T12:00:01.000Z","tracking_fingerprint":{"values":[1.0]},"trail":[{"step":8}]})"
+    "\t"
     R"(a1f45c9b30357892d11cebd64624432397de44fd7b6896f7c68d52bace87b6154743770819823e5784d2c04302)"
-    R"(bff56d3ce6ee2a96cf6eee6bcc3633639dd004)" "\n";
+    R"(bff56d3ce6ee2a96cf6eee6bcc3633639dd004)"
+    "\n";
 
 TEST(LogThirdParty, DocsExampleWrittenWithoutVeritrainVerifies) {
   auto file = read_log(as_bytes(kDocsExample), "docs/log.md");
   ASSERT_TRUE(file.ok()) << file.error().message;
   EXPECT_FALSE(file->torn_tail.has_value());
-  auto task = *digest_from_hex("88c4caa8e29e58a12d5c1410fbf91bf15ff4b0498582327a3ba8a68ebbd1cec3", "task");
+  auto task =
+      *digest_from_hex("88c4caa8e29e58a12d5c1410fbf91bf15ff4b0498582327a3ba8a68ebbd1cec3", "task");
   auto check = verify_log(file->records, task);
   ASSERT_TRUE(check.ok()) << check.error().message;
   EXPECT_EQ(check->records, 2u);
-  EXPECT_EQ(hex_encode(check->head), "bdc9535faf4f807fa0b457149ba2935def02f08d2e86ee6208322594baee34d0");
+  EXPECT_EQ(hex_encode(check->head),
+            "bdc9535faf4f807fa0b457149ba2935def02f08d2e86ee6208322594baee34d0");
   EXPECT_EQ(file->records[1].record.trail.size(), 1u);
   EXPECT_EQ(file->records[1].record.metrics.steps, 16u);
   // Re-encoding gives back the very bytes: nothing was re-serialized on the way.

@@ -40,12 +40,15 @@ class MemoryCatalog : public Catalog {
       // Each epoch moves every 16th weight: the rest are unchanged, which deltas exploit.
       weights[i] = base + (i % 16 == 0 ? 0.001f * static_cast<float>(epoch) : 0.0f);
     }
-    for (std::size_t i = 0; i < bias.size(); ++i) bias[i] = static_cast<float>(epoch) + 0.5f * static_cast<float>(i);
+    for (std::size_t i = 0; i < bias.size(); ++i)
+      bias[i] = static_cast<float>(epoch) + 0.5f * static_cast<float>(i);
     std::vector<TensorData> tensors = {
         {{"fc.weight", DType::kF32, {static_cast<std::int64_t>(floats_)}},
          ByteSpan(reinterpret_cast<const std::uint8_t*>(weights.data()), weights.size() * 4)},
-        {{"fc.bias", DType::kF32, {64}}, ByteSpan(reinterpret_cast<const std::uint8_t*>(bias.data()), bias.size() * 4)}};
-    auto canonical = std::make_shared<const Bytes>(*write_canonical(tensors, {{"epoch", std::to_string(epoch)}}));
+        {{"fc.bias", DType::kF32, {64}},
+         ByteSpan(reinterpret_cast<const std::uint8_t*>(bias.data()), bias.size() * 4)}};
+    auto canonical = std::make_shared<const Bytes>(
+        *write_canonical(tensors, {{"epoch", std::to_string(epoch)}}));
     CommitRecord record;
     record.task_id = task_id_;
     record.epoch = epoch;
@@ -54,7 +57,8 @@ class MemoryCatalog : public Catalog {
     record.fingerprint = nlohmann::json{{"k", 1}, {"values", {weights[0]}}};
     record.tracking_fingerprint = nlohmann::json{{"values", nlohmann::json::array()}};
     record.data_order_digest = sha256("order " + std::to_string(epoch));
-    record.metrics = {.loss = 0.5, .steps = 10, .seconds = 1.0, .samples = 320, .eval = std::nullopt};
+    record.metrics = {
+        .loss = 0.5, .steps = 10, .seconds = 1.0, .samples = 320, .eval = std::nullopt};
     record.time = utc_now_iso8601();
     records_.push_back(*sign_record(record, key_));
     snapshots_.push_back(canonical);
@@ -89,12 +93,14 @@ class MemoryCatalog : public Catalog {
   Result<std::vector<SignedRecord>> log_records(std::uint64_t from_epoch) override {
     std::lock_guard lock(mutex_);
     if (from_epoch >= records_.size()) return std::vector<SignedRecord>{};
-    return std::vector<SignedRecord>(records_.begin() + static_cast<std::ptrdiff_t>(from_epoch), records_.end());
+    return std::vector<SignedRecord>(records_.begin() + static_cast<std::ptrdiff_t>(from_epoch),
+                                     records_.end());
   }
 
   Result<std::shared_ptr<const Bytes>> canonical_snapshot(std::uint64_t epoch) override {
     std::lock_guard lock(mutex_);
-    if (epoch >= snapshots_.size()) return invalid_input("epoch " + std::to_string(epoch) + " is not committed");
+    if (epoch >= snapshots_.size())
+      return invalid_input("epoch " + std::to_string(epoch) + " is not committed");
     return snapshots_[epoch];
   }
 
@@ -106,7 +112,9 @@ class MemoryCatalog : public Catalog {
     if (request.base_root)
       for (std::uint64_t e = 0; e < records_.size(); ++e)
         if (records_[e].record.root == *request.base_root) base = e;
-    comp::Codec codec = base ? comp::Codec::kDelta : request.codec == comp::Codec::kDelta ? comp::Codec::kPlanes : request.codec;
+    comp::Codec codec = base                                   ? comp::Codec::kDelta
+                        : request.codec == comp::Codec::kDelta ? comp::Codec::kPlanes
+                                                               : request.codec;
     auto key = std::make_tuple(request.epoch, codec, base.value_or(~0ull));
     if (auto it = cache_.find(key); it != cache_.end()) return it->second;
     comp::EncodeOptions options;
@@ -131,9 +139,10 @@ class MemoryCatalog : public Catalog {
   Bytes task_bytes_;
   Digest task_id_{};
   mutable std::mutex mutex_;
-  std::vector<SignedRecord> records_;                   // GUARDED_BY(mutex_)
+  std::vector<SignedRecord> records_;                    // GUARDED_BY(mutex_)
   std::vector<std::shared_ptr<const Bytes>> snapshots_;  // GUARDED_BY(mutex_)
-  std::map<std::tuple<std::uint64_t, comp::Codec, std::uint64_t>, std::shared_ptr<const Bytes>> cache_;
+  std::map<std::tuple<std::uint64_t, comp::Codec, std::uint64_t>, std::shared_ptr<const Bytes>>
+      cache_;
   int level_ = 0;  // GUARDED_BY(mutex_)
   int built_ = 0;
 };

@@ -38,13 +38,15 @@ inline std::string http_get(std::uint16_t port, const std::string& path) {
   int fd = connect_loopback(port);
   if (fd < 0) return {};
   std::string request = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) {
+  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(request.size())) {
     ::close(fd);
     return {};
   }
   std::string out;
   char buf[4096];
-  for (ssize_t n; (n = ::recv(fd, buf, sizeof(buf), 0)) > 0;) out.append(buf, static_cast<std::size_t>(n));
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof(buf), 0)) > 0;)
+    out.append(buf, static_cast<std::size_t>(n));
   ::close(fd);
   return out;
 }
@@ -107,7 +109,8 @@ class CuttingProxy {
           buf[cut_after_ - down] ^= 0x10;
           flipped = true;
         }
-        if (n <= 0 || ::send(to, buf.data(), static_cast<std::size_t>(n), MSG_NOSIGNAL) != n) done = true;
+        if (n <= 0 || ::send(to, buf.data(), static_cast<std::size_t>(n), MSG_NOSIGNAL) != n)
+          done = true;
         if (n > 0 && from == upstream) down += static_cast<std::uint64_t>(n);
         if (cut && down >= cut_after_) done = true;
       }

@@ -16,7 +16,9 @@ namespace {
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 TEST(Admission, UnauthenticatedPoolPushesOutTheOldestOnlyAfterGrace) {
   AdmissionLimits limits;
@@ -66,7 +68,8 @@ using AbuseTest = ServerFixture;
 TEST_F(AbuseTest, HelloNestedHundredThousandDeepIsABadFrameNotACrash) {
   auto c = Connection::open(client_config());
   ASSERT_TRUE(c.ok()) << c.error().message;
-  const std::string deep = "{\"versions\":[1],\"x\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  const std::string deep =
+      "{\"versions\":[1],\"x\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
   Bytes frame = wire::encode_head(wire::MessageType::kHello, nlohmann::json::object(), 0);
   frame.resize(wire::kPrefixSize);
   put_u32le(frame.data() + 8, static_cast<std::uint32_t>(deep.size()));
@@ -74,11 +77,13 @@ TEST_F(AbuseTest, HelloNestedHundredThousandDeepIsABadFrameNotACrash) {
   ASSERT_TRUE(c->write(frame).ok());
   auto reply = c->read_frame(milliseconds(5000));
   ASSERT_TRUE(reply.ok()) << reply.error().message;
-  EXPECT_EQ(reply->header.value("code", ""), "frame_too_large");  // 200 KB: over the 64 KiB header limit
+  EXPECT_EQ(reply->header.value("code", ""),
+            "frame_too_large");  // 200 KB: over the 64 KiB header limit
   // Within the limit, the depth check answers.
   auto d = Connection::open(client_config());
   ASSERT_TRUE(d.ok());
-  const std::string deep_small = "{\"versions\":[1],\"x\":" + std::string(20000, '[') + std::string(20000, ']') + "}";
+  const std::string deep_small =
+      "{\"versions\":[1],\"x\":" + std::string(20000, '[') + std::string(20000, ']') + "}";
   Bytes small = wire::encode_head(wire::MessageType::kHello, nlohmann::json::object(), 0);
   small.resize(wire::kPrefixSize);
   put_u32le(small.data() + 8, static_cast<std::uint32_t>(deep_small.size()));
@@ -87,7 +92,8 @@ TEST_F(AbuseTest, HelloNestedHundredThousandDeepIsABadFrameNotACrash) {
   auto answer = d->read_frame(milliseconds(5000));
   ASSERT_TRUE(answer.ok()) << answer.error().message;
   EXPECT_EQ(answer->header.value("code", ""), "bad_frame");
-  EXPECT_NE(answer->header.value("message", "").find("nested deeper than 64 levels"), std::string::npos)
+  EXPECT_NE(answer->header.value("message", "").find("nested deeper than 64 levels"),
+            std::string::npos)
       << answer->header.dump();
   Client good = connect();
   EXPECT_TRUE(good.get_task().ok());
@@ -107,8 +113,8 @@ TEST_F(AbuseTest, TwoHundredIdleSocketsDoNotDelayAVerifier) {
   auto task = client->get_task();
   ASSERT_TRUE(task.ok()) << task.error().message;
   const double seconds = seconds_since(start);
-  std::cout << "abuse: connect + hello + get_task with 200 idle unauthenticated sockets open: " << seconds
-            << " s\n";
+  std::cout << "abuse: connect + hello + get_task with 200 idle unauthenticated sockets open: "
+            << seconds << " s\n";
   RecordProperty("get_task_seconds_with_200_idle", std::to_string(seconds));
   EXPECT_LT(seconds, 1.0);
   for (int fd : idle) ::close(fd);
@@ -154,10 +160,11 @@ TEST_F(AbuseTest, OutOfDescriptorsPausesTheListenerInsteadOfSpinning) {
            static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec) / 1e6;
   };
   const double used = cpu(after) - cpu(before);
-  std::cout << "abuse: CPU used in 1.5 s at the descriptor limit: " << used << " s, listener pauses "
-            << server_->metrics()->accept_pauses() << "\n";
+  std::cout << "abuse: CPU used in 1.5 s at the descriptor limit: " << used
+            << " s, listener pauses " << server_->metrics()->accept_pauses() << "\n";
   EXPECT_GT(server_->metrics()->accept_pauses(), 0u);
-  EXPECT_LT(used, 0.25);  // paused: ~0.004 s; spinning: 0.73 s on a loaded 2-core machine, 1.5 s idle
+  EXPECT_LT(used,
+            0.25);  // paused: ~0.004 s; spinning: 0.73 s on a loaded 2-core machine, 1.5 s idle
   int status = 0;
   ::waitpid(child, &status, 0);
   ::close(go[0]);

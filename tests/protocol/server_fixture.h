@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "protocol/net/client.h"
 #include "protocol/keys.h"
+#include "protocol/net/client.h"
 #include "protocol/net/server.h"
 #include "tests/protocol/memory_catalog.h"
 #include "tests/test_util.h"

@@ -22,7 +22,8 @@ Connection raw_connection(const ClientConfig& config) {
 std::string error_code_of(Connection& c) {
   auto frame = c.read_frame(milliseconds(5000));
   if (!frame.ok()) return "(read failed: " + frame.error().message + ")";
-  if (frame->type != wire::MessageType::kError) return "(got " + std::string(wire::message_name(frame->type)) + ")";
+  if (frame->type != wire::MessageType::kError)
+    return "(got " + std::string(wire::message_name(frame->type)) + ")";
   return frame->header.value("code", "(no code)");
 }
 
@@ -42,7 +43,9 @@ TEST_F(HostileTest, WrongTokenIsRefusedAndDisconnected) {
   auto refused = Client::connect(bad);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().code, Errc::kInvalidInput);
-  EXPECT_NE(refused.error().message.find("unauthorized: hello: the bearer token is missing or wrong"), std::string::npos)
+  EXPECT_NE(
+      refused.error().message.find("unauthorized: hello: the bearer token is missing or wrong"),
+      std::string::npos)
       << refused.error().message;
 
   // Skipping hello is no better: the first message must be hello, and the connection ends.
@@ -61,15 +64,18 @@ TEST_F(HostileTest, WrongPinnedFingerprintIsRefusedBeforeAnyRequest) {
   auto refused = Client::connect(config);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().code, Errc::kIo);
-  EXPECT_NE(refused.error().message.find("the server certificate's SHA-256 is " + pin_ + ", not the pinned aaaa"),
+  EXPECT_NE(refused.error().message.find("the server certificate's SHA-256 is " + pin_ +
+                                         ", not the pinned aaaa"),
             std::string::npos)
       << refused.error().message;
   config.pin_sha256.clear();
   auto no_pin = Client::connect(config);
   ASSERT_FALSE(no_pin.ok());
-  EXPECT_NE(no_pin.error().message.find("certificate fingerprint to pin or a CA file"), std::string::npos);
+  EXPECT_NE(no_pin.error().message.find("certificate fingerprint to pin or a CA file"),
+            std::string::npos);
   expect_still_served(good, *catalog_);
-  EXPECT_EQ(server_->metrics()->requests(wire::MessageType::kHello), 1u);  // the refused never said hello
+  EXPECT_EQ(server_->metrics()->requests(wire::MessageType::kHello),
+            1u);  // the refused never said hello
 }
 
 TEST_F(HostileTest, OversizedFrameGetsFrameTooLargeAndIsClosed) {
@@ -89,7 +95,8 @@ TEST_F(HostileTest, GarbageGetsBadFrameAndIsClosed) {
   Client good = connect();
   Connection c = raw_connection(client_config());
   std::string garbage = "GET / HTTP/1.1\r\nHost: example\r\n\r\n";
-  garbage += std::string(100000, '\x5a');  // more than the server reads: it must not RST the reply away
+  garbage +=
+      std::string(100000, '\x5a');  // more than the server reads: it must not RST the reply away
   ASSERT_TRUE(c.write(as_bytes(garbage)).ok());
   EXPECT_EQ(error_code_of(c), "bad_frame");
   EXPECT_TRUE(c.wait_closed(milliseconds(5000)));
@@ -106,7 +113,8 @@ TEST_F(HostileTest, HalfOpenConnectionsAreClosedByTimeouts) {
   ASSERT_TRUE(tcp.ok()) << tcp.error().message;
   // A TLS client that stops in the middle of its hello frame.
   Connection stalled = raw_connection(client_config());
-  Bytes hello = wire::encode_frame(wire::MessageType::kHello, json{{"versions", {1}}, {"token", kToken}});
+  Bytes hello =
+      wire::encode_frame(wire::MessageType::kHello, json{{"versions", {1}}, {"token", kToken}});
   ASSERT_TRUE(stalled.write(ByteSpan(hello).first(hello.size() - 3)).ok());
 
   auto start = std::chrono::steady_clock::now();
@@ -131,7 +139,8 @@ TEST_F(HostileTest, BusyBeyondTheConnectionLimit) {
   Client good = connect();
   auto second = Client::connect(client_config());
   ASSERT_FALSE(second.ok());
-  EXPECT_NE(second.error().message.find("busy: the server is at its limit of 1 connections"), std::string::npos)
+  EXPECT_NE(second.error().message.find("busy: the server is at its limit of 1 connections"),
+            std::string::npos)
       << second.error().message;
   expect_still_served(good, *catalog_);
 }
@@ -142,7 +151,8 @@ TEST_F(HostileTest, PlainTcpOnlyOnLoopback) {
   config.host = "0.0.0.0";
   auto refused = Server::start(config, catalog_);
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.error().message.find("only allowed on a loopback address, not 0.0.0.0"), std::string::npos);
+  EXPECT_NE(refused.error().message.find("only allowed on a loopback address, not 0.0.0.0"),
+            std::string::npos);
 
   config.host = "127.0.0.1";
   auto plain = Server::start(config, catalog_);

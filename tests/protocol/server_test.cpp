@@ -22,8 +22,9 @@ TEST_F(ServerTest, FetchesTaskLogAndSnapshotsOverTls) {
   Client client = connect();
   EXPECT_EQ(client.hello().version, 1u);
   EXPECT_EQ(client.hello().software, "veritrain/0.1");
-  EXPECT_NE(std::find(client.hello().capabilities.begin(), client.hello().capabilities.end(), "resume"),
-            client.hello().capabilities.end());
+  EXPECT_NE(
+      std::find(client.hello().capabilities.begin(), client.hello().capabilities.end(), "resume"),
+      client.hello().capabilities.end());
 
   auto task = client.get_task();
   ASSERT_TRUE(task.ok()) << task.error().message;
@@ -70,7 +71,9 @@ TEST_F(ServerTest, RefusesASnapshotThatIsNotTheCommittedOne) {
   auto snapshot = client.get_snapshot(r);
   ASSERT_FALSE(snapshot.ok());
   EXPECT_EQ(snapshot.error().code, Errc::kRejected);
-  EXPECT_NE(snapshot.error().message.find("but the log commits to " + hex_encode(catalog_->root(1))), std::string::npos)
+  EXPECT_NE(
+      snapshot.error().message.find("but the log commits to " + hex_encode(catalog_->root(1))),
+      std::string::npos)
       << snapshot.error().message;
 }
 
@@ -82,7 +85,8 @@ TEST_F(ServerTest, ChunksComeWithInclusionProofs) {
   ASSERT_EQ(chunks->size(), 2u);
   const Bytes& canonical = *catalog_->snapshot(1);
   EXPECT_EQ((*chunks)[0].proof.chunk_index, 3u);
-  EXPECT_EQ((*chunks)[0].bytes, Bytes(canonical.begin() + 3 * fp::kMerkleChunkSize, canonical.end()));
+  EXPECT_EQ((*chunks)[0].bytes,
+            Bytes(canonical.begin() + 3 * fp::kMerkleChunkSize, canonical.end()));
   EXPECT_EQ((*chunks)[1].bytes, Bytes(canonical.begin(), canonical.begin() + fp::kMerkleChunkSize));
 
   auto wrong_root = client.get_chunks(1, catalog_->root(0), indices);
@@ -92,7 +96,8 @@ TEST_F(ServerTest, ChunksComeWithInclusionProofs) {
   std::vector<std::uint64_t> missing = {4};
   auto out_of_range = client.get_chunks(1, catalog_->root(1), missing);
   ASSERT_FALSE(out_of_range.ok());
-  EXPECT_NE(out_of_range.error().message.find("bad_request: get_chunks: chunk 4 does not exist"), std::string::npos)
+  EXPECT_NE(out_of_range.error().message.find("bad_request: get_chunks: chunk 4 does not exist"),
+            std::string::npos)
       << out_of_range.error().message;
   // The client stopped reading at the bad proof and had to reconnect; the bad_request error was a
   // whole answer and left the connection usable.
@@ -104,13 +109,17 @@ TEST_F(ServerTest, ChunksComeWithInclusionProofs) {
 // the bytes held then.
 std::uint64_t stop_half_way(Client& client, const SnapshotRequest& r, PartialDownload& partial) {
   std::uint64_t stopped_at = 0;
-  auto first = client.get_snapshot(r, [&](const SnapshotProgress& p) {
-    stopped_at = p.received;
-    return p.received < p.total / 2;
-  }, &partial);
+  auto first = client.get_snapshot(
+      r,
+      [&](const SnapshotProgress& p) {
+        stopped_at = p.received;
+        return p.received < p.total / 2;
+      },
+      &partial);
   EXPECT_FALSE(first.ok());
   if (!first.ok()) {
-    EXPECT_NE(first.error().message.find("stopped by the caller"), std::string::npos) << first.error().message;
+    EXPECT_NE(first.error().message.find("stopped by the caller"), std::string::npos)
+        << first.error().message;
   }
   EXPECT_GT(partial.bytes.size(), 0u);
   EXPECT_EQ(partial.bytes.size(), stopped_at);
@@ -122,10 +131,13 @@ std::uint64_t stop_half_way(Client& client, const SnapshotRequest& r, PartialDow
 Result<Bytes> continue_download(Client& client, const SnapshotRequest& r, PartialDownload& partial,
                                 std::uint64_t& first_received) {
   first_received = 0;
-  return client.get_snapshot(r, [&](const SnapshotProgress& p) {
-    if (first_received == 0) first_received = p.received;
-    return true;
-  }, &partial);
+  return client.get_snapshot(
+      r,
+      [&](const SnapshotProgress& p) {
+        if (first_received == 0) first_received = p.received;
+        return true;
+      },
+      &partial);
 }
 
 TEST_F(ServerTest, ResumesADownloadStoppedInTheMiddle) {
@@ -167,8 +179,8 @@ TEST_F(ServerTest, AResumeOfAContainerThatChangedRestartsFromTheStart) {
 // Downloads epoch 2 (raw) from `server` through a relay that damages the first connection
 // half-way through the container, and checks the client ends with the committed snapshot after
 // exactly one resume on a second connection.
-void expect_one_resume_through(Server& server, CuttingProxy::Fault fault, ClientConfig config, MemoryCatalog& catalog,
-                               const SnapshotRequest& request) {
+void expect_one_resume_through(Server& server, CuttingProxy::Fault fault, ClientConfig config,
+                               MemoryCatalog& catalog, const SnapshotRequest& request) {
   auto container = catalog.container({2, comp::Codec::kRaw, std::nullopt});
   ASSERT_TRUE(container.ok());
   CuttingProxy proxy(server.endpoint().port, (*container)->size() / 2, fault);
@@ -223,12 +235,15 @@ TEST_F(ServerTest, SubscriberSeesCommitmentsAsTheyBecomeDurable) {
       result = client.error();
       return;
     }
-    result = client->subscribe(0, [&](const SignedRecord& r) {
-      std::lock_guard lock(mutex);
-      seen.push_back(r.record.epoch);
-      cv.notify_all();
-      return r.record.epoch < 4;
-    }, std::chrono::seconds(10));
+    result = client->subscribe(
+        0,
+        [&](const SignedRecord& r) {
+          std::lock_guard lock(mutex);
+          seen.push_back(r.record.epoch);
+          cv.notify_all();
+          return r.record.epoch < 4;
+        },
+        std::chrono::seconds(10));
   });
   auto wait_for = [&](std::size_t n) {
     std::unique_lock lock(mutex);
@@ -254,13 +269,16 @@ TEST_F(ServerTest, MetricsInPrometheusTextFormat) {
   ASSERT_TRUE(client.get_snapshot(request(0)).ok());
   std::string text = http_get((*metrics)->port(), "/metrics");
   EXPECT_NE(text.find("HTTP/1.1 200 OK"), std::string::npos) << text;
-  EXPECT_NE(text.find("veritrain_requests_total{type=\"get_task\"} 1\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("veritrain_requests_total{type=\"get_snapshot\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("veritrain_requests_total{type=\"get_task\"} 1\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("veritrain_requests_total{type=\"get_snapshot\"} 1\n"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("veritrain_active_connections 1\n"), std::string::npos) << text;
   EXPECT_NE(text.find("veritrain_epochs_committed 3\n"), std::string::npos) << text;
   EXPECT_GT(server_->metrics()->bytes_sent(), catalog_->snapshot(0)->size() / 4);
-  EXPECT_NE(text.find("veritrain_bytes_sent_total " + std::to_string(server_->metrics()->bytes_sent())),
-            std::string::npos);
+  EXPECT_NE(
+      text.find("veritrain_bytes_sent_total " + std::to_string(server_->metrics()->bytes_sent())),
+      std::string::npos);
   EXPECT_NE(http_get((*metrics)->port(), "/").find("404"), std::string::npos);
 }
 
@@ -322,7 +340,8 @@ TEST_F(ServerTest, AnInheritedDescriptorMustBeAListeningTcpSocket) {
   any.sin_family = AF_INET;
   ASSERT_EQ(::bind(wide.get(), reinterpret_cast<sockaddr*>(&any), sizeof any), 0);
   ASSERT_EQ(::listen(wide.get(), 4), 0);
-  EXPECT_NE(refused(wide.get(), true).find("only allowed on a loopback address"), std::string::npos);
+  EXPECT_NE(refused(wide.get(), true).find("only allowed on a loopback address"),
+            std::string::npos);
 }
 
 }  // namespace

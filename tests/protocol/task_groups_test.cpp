@@ -40,12 +40,17 @@ TEST(TaskGroups, GroupsEnterTheTaskIdWorldSizeDoesNot) {
 }
 
 TEST(TaskGroups, BadValuesAreNamed) {
-  EXPECT_NE(error_of(with(R"(, "gradient_groups": 3)")).find("gradient_groups: expected a power of two"), std::string::npos);
+  EXPECT_NE(
+      error_of(with(R"(, "gradient_groups": 3)")).find("gradient_groups: expected a power of two"),
+      std::string::npos);
   EXPECT_NE(error_of(with(R"(, "gradient_groups": 0)")).find("gradient_groups"), std::string::npos);
-  EXPECT_NE(error_of(with(R"(, "gradient_groups": 64)")).find("a divisor of batch_size (32)"), std::string::npos);
-  EXPECT_NE(error_of(with(R"(, "gradient_groups": 4, "world_size": 8)")).find("world_size: expected a power of two <= gradient_groups (4)"),
+  EXPECT_NE(error_of(with(R"(, "gradient_groups": 64)")).find("a divisor of batch_size (32)"),
             std::string::npos);
-  EXPECT_NE(error_of(with(R"(, "gradient_groups": 4, "world_size": 3)")).find("world_size"), std::string::npos);
+  EXPECT_NE(error_of(with(R"(, "gradient_groups": 4, "world_size": 8)"))
+                .find("world_size: expected a power of two <= gradient_groups (4)"),
+            std::string::npos);
+  EXPECT_NE(error_of(with(R"(, "gradient_groups": 4, "world_size": 3)")).find("world_size"),
+            std::string::npos);
   EXPECT_EQ(error_of(with(R"(, "gradient_groups": 32, "world_size": 32)")), "(accepted)");
 }
 

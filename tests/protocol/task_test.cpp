@@ -105,9 +105,10 @@ TEST(Task, SeedIsAFullU64) {
 
 TEST(Task, TorchscriptAndPinnedFilesAreAccepted) {
   std::string digest(64, 'a');
-  auto task = parse_task(R"({"model":{"name":"torchscript","path":"m.pt","sha256":")" + digest +
-                         R"("},"dataset":{"name":"mnist","path":"data","files":{"train-images-idx3-ubyte":")" +
-                         digest + R"("}},"epochs":1,"batch_size":8,"loss":"mse"})");
+  auto task = parse_task(
+      R"({"model":{"name":"torchscript","path":"m.pt","sha256":")" + digest +
+      R"("},"dataset":{"name":"mnist","path":"data","files":{"train-images-idx3-ubyte":")" +
+      digest + R"("}},"epochs":1,"batch_size":8,"loss":"mse"})");
   ASSERT_TRUE(task.ok()) << task.error().message;
   EXPECT_EQ(task->model.sha256, digest);
   EXPECT_EQ(task->dataset.files.at("train-images-idx3-ubyte"), digest);
@@ -120,12 +121,15 @@ TEST(Task, EvalSplitFieldsAreCanonicalOnlyWhenSet) {
   ASSERT_TRUE(plain.ok());
   EXPECT_EQ(canonical_task_json(*plain).find("eval_"), std::string::npos);
   std::string digest(64, 'b');
-  auto split = parse_task(R"({"model":{"name":"mlp"},"dataset":{"name":"tensors","path":"d","files":{"a.safetensors":")" +
-                          std::string(64, 'a') + R"("},"eval_files":{"e.safetensors":")" + digest +
-                          R"("}},"epochs":1,"batch_size":8})");
+  auto split = parse_task(
+      R"({"model":{"name":"mlp"},"dataset":{"name":"tensors","path":"d","files":{"a.safetensors":")" +
+      std::string(64, 'a') + R"("},"eval_files":{"e.safetensors":")" + digest +
+      R"("}},"epochs":1,"batch_size":8})");
   ASSERT_TRUE(split.ok()) << split.error().message;
   const std::string canonical = canonical_task_json(*split);
-  EXPECT_NE(canonical.find(R"("eval_files":{"e.safetensors":")" + digest + "\"}"), std::string::npos) << canonical;
+  EXPECT_NE(canonical.find(R"("eval_files":{"e.safetensors":")" + digest + "\"}"),
+            std::string::npos)
+      << canonical;
   EXPECT_EQ(task_id(*parse_task(canonical)), task_id(*split));
   Task both = *split;
   both.dataset.eval_fraction = 0.1;
@@ -134,7 +138,8 @@ TEST(Task, EvalSplitFieldsAreCanonicalOnlyWhenSet) {
   both.dataset.eval_files = {{"a.safetensors", digest}};
   both.dataset.eval_fraction = 0.0;
   EXPECT_EQ(validate_task(both).error().message,
-            "task: dataset.eval_files.a.safetensors: is also a training file; held-out data must be other data");
+            "task: dataset.eval_files.a.safetensors: is also a training file; held-out data must "
+            "be other data");
   Task fraction = *split;
   fraction.dataset.eval_files.clear();
   fraction.dataset.eval_fraction = 0.2;
@@ -174,16 +179,21 @@ INSTANTIATE_TEST_SUITE_P(
                 "precision, schedule, seed, steps_per_epoch, tolerance, version, world_size)"},
         BadCase{R"("optimizer":{"name":"lbfgs"})",
                 R"(optimizer.name: expected one of "sgd", "adam", "adamw", got "lbfgs")"},
-        BadCase{R"("optimizer":{"momentum":1})", "optimizer.momentum: expected a number in [0, 1), got 1"},
-        BadCase{R"("optimizer":{"nesterov":1})", "optimizer.nesterov: expected true or false, got 1"},
-        BadCase{R"("optimizer":{"nesterov":true})", "optimizer.nesterov: requires optimizer.momentum > 0"},
+        BadCase{R"("optimizer":{"momentum":1})",
+                "optimizer.momentum: expected a number in [0, 1), got 1"},
+        BadCase{R"("optimizer":{"nesterov":1})",
+                "optimizer.nesterov: expected true or false, got 1"},
+        BadCase{R"("optimizer":{"nesterov":true})",
+                "optimizer.nesterov: requires optimizer.momentum > 0"},
         BadCase{R"("optimizer":{"beta1":0.5})",
                 "optimizer.beta1: only applies to adam and adamw; leave it at 0.9 (got 0.5)"},
         BadCase{R"("optimizer":{"name":"adam","momentum":0.9})",
                 "optimizer.momentum: only applies to sgd; leave it at 0 (got 0.9)"},
-        BadCase{R"("optimizer":{"name":"adamw","eps":0})", "optimizer.eps: expected a number > 0, got 0"},
-        BadCase{R"("optimizer":{"weight_decay":1e999})",
-                "not valid JSON: [json.exception.out_of_range.406] number overflow parsing '1e999'"},
+        BadCase{R"("optimizer":{"name":"adamw","eps":0})",
+                "optimizer.eps: expected a number > 0, got 0"},
+        BadCase{
+            R"("optimizer":{"weight_decay":1e999})",
+            "not valid JSON: [json.exception.out_of_range.406] number overflow parsing '1e999'"},
         BadCase{R"("optimizer":3)", "optimizer: expected an object, got 3"},
         BadCase{R"("schedule":{"name":"linear"})",
                 R"(schedule.name: expected one of "constant", "step", "cosine", got "linear")"},
@@ -195,7 +205,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "schedule.min_lr: expected a number <= optimizer.lr (0.01), got 0.5"},
         BadCase{R"("schedule":{"warmup_steps":2.5})",
                 "schedule.warmup_steps: expected a 64-bit integer, got 2.5"},
-        BadCase{R"("loss":"hinge")", R"(loss: expected one of "cross_entropy", "mse", "model", got "hinge")"},
+        BadCase{R"("loss":"hinge")",
+                R"(loss: expected one of "cross_entropy", "mse", "model", got "hinge")"},
         BadCase{R"("device":"tpu")", R"(device: expected one of "cpu", "cuda", got "tpu")"},
         BadCase{R"("determinism":"loose")",
                 R"(determinism: expected one of "exact", "tolerance", got "loose")"},
@@ -206,7 +217,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"("seed":-1)", "seed: expected an integer in [0, 2^64 - 1], got -1"},
         BadCase{R"("seed":18446744073709551616)",
                 "seed: expected an integer in [0, 2^64 - 1], got 1.8446744073709552e+19"},
-        BadCase{R"("version":2)", "version: expected 1 (the only task format this build reads), got 2"},
+        BadCase{R"("version":2)",
+                "version: expected 1 (the only task format this build reads), got 2"},
         BadCase{R"("fingerprint":{"k":0})", "fingerprint.k: expected an integer >= 1, got 0"},
         BadCase{R"("fingerprint":{"trail_interval":-5})",
                 "fingerprint.trail_interval: expected an integer >= 0, got -5"},
@@ -223,35 +235,57 @@ TEST(Task, RejectsBadRequiredAndNestedFields) {
             "task.json: model.name: missing; expected a string (this field is required)");
   EXPECT_EQ(error_of(R"({"model":{"name":"mlp"},"dataset":{"name":"synthetic"},"batch_size":1})"),
             "task.json: epochs: missing; expected an integer (this field is required)");
-  EXPECT_EQ(error_of(R"({"model":{"name":"mlp"},"dataset":{"name":"synthetic"},"epochs":0,"batch_size":1})"),
-            "task.json: epochs: expected an integer >= 1, got 0");
-  EXPECT_EQ(error_of(R"({"model":{"name":"mlp"},"dataset":{"name":"synthetic"},"epochs":1,"batch_size":0})"),
-            "task.json: batch_size: expected an integer >= 1, got 0");
-  EXPECT_EQ(error_of(R"({"model":{"name":"m l p"},"dataset":{"name":"synthetic"},"epochs":1,"batch_size":1})"),
-            R"(task.json: model.name: expected a name of 1-64 letters, digits, '_', '-' or '.', got "m l p")");
-  EXPECT_EQ(error_of(R"({"model":{"name":"mlp","options":{"width":1.5}},"dataset":{"name":"synthetic"},"epochs":1,"batch_size":1})"),
-            "task.json: model.options.width: expected a 64-bit integer, got 1.5");
-  EXPECT_EQ(error_of(R"({"model":{"name":"torchscript","path":"m.pt"},"dataset":{"name":"synthetic"},"epochs":1,"batch_size":1})"),
-            R"(task.json: model.sha256: expected a SHA-256 as 64 lower-case hex digits, got "")");
-  EXPECT_EQ(error_of(R"({"model":{"name":"torchscript","sha256":")" + kHex + R"("},"dataset":{"name":"synthetic"},"epochs":1,"batch_size":1})"),
+  EXPECT_EQ(
+      error_of(
+          R"({"model":{"name":"mlp"},"dataset":{"name":"synthetic"},"epochs":0,"batch_size":1})"),
+      "task.json: epochs: expected an integer >= 1, got 0");
+  EXPECT_EQ(
+      error_of(
+          R"({"model":{"name":"mlp"},"dataset":{"name":"synthetic"},"epochs":1,"batch_size":0})"),
+      "task.json: batch_size: expected an integer >= 1, got 0");
+  EXPECT_EQ(
+      error_of(
+          R"({"model":{"name":"m l p"},"dataset":{"name":"synthetic"},"epochs":1,"batch_size":1})"),
+      R"(task.json: model.name: expected a name of 1-64 letters, digits, '_', '-' or '.', got "m l p")");
+  EXPECT_EQ(
+      error_of(
+          R"({"model":{"name":"mlp","options":{"width":1.5}},"dataset":{"name":"synthetic"},"epochs":1,"batch_size":1})"),
+      "task.json: model.options.width: expected a 64-bit integer, got 1.5");
+  EXPECT_EQ(
+      error_of(
+          R"({"model":{"name":"torchscript","path":"m.pt"},"dataset":{"name":"synthetic"},"epochs":1,"batch_size":1})"),
+      R"(task.json: model.sha256: expected a SHA-256 as 64 lower-case hex digits, got "")");
+  EXPECT_EQ(error_of(R"({"model":{"name":"torchscript","sha256":")" + kHex +
+                     R"("},"dataset":{"name":"synthetic"},"epochs":1,"batch_size":1})"),
             R"(task.json: model.path: required for model "torchscript")");
-  EXPECT_EQ(error_of(R"({"model":{"name":"mlp","path":"m.pt"},"dataset":{"name":"synthetic"},"epochs":1,"batch_size":1})"),
-            R"(task.json: model.path: only applies to model "torchscript"; leave it at "" (got "m.pt"))");
+  EXPECT_EQ(
+      error_of(
+          R"({"model":{"name":"mlp","path":"m.pt"},"dataset":{"name":"synthetic"},"epochs":1,"batch_size":1})"),
+      R"(task.json: model.path: only applies to model "torchscript"; leave it at "" (got "m.pt"))");
   std::string upper(64, 'A');
-  EXPECT_EQ(error_of(R"({"model":{"name":"mlp"},"dataset":{"name":"mnist","path":"d","files":{"a":")" + upper + R"("}},"epochs":1,"batch_size":1})"),
-            R"(task.json: dataset.files.a: expected a SHA-256 as 64 lower-case hex digits, got ")" + upper + "\"");
-  EXPECT_EQ(error_of(R"({"model":{"name":"mlp"},"dataset":{"name":"mnist","path":"d","files":{"../x":")" + kHex + R"("}},"epochs":1,"batch_size":1})"),
-            "task.json: dataset.files.../x: a file name must be a plain name inside dataset.path");
-  EXPECT_EQ(error_of(R"({"model":{"name":"mlp"},"dataset":{"name":"mnist","path":"d"},"epochs":1,"batch_size":1})"),
-            "task.json: dataset.files: must pin at least one file when dataset.path is set");
-  EXPECT_EQ(error_of(R"({"model":{"name":"mlp"},"dataset":{"name":"mnist","files":{"a":")" + kHex + R"("}},"epochs":1,"batch_size":1})"),
+  EXPECT_EQ(
+      error_of(R"({"model":{"name":"mlp"},"dataset":{"name":"mnist","path":"d","files":{"a":")" +
+               upper + R"("}},"epochs":1,"batch_size":1})"),
+      R"(task.json: dataset.files.a: expected a SHA-256 as 64 lower-case hex digits, got ")" +
+          upper + "\"");
+  EXPECT_EQ(
+      error_of(R"({"model":{"name":"mlp"},"dataset":{"name":"mnist","path":"d","files":{"../x":")" +
+               kHex + R"("}},"epochs":1,"batch_size":1})"),
+      "task.json: dataset.files.../x: a file name must be a plain name inside dataset.path");
+  EXPECT_EQ(
+      error_of(
+          R"({"model":{"name":"mlp"},"dataset":{"name":"mnist","path":"d"},"epochs":1,"batch_size":1})"),
+      "task.json: dataset.files: must pin at least one file when dataset.path is set");
+  EXPECT_EQ(error_of(R"({"model":{"name":"mlp"},"dataset":{"name":"mnist","files":{"a":")" + kHex +
+                     R"("}},"epochs":1,"batch_size":1})"),
             "task.json: dataset.path: required when dataset.files pins files");
 }
 
 TEST(Task, RejectsMalformedDocuments) {
   EXPECT_EQ(error_of("[1,2]"), "task.json: expected a JSON object, got an array");
   EXPECT_NE(error_of("{\"model\":").find("task.json: not valid JSON: "), std::string::npos);
-  EXPECT_NE(error_of(std::string(kMinimal) + " x").find("task.json: not valid JSON: "), std::string::npos);
+  EXPECT_NE(error_of(std::string(kMinimal) + " x").find("task.json: not valid JSON: "),
+            std::string::npos);
   std::string dup(kMinimal);
   dup.insert(1, R"("optimizer":{"lr":0.1,"lr":10},)");
   EXPECT_EQ(error_of(dup), "task.json: optimizer.lr: field appears twice");
@@ -278,7 +312,8 @@ TEST(Task, LoadNamesTheFile) {
   ASSERT_TRUE(write_file_atomic(path, std::string_view(R"({"model":{"name":"mlp"}})")).ok());
   auto task = load_task(path);
   ASSERT_FALSE(task.ok());
-  EXPECT_EQ(task.error().message, path + ": dataset: missing; expected an object (this field is required)");
+  EXPECT_EQ(task.error().message,
+            path + ": dataset: missing; expected an object (this field is required)");
   EXPECT_EQ(task.error().code, Errc::kInvalidInput);
   auto absent = load_task((dir / "nope.json").string());
   ASSERT_FALSE(absent.ok());

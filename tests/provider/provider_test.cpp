@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+
 #include <nlohmann/json.hpp>
 
 #include "common/file_io.h"
@@ -19,21 +20,25 @@ using testing::veritrain_binary;
 
 std::string write_task(const testing::ScratchDir& dir, int epochs = 4) {
   auto path = (dir / "task.json").string();
-  auto r = run_command(veritrain_binary() + " task init --model mlp --epochs " + std::to_string(epochs) +
-                           " --steps-per-epoch 3 --batch-size 8 --data-option samples=64 --trail-interval 2 --out " + path,
-                       dir.path());
+  auto r = run_command(
+      veritrain_binary() + " task init --model mlp --epochs " + std::to_string(epochs) +
+          " --steps-per-epoch 3 --batch-size 8 --data-option samples=64 --trail-interval 2 --out " +
+          path,
+      dir.path());
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return path;
 }
 
-testing::CommandResult train(const testing::ScratchDir& dir, const std::string& task, const fs::path& workdir,
-                             const std::string& env = "") {
-  return run_command(env + " " + veritrain_binary() + " --json train --task " + task + " --workdir " + workdir.string(),
+testing::CommandResult train(const testing::ScratchDir& dir, const std::string& task,
+                             const fs::path& workdir, const std::string& env = "") {
+  return run_command(env + " " + veritrain_binary() + " --json train --task " + task +
+                         " --workdir " + workdir.string(),
                      dir.path());
 }
 
 testing::CommandResult log_verify(const testing::ScratchDir& dir, const fs::path& workdir) {
-  return run_command(veritrain_binary() + " --json log verify --workdir " + workdir.string(), dir.path());
+  return run_command(veritrain_binary() + " --json log verify --workdir " + workdir.string(),
+                     dir.path());
 }
 
 // Everything a resumed run must reproduce: per epoch root, fingerprints, order digest, metrics
@@ -44,8 +49,8 @@ std::vector<std::string> commitments(const fs::path& workdir) {
   std::vector<std::string> out;
   for (const auto& r : log->records) {
     const CommitRecord& c = r.record;
-    out.push_back(std::to_string(c.epoch) + " " + hex_encode(c.root) + " " + c.fingerprint.dump() + " " +
-                  c.tracking_fingerprint.dump() + " " + nlohmann::json(c.trail).dump() + " " +
+    out.push_back(std::to_string(c.epoch) + " " + hex_encode(c.root) + " " + c.fingerprint.dump() +
+                  " " + c.tracking_fingerprint.dump() + " " + nlohmann::json(c.trail).dump() + " " +
                   hex_encode(c.data_order_digest) + " " + std::to_string(c.metrics.loss) + " " +
                   std::to_string(c.metrics.steps));
   }
@@ -75,7 +80,8 @@ TEST(Provider, TrainsCommitsAndVerifies) {
   EXPECT_EQ(j["epochs"][1]["codec"], "delta");
   EXPECT_EQ(j["epochs"][4]["codec"], "planes");  // a whole snapshot every 4 epochs
 
-  auto inspect = run_command(veritrain_binary() + " --json inspect " + (dir / "wd").string(), dir.path());
+  auto inspect =
+      run_command(veritrain_binary() + " --json inspect " + (dir / "wd").string(), dir.path());
   ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
   auto ij = nlohmann::json::parse(inspect.out);
   EXPECT_EQ(ij["task_id"].get<std::string>().size(), 64u);
@@ -130,7 +136,11 @@ TEST(Provider, RefusesAWorkdirOfAnotherTaskOrWithAMissingSnapshot) {
   auto task = write_task(dir, 2);
   ASSERT_EQ(train(dir, task, dir / "wd").exit_code, 0);
   auto other = (dir / "other.json").string();
-  ASSERT_EQ(run_command(veritrain_binary() + " task init --model mlp --epochs 2 --seed 5 --out " + other, dir.path()).exit_code, 0);
+  ASSERT_EQ(
+      run_command(veritrain_binary() + " task init --model mlp --epochs 2 --seed 5 --out " + other,
+                  dir.path())
+          .exit_code,
+      0);
   auto log_before = *read_file(dir / "wd/commitments.log");
   auto r = train(dir, other, dir / "wd");
   EXPECT_EQ(r.exit_code, 2);
@@ -159,7 +169,8 @@ TEST_P(ProviderCrash, SigkillThenResumeMatchesAnUninterruptedRun) {
   ASSERT_EQ(train(dir, task, dir / "reference").exit_code, 0);
 
   const CrashCase& c = GetParam();
-  auto crashed = train(dir, task, dir / "wd", "VT_CRASH_AT=" + c.point + ":" + std::to_string(c.epoch));
+  auto crashed =
+      train(dir, task, dir / "wd", "VT_CRASH_AT=" + c.point + ":" + std::to_string(c.epoch));
   EXPECT_EQ(crashed.exit_code, 128 + 9) << "expected SIGKILL at " << c.point << "\n" << crashed.err;
   auto resumed = train(dir, task, dir / "wd");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
@@ -171,17 +182,19 @@ TEST_P(ProviderCrash, SigkillThenResumeMatchesAnUninterruptedRun) {
   EXPECT_TRUE(fs::exists(dir / "wd/snapshots" / (root + ".vtc")));
 }
 
-INSTANTIATE_TEST_SUITE_P(Points, ProviderCrash,
-                         ::testing::Values(CrashCase{"during_training", 2}, CrashCase{"before_snapshot_write", 2},
-                                           CrashCase{"after_snapshot_write", 2}, CrashCase{"after_log_append", 2},
-                                           CrashCase{"after_snapshot_write", 0}, CrashCase{"during_training", 4}),
-                         [](const auto& info) { return info.param.point + "_" + std::to_string(info.param.epoch); });
+INSTANTIATE_TEST_SUITE_P(
+    Points, ProviderCrash,
+    ::testing::Values(CrashCase{"during_training", 2}, CrashCase{"before_snapshot_write", 2},
+                      CrashCase{"after_snapshot_write", 2}, CrashCase{"after_log_append", 2},
+                      CrashCase{"after_snapshot_write", 0}, CrashCase{"during_training", 4}),
+    [](const auto& info) { return info.param.point + "_" + std::to_string(info.param.epoch); });
 
 // A full disk ends training with a clear I/O error and leaves a log that still verifies.
 TEST(Provider, DiskFullIsAClearErrorAndTheLogStaysValid) {
   testing::ScratchDir dir;
   fs::create_directories(dir / "small");
-  if (std::system(("mount -t tmpfs -o size=600k tmpfs " + (dir / "small").string() + " 2>/dev/null").c_str()) != 0) {
+  if (std::system(("mount -t tmpfs -o size=600k tmpfs " + (dir / "small").string() + " 2>/dev/null")
+                      .c_str()) != 0) {
     GTEST_SKIP() << "cannot mount a small tmpfs here (needs root and a permissive sandbox)";
   }
   struct Unmount {
@@ -189,9 +202,14 @@ TEST(Provider, DiskFullIsAClearErrorAndTheLogStaysValid) {
     ~Unmount() { std::system(("umount " + p.string()).c_str()); }
   } unmount{dir / "small"};
   auto task = (dir / "task.json").string();
-  ASSERT_EQ(run_command(veritrain_binary() + " task init --model mlp --option hidden=256 --epochs 30 --steps-per-epoch 1 "
-                                             "--batch-size 8 --data-option samples=16 --out " + task,
-                        dir.path()).exit_code, 0);
+  ASSERT_EQ(
+      run_command(veritrain_binary() +
+                      " task init --model mlp --option hidden=256 --epochs 30 --steps-per-epoch 1 "
+                      "--batch-size 8 --data-option samples=16 --out " +
+                      task,
+                  dir.path())
+          .exit_code,
+      0);
   auto r = train(dir, task, dir / "small/wd");
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_NE(r.err.find("disk full"), std::string::npos) << r.err;
@@ -231,7 +249,9 @@ TEST(Provider, InspectExportsAnEpochAsCanonicalSafetensors) {
   auto task = write_task(dir, 2);
   ASSERT_EQ(train(dir, task, dir / "wd").exit_code, 0);
   auto out = (dir / "e1.safetensors").string();
-  auto r = run_command(veritrain_binary() + " --json inspect " + (dir / "wd").string() + " --epoch 1 --out " + out, dir.path());
+  auto r = run_command(
+      veritrain_binary() + " --json inspect " + (dir / "wd").string() + " --epoch 1 --out " + out,
+      dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto log = read_log(dir / "wd/commitments.log");
   EXPECT_EQ(nlohmann::json::parse(r.out)["root"], hex_encode(log->records[1].record.root));
@@ -241,7 +261,9 @@ TEST(Provider, InspectExportsAnEpochAsCanonicalSafetensors) {
   EXPECT_EQ(j["kind"], "safetensors");
   EXPECT_TRUE(j["canonical"].get<bool>());
   EXPECT_EQ(j["metadata"]["epoch"], "1");
-  auto beyond = run_command(veritrain_binary() + " inspect " + (dir / "wd").string() + " --epoch 9 --out " + out, dir.path());
+  auto beyond = run_command(
+      veritrain_binary() + " inspect " + (dir / "wd").string() + " --epoch 9 --out " + out,
+      dir.path());
   EXPECT_EQ(beyond.exit_code, 2);
 }
 

@@ -42,7 +42,8 @@ TEST(Prng, NormalSumsFourUniformsInDrawOrderLeftToRight) {
     const float u1 = same.uniform(), u2 = same.uniform(), u3 = same.uniform(), u4 = same.uniform();
     const float expected = ((((u1 + u2) + u3) + u4) - 2.0f) * 1.7320508f;
     const float got = rng.normal();
-    ASSERT_EQ(std::bit_cast<std::uint32_t>(got), std::bit_cast<std::uint32_t>(expected)) << "draw " << i;
+    ASSERT_EQ(std::bit_cast<std::uint32_t>(got), std::bit_cast<std::uint32_t>(expected))
+        << "draw " << i;
   }
 }
 
@@ -83,7 +84,9 @@ TEST(Synthetic, SameTaskSameBytesOtherSeedOtherBytes) {
   EXPECT_EQ(a->class_targets[0], a->token_inputs[1]);
 }
 
-Bytes be32(std::uint32_t v) { return {std::uint8_t(v >> 24), std::uint8_t(v >> 16), std::uint8_t(v >> 8), std::uint8_t(v)}; }
+Bytes be32(std::uint32_t v) {
+  return {std::uint8_t(v >> 24), std::uint8_t(v >> 16), std::uint8_t(v >> 8), std::uint8_t(v)};
+}
 
 TEST(Mnist, ReadsIdxFilesPinnedBySha256) {
   testing::ScratchDir dir;
@@ -111,7 +114,8 @@ TEST(Mnist, ReadsIdxFilesPinnedBySha256) {
   task.dataset.files["train-labels-idx1-ubyte"] = std::string(64, '0');
   auto bad = load_dataset(task, dir.path());
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message.find("train-labels-idx1-ubyte: SHA-256 is"), std::string::npos) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("train-labels-idx1-ubyte: SHA-256 is"), std::string::npos)
+      << bad.error().message;
 }
 
 // An idx pair that says it holds 0 images is well formed but gives nothing to train on; it must be
@@ -123,10 +127,11 @@ TEST(Mnist, AnEmptyIdxPairIsRefused) {
   append_bytes(labels, be32(0));
   ASSERT_TRUE(write_file_atomic(dir / "train-images-idx3-ubyte", images).ok());
   ASSERT_TRUE(write_file_atomic(dir / "train-labels-idx1-ubyte", labels).ok());
-  auto gz = testing::run_command("cd " + dir.path().string() +
-                                     " && gzip -nc train-images-idx3-ubyte > train-images-idx3-ubyte.gz"
-                                     " && gzip -nc train-labels-idx1-ubyte > train-labels-idx1-ubyte.gz",
-                                 dir.path());
+  auto gz =
+      testing::run_command("cd " + dir.path().string() +
+                               " && gzip -nc train-images-idx3-ubyte > train-images-idx3-ubyte.gz"
+                               " && gzip -nc train-labels-idx1-ubyte > train-labels-idx1-ubyte.gz",
+                           dir.path());
   ASSERT_EQ(gz.exit_code, 0) << gz.err;
   for (const std::string suffix : {"", ".gz"}) {
     Task task = *default_task("mlp", "mnist");
@@ -145,9 +150,11 @@ TEST(Mnist, AnEmptyIdxPairIsRefused) {
 // A download cut short: real text gzip'd by the real gzip tool, cut inside the header, the
 // deflate stream and the trailer, is named as truncated, not as an invalid file.
 TEST(Gunzip, AFileCutShortIsNamedTruncated) {
-  if (!std::filesystem::exists("/usr/share/games/fortunes/debian")) GTEST_SKIP() << "fortunes not installed";
+  if (!std::filesystem::exists("/usr/share/games/fortunes/debian"))
+    GTEST_SKIP() << "fortunes not installed";
   testing::ScratchDir dir;
-  auto gz = testing::run_command("gzip -nc /usr/share/games/fortunes/debian > " + (dir / "debian.gz").string(), dir.path());
+  auto gz = testing::run_command(
+      "gzip -nc /usr/share/games/fortunes/debian > " + (dir / "debian.gz").string(), dir.path());
   ASSERT_EQ(gz.exit_code, 0) << gz.err;
   const Bytes whole = *read_file(dir / "debian.gz");
   ASSERT_GT(whole.size(), 1000u);
@@ -181,10 +188,11 @@ TEST(Mnist, ReadsGzippedIdxFilesAndNamesAMissingOne) {
   auto want = load_dataset(plain, dir.path());
   ASSERT_TRUE(want.ok()) << want.error().message;
 
-  auto gz = testing::run_command("cd " + dir.path().string() +
-                                     " && gzip -nc train-images-idx3-ubyte > train-images-idx3-ubyte.gz"
-                                     " && gzip -nc train-labels-idx1-ubyte > train-labels-idx1-ubyte.gz",
-                                 dir.path());
+  auto gz =
+      testing::run_command("cd " + dir.path().string() +
+                               " && gzip -nc train-images-idx3-ubyte > train-images-idx3-ubyte.gz"
+                               " && gzip -nc train-labels-idx1-ubyte > train-labels-idx1-ubyte.gz",
+                           dir.path());
   ASSERT_EQ(gz.exit_code, 0) << gz.err;
   Task packed = plain;
   packed.dataset.files.clear();
@@ -200,13 +208,16 @@ TEST(Mnist, ReadsGzippedIdxFilesAndNamesAMissingOne) {
   auto missing = load_dataset(packed, dir.path());
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().code, Errc::kInvalidInput);
-  EXPECT_NE(missing.error().message.find("file \"train-labels-idx1-ubyte.gz\" is missing"), std::string::npos)
+  EXPECT_NE(missing.error().message.find("file \"train-labels-idx1-ubyte.gz\" is missing"),
+            std::string::npos)
       << missing.error().message;
   packed.dataset.files.erase("train-labels-idx1-ubyte.gz");
   auto unpinned = load_dataset(packed, dir.path());
   ASSERT_FALSE(unpinned.ok());
-  EXPECT_NE(unpinned.error().message.find("pins neither \"train-labels-idx1-ubyte\" nor \"train-labels-idx1-ubyte.gz\""),
-            std::string::npos) << unpinned.error().message;
+  EXPECT_NE(unpinned.error().message.find(
+                "pins neither \"train-labels-idx1-ubyte\" nor \"train-labels-idx1-ubyte.gz\""),
+            std::string::npos)
+      << unpinned.error().message;
 }
 
 TEST(Cifar10, ReadsBinaryBatchesAndRejectsTruncation) {

@@ -1,11 +1,12 @@
 // Collective on loopback, two ranks as two threads of one process: what a follower accepts
 // from rank 0 through the TCPStore is bounded before it allocates.
+#include "training/distributed.h"
+
 #include <gtest/gtest.h>
 
 #include <thread>
 
 #include "common/process.h"
-#include "training/distributed.h"
 
 namespace vt::training {
 namespace {
@@ -52,8 +53,10 @@ TEST(Collective, AFollowerRefusesABroadcastAboveItsLimitBeforeAllocating) {
   root.join();
   EXPECT_TRUE(first0.ok()) << first0.error().message;
   ASSERT_FALSE(second.ok());
-  EXPECT_NE(second.error().message.find("announces 1001 bytes"), std::string::npos) << second.error().message;
-  EXPECT_NE(second.error().message.find("outside 0 ... 1000"), std::string::npos) << second.error().message;
+  EXPECT_NE(second.error().message.find("announces 1001 bytes"), std::string::npos)
+      << second.error().message;
+  EXPECT_NE(second.error().message.find("outside 0 ... 1000"), std::string::npos)
+      << second.error().message;
   EXPECT_TRUE(refused.empty()) << "allocated before the bound was checked";
   EXPECT_FALSE(second0.ok()) << "rank 0 must notice that its follower left the broadcast";
 }

@@ -14,9 +14,9 @@
 namespace vt::training {
 namespace {
 
-#define VT_SKIP_WITHOUT_CUDA()                                                               \
-  do {                                                                                       \
-    const RuntimeInfo info = runtime_info();                                                 \
+#define VT_SKIP_WITHOUT_CUDA()                                                                   \
+  do {                                                                                           \
+    const RuntimeInfo info = runtime_info();                                                     \
     if (!info.cuda_available) GTEST_SKIP() << "no CUDA (LibTorch " << info.torch_version << ")"; \
   } while (0)
 
@@ -33,8 +33,9 @@ Task cuda_task(const std::string& model) {
   if (model == "cnn") {
     task.model.options = {{"width", 8}, {"blocks", 1}, {"classes", 10}};
   } else {
-    task.model.options = {{"vocab", 64},      {"d_model", 32}, {"layers", 2}, {"heads", 4},
-                          {"seq_len", 16},    {"mlp_ratio", 4}, {"dropout_permille", 100}};
+    task.model.options = {
+        {"vocab", 64},    {"d_model", 32},          {"layers", 2}, {"heads", 4}, {"seq_len", 16},
+        {"mlp_ratio", 4}, {"dropout_permille", 100}};
   }
   return task;
 }
@@ -63,8 +64,9 @@ TEST_P(CudaReplay, EpochTwoReplaysBitIdenticallyInAFreshProcess) {
   testing::ScratchDir dir;
   ASSERT_TRUE(write_file_atomic(dir / "task.json", pretty_task_json(task)).ok());
   ASSERT_TRUE(write_file_atomic(dir / "epoch1.safetensors", snapshots[1]).ok());
-  auto r = testing::run_command(std::string(VT_REPLAY_TOOL) + " " + (dir / "task.json").string() + " " +
-                                    (dir / "epoch1.safetensors").string() + " " + (dir / "replay2.safetensors").string(),
+  auto r = testing::run_command(std::string(VT_REPLAY_TOOL) + " " + (dir / "task.json").string() +
+                                    " " + (dir / "epoch1.safetensors").string() + " " +
+                                    (dir / "replay2.safetensors").string(),
                                 dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto replayed = read_file(dir / "replay2.safetensors");
@@ -77,7 +79,8 @@ INSTANTIATE_TEST_SUITE_P(Zoo, CudaReplay, ::testing::Values("cnn", "gpt"));
 // The Python that holds the GPU stack: the torch venv when it is there.
 std::string python() {
   if (const char* p = std::getenv("VT_PYTHON")) return p;
-  if (std::filesystem::exists("/opt/torch/.venv/bin/python3")) return "/opt/torch/.venv/bin/python3";
+  if (std::filesystem::exists("/opt/torch/.venv/bin/python3"))
+    return "/opt/torch/.venv/bin/python3";
   return "python3";
 }
 
@@ -109,11 +112,12 @@ TEST(CudaSnapshot, LoadsWithPythonSafetensors) {
       "    v = f.get_tensor('param/tok.weight').reshape(-1)[5]\n"
       "    print(len(list(f.keys())), meta['format'], meta['device'], v.tobytes().hex())\n";
   ASSERT_TRUE(write_file_atomic(dir / "load.py", script).ok());
-  auto r = testing::run_command(py + " " + (dir / "load.py").string() + " " + (dir / "snap.safetensors").string(),
-                                dir.path());
+  auto r = testing::run_command(
+      py + " " + (dir / "load.py").string() + " " + (dir / "snap.safetensors").string(),
+      dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::string expected = std::to_string((*trainer)->layout().size()) + " " + kSnapshotFormat + " cuda " +
-                               hex_encode(*value) + "\n";
+  const std::string expected = std::to_string((*trainer)->layout().size()) + " " + kSnapshotFormat +
+                               " cuda " + hex_encode(*value) + "\n";
   EXPECT_EQ(r.out, expected);
 }
 

@@ -22,8 +22,9 @@ Task small_task(const std::string& model, const std::string& optimizer) {
     task.dataset.options = {{"samples", 16}};
     task.batch_size = 4;
   } else if (model == "gpt") {
-    task.model.options = {{"vocab", 16}, {"d_model", 16}, {"layers", 1}, {"heads", 2}, {"seq_len", 8},
-                          {"mlp_ratio", 2}, {"dropout_permille", 100}};  // dropout: RNG state matters
+    task.model.options = {
+        {"vocab", 16},    {"d_model", 16},          {"layers", 1}, {"heads", 2}, {"seq_len", 8},
+        {"mlp_ratio", 2}, {"dropout_permille", 100}};  // dropout: RNG state matters
     task.dataset.options = {{"samples", 16}};
     task.batch_size = 4;
   } else if (model == "conv3d") {
@@ -36,9 +37,11 @@ Task small_task(const std::string& model, const std::string& optimizer) {
   }
   task.optimizer.name = optimizer;
   if (optimizer == "sgd") {
-    task.optimizer = {.name = "sgd", .lr = 0.05, .momentum = 0.9, .nesterov = true, .weight_decay = 1e-4};
+    task.optimizer = {
+        .name = "sgd", .lr = 0.05, .momentum = 0.9, .nesterov = true, .weight_decay = 1e-4};
   } else {
-    task.optimizer = {.name = optimizer, .lr = 1e-3, .weight_decay = optimizer == "adamw" ? 0.01 : 1e-4};
+    task.optimizer = {
+        .name = optimizer, .lr = 1e-3, .weight_decay = optimizer == "adamw" ? 0.01 : 1e-4};
   }
   return task;
 }
@@ -48,7 +51,8 @@ testing::CommandResult replay(const testing::ScratchDir& dir, const Task& task, 
   EXPECT_TRUE(write_file_atomic(dir / "task.json", pretty_task_json(task)).ok());
   EXPECT_TRUE(write_file_atomic(dir / "before.safetensors", before).ok());
   std::string cmd = std::string(VT_REPLAY_TOOL) + " " + (dir / "task.json").string() + " " +
-                    (dir / "before.safetensors").string() + " " + (dir / "after.safetensors").string();
+                    (dir / "before.safetensors").string() + " " +
+                    (dir / "after.safetensors").string();
   if (threads > 0) cmd += " " + std::to_string(threads);
   return testing::run_command(cmd, dir.path());
 }
@@ -82,13 +86,13 @@ TEST_P(ReplayMatrix, EpochTwoReplaysBitIdenticallyInAFreshProcess) {
   EXPECT_TRUE(*replayed == snapshots[2]) << "replay of epoch 2 differs from the original";
 }
 
-INSTANTIATE_TEST_SUITE_P(Zoo, ReplayMatrix,
-                         ::testing::Values(Combo{"mlp", "sgd"}, Combo{"mlp", "adam"}, Combo{"mlp", "adamw"},
-                                           Combo{"cnn", "sgd"}, Combo{"cnn", "adam"}, Combo{"cnn", "adamw"},
-                                           Combo{"conv3d", "sgd"}, Combo{"conv3d", "adam"},
-                                           Combo{"conv3d", "adamw"}, Combo{"gpt", "sgd"}, Combo{"gpt", "adam"},
-                                           Combo{"gpt", "adamw"}),
-                         [](const auto& info) { return info.param.model + "_" + info.param.optimizer; });
+INSTANTIATE_TEST_SUITE_P(
+    Zoo, ReplayMatrix,
+    ::testing::Values(Combo{"mlp", "sgd"}, Combo{"mlp", "adam"}, Combo{"mlp", "adamw"},
+                      Combo{"cnn", "sgd"}, Combo{"cnn", "adam"}, Combo{"cnn", "adamw"},
+                      Combo{"conv3d", "sgd"}, Combo{"conv3d", "adam"}, Combo{"conv3d", "adamw"},
+                      Combo{"gpt", "sgd"}, Combo{"gpt", "adam"}, Combo{"gpt", "adamw"}),
+    [](const auto& info) { return info.param.model + "_" + info.param.optimizer; });
 
 TEST(Replay, OtherThreadCountIsRefusedInExactMode) {
   const Task task = small_task("mlp", "sgd");
@@ -98,7 +102,8 @@ TEST(Replay, OtherThreadCountIsRefusedInExactMode) {
   testing::ScratchDir dir;
   auto r = replay(dir, task, *(*trainer)->snapshot(), /*threads=*/2);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("made with 1 intra-op threads, this replay uses 2"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("made with 1 intra-op threads, this replay uses 2"), std::string::npos)
+      << r.err;
   EXPECT_NE(r.err.find("exact mode"), std::string::npos) << r.err;
   auto same = replay(dir, task, *(*trainer)->snapshot(), /*threads=*/1);
   EXPECT_EQ(same.exit_code, 0) << same.err;
@@ -113,7 +118,8 @@ TEST(Replay, OtherThreadCountIsAllowedAndReportedInToleranceMode) {
   testing::ScratchDir dir;
   auto r = replay(dir, task, *(*trainer)->snapshot(), /*threads=*/2);
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("note: snapshot was made with 1 intra-op threads"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("note: snapshot was made with 1 intra-op threads"), std::string::npos)
+      << r.err;
 }
 
 TEST(Replay, DamagedSnapshotsAreRejectedWithTheProblemNamed) {
@@ -173,7 +179,8 @@ TEST(Snapshot, LayoutListsEveryStateTensorSorted) {
   ASSERT_FALSE(layout.empty());
   for (std::size_t i = 1; i < layout.size(); ++i) EXPECT_LT(layout[i - 1].name, layout[i].name);
   auto has = [&](const std::string& n) {
-    return std::any_of(layout.begin(), layout.end(), [&](const TensorEntry& e) { return e.name == n; });
+    return std::any_of(layout.begin(), layout.end(),
+                       [&](const TensorEntry& e) { return e.name == n; });
   };
   EXPECT_TRUE(has("param/stem.weight"));
   EXPECT_TRUE(has("buffer/stem_bn.running_mean"));
@@ -205,7 +212,8 @@ TEST(Snapshot, GatherManyMatchesTheSnapshotBytes) {
     positions.push_back({0, e.numel() - 1, e.numel() / 2});
     entries.push_back(&e);
   }
-  for (std::size_t i = 0; i < entries.size(); ++i) requests.push_back({entries[i]->name, positions[i]});
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    requests.push_back({entries[i]->name, positions[i]});
   auto values = (*trainer)->gather_many(requests);
   ASSERT_TRUE(values.ok()) << values.error().message;
   ASSERT_EQ(values->size(), entries.size());
@@ -213,7 +221,8 @@ TEST(Snapshot, GatherManyMatchesTheSnapshotBytes) {
     const std::size_t width = dtype_size(entries[i]->dtype);
     ByteSpan data = view->data(*entries[i]);
     Bytes expected;
-    for (std::uint64_t p : positions[i]) expected.insert(expected.end(), data.begin() + p * width, data.begin() + (p + 1) * width);
+    for (std::uint64_t p : positions[i])
+      expected.insert(expected.end(), data.begin() + p * width, data.begin() + (p + 1) * width);
     EXPECT_EQ((*values)[i], expected) << entries[i]->name;
   }
   std::uint64_t outside[] = {1u << 30};

@@ -26,7 +26,8 @@ int main(int argc, char** argv) {
   if (argc > 4) options.intra_op_threads = std::atoll(argv[4]);
   auto trainer = vt::training::Trainer::restore(*task, *snapshot, options);
   if (!trainer) return fail(trainer.error());
-  for (const std::string& note : (*trainer)->replay_notes()) std::fprintf(stderr, "note: %s\n", note.c_str());
+  for (const std::string& note : (*trainer)->replay_notes())
+    std::fprintf(stderr, "note: %s\n", note.c_str());
   auto summary = (*trainer)->train_epoch();
   if (!summary) return fail(summary.error());
   auto after = (*trainer)->snapshot();

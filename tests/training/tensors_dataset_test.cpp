@@ -2,16 +2,16 @@
 // scripts/make_digits.py, trained by the mlp, replayed bit for bit from a snapshot, sharded
 // without changing a bit; and every bad input named with exit code 2.
 
-#include <gtest/gtest.h>
-
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <nlohmann/json.hpp>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "common/file_io.h"
 #include "common/safetensors.h"
@@ -27,8 +27,9 @@ namespace fs = std::filesystem;
 
 // Digits files in `dir`; returns the pins make_digits.py prints.
 std::map<std::string, std::string> make_digits(const fs::path& dir, const std::string& extra = "") {
-  auto r = testing::run_command("/usr/bin/python3 " VT_SOURCE_DIR "/scripts/make_digits.py " + dir.string() + " " + extra,
-                                dir.parent_path());
+  auto r = testing::run_command(
+      "/usr/bin/python3 " VT_SOURCE_DIR "/scripts/make_digits.py " + dir.string() + " " + extra,
+      dir.parent_path());
   EXPECT_EQ(r.exit_code, 0) << r.err;
   std::map<std::string, std::string> pins;
   const nlohmann::json printed = nlohmann::json::parse(r.out);  // items() refers into it
@@ -78,7 +79,8 @@ TEST(TensorsDataset, MlpLearnsDigitsAndReplaysBitForBit) {
   auto s = (*replay)->train_epoch();
   ASSERT_TRUE(s.ok()) << s.error().message;
   EXPECT_EQ(*(*replay)->snapshot(), snapshots[3]);
-  EXPECT_EQ(std::bit_cast<std::uint64_t>(s->eval->loss), std::bit_cast<std::uint64_t>(evals[2].loss));
+  EXPECT_EQ(std::bit_cast<std::uint64_t>(s->eval->loss),
+            std::bit_cast<std::uint64_t>(evals[2].loss));
   EXPECT_EQ(s->eval->accuracy, evals[2].accuracy);
 }
 
@@ -129,8 +131,8 @@ TEST(TensorsDataset, EvalFractionHoldsOutPrngChosenRows) {
 }
 
 // A hand-built shard for the error cases: real errors need precise bad bytes.
-std::string write_shard(const fs::path& file, DType in, std::vector<std::int64_t> in_shape, DType tg,
-                        std::vector<std::int64_t> tg_shape) {
+std::string write_shard(const fs::path& file, DType in, std::vector<std::int64_t> in_shape,
+                        DType tg, std::vector<std::int64_t> tg_shape) {
   auto bytes_of = [](DType d, const std::vector<std::int64_t>& s) {
     std::uint64_t n = dtype_size(d);
     for (auto x : s) n *= static_cast<std::uint64_t>(x);
@@ -143,7 +145,8 @@ std::string write_shard(const fs::path& file, DType in, std::vector<std::int64_t
   return hex_encode(sha256(*out));
 }
 
-// An mlp over 6 features and 3 classes whose data files lie beside the task (pins added by the test).
+// An mlp over 6 features and 3 classes whose data files lie beside the task (pins added by the
+// test).
 Task tiny_mlp_task() {
   Task task = *default_task("mlp", "tensors");
   task.model.options = {{"input_dim", 6}, {"hidden", 4}, {"layers", 1}, {"classes", 3}};
@@ -166,25 +169,31 @@ TEST(TensorsDataset, BadInputsAreNamedAndInvalidInput) {
   auto expect = [&](const std::string& needle) {
     Error e = create_error(task, dir.path());
     EXPECT_EQ(e.code, Errc::kInvalidInput) << e.message;
-    EXPECT_NE(e.message.find(needle), std::string::npos) << "want \"" << needle << "\" in: " << e.message;
+    EXPECT_NE(e.message.find(needle), std::string::npos)
+        << "want \"" << needle << "\" in: " << e.message;
   };
-  task.dataset.files = {{"a.safetensors", write_shard(dir / "a.safetensors", DType::kF32, {4, 6}, DType::kI64, {4})},
-                        {"b.safetensors", std::string(64, 'a')}};
+  task.dataset.files = {
+      {"a.safetensors", write_shard(dir / "a.safetensors", DType::kF32, {4, 6}, DType::kI64, {4})},
+      {"b.safetensors", std::string(64, 'a')}};
   expect("file \"b.safetensors\" is missing");
   write_shard(dir / "b.safetensors", DType::kF32, {4, 6}, DType::kI64, {4});
   expect("b.safetensors: SHA-256 is");
-  task.dataset.files["b.safetensors"] = write_shard(dir / "b.safetensors", DType::kF32, {4, 6}, DType::kI64, {5});
+  task.dataset.files["b.safetensors"] =
+      write_shard(dir / "b.safetensors", DType::kF32, {4, 6}, DType::kI64, {5});
   expect("b.safetensors: inputs hold 4 examples, targets 5");
-  task.dataset.files["b.safetensors"] = write_shard(dir / "b.safetensors", DType::kU8, {4, 6}, DType::kI64, {4});
+  task.dataset.files["b.safetensors"] =
+      write_shard(dir / "b.safetensors", DType::kU8, {4, 6}, DType::kI64, {4});
   expect("b.safetensors: shard holds inputs U8[6]");
-  task.dataset.files["b.safetensors"] = write_shard(dir / "b.safetensors", DType::kF32, {4, 6}, DType::kI64, {4});
+  task.dataset.files["b.safetensors"] =
+      write_shard(dir / "b.safetensors", DType::kF32, {4, 6}, DType::kI64, {4});
   TrainerOptions opt;
   opt.task_dir = dir.path();
   ASSERT_TRUE(Trainer::create(task, opt).ok());
   task.model.options["input_dim"] = 7;
   expect("mlp expects 7 input features (model.options.input_dim)");
   task.model.options["input_dim"] = 6;
-  task.dataset.files = {{"a.safetensors", write_shard(dir / "a.safetensors", DType::kF32, {4, 6}, DType::kF32, {4})}};
+  task.dataset.files = {
+      {"a.safetensors", write_shard(dir / "a.safetensors", DType::kF32, {4, 6}, DType::kF32, {4})}};
   expect("loss cross_entropy needs I64 class-id targets, got F32");
 }
 
@@ -197,7 +206,8 @@ TEST(TensorsDataset, GptTokenIdsOfEveryIntegerDtypeAreCheckedAgainstTheVocabular
   testing::ScratchDir dir;
   constexpr std::int64_t kRows = 8, kT = 16;
   Task task = *default_task("gpt", "tensors");
-  task.model.options = {{"vocab", 128}, {"d_model", 16}, {"layers", 1}, {"heads", 2}, {"seq_len", kT}};
+  task.model.options = {
+      {"vocab", 128}, {"d_model", 16}, {"layers", 1}, {"heads", 2}, {"seq_len", kT}};
   task.dataset.path = ".";
   task.batch_size = kRows;
   task.steps_per_epoch = 1;  // one batch: every row
@@ -214,7 +224,9 @@ TEST(TensorsDataset, GptTokenIdsOfEveryIntegerDtypeAreCheckedAgainstTheVocabular
       tg[static_cast<std::size_t>(i) * 8] = (*text)[static_cast<std::size_t>(i) + 1] & 0x7f;
     }
     auto write = [&](const Bytes& inputs) {
-      auto out = write_canonical({{{"inputs", c.dtype, {kRows, kT}}, inputs}, {{"targets", DType::kI64, {kRows, kT}}, tg}}, {});
+      auto out = write_canonical(
+          {{{"inputs", c.dtype, {kRows, kT}}, inputs}, {{"targets", DType::kI64, {kRows, kT}}, tg}},
+          {});
       EXPECT_TRUE(out.ok());
       EXPECT_TRUE(write_file_atomic(dir / "tok.safetensors", *out).ok());
       task.dataset.files = {{"tok.safetensors", hex_encode(sha256(*out))}};
@@ -229,15 +241,16 @@ TEST(TensorsDataset, GptTokenIdsOfEveryIntegerDtypeAreCheckedAgainstTheVocabular
 
     // Example 5, position 3: little-endian, sign-extended by the dtype's width.
     const std::size_t at = static_cast<std::size_t>(5 * kT + 3) * width;
-    for (std::size_t b = 0; b < width; ++b) in[at + b] = static_cast<std::uint8_t>(static_cast<std::uint64_t>(c.bad) >> (8 * b));
+    for (std::size_t b = 0; b < width; ++b)
+      in[at + b] = static_cast<std::uint8_t>(static_cast<std::uint64_t>(c.bad) >> (8 * b));
     write(in);
     auto bad = Trainer::create(task, opt);
     ASSERT_TRUE(bad.ok()) << bad.error().message;
     auto e = (*bad)->train_epoch();
     ASSERT_FALSE(e.ok()) << dtype_name(c.dtype);
     EXPECT_EQ(e.error().code, Errc::kInvalidInput) << e.error().message;
-    const std::string want = "tok.safetensors: inputs of example 5 hold token " + std::to_string(c.bad) +
-                             ", outside the model's vocabulary of 128";
+    const std::string want = "tok.safetensors: inputs of example 5 hold token " +
+                             std::to_string(c.bad) + ", outside the model's vocabulary of 128";
     EXPECT_NE(e.error().message.find(want), std::string::npos) << e.error().message;
   }
 }
@@ -279,10 +292,12 @@ TEST(TensorsDataset, AShardRewrittenInPlaceIsHashedAgain) {
   testing::ScratchDir dir;
   Task task = tiny_mlp_task();
   const fs::path shard = dir / "a.safetensors";
-  task.dataset.files = {{"a.safetensors", write_shard(shard, DType::kF32, {4, 6}, DType::kI64, {4})}};
+  task.dataset.files = {
+      {"a.safetensors", write_shard(shard, DType::kF32, {4, 6}, DType::kI64, {4})}};
   struct stat written {};
   ASSERT_EQ(::stat(shard.c_str(), &written), 0);
-  std::this_thread::sleep_for(std::chrono::seconds(3));  // past the "racy" window: the digest is remembered
+  std::this_thread::sleep_for(
+      std::chrono::seconds(3));  // past the "racy" window: the digest is remembered
   TrainerOptions opt;
   opt.task_dir = dir.path();
   ASSERT_TRUE(Trainer::create(task, opt).ok());
@@ -304,7 +319,8 @@ TEST(TensorsDataset, AShardRewrittenInPlaceIsHashedAgain) {
 TEST(TensorsDataset, TorchScriptGetsInputsInTheirStoredDtype) {
   testing::ScratchDir dir;
   ASSERT_TRUE(write_file_atomic(dir / "modules.py", as_bytes(kModules)).ok());
-  auto py = testing::run_command("/usr/bin/python3 " + (dir / "modules.py").string() + " " + dir.path().string(), dir.path());
+  auto py = testing::run_command(
+      "/usr/bin/python3 " + (dir / "modules.py").string() + " " + dir.path().string(), dir.path());
   ASSERT_EQ(py.exit_code, 0) << py.err;
   TrainerOptions opt;
   opt.task_dir = dir.path();
@@ -330,8 +346,9 @@ TEST(TensorsDataset, TorchScriptGetsInputsInTheirStoredDtype) {
   ASSERT_TRUE(s.ok()) << s.error().message;
   EXPECT_TRUE(std::isfinite(s->mean_loss));
 
-  auto r = testing::run_command("/usr/bin/python3 " VT_SOURCE_DIR "/scripts/make_digits.py " + (dir / "u8").string() +
-                                    " --dtype u8", dir.path());
+  auto r = testing::run_command("/usr/bin/python3 " VT_SOURCE_DIR "/scripts/make_digits.py " +
+                                    (dir / "u8").string() + " --dtype u8",
+                                dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::filesystem::rename(dir / "pixels.pt", dir / "u8" / "pixels.pt");
   Task pixels = *default_task("torchscript", "tensors");

@@ -17,8 +17,9 @@ std::string write_module(const std::filesystem::path& file, bool with_forward) {
   torch::jit::Module m("Linear");
   m.register_parameter("weight", torch::randn({4, 32}) * 0.1, false);
   m.register_parameter("bias", torch::zeros({4}), false);
-  m.define(with_forward ? "def forward(self, x):\n  return torch.matmul(x, self.weight.t()) + self.bias\n"
-                        : "def predict(self, x):\n  return x\n");
+  m.define(with_forward
+               ? "def forward(self, x):\n  return torch.matmul(x, self.weight.t()) + self.bias\n"
+               : "def predict(self, x):\n  return x\n");
   m.save(file.string());
   return hex_encode(sha256(*read_file(file)));
 }
@@ -62,10 +63,12 @@ TEST(TorchScript, DigestMismatchAndMissingForwardAreClearErrors) {
   std::string no_forward = write_module(dir / "noforward.pt", false);
   auto missing = Trainer::create(script_task("noforward.pt", no_forward), opts);
   ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.error().message.find("no forward"), std::string::npos) << missing.error().message;
+  EXPECT_NE(missing.error().message.find("no forward"), std::string::npos)
+      << missing.error().message;
 
   ASSERT_TRUE(write_file_atomic(dir / "junk.pt", std::string_view("not a zip")).ok());
-  auto junk = Trainer::create(script_task("junk.pt", hex_encode(sha256(std::string_view("not a zip")))), opts);
+  auto junk = Trainer::create(
+      script_task("junk.pt", hex_encode(sha256(std::string_view("not a zip")))), opts);
   ASSERT_FALSE(junk.ok());
   EXPECT_NE(junk.error().message.find("not a TorchScript module"), std::string::npos);
 }
@@ -77,7 +80,8 @@ TEST(TorchScript, AnArchiveWhoseCodeDoesNotCompileIsInvalidInput) {
   write_module(dir / "model.pt", true);
   const std::string edit =
       "import sys, zipfile\n"
-      "src, dst = zipfile.ZipFile(sys.argv[1]), zipfile.ZipFile(sys.argv[2], 'w', zipfile.ZIP_STORED)\n"
+      "src, dst = zipfile.ZipFile(sys.argv[1]), zipfile.ZipFile(sys.argv[2], 'w', "
+      "zipfile.ZIP_STORED)\n"
       "edited = 0\n"
       "for info in src.infolist():\n"
       "    data = src.read(info.filename)\n"
@@ -88,18 +92,21 @@ TEST(TorchScript, AnArchiveWhoseCodeDoesNotCompileIsInvalidInput) {
       "dst.close()\n"
       "sys.exit(0 if edited else 3)\n";
   ASSERT_TRUE(write_file_atomic(dir / "edit.py", std::string_view(edit)).ok());
-  auto r = testing::run_command("/usr/bin/python3 " + (dir / "edit.py").string() + " " + (dir / "model.pt").string() +
-                                     " " + (dir / "broken.pt").string(),
-                                 dir.path());
+  auto r =
+      testing::run_command("/usr/bin/python3 " + (dir / "edit.py").string() + " " +
+                               (dir / "model.pt").string() + " " + (dir / "broken.pt").string(),
+                           dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   TrainerOptions opts;
   opts.task_dir = dir.path();
-  auto broken = Trainer::create(script_task("broken.pt", hex_encode(sha256(*read_file(dir / "broken.pt")))), opts);
+  auto broken = Trainer::create(
+      script_task("broken.pt", hex_encode(sha256(*read_file(dir / "broken.pt")))), opts);
   ASSERT_FALSE(broken.ok());
   EXPECT_EQ(broken.error().code, Errc::kInvalidInput) << broken.error().message;
   EXPECT_NE(broken.error().message.find("broken.pt: not a TorchScript module ("), std::string::npos)
       << broken.error().message;
-  EXPECT_NE(broken.error().message.find("no_such_name"), std::string::npos) << broken.error().message;
+  EXPECT_NE(broken.error().message.find("no_such_name"), std::string::npos)
+      << broken.error().message;
 }
 
 }  // namespace

@@ -26,7 +26,8 @@ struct BrowserView {
 inline std::string chromium_command(const std::filesystem::path& profile, const std::string& action,
                                     const std::filesystem::path& page, int height = 1000) {
   return "timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
-         "--disable-background-networking --disable-component-update --disable-sync --user-data-dir=" +
+         "--disable-background-networking --disable-component-update --disable-sync "
+         "--user-data-dir=" +
          profile.string() + " --window-size=1280," + std::to_string(height) +
          " --enable-logging=stderr --v=0 " + action + " file://" + page.string();
 }
@@ -41,9 +42,11 @@ inline std::string console_lines(const std::string& err) {
 }
 
 // Loads `page` (and a measuring copy of it in `scratch`); fails the test on a chromium error.
-inline BrowserView view_in_chromium(const std::filesystem::path& page, const std::filesystem::path& scratch) {
+inline BrowserView view_in_chromium(const std::filesystem::path& page,
+                                    const std::filesystem::path& scratch) {
   BrowserView v;
-  CommandResult plain = run_command(chromium_command(scratch / "profile", "--dump-dom", page), scratch);
+  CommandResult plain =
+      run_command(chromium_command(scratch / "profile", "--dump-dom", page), scratch);
   EXPECT_EQ(plain.exit_code, 0) << plain.err;
   v.console = console_lines(plain.err);
   Result<std::string> text = read_text_file(page);
@@ -58,11 +61,13 @@ inline BrowserView view_in_chromium(const std::filesystem::path& page, const std
   const std::size_t body_end = copy.rfind("</body>");
   EXPECT_NE(body_end, std::string::npos);
   copy.insert(body_end,
-              "<script>document.body.setAttribute('data-vt-width', document.documentElement.scrollWidth + ' ' + "
+              "<script>document.body.setAttribute('data-vt-width', "
+              "document.documentElement.scrollWidth + ' ' + "
               "window.innerWidth)</script>");
   const std::filesystem::path measured = scratch / ("measured-" + page.filename().string());
   EXPECT_TRUE(write_file_atomic(measured, copy).ok());
-  CommandResult dom = run_command(chromium_command(scratch / "profile", "--dump-dom", measured), scratch);
+  CommandResult dom =
+      run_command(chromium_command(scratch / "profile", "--dump-dom", measured), scratch);
   EXPECT_EQ(dom.exit_code, 0) << dom.err;
   std::smatch m;
   if (std::regex_search(dom.out, m, std::regex("data-vt-width=\"([0-9]+) ([0-9]+)\""))) {
@@ -76,8 +81,10 @@ inline BrowserView view_in_chromium(const std::filesystem::path& page, const std
 // an 800 px wide image, small enough for docs/).
 inline bool screenshot(const std::filesystem::path& page, const std::filesystem::path& png,
                        const std::filesystem::path& scratch, int height, double scale = 1.0) {
-  const std::string action = "--force-device-scale-factor=" + std::to_string(scale) + " --screenshot=" + png.string();
-  CommandResult r = run_command(chromium_command(scratch / "profile", action, page, height), scratch);
+  const std::string action =
+      "--force-device-scale-factor=" + std::to_string(scale) + " --screenshot=" + png.string();
+  CommandResult r =
+      run_command(chromium_command(scratch / "profile", action, page, height), scratch);
   return r.exit_code == 0 && std::filesystem::exists(png);
 }
 

@@ -20,7 +20,7 @@ EvalClaim claim(double loss, std::optional<double> accuracy = 0.5) {
 }
 
 TEST(EvalAgrees, ToleranceModeHoldsTheBounds) {
-  EXPECT_TRUE(eval_agrees(claim(2.0), claim(2.019), false));   // 1 % of max(1, 2.019)
+  EXPECT_TRUE(eval_agrees(claim(2.0), claim(2.019), false));  // 1 % of max(1, 2.019)
   EXPECT_FALSE(eval_agrees(claim(2.0), claim(2.03), false));
   EXPECT_TRUE(eval_agrees(claim(0.001), claim(0.0099), false));  // 1 % of 1 below a loss of 1
   EXPECT_TRUE(eval_agrees(claim(1.0, 0.50), claim(1.0, 0.509), false));

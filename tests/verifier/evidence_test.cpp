@@ -15,7 +15,8 @@ class NoArtifacts final : public EvidenceSource {
  public:
   Result<std::string> task_json() override { return io_error("no artifacts in this test"); }
   Result<std::vector<SignedRecord>> log() override { return io_error("no artifacts in this test"); }
-  Result<Bytes> snapshot(std::uint64_t, const Digest&, const std::optional<std::pair<Digest, ByteSpan>>&) override {
+  Result<Bytes> snapshot(std::uint64_t, const Digest&,
+                         const std::optional<std::pair<Digest, ByteSpan>>&) override {
     return io_error("no artifacts in this test");
   }
   std::uint64_t bytes_fetched() const override { return 0; }
@@ -36,10 +37,13 @@ TEST(Evidence, SignedButMalformedIsAnInputError) {
   Task task = *training::default_task("mlp", "synthetic");
   NoArtifacts source;
   for (const nlohmann::json& evidence :
-       {nlohmann::json(1), nlohmann::json::object(), nlohmann::json{{"format", 3}, {"task_id", "x"}},
+       {nlohmann::json(1), nlohmann::json::object(),
+        nlohmann::json{{"format", 3}, {"task_id", "x"}},
         nlohmann::json{{"format", "veritrain.evidence.v1"}, {"task_id", hex_encode(task_id(task))}},
-        nlohmann::json{{"format", "veritrain.evidence.v1"}, {"task_id", hex_encode(task_id(task))},
-                       {"finding", 5}, {"provider_records", nlohmann::json::array()}}}) {
+        nlohmann::json{{"format", "veritrain.evidence.v1"},
+                       {"task_id", hex_encode(task_id(task))},
+                       {"finding", 5},
+                       {"provider_records", nlohmann::json::array()}}}) {
     auto r = check_evidence(signed_document(evidence, *key), source, task, {});
     ASSERT_FALSE(r.ok()) << evidence.dump();
     EXPECT_EQ(r.error().code, Errc::kInvalidInput) << evidence.dump() << ": " << r.error().message;

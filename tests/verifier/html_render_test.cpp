@@ -29,7 +29,8 @@ Verdict rendered_verdict(std::uint64_t epochs) {
   r.cheat_fraction = 0.25;
   Result<ChallengeRandom> rnd = ChallengeRandom::from_seed_hex("0123");
   std::vector<double> movement;
-  for (std::uint64_t e = 1; e <= epochs; ++e) movement.push_back(e == 6 ? 0.9 : e == 9 ? 0.0 : 0.4 / e);
+  for (std::uint64_t e = 1; e <= epochs; ++e)
+    movement.push_back(e == 6 ? 0.9 : e == 9 ? 0.0 : 0.4 / e);
   v.plan = plan_challenges(*derive_probability(r, epochs), movement, *rnd);
   for (std::uint64_t e : v.plan.challenged) {
     EpochCheck c;
@@ -46,7 +47,9 @@ Verdict rendered_verdict(std::uint64_t epochs) {
     c.fingerprint = f;
     c.bytes_fetched = 3u << 20;
     c.claimed_loss = 2.3 / (1.0 + static_cast<double>(e));
-    if (!c.passed) c.failures.push_back("epoch " + std::to_string(e) + ": replay differs <b>" + std::string(200, 'y'));
+    if (!c.passed)
+      c.failures.push_back("epoch " + std::to_string(e) + ": replay differs <b>" +
+                           std::string(200, 'y'));
     v.checks.push_back(c);
   }
   finalize_verdict(v);
@@ -85,24 +88,34 @@ void expect_renders(const std::filesystem::path& page, const vt::testing::Scratc
 }
 
 TEST(HtmlRender, ReportHasNoConsoleErrorsAndFits1280Pixels) {
-  if (!vt::testing::have_program("chromium")) GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it)";
+  if (!vt::testing::have_program("chromium"))
+    GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it)";
   for (std::uint64_t epochs : {12u, 300u}) {
     vt::testing::ScratchDir dir;
     std::vector<double> loss;
-    for (std::uint64_t e = 0; e <= epochs; ++e) loss.push_back(2.3 / (1.0 + static_cast<double>(e)));
+    for (std::uint64_t e = 0; e <= epochs; ++e)
+      loss.push_back(2.3 / (1.0 + static_cast<double>(e)));
     const std::filesystem::path html = dir / "report.html";
-    const std::string next = "veritrain audit --task /tmp/" + std::string(200, 't') + "/task.json --workdir PROVIDER_WORKDIR "
+    const std::string next = "veritrain audit --task /tmp/" + std::string(200, 't') +
+                             "/task.json --workdir PROVIDER_WORKDIR "
                              "--epoch 3 --evidence evidence-epoch-3.json --report audit-epoch-3";
-    ASSERT_TRUE(write_html_report(html, rendered_verdict(epochs), loss, std::string(64, 'a'), next).ok());
+    ASSERT_TRUE(
+        write_html_report(html, rendered_verdict(epochs), loss, std::string(64, 'a'), next).ok());
     expect_renders(html, dir);
   }
 }
 
 TEST(HtmlRender, EvidencePageHasNoConsoleErrorsAndFits1280Pixels) {
-  if (!vt::testing::have_program("chromium")) GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it)";
+  if (!vt::testing::have_program("chromium"))
+    GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it)";
   vt::testing::ScratchDir dir;
-  EvidencePageInfo info{std::string(64, 'd'), "/tmp/task.json", "/tmp/" + std::string(180, 'w'), std::string(64, 'f'),
-                        true, std::string(64, 'a'), "evidence.json"};
+  EvidencePageInfo info{std::string(64, 'd'),
+                        "/tmp/task.json",
+                        "/tmp/" + std::string(180, 'w'),
+                        std::string(64, 'f'),
+                        true,
+                        std::string(64, 'a'),
+                        "evidence.json"};
   ASSERT_TRUE(write_evidence_page(dir / "audit", rendered_finding(), info).ok());
   expect_renders(dir / "audit" / "report.html", dir);
 }

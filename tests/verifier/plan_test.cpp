@@ -6,8 +6,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <nlohmann/json.hpp>
 #include <set>
+
+#include <nlohmann/json.hpp>
 
 namespace vt::verifier {
 namespace {
@@ -22,13 +23,15 @@ PlanInputs inputs(std::uint64_t epochs, double confidence, double cheat_fraction
 
 // Runs `runs` verifications of the real policy against a provider cheating on `cheated`;
 // returns the fraction caught, and the check counts through `counts`.
-double simulate(const Plan& plan, const std::set<std::uint64_t>& cheated, int runs, std::vector<std::uint64_t>* counts) {
+double simulate(const Plan& plan, const std::set<std::uint64_t>& cheated, int runs,
+                std::vector<std::uint64_t>* counts) {
   Result<ChallengeRandom> random = ChallengeRandom::from_seed_hex("5111");
   int caught = 0;
   for (int i = 0; i < runs; ++i) {
     const ChallengePlan c = plan_challenges(plan.probability, {}, *random);
     if (counts) counts->push_back(c.challenged.size());
-    caught += std::any_of(c.challenged.begin(), c.challenged.end(), [&](std::uint64_t e) { return cheated.count(e) > 0; });
+    caught += std::any_of(c.challenged.begin(), c.challenged.end(),
+                          [&](std::uint64_t e) { return cheated.count(e) > 0; });
   }
   return static_cast<double>(caught) / runs;
 }
@@ -43,9 +46,11 @@ TEST(Plan, DetectionMatchesASimulationOfThePolicy) {
   const int runs = 20000;
   std::vector<std::uint64_t> counts;
   const double caught = simulate(*plan, {3}, runs, &counts);
-  const double se = std::sqrt(plan->detection_probability * (1 - plan->detection_probability) / runs);
+  const double se =
+      std::sqrt(plan->detection_probability * (1 - plan->detection_probability) / runs);
   EXPECT_NEAR(caught, plan->detection_probability, 3 * se);
-  EXPECT_GT(std::abs(caught - plan->detection_lower_bound), 3 * se) << "the simulation cannot tell the fallback apart";
+  EXPECT_GT(std::abs(caught - plan->detection_lower_bound), 3 * se)
+      << "the simulation cannot tell the fallback apart";
 
   double mean = 0;
   std::uint64_t within_p99 = 0;
@@ -63,13 +68,14 @@ TEST(Plan, DetectionMatchesASimulationWithManyCheatedEpochs) {
   EXPECT_EQ(plan->probability.cheated_epochs, 5u);
   const int runs = 10000;
   const double caught = simulate(*plan, {3, 7, 11, 15, 19}, runs, nullptr);
-  const double se = std::sqrt(plan->detection_probability * (1 - plan->detection_probability) / runs);
+  const double se =
+      std::sqrt(plan->detection_probability * (1 - plan->detection_probability) / runs);
   EXPECT_GE(plan->detection_probability, 0.9);
   EXPECT_NEAR(caught, plan->detection_probability, 3 * se);
 }
 
 TEST(Plan, BinomialQuantileAgreesWithExactSums) {
-  EXPECT_EQ(binomial_quantile(10, 0.5, 0.99), 9u);   // P(X <= 8) = 0.9893, P(X <= 9) = 0.9990
+  EXPECT_EQ(binomial_quantile(10, 0.5, 0.99), 9u);  // P(X <= 8) = 0.9893, P(X <= 9) = 0.9990
   EXPECT_EQ(binomial_quantile(10, 0.5, 0.5), 5u);
   EXPECT_EQ(binomial_quantile(100, 0.01, 0.99), 4u);  // P(X <= 3) = 0.9816, P(X <= 4) = 0.9966
   EXPECT_EQ(binomial_quantile(7, 1.0, 0.99), 7u);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+
 #include <nlohmann/json.hpp>
 
 #include "fingerprint/fingerprint.h"
@@ -30,7 +31,7 @@ TEST(CheckProbability, MatchesTheClosedForm) {
 }
 
 TEST(CheckProbability, CheatedEpochsRoundUpButNotOnFloatingPointNoise) {
-  EXPECT_EQ(cheated_epochs(0.7, 10), 7u);   // 0.7 * 10 = 7.000000000000001 in binary
+  EXPECT_EQ(cheated_epochs(0.7, 10), 7u);  // 0.7 * 10 = 7.000000000000001 in binary
   EXPECT_EQ(cheated_epochs(0.71, 10), 8u);
   EXPECT_EQ(cheated_epochs(0.001, 10), 1u);  // at least one epoch
   EXPECT_EQ(cheated_epochs(1.0, 10), 10u);
@@ -106,7 +107,8 @@ TEST(Movement, IsRelativeL2BetweenConsecutiveTrackingFingerprints) {
 }
 
 TEST(Movement, RejectsTrackingPositionsThatChange) {
-  std::vector<SignedRecord> records = testing::records_with_tracking({{1.0f, 2.0f}, {1.0f, 2.5f}, {1.0f, 3.0f}});
+  std::vector<SignedRecord> records =
+      testing::records_with_tracking({{1.0f, 2.0f}, {1.0f, 2.5f}, {1.0f, 3.0f}});
   records[2].record.tracking_fingerprint["tensors"][0]["indices"] = {0, 2};
   Result<std::vector<double>> m = tracking_movements(records);
   ASSERT_FALSE(m.ok());
@@ -115,8 +117,8 @@ TEST(Movement, RejectsTrackingPositionsThatChange) {
 }
 
 TEST(Movement, NonFiniteValuesAreAnInfiniteJump) {
-  const std::vector<SignedRecord> records =
-      testing::records_with_tracking({{1.0f, 2.0f}, {std::numeric_limits<float>::quiet_NaN(), 2.0f}});
+  const std::vector<SignedRecord> records = testing::records_with_tracking(
+      {{1.0f, 2.0f}, {std::numeric_limits<float>::quiet_NaN(), 2.0f}});
   Result<std::vector<double>> m = tracking_movements(records);
   ASSERT_TRUE(m.ok());
   EXPECT_TRUE(std::isinf((*m)[0]));
@@ -133,7 +135,7 @@ TEST(Boost, FlagsJumpsAndStallsButNotALearningRateSchedule) {
   EXPECT_EQ(judge_epoch(m, 5, 0.1).boost, Boost::kNone);
   const EpochChance jump = judge_epoch(m, 6, 0.1);
   EXPECT_EQ(jump.boost, Boost::kJump);
-  EXPECT_DOUBLE_EQ(jump.reference, 0.0975);  // median of epochs 2..5
+  EXPECT_DOUBLE_EQ(jump.reference, 0.0975);   // median of epochs 2..5
   EXPECT_NEAR(jump.probability, 0.5, 1e-12);  // max(1 - 0.9^4 = 0.3439, floor 0.5)
   EXPECT_EQ(judge_epoch(m, 8, 0.1).boost, Boost::kStall);
   EXPECT_EQ(judge_epoch(m, 9, 0.1).boost, Boost::kStall);  // exactly zero

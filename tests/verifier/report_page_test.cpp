@@ -58,13 +58,16 @@ std::size_t count(const std::string& text, const std::string& what) {
 
 TEST(ReportPage, OneSentenceSaysWhatWasProven) {
   const Verdict ok = verdict(false);
-  EXPECT_EQ(verdict_sentence(ok),
-            "Accepted: 2 of 20 epochs replayed, each matching the provider's commitments; a provider cheating on "
-            "10 % of epochs (2 of 20) is caught with probability at least " +
-                html::num(ok.plan.derivation.confidence) +
-                "; with R = 100, D = 50 and K = 120, cheating on any number of epochs does not pay.");
+  EXPECT_EQ(
+      verdict_sentence(ok),
+      "Accepted: 2 of 20 epochs replayed, each matching the provider's commitments; a provider "
+      "cheating on "
+      "10 % of epochs (2 of 20) is caught with probability at least " +
+          html::num(ok.plan.derivation.confidence) +
+          "; with R = 100, D = 50 and K = 120, cheating on any number of epochs does not pay.");
   EXPECT_EQ(verdict_sentence(verdict(true)),
-            "Rejected: 2 of 20 epochs replayed, 1 failed; epoch 3: replay differs from the commitment <x>.");
+            "Rejected: 2 of 20 epochs replayed, 1 failed; epoch 3: replay differs from the "
+            "commitment <x>.");
   const std::string html = render_html_report(ok, std::vector<double>(21, 1.0), "vkey");
   EXPECT_NE(html.find("<p class=\"lead\">Accepted: 2 of 20 epochs replayed"), std::string::npos);
   EXPECT_NE(html.find(html_escape(ok.plan.derivation.guarantee)), std::string::npos);
@@ -104,7 +107,8 @@ std::vector<double> loss_ticks(const std::string& html) {
   const std::string svg = html.substr(from, to - from);
   std::vector<double> out;
   const std::regex tick("text-anchor=\"end\">([^<]*)</text>");
-  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), tick); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), tick); it != std::sregex_iterator();
+       ++it) {
     out.push_back(std::stod((*it)[1]));
   }
   return out;
@@ -123,7 +127,8 @@ TEST(ReportPage, LossAxisIsLabelledAndStaysAboveZeroUnlessTheDataDoesNot) {
   for (double& l : loss) l -= 1.0;  // now some are negative: the axis follows them
   ticks = loss_ticks(render_html_report(verdict(false), loss));
   EXPECT_LT(*std::min_element(ticks.begin(), ticks.end()), 0.0);
-  for (std::size_t e = 1; e < loss.size(); ++e) loss[e] = 5.0 + 0.01 * static_cast<double>(e);  // far from zero
+  for (std::size_t e = 1; e < loss.size(); ++e)
+    loss[e] = 5.0 + 0.01 * static_cast<double>(e);  // far from zero
   ticks = loss_ticks(render_html_report(verdict(false), loss));
   EXPECT_GE(*std::min_element(ticks.begin(), ticks.end()), 4.9);
 }
@@ -131,18 +136,23 @@ TEST(ReportPage, LossAxisIsLabelledAndStaysAboveZeroUnlessTheDataDoesNot) {
 TEST(ReportPage, RejectionNamesTheAuditCommandToRunNext) {
   const Verdict bad = verdict(true);
   const std::string cmd = audit_command(bad, "/tmp/my task.json", "/srv/wd");
-  EXPECT_EQ(cmd, "veritrain audit --task '/tmp/my task.json' --workdir /srv/wd --epoch 3 --provider-key " +
-                     std::string(64, 'c') + " --evidence evidence-epoch-3.json --report audit-epoch-3");
+  EXPECT_EQ(
+      cmd,
+      "veritrain audit --task '/tmp/my task.json' --workdir /srv/wd --epoch 3 --provider-key " +
+          std::string(64, 'c') + " --evidence evidence-epoch-3.json --report audit-epoch-3");
   EXPECT_EQ(audit_command(bad, "t.json", ""),
-            "veritrain audit --task t.json --workdir PROVIDER_WORKDIR --epoch 3 --provider-key " + std::string(64, 'c') +
-                " --evidence evidence-epoch-3.json --report audit-epoch-3");
+            "veritrain audit --task t.json --workdir PROVIDER_WORKDIR --epoch 3 --provider-key " +
+                std::string(64, 'c') + " --evidence evidence-epoch-3.json --report audit-epoch-3");
   EXPECT_EQ(audit_command(verdict(false), "t.json", "/srv/wd"), "");
   const std::string html = render_html_report(bad, {}, "", cmd);
   EXPECT_NE(html.find("<h2>What to do next</h2>"), std::string::npos);
-  EXPECT_NE(html.find("<pre>veritrain audit --task &#39;/tmp/my task.json&#39; --workdir /srv/wd --epoch 3"),
-            std::string::npos);
+  EXPECT_NE(
+      html.find(
+          "<pre>veritrain audit --task &#39;/tmp/my task.json&#39; --workdir /srv/wd --epoch 3"),
+      std::string::npos);
   EXPECT_NE(html.find("replay differs from the commitment &lt;x&gt;"), std::string::npos);
-  EXPECT_EQ(render_html_report(verdict(false), {}, "", "").find("What to do next"), std::string::npos);
+  EXPECT_EQ(render_html_report(verdict(false), {}, "", "").find("What to do next"),
+            std::string::npos);
 }
 
 TEST(EvidencePage, SaysWhereTheReplayDivergesAndEscapesTensorNames) {
@@ -154,17 +164,21 @@ TEST(EvidencePage, SaysWhereTheReplayDivergesAndEscapesTensorNames) {
   f.first_diverging_step = 9;
   f.differences.push_back({"w<img src=x onerror=alert(1)>", 7, 32, {3, 17}});
   f.summary = "epoch 4 first diverges between step 6 and step 9 of 12";
-  EvidencePageInfo info{std::string(64, 'd'), "task.json", "/srv/<wd>", std::string(64, 'e'), false, "", ""};
+  EvidencePageInfo info{
+      std::string(64, 'd'), "task.json", "/srv/<wd>", std::string(64, 'e'), false, "", ""};
   const std::string html = render_evidence_page(f, info);
   EXPECT_NE(html.find("DIVERGES"), std::string::npos);
-  EXPECT_NE(html.find("<p class=\"lead\">epoch 4 first diverges between step 6 and step 9 of 12.</p>"), std::string::npos);
+  EXPECT_NE(
+      html.find("<p class=\"lead\">epoch 4 first diverges between step 6 and step 9 of 12.</p>"),
+      std::string::npos);
   EXPECT_NE(html.find("w&lt;img src=x onerror=alert(1)&gt;"), std::string::npos);
   EXPECT_EQ(html.find("<img"), std::string::npos);
   EXPECT_NE(html.find("/srv/&lt;wd&gt;"), std::string::npos);
   EXPECT_NE(html.find("the divergence lies in steps 6..9"), std::string::npos);
   EXPECT_NE(html.find("training step within epoch 4"), std::string::npos);
   EXPECT_NE(html.find("Sampled values that differ at step 9"), std::string::npos);
-  EXPECT_NE(html.find("--epoch 4 --evidence evidence-epoch-4.json"), std::string::npos);  // no evidence yet: how to get it
+  EXPECT_NE(html.find("--epoch 4 --evidence evidence-epoch-4.json"),
+            std::string::npos);  // no evidence yet: how to get it
   EXPECT_EQ(count(html, "<table>"), count(html, "<caption>"));
   info.evidence_file = "ev.json";
   info.auditor_key = std::string(64, 'a');

@@ -7,9 +7,9 @@
 #include <limits>
 
 #include "common/file_io.h"
+#include "test_records.h"
 #include "tests/test_util.h"
 #include "verifier/html_report.h"
-#include "test_records.h"
 
 namespace vt::verifier {
 namespace {
@@ -50,7 +50,9 @@ Verdict sample_verdict(bool tampered_epoch_3) {
     const bool bad = tampered_epoch_3 && e == 3;
     c.fingerprint = comparison(bad ? 600 : 0, bad ? 0.7 : 1e-6, !bad);
     c.passed = !bad;
-    if (bad) c.failures.push_back("epoch 3: replay differs from the committed fingerprint in 600 of 1024 values");
+    if (bad)
+      c.failures.push_back(
+          "epoch 3: replay differs from the committed fingerprint in 600 of 1024 values");
     c.replay_notes.push_back("replayed with 2 threads, committed with 1 <tolerance>");
     v.checks.push_back(c);
   }
@@ -166,16 +168,18 @@ TEST(HtmlReport, IsSelfContainedAndEscapesEveryText) {
       testing::records_with_tracking({{1, 2}, {1, 3}, {1, 4}, {1, 5}, {1, 6}, {1, 7}, {1, 8}});
   const std::string html = render_html_report(v, losses_from_log(records), "f1ngerprint");
   EXPECT_EQ(html.find("<script"), std::string::npos);
-  EXPECT_NE(html.find("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; more"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; more"),
+            std::string::npos);
   EXPECT_NE(html.find("workdir /tmp/&lt;w&gt;"), std::string::npos);
   // Nothing is fetched: the only URL is the SVG namespace, which is never loaded.
   std::string scrubbed = html;
-  for (std::size_t at; (at = scrubbed.find("http://www.w3.org/2000/svg")) != std::string::npos;) scrubbed.erase(at, 26);
+  for (std::size_t at; (at = scrubbed.find("http://www.w3.org/2000/svg")) != std::string::npos;)
+    scrubbed.erase(at, 26);
   EXPECT_EQ(scrubbed.find("://"), std::string::npos);
   EXPECT_EQ(scrubbed.find("src="), std::string::npos);
   EXPECT_EQ(scrubbed.find("url("), std::string::npos);
   EXPECT_NE(html.find("REJECTED"), std::string::npos);
-  EXPECT_NE(html.find("<polyline"), std::string::npos);  // the loss curve
+  EXPECT_NE(html.find("<polyline"), std::string::npos);            // the loss curve
   EXPECT_NE(html.find("epoch 5: movement 2"), std::string::npos);  // movement bar tooltip
   EXPECT_NE(html.find("boosted (jump)"), std::string::npos);
   EXPECT_NE(html.find("MISMATCH"), std::string::npos);

@@ -14,7 +14,8 @@ namespace vt::verifier::testing {
 
 // One record per entry, epoch i holding a tracking fingerprint of tensor "w" (F32, 16
 // elements) sampled at positions 0..k-1 with the given values.
-inline std::vector<SignedRecord> records_with_tracking(const std::vector<std::vector<float>>& values) {
+inline std::vector<SignedRecord> records_with_tracking(
+    const std::vector<std::vector<float>>& values) {
   std::vector<SignedRecord> out;
   for (std::size_t e = 0; e < values.size(); ++e) {
     fp::SamplePlan plan;
@@ -26,7 +27,8 @@ inline std::vector<SignedRecord> records_with_tracking(const std::vector<std::ve
     for (std::uint64_t i = 0; i < values[e].size(); ++i) t.indices.push_back(i);
     plan.tensors.push_back(t);
     Bytes raw(values[e].size() * 4);
-    std::memcpy(raw.data(), values[e].data(), raw.size());  // little-endian hosts only, as the project
+    std::memcpy(raw.data(), values[e].data(),
+                raw.size());  // little-endian hosts only, as the project
     Result<fp::Fingerprint> f = fp::fingerprint_from_values(plan, {raw});
     SignedRecord r;
     r.record.epoch = e;

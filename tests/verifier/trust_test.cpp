@@ -20,7 +20,8 @@ Verdict rejected_verdict() {
   v.source = "workdir /w";
   v.provider_key = std::string(64, 'c');
   v.provider_key_pinned = true;
-  v.log_failures = {"epoch 1: the committed state: metadata intra_op_threads is \"2\", the task says 1"};
+  v.log_failures = {
+      "epoch 1: the committed state: metadata intra_op_threads is \"2\", the task says 1"};
   finalize_verdict(v);
   return v;
 }
@@ -65,12 +66,14 @@ TEST(SignedVerdict, WithoutTheProviderKeyIsMalformed) {
   nlohmann::json body = verdict_to_json(rejected_verdict(), key.public_key());
   body.erase("provider");
   const std::string b = canonical_json(body);
-  const std::string text = "{\"signature\":\"" + hex_encode(key.sign(as_bytes(b))) + "\",\"signer\":\"" +
-                           hex_encode(key.public_key().raw()) + "\",\"verdict\":" + b + "}\n";
+  const std::string text = "{\"signature\":\"" + hex_encode(key.sign(as_bytes(b))) +
+                           "\",\"signer\":\"" + hex_encode(key.public_key().raw()) +
+                           "\",\"verdict\":" + b + "}\n";
   auto checked = verify_verdict_text(text, std::nullopt);
   ASSERT_FALSE(checked.ok());
   EXPECT_EQ(checked.error().code, Errc::kInvalidInput);
-  EXPECT_NE(checked.error().message.find("verdict.provider"), std::string::npos) << checked.error().message;
+  EXPECT_NE(checked.error().message.find("verdict.provider"), std::string::npos)
+      << checked.error().message;
 }
 
 // Text a provider controls (an error message it sent) may hold invalid UTF-8: the verdict is

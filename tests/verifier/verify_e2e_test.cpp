@@ -2,9 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "common/file_io.h"
 #include "protocol/keys.h"
@@ -26,38 +27,47 @@ struct Provider {
   fs::path token;
 };
 
-std::string make_task(const testing::ScratchDir& dir, const std::string& name, const std::string& extra) {
+std::string make_task(const testing::ScratchDir& dir, const std::string& name,
+                      const std::string& extra) {
   auto path = (dir / name).string();
-  auto r = run_command(veritrain_binary() + " task init --model mlp --epochs 4 --steps-per-epoch 3 --batch-size 8 "
-                                            "--data-option samples=64 " + extra + " --out " + path,
+  auto r = run_command(veritrain_binary() +
+                           " task init --model mlp --epochs 4 --steps-per-epoch 3 --batch-size 8 "
+                           "--data-option samples=64 " +
+                           extra + " --out " + path,
                        dir.path());
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return path;
 }
 
-Provider train(const testing::ScratchDir& dir, const std::string& task, const std::string& extra = "") {
+Provider train(const testing::ScratchDir& dir, const std::string& task,
+               const std::string& extra = "") {
   Provider p{task, dir / "wd", testing::free_port(), "", dir / "token"};
-  auto r = run_command(veritrain_binary() + " train --task " + task + " --workdir " + p.workdir.string() + " " + extra,
+  auto r = run_command(veritrain_binary() + " train --task " + task + " --workdir " +
+                           p.workdir.string() + " " + extra,
                        dir.path());
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(write_file_atomic(p.token, std::string_view("0123456789abcdef0123456789abcdef\n"), 0600).ok());
+  EXPECT_TRUE(
+      write_file_atomic(p.token, std::string_view("0123456789abcdef0123456789abcdef\n"), 0600)
+          .ok());
   p.pin = *certificate_fingerprint(p.workdir / "keys/tls.cert.pem");
   return p;
 }
 
 std::vector<std::string> serve_argv(const Provider& p) {
-  return {veritrain_binary(), "serve", "--workdir", p.workdir.string(), "--listen",
-          "127.0.0.1:" + std::to_string(p.port), "--token-file", p.token.string()};
+  return {veritrain_binary(), "serve",         "--workdir",
+          p.workdir.string(), "--listen",      "127.0.0.1:" + std::to_string(p.port),
+          "--token-file",     p.token.string()};
 }
 
-testing::CommandResult verify(const testing::ScratchDir& dir, const Provider& p, const std::string& task,
-                              const std::string& extra = "") {
+testing::CommandResult verify(const testing::ScratchDir& dir, const Provider& p,
+                              const std::string& task, const std::string& extra = "") {
   // The server needs a moment to listen; the client retries only within one call.
   testing::CommandResult r;
   for (int attempt = 0; attempt < 50; ++attempt) {
-    r = run_command(veritrain_binary() + " --json verify --task " + task + " --provider 127.0.0.1:" +
-                        std::to_string(p.port) + " --token-file " + p.token.string() + " --pin " + p.pin +
-                        " --report " + (dir / "report").string() + " " + extra,
+    r = run_command(veritrain_binary() + " --json verify --task " + task +
+                        " --provider 127.0.0.1:" + std::to_string(p.port) + " --token-file " +
+                        p.token.string() + " --pin " + p.pin + " --report " +
+                        (dir / "report").string() + " " + extra,
                     dir.path());
     if (r.exit_code != 3) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -101,8 +111,9 @@ TEST(VerifyE2E, ATamperedStoredSnapshotIsRejectedWithItsEpoch) {
   auto bytes = *read_file(file);
   bytes[bytes.size() - 20] ^= 0x40;
   ASSERT_TRUE(write_file_atomic(file, bytes).ok());
-  auto r = run_command(veritrain_binary() + " verify --task " + task + " --workdir " + p.workdir.string() +
-                           " --check-probability 1 --report " + (dir / "report").string(),
+  auto r = run_command(veritrain_binary() + " verify --task " + task + " --workdir " +
+                           p.workdir.string() + " --check-probability 1 --report " +
+                           (dir / "report").string(),
                        dir.path());
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.out.find("epoch 2"), std::string::npos) << r.out;
@@ -116,7 +127,8 @@ TEST(VerifyE2E, ASnapshotTheServerDoesNotHaveIsWithheldAndRejected) {
   auto task = make_task(dir, "task.json", "");
   Provider p = train(dir, task, "--full-every 1");
   auto log = read_log(p.workdir / "commitments.log");
-  ASSERT_TRUE(fs::remove(p.workdir / "snapshots" / (hex_encode(log->records[2].record.root) + ".vtc")));
+  ASSERT_TRUE(
+      fs::remove(p.workdir / "snapshots" / (hex_encode(log->records[2].record.root) + ".vtc")));
   testing::Background server(serve_argv(p), dir / "serve.log");
   auto r = verify(dir, p, task, "--check-probability 1 --seed 01 --evidence-timeout 5");
   ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
@@ -152,10 +164,12 @@ TEST(VerifyE2E, EvidenceNotDeliveredWithinTheTimeoutIsWithheld) {
   server.reset();  // the provider goes away after it was reached
   const auto t0 = std::chrono::steady_clock::now();
   auto snapshot = source->snapshot(1, log->at(1).record.root, std::nullopt);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_FALSE(snapshot.ok());
   EXPECT_EQ(snapshot.error().code, Errc::kRejected) << snapshot.error().message;
-  EXPECT_NE(snapshot.error().message.find("the epoch 1 snapshot is withheld: not delivered within --evidence-timeout 2 s"),
+  EXPECT_NE(snapshot.error().message.find(
+                "the epoch 1 snapshot is withheld: not delivered within --evidence-timeout 2 s"),
             std::string::npos)
       << snapshot.error().message;
   EXPECT_GE(seconds, 2.0);
@@ -169,7 +183,9 @@ TEST(VerifyE2E, AWrongTokenIsRefusedAndNeverAccepted) {
   testing::Background server(serve_argv(p), dir / "serve.log");
   Provider wrong = p;
   wrong.token = dir / "wrong-token";
-  ASSERT_TRUE(write_file_atomic(wrong.token, std::string_view("ffffffffffffffffffffffffffffffff\n"), 0600).ok());
+  ASSERT_TRUE(
+      write_file_atomic(wrong.token, std::string_view("ffffffffffffffffffffffffffffffff\n"), 0600)
+          .ok());
   auto r = verify(dir, wrong, task);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("unauthorized"), std::string::npos) << r.err;
@@ -180,8 +196,9 @@ TEST(VerifyE2E, AnUnreachableProviderIsAnIoError) {
   testing::ScratchDir dir;
   auto task = make_task(dir, "task.json", "");
   Provider p = train(dir, task);  // nothing serves it
-  auto r = run_command(veritrain_binary() + " verify --task " + task + " --provider 127.0.0.1:" + std::to_string(p.port) +
-                           " --token-file " + p.token.string() + " --pin " + p.pin + " --report " + (dir / "report").string(),
+  auto r = run_command(veritrain_binary() + " verify --task " + task + " --provider 127.0.0.1:" +
+                           std::to_string(p.port) + " --token-file " + p.token.string() +
+                           " --pin " + p.pin + " --report " + (dir / "report").string(),
                        dir.path());
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_NE(r.err.find("127.0.0.1:" + std::to_string(p.port)), std::string::npos) << r.err;
@@ -193,36 +210,50 @@ TEST(VerifyE2E, AnUnreachableProviderIsAnIoError) {
 TEST(VerifyE2E, ToleranceModeAcceptsAReplayAtAnotherThreadCount) {
   testing::ScratchDir dir;
   auto task = (dir / "task.json").string();
-  ASSERT_EQ(run_command(veritrain_binary() + " task init --model gpt --option d_model=32 --option layers=1 --option heads=2 "
-                                             "--option seq_len=16 --option vocab=32 --data-option samples=64 --batch-size 8 "
-                                             "--epochs 3 --steps-per-epoch 4 --determinism tolerance --out " + task,
-                        dir.path()).exit_code, 0);
+  ASSERT_EQ(run_command(
+                veritrain_binary() +
+                    " task init --model gpt --option d_model=32 --option layers=1 --option heads=2 "
+                    "--option seq_len=16 --option vocab=32 --data-option samples=64 --batch-size 8 "
+                    "--epochs 3 --steps-per-epoch 4 --determinism tolerance --out " +
+                    task,
+                dir.path())
+                .exit_code,
+            0);
   Provider p = train(dir, task);
-  auto r = run_command(veritrain_binary() + " --json verify --task " + task + " --workdir " + p.workdir.string() +
-                           " --threads 2 --check-probability 1 --report " + (dir / "report").string(),
+  auto r = run_command(veritrain_binary() + " --json verify --task " + task + " --workdir " +
+                           p.workdir.string() + " --threads 2 --check-probability 1 --report " +
+                           (dir / "report").string(),
                        dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["result"], "accepted");
-  EXPECT_NE(r.out.find("intra-op threads"), std::string::npos) << "the verdict should note the other thread count";
+  EXPECT_NE(r.out.find("intra-op threads"), std::string::npos)
+      << "the verdict should note the other thread count";
 }
 
 // --online: epochs are challenged and replayed while the provider is still training.
 TEST(VerifyE2E, OnlineChecksEpochsBeforeTrainingFinishes) {
   testing::ScratchDir dir;
   auto task = (dir / "task.json").string();
-  ASSERT_EQ(run_command(veritrain_binary() + " task init --model cnn --option width=8 --epochs 6 --steps-per-epoch 12 "
-                                             "--data-option samples=64 --batch-size 8 --out " + task,
-                        dir.path()).exit_code, 0);
+  ASSERT_EQ(
+      run_command(veritrain_binary() +
+                      " task init --model cnn --option width=8 --epochs 6 --steps-per-epoch 12 "
+                      "--data-option samples=64 --batch-size 8 --out " +
+                      task,
+                  dir.path())
+          .exit_code,
+      0);
   ASSERT_TRUE(generate_identity(dir / "keys").ok());
   const auto token = dir / "token";
-  ASSERT_TRUE(write_file_atomic(token, std::string_view("0123456789abcdef0123456789abcdef\n"), 0600).ok());
+  ASSERT_TRUE(
+      write_file_atomic(token, std::string_view("0123456789abcdef0123456789abcdef\n"), 0600).ok());
   const std::uint16_t port = testing::free_port();
-  testing::Background provider({veritrain_binary(), "train", "--task", task, "--workdir", (dir / "wd").string(), "--key",
-                                (dir / "keys").string(), "--serve", "127.0.0.1:" + std::to_string(port), "--tls-cert",
-                                (dir / "keys/tls.cert.pem").string(), "--tls-key", (dir / "keys/tls.key.pem").string(),
-                                "--token-file", token.string()},
-                               dir / "provider.log");
+  testing::Background provider(
+      {veritrain_binary(), "train", "--task", task, "--workdir", (dir / "wd").string(), "--key",
+       (dir / "keys").string(), "--serve", "127.0.0.1:" + std::to_string(port), "--tls-cert",
+       (dir / "keys/tls.cert.pem").string(), "--tls-key", (dir / "keys/tls.key.pem").string(),
+       "--token-file", token.string()},
+      dir / "provider.log");
   ClientConfig config;
   config.port = port;
   config.token = "0123456789abcdef0123456789abcdef";
@@ -244,7 +275,8 @@ TEST(VerifyE2E, OnlineChecksEpochsBeforeTrainingFinishes) {
   o.trainer.task_dir = dir.path();
   std::size_t committed_when_first_check_done = 0;
   o.on_event = [&](const std::string& line) {
-    if (committed_when_first_check_done == 0 && line.find("epoch 1: replay matches") != std::string::npos) {
+    if (committed_when_first_check_done == 0 &&
+        line.find("epoch 1: replay matches") != std::string::npos) {
       committed_when_first_check_done = read_log(dir / "wd/commitments.log")->records.size();
     }
   };
@@ -253,7 +285,8 @@ TEST(VerifyE2E, OnlineChecksEpochsBeforeTrainingFinishes) {
   EXPECT_TRUE(verdict->accepted) << (verdict->reasons.empty() ? "" : verdict->reasons.front());
   EXPECT_EQ(verdict->checks.size(), 6u);
   ASSERT_GT(committed_when_first_check_done, 0u);
-  EXPECT_LT(committed_when_first_check_done, 7u) << "epoch 1 was only checked after training had finished";
+  EXPECT_LT(committed_when_first_check_done, 7u)
+      << "epoch 1 was only checked after training had finished";
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "common/file_io.h"
@@ -46,7 +47,8 @@ EpochCheck sample_check() {
 
 TEST(VerifyState, AJudgedEpochRoundTripsExactly) {
   const EpochCheck c = sample_check();
-  Result<EpochCheck> back = epoch_check_from_json(nlohmann::json::parse(epoch_check_to_json(c).dump()), "x");
+  Result<EpochCheck> back =
+      epoch_check_from_json(nlohmann::json::parse(epoch_check_to_json(c).dump()), "x");
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(epoch_check_to_json(*back).dump(), epoch_check_to_json(c).dump());
   EXPECT_EQ(back->replay_seconds, c.replay_seconds);
@@ -91,7 +93,8 @@ TEST(VerifyState, FolderKeepsPolicySeedAndChecksAndNamesADamagedFile) {
   back = load_state(folder);
   ASSERT_FALSE(back.ok());
   EXPECT_EQ(back.error().code, Errc::kInvalidInput);
-  EXPECT_NE(back.error().message.find("epoch-3.json: passed"), std::string::npos) << back.error().message;
+  EXPECT_NE(back.error().message.find("epoch-3.json: passed"), std::string::npos)
+      << back.error().message;
   EXPECT_FALSE(load_state(dir / "nowhere").ok());
 }
 

@@ -24,7 +24,8 @@ struct MappedSplit {
   std::int64_t token_limit = 0;  // gpt: the vocabulary every token id must lie below
 
   // Rows `indices` as (inputs, targets) on `device`.
-  Result<std::pair<at::Tensor, at::Tensor>> batch(std::span<const std::int64_t> indices, const at::Device& device) const;
+  Result<std::pair<at::Tensor, at::Tensor>> batch(std::span<const std::int64_t> indices,
+                                                  const at::Device& device) const;
 };
 
 bool is_mapped_dataset(const Task& task);
@@ -32,15 +33,18 @@ bool is_mapped_dataset(const Task& task);
 // The task's eval split, if it has one: its eval_files opened as a split of their own, or the
 // eval_fraction of `train`'s rows that held_out_rows picks, which `train` then no longer holds.
 Result<std::optional<MappedSplit>> open_eval_split(const Task& task, const Options& model_options,
-                                                   const std::filesystem::path& task_dir, MappedSplit& train);
+                                                   const std::filesystem::path& task_dir,
+                                                   MappedSplit& train);
 
 // Loss (and accuracy for class targets) of `net` over `split`, in eval mode without gradients,
 // in batches of the task's batch size; the network is back in training mode afterwards.
-Result<EvalMetrics> evaluate_split(Network& net, const MappedSplit& split, const Task& task, const at::Device& device);
+Result<EvalMetrics> evaluate_split(Network& net, const MappedSplit& split, const Task& task,
+                                   const at::Device& device);
 
 // Opens, digest-checks and shape-checks one split (`files` from the task) against the model.
 Result<MappedSplit> open_mapped_split(const Task& task, const Options& model_options,
                                       const std::filesystem::path& task_dir,
-                                      const std::map<std::string, std::string>& files, const std::string& split);
+                                      const std::map<std::string, std::string>& files,
+                                      const std::string& split);
 
 }  // namespace vt::training

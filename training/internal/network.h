@@ -45,18 +45,21 @@ Result<std::unique_ptr<Network>> make_network(const Task& task, const Options& m
 
 // The task's TorchScript module (model.path, checked against model.sha256); modules that change
 // non-tensor attributes are refused (torchscript_model.cpp).
-Result<std::unique_ptr<Network>> load_torchscript(const Task& task, const std::filesystem::path& task_dir);
+Result<std::unique_ptr<Network>> load_torchscript(const Task& task,
+                                                  const std::filesystem::path& task_dir);
 
 // The task's loss of `output` against `target` (cross_entropy flattens token dimensions).
-at::Tensor compute_loss(const std::string& loss, const at::Tensor& output, const at::Tensor& target);
+at::Tensor compute_loss(const std::string& loss, const at::Tensor& output,
+                        const at::Tensor& target);
 // The step's loss: the module's own for loss "model", else compute_loss of its output.
-at::Tensor step_loss(const std::string& loss, Network& net, const at::Tensor& input, const at::Tensor& target);
+at::Tensor step_loss(const std::string& loss, Network& net, const at::Tensor& input,
+                     const at::Tensor& target);
 
 // One forward pass on `input` checked against `target` for `loss`: what the model returns must
 // be what the loss takes ([B, C] logits for [B] class ids, holding class `max_class`; the
 // targets' shape for mse; a scalar for "model"). The message names expected and got.
-Status check_model_fits(const std::string& loss, Network& net, const at::Tensor& input, const at::Tensor& target,
-                        std::int64_t max_class);
+Status check_model_fits(const std::string& loss, Network& net, const at::Tensor& input,
+                        const at::Tensor& target, std::int64_t max_class);
 
 // The module's own words in a LibTorch error: from the last "SomethingError: ..." line on,
 // without the TorchScript interpreter's traceback.

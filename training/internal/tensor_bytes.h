@@ -26,8 +26,9 @@ Status load_state(const SafetensorsView& view, const NamedTensors& live, const a
 
 // Raw bytes of tensors[i].flatten()[indices[i]], gathered on the tensors' device (all on one):
 // one index upload, one download per dtype.
-Result<std::vector<Bytes>> gather_values_many(const std::vector<at::Tensor>& tensors,
-                                              const std::vector<std::span<const std::uint64_t>>& indices,
-                                              const std::vector<std::string>& names);
+Result<std::vector<Bytes>> gather_values_many(
+    const std::vector<at::Tensor>& tensors,
+    const std::vector<std::span<const std::uint64_t>>& indices,
+    const std::vector<std::string>& names);
 
 }  // namespace vt::training
