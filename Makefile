@@ -27,7 +27,8 @@ test: build lint-changed
 	@echo "== test: ctest (labels unit, integration, slow, gpu; gpu skips without CUDA)"
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
 
-# clang-tidy with .clang-tidy's checks, warnings as errors. `make lint` reads every source file
+# clang-format (.clang-format) over every tracked C++ file, then clang-tidy with .clang-tidy's
+# checks, warnings as errors. `make lint` reads every source file
 # (minutes: the LibTorch files are slow to parse); `make test` runs it over the files changed
 # relative to the merge base with $(LINT_BASE), which is none on a clean clone of main.
 LINT_BASE ?= main
@@ -36,7 +37,8 @@ lint: configure
 	@bash scripts/lint.sh $(BUILD) --all
 
 lint-changed: configure
-	@echo "== lint: clang-tidy, files changed since the merge base with $(LINT_BASE)"
+	@echo "== lint: clang-format, every file; clang-tidy, files changed since the merge base with $(LINT_BASE)"
+	@bash scripts/check_format.sh
 	@LINT_BASE=$(LINT_BASE) bash scripts/lint.sh $(BUILD)
 
 bench: setup
