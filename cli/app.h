@@ -15,6 +15,10 @@
 
 namespace vt::cli {
 
+// `verify` and `audit` could not judge: the verifier cannot reproduce the provider's arithmetic
+// environment (docs/environment.md). Not an error class: nothing was found wrong with anyone.
+inline constexpr int kExitInconclusive = 5;
+
 struct Context {
   bool json = false;               // results as JSON on stdout
   std::string log_level = "info";  // stderr logging

@@ -5,7 +5,9 @@
 #include "cli/app.h"
 #include "cli/verifier_identity.h"
 #include "common/file_io.h"
+#include "common/text.h"
 #include "verifier/audit.h"
+#include "verifier/environment_check.h"
 #include "verifier/evidence_page.h"
 #include "verifier/second_opinion.h"
 
@@ -54,6 +56,27 @@ Result<int> run_audit(Context& ctx, const AuditArgs& a) {
   t.task_dir = fs::path(a.task).parent_path();
   t.device = a.device;
   t.intra_op_threads = a.threads;
+  VT_ASSIGN_OR_RETURN(auto environment, verifier::adopt_committed_environment(
+                                            *source, task, t, false, std::chrono::seconds(0)));
+  if (environment && !environment->unmatched.empty()) {
+    std::string differ;
+    for (const EnvironmentDifference& d : environment->unmatched)
+      differ += (differ.empty() ? "" : "; ") + d.field + " " + printable(d.committed) +
+                " committed, " + printable(d.here) + " here";
+    Environment committed;
+    if (auto records = source->log(); records && !records->empty())
+      committed = records->front().record.environment.value_or(Environment{});
+    const std::string judge = verifier::what_would_judge(environment->unmatched, committed);
+    emit(ctx,
+         {{"ok", false},
+          {"kind", "audit"},
+          {"result", "inconclusive"},
+          {"differences", differ},
+          {"would_judge", judge}},
+         "inconclusive: this machine cannot reproduce the provider's arithmetic environment (" +
+             differ + "), so it replays nothing; what would judge it: " + judge + "\n");
+    return kExitInconclusive;
+  }
   if (!a.check.empty()) {
     VT_ASSIGN_OR_RETURN(std::string text, read_text_file(a.check));
     VT_ASSIGN_OR_RETURN(verifier::EvidenceCheck c,

@@ -7,6 +7,8 @@
 #include "cli/app.h"
 #include "cli/plan_args.h"
 #include "compression/container.h"
+#include "protocol/environment.h"
+#include "training/environment.h"
 #include "training/estimate.h"
 #include "training/runtime.h"
 #include "verifier/plan.h"
@@ -46,6 +48,9 @@ Result<int> run_plan(Context& ctx, const PlanArgs& a) {
         task.device);
   }
   VT_ASSIGN_OR_RETURN(verifier::Plan plan, verifier::make_plan(in));
+  if (std::string w = exact_mode_warning(task, training::replayable_environments(task, t));
+      !w.empty())
+    plan.warnings.push_back(w);
   emit(ctx, verifier::plan_to_json(plan), verifier::plan_text(plan));
   return 0;
 }

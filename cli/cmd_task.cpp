@@ -7,7 +7,9 @@
 #include "cli/task_fields.h"
 #include "common/file_io.h"
 #include "common/sha256.h"
+#include "protocol/environment.h"
 #include "protocol/task.h"
+#include "training/environment.h"
 #include "training/trainer.h"
 #include "training/zoo.h"
 
@@ -21,6 +23,7 @@ struct InitArgs {
   std::int64_t groups = 0, world = 0;  // gradient_groups, world_size (docs/task.md)
   std::string seed, device, precision, determinism, optimizer, schedule, data_dir, model_file;
   double lr = 0;
+  bool pin_environment = false;
   std::vector<std::string> model_options, data_options;
   DataFlags data;  // --data-file, --eval-file, ... (cli/task_data.h)
   HyperArgs hyper;
@@ -133,6 +136,19 @@ Result<Task> build_task(const InitArgs& a) {
   VT_RETURN_IF_ERROR(validate_task(task));
   VT_RETURN_IF_ERROR(training::validate_for_training(task));
   VT_RETURN_IF_ERROR(cover_every_tensor(task, a));
+  if (a.pin_environment) {
+    if (task.determinism != "exact" || task.device != "cpu") {
+      return invalid_input(
+          "--pin-environment: only an exact-mode CPU task's bits depend on the machine (this one "
+          "is " +
+          task.determinism + " on " + task.device + ")");
+    }
+    training::TrainerOptions here;
+    here.task_dir = fs::path(a.out).parent_path();
+    task.environments = training::replayable_environments(task, here);
+    task.environments.erase("intra_op_threads");  // the task's own field already fixes it
+    VT_RETURN_IF_ERROR(validate_task(task));
+  }
   return task;
 }
 
@@ -180,6 +196,9 @@ void register_task(CLI::App& app, Context& ctx) {
                    "Folder with MNIST idx or CIFAR-10 batch files to pin by SHA-256");
   init->add_option("--model-file", a->model_file, "TorchScript module file to pin by SHA-256");
   add_data_flags(init, a->data);
+  init->add_flag("--pin-environment", a->pin_environment,
+                 "Exact mode: accept only arithmetic environments this machine can replay "
+                 "(docs/environment.md)");
   init->add_option("--out", a->out, "Write to this file (atomically) instead of stdout");
   init->callback([&ctx, a] {
     ctx.action = [&ctx, a]() -> Result<int> {
@@ -189,6 +208,8 @@ void register_task(CLI::App& app, Context& ctx) {
         VT_RETURN_IF_ERROR(write_file_atomic(a->out, text));
         std::cerr << "wrote " << a->out << " (task_id " << hex_encode(task_id(t)) << ")\n";
       }
+      if (const std::string warning = exact_mode_warning(t, {}); !warning.empty())
+        std::cerr << "warning: " << warning << "\n";
       if (ctx.json) {  // as `task show --json` prints it
         nlohmann::json j = {{"task_id", hex_encode(task_id(t))},
                             {"task", nlohmann::json::parse(canonical_task_json(t))}};

@@ -15,6 +15,8 @@
 #include "common/process.h"
 #include "common/safetensors.h"
 #include "common/sha256.h"
+#include "protocol/environment.h"
+#include "training/environment.h"
 #include "training/trainer.h"
 #include "training/zoo.h"
 
@@ -153,7 +155,16 @@ void register_task_check(CLI::App* task, Context& ctx) {
       human << "ok: the model fits the data, and " << steps
             << " steps replay bit for bit in a fresh process"
             << " (state sha256 " << digest.substr(0, 16) << "..., " << secs << " s)\n";
-      emit(ctx, {{"ok", true}, {"steps", steps}, {"state_sha256", digest}, {"seconds", secs}},
+      const std::string warning =
+          exact_mode_warning(t, training::replayable_environments(t, options_for(a->task)));
+      if (!warning.empty()) human << "warning: " << warning << "\n";
+      emit(ctx,
+           {{"ok", true},
+            {"steps", steps},
+            {"state_sha256", digest},
+            {"seconds", secs},
+            {"warnings",
+             warning.empty() ? nlohmann::json::array() : nlohmann::json::array({warning})}},
            human.str());
       return 0;
     };

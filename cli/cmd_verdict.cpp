@@ -26,7 +26,7 @@ Result<int> run_verdict_check(Context& ctx, const VerdictCheckArgs& a) {
     return rejected(a.file + ": signed by " + signer + ", not by the expected verifier key " +
                     *expected);
   }
-  const std::string result = v.accepted ? "accepted" : "rejected";
+  const std::string& result = v.result;
   emit(ctx,
        {{"ok", true},
         {"signer", signer},

@@ -14,6 +14,7 @@
 #include "cli/verify_bar.h"
 #include "common/file_io.h"
 #include "training/estimate.h"
+#include "verifier/environment_check.h"
 #include "verifier/plan.h"
 #include "verifier/replay_jobs.h"
 #include "verifier/report_folder.h"
@@ -130,6 +131,13 @@ Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
       std::chrono::milliseconds(static_cast<std::int64_t>(a.evidence_timeout * 1000));
   VT_ASSIGN_OR_RETURN(auto source, open_source(a.source, evidence_timeout, deadline));
   verifier::VerifyOptions o;
+  o.trainer.task_dir = fs::path(a.task).parent_path();
+  o.trainer.device = a.device;
+  o.trainer.intra_op_threads = a.threads;
+  // Before anything here runs a LibTorch kernel (the cost estimate below does): ATen and oneDNN
+  // choose their levels once per process, and replays must run at the provider's.
+  VT_ASSIGN_OR_RETURN(o.environment, verifier::adopt_committed_environment(
+                                         *source, task, o.trainer, a.online, evidence_timeout));
   o.provider_key = pinned;
   o.policy.confidence = a.confidence;
   o.policy.cheat_fraction = a.cheat_fraction;
@@ -144,9 +152,6 @@ Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
   o.fetch_after = a.fingerprint_only          ? verifier::FetchAfter::kNever
                   : a.fetch_after == "always" ? verifier::FetchAfter::kAlways
                                               : verifier::FetchAfter::kAuto;
-  o.trainer.task_dir = fs::path(a.task).parent_path();
-  o.trainer.device = a.device;
-  o.trainer.intra_op_threads = a.threads;
   auto bar = std::make_shared<VerifyBar>();
   o.on_event = [bar](const std::string& line) { bar->event(line); };
   if (bar->on()) o.on_progress = [bar](const verifier::VerifyProgress& p) { bar->update(p); };
@@ -171,6 +176,7 @@ Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
   out["ok"] = verdict.accepted;
   emit(ctx, out,
        verifier::verdict_summary(verdict, report) + (next.empty() ? "" : "next: " + next + "\n"));
+  if (verdict.inconclusive) return kExitInconclusive;
   return verdict.accepted ? 0 : exit_code(Errc::kRejected);
 }
 

@@ -5,6 +5,7 @@
 
 #include "cli/app.h"
 #include "cli/plan_args.h"
+#include "protocol/environment.h"
 #include "protocol/task.h"
 #include "verifier/plan.h"
 
@@ -15,6 +16,7 @@ Result<int> run_light_plan(Context& ctx, const PlanArgs& a) {
   VT_ASSIGN_OR_RETURN(Task task, load_task(a.task));
   verifier::PlanInputs in = plan_inputs(task, a);
   VT_ASSIGN_OR_RETURN(verifier::Plan plan, verifier::make_plan(in));
+  if (std::string w = exact_mode_warning(task, {}); !w.empty()) plan.warnings.push_back(w);
   nlohmann::json j = verifier::plan_to_json(plan);
   j["per_check_measured"] = false;
   emit(ctx, j,

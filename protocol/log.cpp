@@ -129,6 +129,7 @@ Result<CommitMetrics> read_metrics(const BodyReader& r, const json& m) {
 Result<CommitRecord> read_body(const json& body, std::string_view where) {
   BodyReader r(body, where);
   static const char* const kFields[] = {"data_order_digest",
+                                        "environment",
                                         "epoch",
                                         "fingerprint",
                                         "format",
@@ -173,6 +174,10 @@ Result<CommitRecord> read_body(const json& body, std::string_view where) {
                  "expected a UTC time like \"2025-06-01T12:00:00.123Z\", got " + time->dump());
   }
   rec.time = time->get<std::string>();
+  if (auto env = body.find("environment"); env != body.end()) {
+    VT_ASSIGN_OR_RETURN(rec.environment,
+                        environment_from_json(*env, std::string(where) + ": environment"));
+  }
   return rec;
 }
 
@@ -228,6 +233,7 @@ Result<std::string> commit_body_json(const CommitRecord& r) {
     metrics["eval"] = std::move(eval);
   }
   body["metrics"] = std::move(metrics);
+  if (r.environment) body["environment"] = environment_to_json(*r.environment);
   body["time"] = r.time;
   body["signer"] = hex_encode(r.signer);
   try {

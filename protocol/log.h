@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/bytes.h"
+#include "protocol/environment.h"
 #include "protocol/keys.h"
 
 namespace vt {
@@ -56,6 +57,10 @@ struct CommitRecord {
   std::vector<nlohmann::json> trail;  // one per m steps within the epoch; may be empty
   Digest data_order_digest{};
   CommitMetrics metrics;
+  // The arithmetic environment (docs/environment.md): in epoch 0's record and in the first
+  // record a resumed run appends, so that a verifier sees every environment the run trained in.
+  // Absent otherwise, and then not written at all.
+  std::optional<Environment> environment;
   std::string time;  // UTC, "2025-06-01T12:00:00.123Z"
   Bytes signer;      // raw 32-byte Ed25519 public key
 };

@@ -132,6 +132,20 @@ class Obj {
     return {};
   }
 
+  Status string_lists(std::string_view key,
+                      std::map<std::string, std::vector<std::string>>& out) const {
+    VT_ASSIGN_OR_RETURN(Obj map, child(key, false));
+    for (const auto& [name, v] : map.value_.items()) {
+      if (!v.is_array()) return map.wrong(name, "an array of strings", v);
+      std::vector<std::string>& values = out[name];
+      for (const json& item : v) {
+        if (!item.is_string()) return map.wrong(name, "an array of strings", v);
+        values.push_back(item.get<std::string>());
+      }
+    }
+    return {};
+  }
+
   Status string_map(std::string_view key, std::map<std::string, std::string>& out) const {
     VT_ASSIGN_OR_RETURN(Obj map, child(key, false));
     for (const auto& [name, v] : map.value_.items()) {
@@ -176,10 +190,10 @@ Result<json> parse_without_duplicates(std::string_view text, std::string_view wh
 }
 
 Status read_task(const Obj& root, Task& t) {
-  VT_RETURN_IF_ERROR(root.known_keys({"batch_size", "dataset", "determinism", "device", "epochs",
-                                      "fingerprint", "gradient_groups", "intra_op_threads", "loss",
-                                      "model", "optimizer", "precision", "schedule", "seed",
-                                      "steps_per_epoch", "tolerance", "version", "world_size"}));
+  VT_RETURN_IF_ERROR(root.known_keys(
+      {"batch_size", "dataset", "determinism", "device", "environments", "epochs", "fingerprint",
+       "gradient_groups", "intra_op_threads", "loss", "model", "optimizer", "precision", "schedule",
+       "seed", "steps_per_epoch", "tolerance", "version", "world_size"}));
   VT_RETURN_IF_ERROR(root.integer("version", t.version));
 
   VT_ASSIGN_OR_RETURN(Obj model, root.child("model", true));
@@ -244,6 +258,7 @@ Status read_task(const Obj& root, Task& t) {
   VT_RETURN_IF_ERROR(tol.number("rtol", t.tolerance.rtol));
   VT_RETURN_IF_ERROR(tol.number("rel_l2", t.tolerance.rel_l2));
   VT_RETURN_IF_ERROR(tol.number("max_outlier_fraction", t.tolerance.max_outlier_fraction));
+  VT_RETURN_IF_ERROR(root.string_lists("environments", t.environments));
   return {};
 }
 
@@ -305,6 +320,8 @@ json task_json(const Task& t) {
   tol["rtol"] = t.tolerance.rtol;
   tol["rel_l2"] = t.tolerance.rel_l2;
   tol["max_outlier_fraction"] = t.tolerance.max_outlier_fraction;
+  // Only when set: every task written before pins existed keeps its task_id.
+  for (const auto& [field, values] : t.environments) j["environments"][field] = values;
   return j;
 }
 

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/bytes.h"
 
@@ -90,6 +91,9 @@ struct Task {
   std::string precision = "fp32";     // "fp32" | "tf32" | "bf16"
   FingerprintSpec fingerprint;
   ToleranceSpec tolerance;
+  // The arithmetic environments the requestor accepts (docs/environment.md): field -> the
+  // values a provider may commit. Empty: any. Written in the canonical form only when set.
+  std::map<std::string, std::vector<std::string>> environments;
 };
 
 // Parses task JSON. Unknown or missing fields and wrong types are rejected with the field's

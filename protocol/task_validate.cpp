@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/environment.h"
 #include "protocol/task.h"
 
 namespace vt {
@@ -246,6 +247,7 @@ Status validate_task(const Task& t, std::string_view where) {
   VT_RETURN_IF_ERROR(c.in_range("tolerance.atol", t.tolerance.atol, 0, false));
   VT_RETURN_IF_ERROR(c.in_range("tolerance.rtol", t.tolerance.rtol, 0, false));
   VT_RETURN_IF_ERROR(c.in_range("tolerance.rel_l2", t.tolerance.rel_l2, 0, false));
+  VT_RETURN_IF_ERROR(validate_environment_pin(t, where));
   return c.in_range("tolerance.max_outlier_fraction", t.tolerance.max_outlier_fraction, 0, false, 1,
                     false);
 }

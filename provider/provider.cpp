@@ -15,6 +15,7 @@
 #include "provider/crash_point.h"
 #include "provider/workdir/store.h"
 #include "provider/workdir/workdir.h"
+#include "training/environment.h"
 #include "training/eval_claim.h"
 #include "training/live_fingerprint.h"
 
@@ -74,7 +75,8 @@ struct CommitJob {
   EpochFingerprints fingerprints;
   Digest data_order_digest{};
   CommitMetrics metrics;
-  CommitTimings timings;  // capture and wait filled in by the training thread
+  std::optional<Environment> environment;  // the first commitment of this process only
+  CommitTimings timings;                   // capture and wait filled in by the training thread
 };
 
 class Pipeline {
@@ -141,6 +143,7 @@ class Pipeline {
     record.trail = job.fingerprints.trail;
     record.data_order_digest = job.data_order_digest;
     record.metrics = job.metrics;
+    record.environment = job.environment;
     VT_RETURN_IF_ERROR(log_.append(std::move(record), key_));
     lap(timings.log);
     crash_point("after_log_append", job.epoch);
@@ -173,6 +176,36 @@ Result<EpochFingerprints> tracking_only(const training::Trainer& trainer, const 
   if (!tracking) return tracking.error().context("task fingerprint.tracking_k");
   f.tracking = std::move(*tracking);
   return f;
+}
+
+// The environment this run trains in, checked against the task's pin and, when resuming an
+// exact-mode run, against the environment committed last: an exact replay needs one
+// environment for the whole run, so a resume elsewhere is refused rather than committed.
+Result<Environment> checked_environment(const Task& task, const training::TrainerOptions& topts,
+                                        const CommitLog& log) {
+  Environment here = training::measure_environment(task, topts);
+  if (auto outside = pin_violations(here, task); !outside.empty()) {
+    return invalid_input(
+        "this machine's arithmetic environment is outside the task's pin: " + outside.front() +
+        " (docs/environment.md: ATEN_CPU_CAPABILITY and ONEDNN_MAX_CPU_ISA "
+        "lower the levels LibTorch uses)");
+  }
+  for (auto it = log.records().rbegin(); it != log.records().rend(); ++it) {
+    if (!it->record.environment) continue;
+    auto changed = condition_differences(*it->record.environment, here, task);
+    if (changed.empty()) break;
+    std::string list;
+    for (const EnvironmentDifference& d : changed)
+      list += (list.empty() ? "" : "; ") + d.field + " " + d.committed + " (committed) vs " +
+              d.here + " (here)";
+    return invalid_input(
+        "resuming: this machine's arithmetic environment differs from the one "
+        "committed at epoch " +
+        std::to_string(it->record.epoch) + ": " + list +
+        "; an exact-mode run is replayed in one environment, so resume where "
+        "it started (docs/environment.md)");
+  }
+  return here;
 }
 
 // Hardware threads minus training's intra-op threads, at least one; or as the options say.
@@ -234,6 +267,8 @@ Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& op
       options.on_notice("resuming after committed epoch " + std::to_string(last.record.epoch));
   }
   if (options.on_start) VT_RETURN_IF_ERROR(options.on_start(*trainer));
+  VT_ASSIGN_OR_RETURN(Environment environment, checked_environment(task, topts, log));
+  bool environment_committed = false;
 
   // `captured`: when the epoch's training ended, so that capture time includes the tracking
   // fingerprint taken before this is called.
@@ -243,7 +278,9 @@ Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& op
     std::unique_ptr<Bytes> canonical = buffers->take();
     VT_RETURN_IF_ERROR(trainer->snapshot_into(*canonical));
     if (options.on_state && epoch > 0) VT_RETURN_IF_ERROR(options.on_state(epoch, *canonical));
-    CommitJob job{epoch, buffers->share(std::move(canonical)), std::move(f), order, m, {}};
+    CommitJob job{epoch, buffers->share(std::move(canonical)), std::move(f), order, m, {}, {}};
+    if (!environment_committed) job.environment = environment;
+    environment_committed = true;
     job.timings.capture = seconds_since(captured);
     return pipeline.submit(std::move(job));
   };

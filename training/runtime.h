@@ -14,4 +14,9 @@ struct RuntimeInfo {
 
 RuntimeInfo runtime_info();
 
+// The CPU kernel level ATen dispatches to, lower case ("default", "avx2", "avx512"). ATen
+// chooses it once per process, at its first kernel (ATEN_CPU_CAPABILITY may set it), so asking
+// fixes it for the rest of the process.
+std::string aten_cpu_capability();
+
 }  // namespace vt::training

@@ -42,7 +42,7 @@ constexpr std::string_view kStyle = R"(
 body{font-family:sans-serif;margin:20px auto;padding:0 16px;color:#222;max-width:1150px;line-height:1.4;overflow-wrap:anywhere}
 h1{font-size:22px;margin-bottom:6px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ccc}
 p.lead{font-size:16px;margin:8px 0 4px}
-.accepted{color:#1a7f37}.rejected{color:#c62828}.muted{color:#666}
+.accepted{color:#1a7f37}.rejected{color:#c62828}.inconclusive{color:#b26a00}.muted{color:#666}
 table{border-collapse:collapse;font-size:13px;margin:8px 0;max-width:100%}
 caption{text-align:left;font-weight:bold;padding:4px 0;font-size:14px}
 td,th{border:1px solid #ccc;padding:3px 7px;text-align:right;vertical-align:top}

@@ -226,6 +226,32 @@ std::string legend(std::initializer_list<std::pair<const char*, const char*>> it
   return s + "</p>\n";
 }
 
+// The committed environment beside this verifier's, field by field: what an exact replay
+// depends on, and why this verifier did not judge.
+std::string environment_section(const Verdict& v) {
+  std::string s =
+      "<h2>Arithmetic environment</h2>\n<p>An exact-mode replay gives the provider's bits only in "
+      "the arithmetic environment it trained in. This verifier cannot reproduce the fields "
+      "marked below, so it replayed nothing; what would judge the run: " +
+      html_escape(v.environment_judge) +
+      ".</p>\n<table>\n<tr><th>field</th><th>committed by the provider</th><th>this "
+      "verifier</th></tr>\n";
+  for (const EnvironmentDifference& d : v.environment_unmatched) {
+    s += "<tr><td class=\"rejected\">" + html_escape(d.field) + "</td><td>" +
+         html_escape(d.committed) + "</td><td>" + html_escape(d.here) + "</td></tr>\n";
+  }
+  for (const auto& [field, value] : v.committed_environment) {
+    bool unmatched = false;
+    for (const EnvironmentDifference& d : v.environment_unmatched) unmatched |= d.field == field;
+    if (unmatched) continue;
+    auto here = v.verifier_environment.find(field);
+    s += "<tr><td>" + html_escape(field) + "</td><td>" + html_escape(value) + "</td><td>" +
+         html_escape(here == v.verifier_environment.end() ? std::string() : here->second) +
+         "</td></tr>\n";
+  }
+  return s + "</table>\n";
+}
+
 }  // namespace
 
 std::vector<double> losses_from_log(std::span<const SignedRecord> records) {
@@ -240,9 +266,12 @@ std::string render_html_report(const Verdict& v, std::span<const double> loss,
   const ProbabilityDerivation& d = v.plan.derivation;
   std::string s = html::page_open("veritrain verdict " + v.task_id.substr(0, 16));
   s += "<h1>veritrain verdict: <span class=\"" +
-       std::string(v.accepted ? "accepted\">ACCEPTED" : "rejected\">REJECTED") +
+       std::string(v.accepted       ? "accepted\">ACCEPTED"
+                   : v.inconclusive ? "inconclusive\">INCONCLUSIVE"
+                                    : "rejected\">REJECTED") +
        "</span></h1>\n<p class=\"lead\">" + html_escape(verdict_sentence(v)) + "</p>\n";
-  if (!v.accepted) {
+  if (!v.environment_unmatched.empty()) s += environment_section(v);
+  if (!v.accepted && !v.inconclusive) {
     s += "<h2>What to do next</h2>\n";
     if (!next_step.empty()) {
       s += "<p>Replay the disputed epoch from the provider's stored artifacts; the auditor locates "

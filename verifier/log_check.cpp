@@ -7,6 +7,7 @@
 #include "common/text.h"
 #include "fingerprint/fingerprint.h"
 #include "fingerprint/merkle.h"
+#include "verifier/environment_check.h"
 
 namespace vt::verifier {
 namespace {
@@ -102,7 +103,7 @@ Status check_plans(const std::vector<SignedRecord>& records, const CheckContext&
 
 Result<LogFacts> check_log(EvidenceSource& source, const Task& task,
                            const training::TrainerOptions& trainer, bool require_complete,
-                           const std::optional<std::string>& provider_key) {
+                           const std::optional<std::string>& provider_key, bool replays) {
   LogFacts facts;
   const Digest id = task_id(task);
   // Epoch 0 must be the state the task defines; the verifier derives it itself. Its size also
@@ -156,11 +157,14 @@ Result<LogFacts> check_log(EvidenceSource& source, const Task& task,
                              std::to_string(task.epochs) + ": training is incomplete");
   }
 
+  for (std::string& f : check_committed_environments(facts.records, task))
+    facts.failures.push_back(std::move(f));
   facts.layout = initial->layout();
   facts.expected_initial_root = fp::merkle_root(initial_bytes);
   const SignedRecord& first = facts.records.front();
   CheckContext ctx{&task, id, trainer, FetchAfter::kAuto, facts.layout};
   VT_RETURN_IF_ERROR(check_plans(facts.records, ctx, initial->steps_per_epoch(), facts.failures));
+  if (!replays) return facts;
   if (first.record.root == facts.expected_initial_root) {
     // The verifier holds these bytes itself: the fingerprints committed for them are checked
     // without a fetch.

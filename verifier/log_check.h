@@ -36,9 +36,13 @@ inline std::uint64_t snapshot_size_bound(std::uint64_t initial) {
 // `require_complete` is false for online checks while training still runs. `provider_key` (the
 // SHA-256 of the provider's public key, hex) is the trust anchor: a log signed by any other key
 // is rejected. Without it any key is taken, and the verdict says so.
+// `replays` is false when this verifier cannot reproduce the provider's arithmetic environment:
+// the initial state, which LibTorch's random fill gives other bits elsewhere, is then not
+// compared, and everything else is.
 Result<LogFacts> check_log(EvidenceSource& source, const Task& task,
                            const training::TrainerOptions& trainer, bool require_complete,
-                           const std::optional<std::string>& provider_key = std::nullopt);
+                           const std::optional<std::string>& provider_key = std::nullopt,
+                           bool replays = true);
 
 // Fetches the last committed snapshot (the final model), checks it against its root and its
 // committed fingerprints (check_committed_state).

@@ -173,7 +173,8 @@ nlohmann::json plan_to_json(const Plan& plan) {
                       {"expected_bytes", json_number(plan.expected_bytes)},
                       {"expected_replay_seconds", json_number(plan.expected_replay_seconds)},
                       {"per_check", nullptr},
-                      {"economics", nullptr}};
+                      {"economics", nullptr},
+                      {"warnings", plan.warnings}};
   if (plan.per_check) {
     const CheckCost& c = *plan.per_check;
     j["per_check"] = {{"raw_snapshot_bytes", c.raw_snapshot_bytes},
@@ -248,6 +249,7 @@ std::string plan_text(const Plan& plan) {
            fmt("%.2f checks expected\n", n * e.required_probability + (1.0 - e.cost_ratio));
     }
   }
+  for (const std::string& w : plan.warnings) s += "warning            " + w + "\n";
   return s;
 }
 

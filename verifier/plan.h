@@ -71,6 +71,8 @@ struct Plan {
   double expected_bytes = 0.0;  // expected_checks × bytes_per_check (0 without cost)
   double expected_replay_seconds = 0.0;
   std::optional<Economics> economics;
+  // Said before anyone pays: what could leave a verdict inconclusive (exact_mode_warning).
+  std::vector<std::string> warnings;
 };
 
 // K when it is not given: N × steps_per_epoch × step_seconds, the device-seconds honest training

@@ -84,7 +84,21 @@ std::string comparison_line(const char* what, const fp::Comparison& c) {
   return buf;
 }
 
+nlohmann::json environment_json(const Verdict& v) {
+  nlohmann::json unmatched = nlohmann::json::array();
+  for (const EnvironmentDifference& d : v.environment_unmatched)
+    unmatched.push_back({{"field", d.field}, {"committed", d.committed}, {"here", d.here}});
+  return {{"committed", environment_to_json(v.committed_environment)},
+          {"verifier", environment_to_json(v.verifier_environment)},
+          {"unmatched", std::move(unmatched)},
+          {"would_judge", v.environment_judge}};
+}
+
 }  // namespace
+
+std::string verdict_result(const Verdict& v) {
+  return v.accepted ? "accepted" : v.inconclusive ? "inconclusive" : "rejected";
+}
 
 void finalize_verdict(Verdict& v) {
   v.reasons = v.log_failures;
@@ -98,6 +112,14 @@ void finalize_verdict(Verdict& v) {
     }
     v.reasons.insert(v.reasons.end(), c.failures.begin(), c.failures.end());
   }
+  if (!v.environment_unmatched.empty()) {
+    // Nothing was replayed: the checks that need no replay decide alone, and a run they find
+    // nothing wrong with is not judged at all.
+    v.inconclusive = v.reasons.empty();
+    v.accepted = false;
+    if (v.finished.empty()) v.finished = utc_now_iso8601();
+    return;
+  }
   for (std::uint64_t e : v.plan.challenged) {
     if (!checked.count(e))
       v.reasons.push_back("epoch " + std::to_string(e) + ": challenged but never checked");
@@ -106,6 +128,7 @@ void finalize_verdict(Verdict& v) {
     v.reasons.push_back("no epoch was challenged, so nothing was verified");
   }
   v.accepted = v.reasons.empty();
+  v.inconclusive = false;
   if (v.finished.empty()) v.finished = utc_now_iso8601();
 }
 
@@ -127,7 +150,8 @@ nlohmann::json verdict_to_json(const Verdict& v, const PublicKey& verifier) {
       {"bytes_fetched", v.bytes_fetched},
       {"started", v.started},
       {"finished", v.finished},
-      {"result", v.accepted ? "accepted" : "rejected"},
+      {"result", verdict_result(v)},
+      {"environment", environment_json(v)},
       {"reasons", v.reasons},
       {"verifier", {{"key", hex_encode(verifier.raw())}, {"fingerprint", verifier.fingerprint()}}}};
 }
@@ -218,13 +242,16 @@ Result<CheckedVerdict> verify_verdict_text(std::string_view text,
   }
   const nlohmann::json* result = field("result");
   const nlohmann::json* task = field("task_id");
-  if (!result || (*result != "accepted" && *result != "rejected")) {
-    return invalid_input(w + ": verdict.result: expected \"accepted\" or \"rejected\"");
+  if (!result || (*result != "accepted" && *result != "rejected" && *result != "inconclusive")) {
+    return invalid_input(w +
+                         ": verdict.result: expected \"accepted\", \"rejected\" or "
+                         "\"inconclusive\"");
   }
   if (!task || !task->is_string())
     return invalid_input(w + ": verdict.task_id: expected a hex string");
-  CheckedVerdict out{std::move(verdict), std::move(signer), false, "", "", false};
-  out.accepted = *result == "accepted";
+  CheckedVerdict out{std::move(verdict), std::move(signer), false, "", "", "", false};
+  out.result = result->get<std::string>();
+  out.accepted = out.result == "accepted";
   out.task_id = task->get<std::string>();
   out.provider_key = (*provider)["key"].get<std::string>();
   out.provider_key_pinned = (*provider)["pinned"].get<bool>();
@@ -256,6 +283,17 @@ std::string verdict_sentence(const Verdict& v) {
     }
     return s + ".";
   }
+  if (v.inconclusive) {
+    std::string s =
+        "Inconclusive: this verifier cannot reproduce the provider's arithmetic environment (";
+    for (std::size_t i = 0; i < v.environment_unmatched.size(); ++i) {
+      const EnvironmentDifference& d = v.environment_unmatched[i];
+      s += (i ? "; " : "") + d.field + " " + printable(d.committed) + " committed, " +
+           printable(d.here) + " here";
+    }
+    return s + "), so no epoch was replayed and nothing is held against the provider; " +
+           "what would judge it: " + v.environment_judge + ".";
+  }
   std::string s = "Rejected: ";
   if (!v.checks.empty()) {
     s += replayed + ", " + std::to_string(v.checks.size() - passed) + " failed; ";
@@ -269,8 +307,11 @@ std::string verdict_sentence(const Verdict& v) {
 
 std::string verdict_summary(const Verdict& v, const std::filesystem::path& report_dir) {
   std::string s;
-  s += std::string(v.accepted ? "ACCEPTED" : "REJECTED") + "  task " + v.task_id.substr(0, 16) +
-       "..., " + std::to_string(v.epochs) + " epochs from " + v.source + "\n";
+  s += std::string(v.accepted       ? "ACCEPTED"
+                   : v.inconclusive ? "INCONCLUSIVE"
+                                    : "REJECTED") +
+       "  task " + v.task_id.substr(0, 16) + "..., " + std::to_string(v.epochs) + " epochs from " +
+       v.source + "\n";
   s += "provider key " + (v.provider_key.empty() ? std::string("(unread)") : v.provider_key) +
        (v.provider_key_pinned ? " (pinned)\n" : " (NOT pinned: give --provider-key)\n");
   char line[256];

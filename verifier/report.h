@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/environment.h"
 #include "protocol/keys.h"
 #include "verifier/epoch_check.h"
 #include "verifier/policy.h"
@@ -47,14 +48,28 @@ struct Verdict {
   std::vector<double> claimed_loss;
   // The same for metrics.eval (held-out loss and accuracy; nullopt where a record has none).
   std::vector<std::optional<EvalClaim>> claimed_eval;
-  // Set by finalize_verdict.
+  // The arithmetic environment (docs/environment.md): what epoch 0 committed, this verifier's
+  // after matching it, and the conditions of exactness this verifier could not reproduce.
+  // Exact mode only; a verdict with unmatched conditions judges nothing that depends on them.
+  Environment committed_environment;
+  Environment verifier_environment;
+  std::vector<EnvironmentDifference> environment_unmatched;
+  std::string environment_judge;  // what_would_judge(): who could judge an inconclusive run
+  // Set by finalize_verdict. Inconclusive: nothing the provider did was found wrong, and this
+  // verifier could not reproduce its environment to replay (never a rejection).
   bool accepted = false;
+  bool inconclusive = false;
   std::vector<std::string> reasons;  // why it was rejected, each naming the epoch and what failed
 };
 
 // Accepted iff there are no log failures, at least one epoch was challenged, every challenged
-// epoch has a check and every check passed. Fills accepted and reasons; sets finished if empty.
+// epoch has a check and every check passed. With unmatched environment conditions nothing was
+// replayed: inconclusive unless the log itself failed. Fills accepted, inconclusive and
+// reasons; sets finished if empty.
 void finalize_verdict(Verdict& verdict);
+
+// "accepted", "rejected" or "inconclusive".
+std::string verdict_result(const Verdict& verdict);
 
 // The BODY object. `verifier` is the key that will sign it.
 nlohmann::json verdict_to_json(const Verdict& verdict, const PublicKey& verifier);
@@ -69,6 +84,7 @@ struct CheckedVerdict {
   nlohmann::json verdict;  // BODY, parsed
   PublicKey signer;
   bool accepted = false;
+  std::string result;  // "accepted", "rejected" or "inconclusive"
   std::string task_id;
   std::string provider_key;  // verdict.provider.key
   bool provider_key_pinned = false;

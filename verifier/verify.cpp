@@ -6,6 +6,7 @@
 #include <deque>
 #include <set>
 
+#include "verifier/environment_check.h"
 #include "verifier/log_check.h"
 #include "verifier/replay_jobs.h"
 #include "verifier/verify_state.h"
@@ -26,16 +27,22 @@ class Run {
     verdict_.source = source.describe();
     verdict_.online = options.online;
     verdict_.started = utc_now_iso8601();
+    if (options.environment) {
+      verdict_.verifier_environment = options.environment->here;
+      verdict_.environment_unmatched = options.environment->unmatched;
+      if (!options.environment->note.empty()) verdict_.notes.push_back(options.environment->note);
+    }
   }
 
   Result<Verdict> offline() {
     VT_ASSIGN_OR_RETURN(LogFacts facts,
                         check_log(source_, task_, options_.trainer, /*require_complete=*/true,
-                                  options_.provider_key));
+                                  options_.provider_key, replays()));
     ctx_.layout = facts.layout;
     say("log: " + std::to_string(facts.records.size()) + " commitments, " +
         (facts.failures.empty() ? std::string("signatures, chain, task and initial state check out")
                                 : facts.failures.front()));
+    if (!replays()) return unjudged(facts);
     VerifyState state;
     if (options_.resume) {
       VT_ASSIGN_OR_RETURN(state, resumed_state(facts));
@@ -101,7 +108,7 @@ class Run {
           }
           const std::uint64_t e = r.record.epoch;
           say("epoch " + std::to_string(e) + " committed");
-          if (e == 0) return true;
+          if (e == 0 || !replays()) return e < verdict_.epochs;
           auto decided = stream.decide(movement(records[e - 1], records[e]));
           if (!decided) {
             inner = decided.error();
@@ -129,8 +136,9 @@ class Run {
                                followed.error().message);
     VT_ASSIGN_OR_RETURN(LogFacts facts,
                         check_log(source_, task_, options_.trainer, /*require_complete=*/true,
-                                  options_.provider_key));
+                                  options_.provider_key, replays()));
     if (!inner) facts.failures.push_back(inner.error().message);
+    if (!replays()) return unjudged(facts);
     VT_ASSIGN_OR_RETURN(std::optional<std::uint64_t> fallback, stream.finish());
     verdict_.plan = stream.plan();
     progress(0, true);
@@ -144,6 +152,18 @@ class Run {
   }
 
  private:
+  // False when this verifier cannot reproduce the provider's committed arithmetic environment.
+  bool replays() const { return !options_.environment || options_.environment->unmatched.empty(); }
+
+  // Without replays, what needs none still decides: the log, and the final model against its
+  // committed root. Nothing else can be held against the provider.
+  Result<Verdict> unjudged(LogFacts& facts) {
+    say("not replaying: this machine cannot reproduce the provider's arithmetic environment");
+    if (facts.failures.empty())
+      VT_RETURN_IF_ERROR(check_final_model(source_, facts, ctx_, facts.failures));
+    return finish(facts);
+  }
+
   // The policy and a seed for a new run: --seed's, or 32 bytes of OS randomness, kept secret
   // (the verdict does not record it) but sealed in the state folder for --resume.
   Result<VerifyState> fresh_state(const LogFacts& facts) {
@@ -332,6 +352,12 @@ class Run {
     for (const SignedRecord& r : facts.records)
       verdict_.claimed_eval.push_back(r.record.metrics.eval);
     verdict_.provider_key_pinned = facts.signer_pinned;
+    if (!facts.records.empty() && facts.records.front().record.environment)
+      verdict_.committed_environment = *facts.records.front().record.environment;
+    if (!verdict_.environment_unmatched.empty()) {
+      verdict_.environment_judge =
+          what_would_judge(verdict_.environment_unmatched, verdict_.committed_environment);
+    }
     if (!options_.provider_key && !facts.signer_fingerprint.empty()) {
       verdict_.notes.push_back(
           "the provider key was not pinned (no --provider-key): the log is signed by " +

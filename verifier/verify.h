@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "training/environment.h"
 #include "verifier/report.h"
 #include "verifier/source.h"
 
@@ -44,6 +45,11 @@ struct VerifyOptions {
   // Offline: keep the sealed challenges and every judged epoch here as it finishes
   // (verify_state.h), so that an interrupted run can be resumed; empty: keep nothing.
   std::filesystem::path state_dir;
+  // This process matched to the provider's committed arithmetic environment
+  // (adopt_committed_environment, called before anything ran LibTorch kernels here). With
+  // unmatched conditions no epoch is replayed and the verdict is inconclusive unless the log
+  // itself fails. nullopt: nothing was matched (no environment committed; the log check says so).
+  std::optional<training::EnvironmentMatch> environment;
   // Continue the run whose state is in state_dir: the same policy and seed (so the same
   // challenges, given the same log), and no replay of an epoch already judged.
   bool resume = false;

@@ -12,6 +12,7 @@
 #include "provider/workdir/store.h"
 #include "provider/workdir/workdir.h"
 #include "training/data.h"
+#include "training/environment.h"
 #include "training/eval_claim.h"
 #include "training/live_fingerprint.h"
 
@@ -295,6 +296,9 @@ Result<CheatRun> write_workdir(const Task& task, const std::filesystem::path& di
     record.fingerprint = fp::fingerprint_to_json(f);
     record.tracking_fingerprint = fp::fingerprint_to_json(tracking);
     record.trail = std::move(trail);
+    // A cheat gains nothing by hiding where it ran: it commits its environment as the
+    // provider does (docs/environment.md).
+    if (e == 0) record.environment = training::measure_environment(task, options);
     if (e > 0) {
       record.data_order_digest = cheater.honest_order(e);
       const auto steps = static_cast<std::uint64_t>(cheater.steps());

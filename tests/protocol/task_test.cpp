@@ -175,7 +175,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "momentum, name, nesterov, weight_decay)"},
         BadCase{R"("optimiser":{})",
                 "optimiser: unknown field (the task has: batch_size, dataset, determinism, device, "
-                "epochs, fingerprint, gradient_groups, intra_op_threads, loss, model, optimizer, "
+                "environments, epochs, fingerprint, gradient_groups, intra_op_threads, loss, "
+                "model, optimizer, "
                 "precision, schedule, seed, steps_per_epoch, tolerance, version, world_size)"},
         BadCase{R"("optimizer":{"name":"lbfgs"})",
                 R"(optimizer.name: expected one of "sgd", "adam", "adamw", got "lbfgs")"},
