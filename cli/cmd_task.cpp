@@ -180,7 +180,9 @@ void register_task(CLI::App& app, Context& ctx) {
   init->add_option("--threads", a->threads,
                    "Intra-op threads (part of the task: CPU results depend on it)");
   init->add_option("--precision", a->precision, "fp32 | tf32 | bf16");
-  init->add_option("--determinism", a->determinism, "exact | tolerance");
+  init->add_option("--determinism", a->determinism,
+                   "portable (veritrain's own arithmetic: the same bits on any CPU) | exact | "
+                   "tolerance");
   init->add_option("--optimizer", a->optimizer, "sgd | adam | adamw");
   init->add_option("--schedule", a->schedule, "constant | step | cosine");
   init->add_option("--lr", a->lr, "Base learning rate");

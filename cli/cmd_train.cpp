@@ -23,6 +23,7 @@ void register_train(CLI::App& app, Context& ctx) {
   struct Args {
     std::string task, workdir, key, device;
     int full_every = 4;
+    std::int64_t threads = 0;
   };
   auto a = std::make_shared<Args>();
   auto serve = std::make_shared<ServeArgs>();
@@ -34,6 +35,10 @@ void register_train(CLI::App& app, Context& ctx) {
   cmd->add_option("--key", a->key,
                   "Key folder (veritrain keygen); default: the workdir's own keys");
   cmd->add_option("--device", a->device, "cpu, cuda or cuda:N (default: the task's)");
+  cmd->add_option("--threads", a->threads,
+                  "Intra-op threads for a portable or tolerance task (default: the task's); an "
+                  "exact task's bits depend on the task's own count")
+      ->check(CLI::Range(1, 4096));
   cmd->add_option("--full-every", a->full_every,
                   "Store a whole snapshot every N epochs, deltas between")
       ->check(CLI::Range(1, 1000000))
@@ -43,6 +48,12 @@ void register_train(CLI::App& app, Context& ctx) {
   cmd->callback([&ctx, a, serve, ranks] {
     ctx.action = [&ctx, a, serve, ranks]() -> Result<int> {
       VT_ASSIGN_OR_RETURN(Task task, load_task(a->task));
+      if (a->threads > 0 && a->threads != task.intra_op_threads && task.determinism == "exact") {
+        return invalid_input("--threads " + std::to_string(a->threads) +
+                             ": an exact-mode task's bits depend on its thread count (" +
+                             std::to_string(task.intra_op_threads) +
+                             "); --threads is for portable and tolerance tasks");
+      }
       VT_ASSIGN_OR_RETURN(RankPlan plan, plan_ranks(*ranks, task));
       if (plan.launch > 1) return launch_local_ranks(plan);
       std::shared_ptr<training::Collective> collective;  // several ranks: rank 0 goes on below
@@ -73,6 +84,7 @@ void register_train(CLI::App& app, Context& ctx) {
       o.key_dir = a->key;
       o.task_dir = std::filesystem::path(a->task).parent_path();
       o.device = a->device;
+      o.intra_op_threads = a->threads;
       o.full_every = a->full_every;
       o.on_step = [&](const training::StepMetrics& m) {
         gauges->step(m.epoch, m.step_in_epoch, m.steps_in_epoch, m.loss, m.samples_per_second);

@@ -151,17 +151,14 @@ std::string exact_mode_warning(
          "): a provider using one of them would be unjudgeable here (verdict inconclusive)";
 }
 
-std::string describe_environment(const Environment& env, const Task& task, bool conditions_only) {
-  std::string out;
-  for (const EnvironmentField& f : environment_fields()) {
-    if (conditions_only && !is_exactness_condition(f.name, task)) continue;
-    auto it = env.find(std::string(f.name));
-    if (it == env.end()) continue;
-    std::string value = it->second;
-    if (f.name == "blas_sha256" && value.size() > 16) value = value.substr(0, 16) + "...";
-    out += (out.empty() ? "" : ", ") + std::string(f.name) + " " + value;
-  }
-  return out.empty() ? "(nothing recorded)" : out;
+std::string arithmetic_of(const Environment& committed) {
+  auto it = committed.find("arithmetic");
+  const std::string mode = it == committed.end() ? std::string() : it->second;
+  if (mode == "portable")
+    return "portable: veritrain's own kernels, the same bits on any CPU and thread count";
+  if (mode == "exact") return "exact: LibTorch's kernels, bit for bit in the committed environment";
+  if (mode == "tolerance") return "tolerance: LibTorch's kernels, within calibrated thresholds";
+  return "unknown (no arithmetic environment committed)";
 }
 
 }  // namespace vt

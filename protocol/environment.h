@@ -72,7 +72,8 @@ std::vector<std::string> pin_violations(const Environment& committed, const Task
 std::string exact_mode_warning(
     const Task& task, const std::map<std::string, std::vector<std::string>>& replayable_here);
 
-// "cpu_capability avx512, onednn_isa avx512_core": the fields for people, in docs order.
-std::string describe_environment(const Environment& env, const Task& task, bool conditions_only);
+// Which arithmetic a run used, for people, from its `arithmetic` field: "portable: veritrain's
+// own kernels, the same bits on any CPU and thread count".
+std::string arithmetic_of(const Environment& committed);
 
 }  // namespace vt

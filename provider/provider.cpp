@@ -211,8 +211,8 @@ Result<Environment> checked_environment(const Task& task, const training::Traine
 // Hardware threads minus training's intra-op threads, at least one; or as the options say.
 std::size_t spare_threads(const Task& task, const ProviderOptions& options) {
   if (options.pipeline_threads > 0) return options.pipeline_threads;
-  const std::size_t training =
-      static_cast<std::size_t>(std::max<std::int64_t>(1, task.intra_op_threads));
+  const std::size_t training = static_cast<std::size_t>(std::max<std::int64_t>(
+      1, options.intra_op_threads > 0 ? options.intra_op_threads : task.intra_op_threads));
   const std::size_t cores = hardware_threads();
   return cores > training ? cores - training : 1;
 }
@@ -239,6 +239,7 @@ Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& op
   training::TrainerOptions topts;
   topts.task_dir = options.task_dir;
   topts.device = options.device;
+  topts.intra_op_threads = options.intra_op_threads;
   topts.collective = options.collective;
   std::unique_ptr<training::Trainer> trainer;
   Pipeline pipeline(task, workdir, key, log, store, options, pipeline_threads);

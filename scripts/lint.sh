@@ -47,5 +47,5 @@ if [ ${#files[@]} -eq 0 ]; then
 fi
 echo "lint: clang-tidy over ${#files[@]} file(s)"
 # Headers of this project, never system or third-party ones.
-filter="^$root/(common|fingerprint|compression|protocol|training|provider|verifier|cli|tests|bench)/"
+filter="^$root/(common|kernels|fingerprint|compression|protocol|training|provider|verifier|cli|tests|bench)/"
 printf '%s\n' "${files[@]}" | xargs -P "$(nproc)" -n 1 "$tidy" -p "$build" --quiet --header-filter="$filter"

@@ -12,7 +12,8 @@ or on a requestor's own `tensors` data (safetensors shards, any stored input dty
 decay), adam and adamw under the constant, step and cosine schedules (with or without warmup),
 with or without gradient groups. The task's data files are looked for in its dataset.path,
 relative to TASK.json's folder, or in DIR; each is checked against its SHA-256 pin first.
-Exit status: 0 written, 3 the task is one it does not cover (tokens, mnist, cifar10, conv3d, gpt,
+A portable-mode task (docs/portable.md) is handed to portable_ref.py, numpy alone, which covers
+every zoo model on synthetic data. Exit status: 0 written, 3 the task is one it does not cover (tokens, mnist, cifar10, conv3d, gpt,
 torchscript, mse, cuda, bf16/tf32), 2 bad input (a missing file, a pin that does not match).
 --init builds the initial state (epoch 0) from the task seed instead, taking only the
 `__metadata__` of EPOCH0. It shares no code with veritrain: agreeing bit for bit with it means
@@ -30,18 +31,10 @@ from torch import nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import replay_ref_data  # noqa: E402  (the sibling module, wherever the script is run from)
+import replay_ref_data  # noqa: E402  (the sibling modules, wherever the script is run from)
+from ref_common import blobs, epoch_order, held_out_rows, images, learning_rate, power  # noqa: E402
 
 NOT_COVERED, BAD_INPUT = 3, 2
-MASK = (1 << 64) - 1
-GOLDEN = 0x9E3779B97F4A7C15
-STREAM_DATA, STREAM_ORDER, STREAM_HELD_OUT = 1, 2, 4  # docs/training.md, "PRNG streams"
-NORMAL_SCALE = np.float32(1.7320508)        # sqrt(12 / 4): the Irwin-Hall sum's variance
-IMAGE_TEMPLATE_WEIGHT = np.float32(0.5)
-BLOB_CENTER_SCALE = np.float32(2.0)
-PI = 3.14159265358979323846
-HALF_PI = 1.57079632679489661923
-COS_TERMS = 25
 OPTIMIZER_DEFAULTS = {"lr": 0.01, "momentum": 0.0, "nesterov": False, "weight_decay": 0.0,
                       "beta1": 0.9, "beta2": 0.999, "eps": 1e-8}
 SCHEDULE_DEFAULTS = {"name": "constant", "step_size": 1, "gamma": 0.1, "min_lr": 0.0, "warmup_steps": 0}
@@ -53,129 +46,6 @@ DTYPES = {"F32": (np.float32, 4), "I64": (np.int64, 8), "U8": (np.uint8, 1)}
 
 class NotCovered(Exception):
     pass
-
-
-# --- PRNG: SplitMix64 --------------------------------------------------------------------
-def mix(z):
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
-    return z ^ (z >> 31)
-
-
-class Prng:
-    def __init__(self, seed, a, b=0):
-        self.state = mix(mix(seed ^ 0x657269747261696E) ^ a) ^ mix((b + GOLDEN) & MASK)
-
-    def next(self):
-        self.state = (self.state + GOLDEN) & MASK
-        return mix(self.state)
-
-    def below(self, bound):
-        m = self.next() * bound
-        if m & MASK < bound:
-            threshold = ((1 << 64) - bound) % bound
-            while m & MASK < threshold:
-                m = self.next() * bound
-        return m >> 64
-
-    def next_many(self, n):
-        # Output i is mix(state + (i + 1) * GOLDEN): the same draws as n calls of next().
-        with np.errstate(over="ignore"):
-            z = np.uint64(self.state) + np.arange(1, n + 1, dtype=np.uint64) * np.uint64(GOLDEN)
-            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        self.state = (self.state + n * GOLDEN) & MASK
-        return z ^ (z >> np.uint64(31))
-
-    def uniforms(self, n):
-        return (self.next_many(n) >> np.uint64(40)).astype(np.float32) * np.float32(1.0 / 16777216.0)
-
-    def normals(self, n):
-        u = self.uniforms(4 * n).reshape(n, 4)
-        s = ((u[:, 0] + u[:, 1]) + u[:, 2]) + u[:, 3]
-        return (s - np.float32(2.0)) * NORMAL_SCALE
-
-    def permutation(self, n):
-        p = list(range(n))
-        for i in range(n - 1, 0, -1):
-            j = self.below(i + 1)
-            p[i], p[j] = p[j], p[i]
-        return p
-
-
-# --- synthetic data ----------------------------------------------------------------------
-def blobs(seed, samples, dim, classes):
-    rng = Prng(seed, STREAM_DATA, 1)
-    centers = (BLOB_CENTER_SCALE * rng.normals(classes * dim)).reshape(classes, dim)
-    inputs = np.empty((samples, dim), dtype=np.float32)
-    labels = np.empty(samples, dtype=np.int64)
-    for i in range(samples):
-        labels[i] = rng.below(classes)
-        inputs[i] = centers[labels[i]] + rng.normals(dim)
-    return inputs, labels
-
-
-def images(seed, samples, classes):
-    pixels = 3 * 32 * 32
-    rng = Prng(seed, STREAM_DATA, 2)
-    templates = rng.normals(classes * pixels).reshape(classes, pixels)
-    inputs = np.empty((samples, pixels), dtype=np.float32)
-    labels = np.empty(samples, dtype=np.int64)
-    for i in range(samples):
-        labels[i] = rng.below(classes)
-        inputs[i] = IMAGE_TEMPLATE_WEIGHT * templates[labels[i]] + rng.normals(pixels)
-    return inputs.reshape(samples, 3, 32, 32), labels
-
-
-def held_out_rows(seed, rows, fraction):
-    """docs/datasets.md, "Held-out evaluation": a prefix of a permutation, at least one row held
-    out and at least one left; the rows training keeps, ascending."""
-    n = min(max(int(float(rows) * fraction), 1), max(1, rows - 1))
-    held = set(Prng(seed, STREAM_HELD_OUT).permutation(rows)[:n])
-    return [r for r in range(rows) if r not in held]
-
-
-def epoch_order(seed, epoch, size, needed):
-    order, pass_ = [], 0
-    while len(order) < needed:
-        order += Prng(seed, STREAM_ORDER, (epoch << 20) ^ pass_).permutation(size)[:needed - len(order)]
-        pass_ += 1
-    return order
-
-
-# --- schedule ----------------------------------------------------------------------------
-def power(x, n):
-    result = 1.0
-    while n > 0:
-        if n & 1:
-            result *= x
-        x *= x
-        n >>= 1
-    return result
-
-
-def det_cos(x):
-    y = x - HALF_PI
-    y2 = y * y
-    term = sum_ = y
-    for k in range(1, COS_TERMS):
-        term *= -y2 / float((2 * k) * (2 * k + 1))
-        sum_ += term
-    return max(-1.0, min(1.0, -sum_))
-
-
-def learning_rate(task, step, epoch, total_steps):
-    s, base = task["schedule"], task["optimizer"]["lr"]
-    lr = base
-    if s["name"] == "step":
-        lr = base * power(s["gamma"], (epoch - 1) // s["step_size"])
-    elif s["name"] == "cosine":
-        span = total_steps - 1 if total_steps > 1 else 1
-        t = float(min(step, span)) / float(span)
-        lr = s["min_lr"] + (base - s["min_lr"]) * 0.5 * (1.0 + det_cos(PI * t))
-    if step < s["warmup_steps"]:
-        lr *= float(step + 1) / float(s["warmup_steps"])
-    return lr
 
 
 # --- models ------------------------------------------------------------------------------
@@ -466,6 +336,13 @@ def run(job, data_dir):
     """job: [TASK, BEFORE, AFTER] or ["--init", TASK, EPOCH0, OUT]."""
     init = job[0] == "--init"
     task_path, before, after = job[1:] if init else job
+    if json.load(open(task_path)).get("determinism") == "portable":
+        # veritrain's own arithmetic: its reference is numpy alone (docs/portable.md).
+        import portable_ref  # noqa: E402
+        try:
+            return portable_ref.run(job)
+        except portable_ref.NotCovered as e:
+            raise NotCovered(str(e))
     task = load_task(task_path)
     if data_dir is None:  # dataset.path resolves from the task file's folder (docs/task.md)
         data_dir = os.path.join(os.path.dirname(os.path.abspath(task_path)), task["dataset"].get("path", ""))

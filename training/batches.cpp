@@ -115,7 +115,7 @@ Result<EvalMetrics> evaluate_split(Network& net, const MappedSplit& split, const
     }
     auto& [x, y] = *xy;
     at::Tensor out = net.forward(x);
-    loss_sum += compute_loss(task.loss, out, y).to(at::kDouble) * static_cast<double>(n);
+    loss_sum += net.loss(task.loss, out, y).to(at::kDouble) * static_cast<double>(n);
     if (classes) {
       hits += out.argmax(-1).eq(y).sum();
       targets_seen += y.numel();

@@ -14,6 +14,7 @@
 
 #include "common/mapped_file.h"
 #include "common/sha256.h"
+#include "kernels/isa.h"
 #include "training/runtime.h"
 
 namespace vt::training {
@@ -225,6 +226,7 @@ Environment measure_environment(const Task& task, const TrainerOptions& options)
   env["blas_path"] = blas.path;
   env["blas_sha256"] = blas.sha256;
   env["cpu_model"] = cpu_model();
+  if (task.determinism == "portable") env["kernels"] = kernels::isa_name(kernels::isa());
   if (cuda) {
     add_cuda_fields(device, env);
     env["tf32"] = task.precision == "fp32" ? "off" : "on";

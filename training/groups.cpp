@@ -62,7 +62,7 @@ at::Tensor GroupedStep::run(const at::Tensor& x, const at::Tensor& y, const Loss
       if (p.grad().defined()) p.mutable_grad() = at::Tensor();
     }
     at::Tensor loss =
-        loss_of(x.narrow(0, g * per_group, per_group), y.narrow(0, g * per_group, per_group));
+        loss_of(x.narrow(0, g * per_group, per_group), y.narrow(0, g * per_group, per_group), g);
     loss.mul(scale).backward();
     at::NoGradGuard no_grad;
     std::vector<at::Tensor> parts;

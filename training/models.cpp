@@ -4,15 +4,21 @@
 #include <cmath>
 
 #include "training/internal/network.h"
+#include "training/internal/ops.h"
 
 namespace vt::training {
 namespace {
 namespace nn = torch::nn;
 namespace F = torch::nn::functional;
 
+// Every model computes through an Ops (training/internal/ops.h): LibTorch's arithmetic runs
+// each module's own forward(), the portable one veritrain's kernels. Parameter names and
+// shapes are the modules' either way, so both arithmetics share the snapshot layout.
+
 // --- mlp -------------------------------------------------------------------------------------
 struct MlpImpl : nn::Module {
-  MlpImpl(std::int64_t in, std::int64_t hidden, std::int64_t layers, std::int64_t classes) {
+  MlpImpl(Ops& ops, std::int64_t in, std::int64_t hidden, std::int64_t layers, std::int64_t classes)
+      : ops(ops) {
     std::int64_t width = in;
     for (std::int64_t i = 0; i < layers; ++i) {
       body->push_back(nn::Linear(width, hidden));
@@ -22,7 +28,15 @@ struct MlpImpl : nn::Module {
     body->push_back(nn::Linear(width, classes));
     register_module("body", body);
   }
-  torch::Tensor forward(torch::Tensor x) { return body->forward(x.flatten(1)); }
+  torch::Tensor forward(torch::Tensor x) {
+    x = x.flatten(1);
+    for (const auto& layer : body->children()) {
+      auto* linear = layer->as<nn::Linear>();
+      x = linear != nullptr ? ops.linear(*linear, x) : ops.relu(x);
+    }
+    return x;
+  }
+  Ops& ops;
   nn::Sequential body;
 };
 TORCH_MODULE(Mlp);
@@ -33,8 +47,8 @@ nn::Conv2dOptions conv3x3(std::int64_t in, std::int64_t out, std::int64_t stride
 }
 
 struct BasicBlockImpl : nn::Module {
-  BasicBlockImpl(std::int64_t in, std::int64_t out, std::int64_t stride)
-      : conv1(conv3x3(in, out, stride)), bn1(out), conv2(conv3x3(out, out, 1)), bn2(out) {
+  BasicBlockImpl(Ops& ops, std::int64_t in, std::int64_t out, std::int64_t stride)
+      : ops(ops), conv1(conv3x3(in, out, stride)), bn1(out), conv2(conv3x3(out, out, 1)), bn2(out) {
     register_module("conv1", conv1);
     register_module("bn1", bn1);
     register_module("conv2", conv2);
@@ -46,10 +60,13 @@ struct BasicBlockImpl : nn::Module {
     }
   }
   torch::Tensor forward(torch::Tensor x) {
-    auto y = torch::relu(bn1(conv1(x)));
-    y = bn2(conv2(y));
-    return torch::relu(y + (shortcut->is_empty() ? x : shortcut->forward(x)));
+    auto y = ops.relu(ops.batch_norm(*bn1, ops.conv2d(*conv1, x)));
+    y = ops.batch_norm(*bn2, ops.conv2d(*conv2, y));
+    if (shortcut->is_empty()) return ops.relu(y + x);
+    auto s = ops.conv2d(*shortcut[0]->as<nn::Conv2d>(), x);
+    return ops.relu(y + ops.batch_norm(*shortcut[1]->as<nn::BatchNorm2d>(), s));
   }
+  Ops& ops;
   nn::Conv2d conv1;
   nn::BatchNorm2d bn1;
   nn::Conv2d conv2;
@@ -59,22 +76,23 @@ struct BasicBlockImpl : nn::Module {
 TORCH_MODULE(BasicBlock);
 
 struct ResNetImpl : nn::Module {
-  ResNetImpl(std::int64_t width, std::int64_t blocks, std::int64_t classes)
-      : stem(conv3x3(3, width, 1)), stem_bn(width), head(2 * width, classes) {
+  ResNetImpl(Ops& ops, std::int64_t width, std::int64_t blocks, std::int64_t classes)
+      : ops(ops), stem(conv3x3(3, width, 1)), stem_bn(width), head(2 * width, classes) {
     register_module("stem", stem);
     register_module("stem_bn", stem_bn);
-    for (std::int64_t i = 0; i < blocks; ++i) stages->push_back(BasicBlock(width, width, 1));
-    stages->push_back(BasicBlock(width, 2 * width, 2));
+    for (std::int64_t i = 0; i < blocks; ++i) stages->push_back(BasicBlock(ops, width, width, 1));
+    stages->push_back(BasicBlock(ops, width, 2 * width, 2));
     for (std::int64_t i = 1; i < blocks; ++i)
-      stages->push_back(BasicBlock(2 * width, 2 * width, 1));
+      stages->push_back(BasicBlock(ops, 2 * width, 2 * width, 1));
     register_module("stages", stages);
     register_module("head", head);
   }
   torch::Tensor forward(torch::Tensor x) {
-    x = torch::relu(stem_bn(stem(x)));
+    x = ops.relu(ops.batch_norm(*stem_bn, ops.conv2d(*stem, x)));
     x = stages->forward(x);
-    return head(x.mean({2, 3}));
+    return ops.linear(*head, ops.spatial_mean(x));
   }
+  Ops& ops;
   nn::Conv2d stem;
   nn::BatchNorm2d stem_bn;
   nn::Sequential stages;
@@ -84,22 +102,30 @@ TORCH_MODULE(ResNet);
 
 // --- conv3d: the 1 -> 4 -> 8 -> 1 network of seed 002 ----------------------------------------
 struct Conv3dNetImpl : nn::Module {
-  Conv3dNetImpl() {
+  explicit Conv3dNetImpl(Ops& ops) : ops(ops) {
     for (auto [in, out] : {std::pair{1, 4}, {4, 8}, {8, 1}}) {
       body->push_back(nn::Conv3d(nn::Conv3dOptions(in, out, 3).padding(1)));
       body->push_back(nn::ReLU());
     }
     register_module("body", body);
   }
-  torch::Tensor forward(torch::Tensor x) { return body->forward(x); }
+  torch::Tensor forward(torch::Tensor x) {
+    for (const auto& layer : body->children()) {
+      auto* conv = layer->as<nn::Conv3d>();
+      x = conv != nullptr ? ops.conv3d(*conv, x) : ops.relu(x);
+    }
+    return x;
+  }
+  Ops& ops;
   nn::Sequential body;
 };
 TORCH_MODULE(Conv3dNet);
 
 // --- gpt: decoder-only transformer -------------------------------------------------------------
 struct GptBlockImpl : nn::Module {
-  GptBlockImpl(std::int64_t d, std::int64_t heads, std::int64_t ratio, double dropout)
-      : ln1(nn::LayerNormOptions({d})),
+  GptBlockImpl(Ops& ops, std::int64_t d, std::int64_t heads, std::int64_t ratio, double dropout)
+      : ops(ops),
+        ln1(nn::LayerNormOptions({d})),
         qkv(d, 3 * d),
         proj(d, d),
         ln2(nn::LayerNormOptions({d})),
@@ -115,16 +141,13 @@ struct GptBlockImpl : nn::Module {
     register_module("out", out);
     register_module("drop", drop);
   }
-  torch::Tensor forward(torch::Tensor x, const torch::Tensor& causal_mask) {
-    const auto b = x.size(0), t = x.size(1), d = x.size(2);
-    auto parts = qkv(ln1(x)).view({b, t, 3, heads, d / heads}).permute({2, 0, 3, 1, 4});
-    auto q = parts[0], k = parts[1], v = parts[2];
-    auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(d / heads));
-    scores = scores.masked_fill(causal_mask, -std::numeric_limits<float>::infinity());
-    auto attn = torch::matmul(drop(torch::softmax(scores, -1)), v);
-    x = x + drop(proj(attn.transpose(1, 2).reshape({b, t, d})));
-    return x + drop(out(torch::gelu(fc(ln2(x)))));
+  torch::Tensor forward(torch::Tensor x) {
+    auto attn = ops.attention(ops.linear(*qkv, ops.layer_norm(*ln1, x)), heads, *drop);
+    x = x + ops.dropout(*drop, ops.linear(*proj, attn));
+    auto hidden = ops.gelu(ops.linear(*fc, ops.layer_norm(*ln2, x)));
+    return x + ops.dropout(*drop, ops.linear(*out, hidden));
   }
+  Ops& ops;
   nn::LayerNorm ln1;
   nn::Linear qkv, proj;
   nn::LayerNorm ln2;
@@ -135,8 +158,9 @@ struct GptBlockImpl : nn::Module {
 TORCH_MODULE(GptBlock);
 
 struct GptImpl : nn::Module {
-  GptImpl(const Options& o)
-      : tok(o.at("vocab"), o.at("d_model")),
+  GptImpl(Ops& ops, const Options& o)
+      : ops(ops),
+        tok(o.at("vocab"), o.at("d_model")),
         pos(o.at("seq_len"), o.at("d_model")),
         ln_f(nn::LayerNormOptions({o.at("d_model")})),
         lm_head(o.at("d_model"), o.at("vocab")) {
@@ -144,21 +168,19 @@ struct GptImpl : nn::Module {
     register_module("pos", pos);
     const double dropout = static_cast<double>(o.at("dropout_permille")) / 1000.0;
     for (std::int64_t i = 0; i < o.at("layers"); ++i) {
-      blocks.push_back(
-          register_module("block" + std::to_string(i),
-                          GptBlock(o.at("d_model"), o.at("heads"), o.at("mlp_ratio"), dropout)));
+      blocks.push_back(register_module(
+          "block" + std::to_string(i),
+          GptBlock(ops, o.at("d_model"), o.at("heads"), o.at("mlp_ratio"), dropout)));
     }
     register_module("ln_f", ln_f);
     register_module("lm_head", lm_head);
   }
   torch::Tensor forward(torch::Tensor tokens) {
-    const auto t = tokens.size(1);
-    auto positions = torch::arange(t, tokens.options());
-    auto x = tok(tokens) + pos(positions).unsqueeze(0);
-    auto mask = torch::ones({t, t}, tokens.options().dtype(torch::kBool)).triu(1);
-    for (auto& block : blocks) x = block->forward(x, mask);
-    return lm_head(ln_f(x));
+    auto x = ops.embed(*tok, *pos, tokens);
+    for (auto& block : blocks) x = block->forward(x);
+    return ops.linear(*lm_head, ops.layer_norm(*ln_f, x));
   }
+  Ops& ops;
   nn::Embedding tok, pos;
   std::vector<GptBlock> blocks;
   nn::LayerNorm ln_f;
@@ -167,11 +189,23 @@ struct GptImpl : nn::Module {
 TORCH_MODULE(Gpt);
 
 // --- adapters ----------------------------------------------------------------------------------
+// Owns the arithmetic its module computes in; the module holds a reference to it.
 template <typename Holder>
 class ModuleNetwork final : public Network {
  public:
-  explicit ModuleNetwork(Holder module) : module_(std::move(module)) {}
+  template <typename... Args>
+  explicit ModuleNetwork(std::unique_ptr<Ops> ops, Args&&... args)
+      : ops_(std::move(ops)), module_(*ops_, std::forward<Args>(args)...) {}
   at::Tensor forward(const at::Tensor& input) override { return module_->forward(input); }
+  at::Tensor loss(const std::string& loss, const at::Tensor& output,
+                  const at::Tensor& target) override {
+    return ops_->loss(loss, output, target);
+  }
+  void begin_forward(std::int64_t global_step, std::int64_t group) override {
+    ops_->begin_forward(global_step, group);
+  }
+  bool portable() const override { return ops_->portable(); }
+  void init_portable(std::uint64_t seed) override { portable_init(*module_, seed); }
   NamedTensors parameters() override { return named(module_->named_parameters()); }
   NamedTensors buffers() override { return named(module_->named_buffers()); }
   void to(const at::Device& device) override { module_->to(device); }
@@ -183,6 +217,7 @@ class ModuleNetwork final : public Network {
     for (const auto& item : dict) out.emplace_back(item.key(), item.value());
     return out;
   }
+  std::unique_ptr<Ops> ops_;
   Holder module_;
 };
 
@@ -191,17 +226,19 @@ class ModuleNetwork final : public Network {
 Result<std::unique_ptr<Network>> make_network(const Task& task, const Options& o,
                                               const std::filesystem::path& task_dir) {
   const std::string& name = task.model.name;
+  auto ops = [&] { return task.determinism == "portable" ? portable_ops(task.seed) : torch_ops(); };
   if (name == "mlp") {
     return std::unique_ptr<Network>(std::make_unique<ModuleNetwork<Mlp>>(
-        Mlp(o.at("input_dim"), o.at("hidden"), o.at("layers"), o.at("classes"))));
+        ops(), o.at("input_dim"), o.at("hidden"), o.at("layers"), o.at("classes")));
   }
   if (name == "cnn") {
     return std::unique_ptr<Network>(std::make_unique<ModuleNetwork<ResNet>>(
-        ResNet(o.at("width"), o.at("blocks"), o.at("classes"))));
+        ops(), o.at("width"), o.at("blocks"), o.at("classes")));
   }
   if (name == "conv3d")
-    return std::unique_ptr<Network>(std::make_unique<ModuleNetwork<Conv3dNet>>(Conv3dNet()));
-  if (name == "gpt") return std::unique_ptr<Network>(std::make_unique<ModuleNetwork<Gpt>>(Gpt(o)));
+    return std::unique_ptr<Network>(std::make_unique<ModuleNetwork<Conv3dNet>>(ops()));
+  if (name == "gpt")
+    return std::unique_ptr<Network>(std::make_unique<ModuleNetwork<Gpt>>(ops(), o));
   if (name == "torchscript") return load_torchscript(task, task_dir);
   return invalid_input("model.name: unknown model \"" + name + "\"");
 }
@@ -229,7 +266,7 @@ Status Network::save_torchscript(const std::filesystem::path&) {
 at::Tensor step_loss(const std::string& loss, Network& net, const at::Tensor& input,
                      const at::Tensor& target) {
   if (loss == "model") return net.forward_loss(input, target);
-  return compute_loss(loss, net.forward(input), target);
+  return net.loss(loss, net.forward(input), target);
 }
 
 std::string describe_tensor(const at::Tensor& t) {

@@ -2,11 +2,13 @@
 
 #include <cmath>
 
+#include "kernels/optim.h"
 #include "training/schedule.h"
 
 namespace vt::training {
 
-Optimizer::Optimizer(const OptimizerSpec& spec, NamedTensors params) : spec_(spec) {
+Optimizer::Optimizer(const OptimizerSpec& spec, NamedTensors params, bool portable)
+    : spec_(spec), portable_(portable) {
   for (auto& [name, p] : params) {
     Slot s{name, p, {}, {}, {}, at::zeros({}, at::TensorOptions().dtype(at::kLong))};
     if (spec.name == "sgd" && spec.momentum != 0.0) s.momentum = at::zeros_like(p);
@@ -20,7 +22,14 @@ Optimizer::Optimizer(const OptimizerSpec& spec, NamedTensors params) : spec_(spe
 
 void Optimizer::zero_grad() {
   for (Slot& s : slots_) {
-    if (s.param.grad().defined()) s.param.mutable_grad().zero_();
+    if (!s.param.grad().defined()) continue;
+    // Portable: no gradient at all, so that autograd stores the next one as its operator computed
+    // it; adding it to a zero would turn a −0 into +0 (docs/portable.md, "Gradients").
+    if (portable_) {
+      s.param.mutable_grad() = at::Tensor();
+    } else {
+      s.param.mutable_grad().zero_();
+    }
   }
 }
 
@@ -32,6 +41,10 @@ void Optimizer::step(double lr) {
     if (!grad.defined()) continue;  // a parameter the loss does not reach
     const std::int64_t step = s.step.item<std::int64_t>() + 1;
     s.step.fill_(step);
+    if (portable_) {
+      portable_step(s, grad, step, lr);
+      continue;
+    }
     if (o.name == "sgd") {
       at::Tensor d = o.weight_decay != 0.0 ? grad.add(s.param, o.weight_decay) : grad;
       if (o.momentum != 0.0) {
@@ -58,6 +71,39 @@ void Optimizer::step(double lr) {
     at::Tensor denom = (s.exp_avg_sq.sqrt() / bias2_sqrt).add_(o.eps);
     s.param.addcdiv_(s.exp_avg, denom, -lr / bias1);
   }
+}
+
+void Optimizer::portable_step(Slot& s, const at::Tensor& grad_in, std::int64_t step, double lr) {
+  const OptimizerSpec& o = spec_;
+  const at::Tensor grad = grad_in.contiguous();
+  TORCH_CHECK(s.param.is_contiguous() && s.param.scalar_type() == at::kFloat,
+              "portable optimizer: ", s.name, " is not a contiguous float32 tensor");
+  float* param = s.param.data_ptr<float>();
+  const float* g = grad.data_ptr<float>();
+  // The step's scalars in binary64 (IEEE operations only: power() multiplies, sqrt is exact)
+  // and each rounded once to binary32 (docs/portable.md, "Optimizers").
+  if (o.name == "sgd") {
+    kernels::SgdStep k;
+    k.lr = static_cast<float>(lr);
+    k.momentum = static_cast<float>(o.momentum);
+    k.weight_decay = static_cast<float>(o.weight_decay);
+    k.nesterov = o.nesterov;
+    k.first = step == 1;
+    kernels::sgd_update(s.param.numel(), k, param, g,
+                        s.momentum.defined() ? s.momentum.data_ptr<float>() : nullptr);
+    return;
+  }
+  kernels::AdamStep k;
+  k.lr = static_cast<float>(lr);
+  k.lr_over_bias1 = static_cast<float>(lr / (1.0 - power(o.beta1, step)));
+  k.bias2_sqrt = static_cast<float>(std::sqrt(1.0 - power(o.beta2, step)));
+  k.weight_decay = static_cast<float>(o.weight_decay);
+  k.beta1 = static_cast<float>(o.beta1);
+  k.beta2 = static_cast<float>(o.beta2);
+  k.eps = static_cast<float>(o.eps);
+  k.decoupled = o.name == "adamw";
+  kernels::adam_update(s.param.numel(), k, param, g, s.exp_avg.data_ptr<float>(),
+                       s.exp_avg_sq.data_ptr<float>());
 }
 
 NamedTensors Optimizer::state() const {

@@ -12,6 +12,7 @@
 #include <numeric>
 
 #include "common/sha256.h"
+#include "kernels/parallel.h"
 #include "protocol/task.h"
 #include "training/data.h"
 #include "training/distributed.h"
@@ -194,9 +195,15 @@ Result<std::unique_ptr<Trainer::Impl>> build(const Task& task, const TrainerOpti
   }
   VT_ASSIGN_OR_RETURN(Options model_options, resolve_model_options(task.model));
   VT_ASSIGN_OR_RETURN(impl->net, make_network(task, model_options, options.task_dir));
+  if (impl->net->portable()) {
+    // Any thread count gives the same bits: the provider's choice (docs/portable.md).
+    kernels::set_threads(static_cast<int>(impl->threads));
+    impl->net->init_portable(task.seed);
+  }
   impl->net->to(impl->device);
   impl->net->set_training(true);
-  impl->optimizer = std::make_unique<Optimizer>(task.optimizer, impl->net->parameters());
+  impl->optimizer =
+      std::make_unique<Optimizer>(task.optimizer, impl->net->parameters(), impl->net->portable());
   if (task.gradient_groups > 1 || (options.collective && options.collective->world_size() > 1)) {
     try {
       impl->grouped =
@@ -229,6 +236,12 @@ Result<std::unique_ptr<Trainer::Impl>> build(const Task& task, const TrainerOpti
   return impl;
 }
 
+// The thread count a snapshot records: the one that ran, except in portable mode, where it
+// changes no bit and is the provider's choice, so the task's keeps every run's bytes alike.
+std::int64_t snapshot_threads(const Trainer::Impl& impl) {
+  return impl.task.determinism == "portable" ? impl.task.intra_op_threads : impl.threads;
+}
+
 // In exact mode a replay must run where the original ran; in tolerance mode differences are
 // allowed and written down for the verdict.
 Status check_snapshot_metadata(const Metadata& meta, Trainer::Impl& impl) {
@@ -250,7 +263,7 @@ Status check_snapshot_metadata(const Metadata& meta, Trainer::Impl& impl) {
                          " differs from the task's " + impl.task.precision);
   }
   const bool exact = impl.task.determinism == "exact";
-  const std::string threads = std::to_string(impl.threads);
+  const std::string threads = std::to_string(snapshot_threads(impl));
   if (meta.at("intra_op_threads") != threads) {
     std::string msg = "snapshot was made with " + meta.at("intra_op_threads") +
                       " intra-op threads, this replay uses " + threads;
@@ -293,7 +306,7 @@ Metadata Trainer::Impl::metadata() const {
           {"epoch", std::to_string(epoch)},
           {"global_step", std::to_string(global_step)},
           {"data_cursor", std::to_string(epoch)},
-          {"intra_op_threads", std::to_string(threads)},
+          {"intra_op_threads", std::to_string(snapshot_threads(*this))},
           {"device", device_class},
           {"precision", task.precision}};
 }
@@ -325,13 +338,15 @@ Result<EpochSummary> Trainer::Impl::train_epoch(const EpochHooks& hooks, const T
     optimizer->zero_grad();
     at::Tensor loss;
     if (grouped) {
-      loss = grouped->run(x, y, [&](const at::Tensor& gx, const at::Tensor& gy) {
+      loss = grouped->run(x, y, [&](const at::Tensor& gx, const at::Tensor& gy, std::int64_t g) {
         AutocastScope autocast(bf16, device.type());
+        net->begin_forward(global_step, g);
         return step_loss(task.loss, *net, gx, gy);
       });
     } else {
       {
         AutocastScope autocast(bf16, device.type());
+        net->begin_forward(global_step, 0);
         loss = step_loss(task.loss, *net, x, y);
       }
       loss.backward();

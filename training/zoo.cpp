@@ -143,6 +143,31 @@ Result<Options> resolve_dataset_options(const Task& task) {
                        "\" (expected synthetic, mnist, cifar10, tensors or tokens)");
 }
 
+namespace {
+
+// What portable arithmetic covers today (docs/portable.md): the zoo in float32 on CPUs.
+Status validate_portable(const Task& task) {
+  if (task.determinism != "portable") return {};
+  if (task.device != "cpu") {
+    return invalid_input(
+        "device: portable arithmetic runs on CPUs for now (its CUDA kernels are "
+        "not written yet); use device cpu, or determinism exact on " +
+        task.device);
+  }
+  if (task.precision != "fp32") {
+    return invalid_input("precision: portable arithmetic is float32 throughout; use fp32, got " +
+                         task.precision);
+  }
+  if (task.model.name == "torchscript") {
+    return invalid_input(
+        "model.name: portable arithmetic covers the zoo models (mlp, cnn, conv3d, gpt); a "
+        "TorchScript module trains with determinism exact or tolerance");
+  }
+  return {};
+}
+
+}  // namespace
+
 Status validate_for_training(const Task& task) {
   VT_ASSIGN_OR_RETURN(Options model, resolve_model_options(task.model));
   VT_RETURN_IF_ERROR(resolve_dataset_options(task));
@@ -195,7 +220,7 @@ Status validate_for_training(const Task& task) {
   if (files && (task.dataset.path.empty() || task.dataset.files.empty())) {
     return invalid_input("dataset: " + ds + " needs a path and the SHA-256 of each file in files");
   }
-  return {};
+  return validate_portable(task);
 }
 
 OptimizerSpec default_optimizer(const std::string& model, const std::string& optimizer) {

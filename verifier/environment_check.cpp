@@ -92,7 +92,9 @@ std::string what_would_judge(const std::vector<EnvironmentDifference>& unmatched
       add(d.field + " " + printable(d.committed));
     }
   }
-  return out;
+  return out +
+         "; or, for the next task, determinism \"portable\", whose bits depend on the task "
+         "alone (docs/portable.md)";
 }
 
 }  // namespace vt::verifier

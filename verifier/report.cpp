@@ -321,6 +321,7 @@ std::string verdict_summary(const Verdict& v, const std::filesystem::path& repor
                 v.plan.fallback_used ? "; none drawn, one picked uniformly" : "");
   s += line;
   if (!v.plan.derivation.guarantee.empty()) s += "policy: " + v.plan.derivation.guarantee + "\n";
+  s += "arithmetic: " + arithmetic_of(v.committed_environment) + "\n";
   for (const EpochCheck& c : v.checks) {
     std::snprintf(line, sizeof line, "  epoch %llu  %s  replay %.2f s, %s fetched%s\n",
                   static_cast<unsigned long long>(c.epoch), c.passed ? "passed" : "FAILED",

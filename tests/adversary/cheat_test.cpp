@@ -42,6 +42,34 @@ TEST(CheatControl, HonestStrategyIsNeverRejected) {
 
 TEST(Honest, NeverRejected) { EXPECT_EQ(honest_rejections(seed_count(5), 3), 0); }
 
+// The same suite with portable arithmetic (docs/portable.md): every cheat is rejected, every
+// honest run accepted.
+class CheatPortable : public ::testing::TestWithParam<Strategy> {};
+
+TEST_P(CheatPortable, RejectedWheneverChallenged) {
+  const int seeds = seed_count(2);
+  std::vector<std::string> messages;
+  EXPECT_EQ(rejected_runs(GetParam(), seeds, &messages, "portable"), seeds);
+  EXPECT_NE(joined(messages).find("replay does not reach the committed fingerprint"),
+            std::string::npos)
+      << joined(messages);
+}
+
+INSTANTIATE_TEST_SUITE_P(Adversary, CheatPortable, ::testing::ValuesIn(epoch_strategies()),
+                         [](const auto& info) { return strategy_name(info.param); });
+
+TEST(HonestPortable, NeverRejected) {
+  EXPECT_EQ(honest_rejections(seed_count(3), 3, "portable"), 0);
+}
+
+// Bits that depend on the task alone make any change visible: a relative weight noise of 1e-5,
+// far below what tolerance mode's calibrated thresholds let through (docs/tolerance.md), is
+// rejected every time.
+TEST(CheatPortable, TinyWeightNoiseTheToleranceModeMissesIsRejected) {
+  const int seeds = seed_count(3);
+  EXPECT_EQ(rejected_runs(Strategy::kNoise, seeds, nullptr, "portable", 1e-5), seeds);
+}
+
 // The cheater's honest mode commits what the real provider commits, field for field: its cheats
 // differ from an honest provider only where the strategy says.
 TEST(CheatControl, HonestModeCommitsWhatTheProviderCommits) {

@@ -163,7 +163,13 @@ class Cheater {
         modified.optimizer.lr *= 2;
         return train_as(modified, prev, task_, id_, e, options_, {});
       case Strategy::kLowPrecision:
-        modified.precision = "bf16";
+        // Portable arithmetic is float32 throughout; its cheap way out is another arithmetic,
+        // LibTorch's own (vendor) kernels, rather than a narrower type.
+        if (task_.determinism == "portable") {
+          modified.determinism = "exact";
+        } else {
+          modified.precision = "bf16";
+        }
         return train_as(modified, prev, task_, id_, e, options_, {});
       case Strategy::kDataOrder: {
         // The trainer draws epoch e's order from the snapshot's epoch + 1: shift it by one.

@@ -18,8 +18,8 @@
 namespace vt::adversary {
 
 // A 8 -> 16 -> 4 mlp with SGD and momentum, 3 steps of 8 examples per epoch.
-inline Task tiny_task(std::uint64_t seed, std::int64_t epochs = 3,
-                      std::int64_t trail_interval = 0) {
+inline Task tiny_task(std::uint64_t seed, std::int64_t epochs = 3, std::int64_t trail_interval = 0,
+                      const std::string& determinism = "exact") {
   auto t = training::default_task("mlp", "synthetic");
   EXPECT_TRUE(t.ok()) << t.error().message;
   Task task = *t;
@@ -30,6 +30,7 @@ inline Task tiny_task(std::uint64_t seed, std::int64_t epochs = 3,
   task.batch_size = 8;
   task.seed = seed;
   task.fingerprint = {64, 16, trail_interval};
+  task.determinism = determinism;
   return task;
 }
 
@@ -84,13 +85,15 @@ inline std::string joined(const std::vector<std::string>& lines) {
 // was rejected, and checks the rest of each verdict on the way.
 inline constexpr std::uint64_t kCheatEpoch = 2;  // of 3: an honest epoch before it and after it
 
-inline int rejected_runs(Strategy s, int seeds, std::vector<std::string>* messages = nullptr) {
+inline int rejected_runs(Strategy s, int seeds, std::vector<std::string>* messages = nullptr,
+                         const std::string& determinism = "exact", double noise = 1e-3) {
   testing::ScratchDir dir;
   int rejected = 0;
   for (int seed = 1; seed <= seeds; ++seed) {
-    const Task task = tiny_task(static_cast<std::uint64_t>(seed) * 7919);
+    const Task task = tiny_task(static_cast<std::uint64_t>(seed) * 7919, 3, 0, determinism);
     CheatPlan plan;
     plan.cheats[kCheatEpoch] = s;
+    plan.noise = noise;
     auto wd = dir / (strategy_name(s) + "-" + std::to_string(seed));
     auto run = write_workdir(task, wd, plan, provider_key());
     EXPECT_TRUE(run.ok()) << run.error().message;
@@ -118,11 +121,13 @@ inline int rejected_runs(Strategy s, int seeds, std::vector<std::string>* messag
 }
 
 // Honest runs (every other seed with a trail); returns how many were rejected anywhere.
-inline int honest_rejections(int seeds, std::int64_t epochs) {
+inline int honest_rejections(int seeds, std::int64_t epochs,
+                             const std::string& determinism = "exact") {
   testing::ScratchDir dir;
   int rejections = 0;
   for (int seed = 1; seed <= seeds; ++seed) {
-    const Task task = tiny_task(static_cast<std::uint64_t>(seed) * 104729, epochs, seed % 2);
+    const Task task =
+        tiny_task(static_cast<std::uint64_t>(seed) * 104729, epochs, seed % 2, determinism);
     auto wd = dir / ("honest-" + std::to_string(seed));
     auto run = write_workdir(task, wd, {}, provider_key());
     EXPECT_TRUE(run.ok()) << run.error().message;

@@ -24,8 +24,10 @@ using nlohmann::json;
 using testing::run_command;
 using testing::veritrain_binary;
 
-// Tiny configurations: 2 epochs of 2 steps, a batch of 8 in 4 groups of 2.
-std::string grouped_task(const testing::ScratchDir& dir, const std::string& model) {
+// Tiny configurations: 2 epochs of 2 steps, a batch of 8 in 4 groups of 2; `extra` goes to
+// task init as it is (another determinism, dropout).
+std::string grouped_task(const testing::ScratchDir& dir, const std::string& model,
+                         const std::string& extra = "") {
   const std::string options = model == "mlp" ? " --option hidden=8 --option layers=1"
                               : model == "cnn"
                                   ? " --option width=4 --option blocks=1"
@@ -34,8 +36,8 @@ std::string grouped_task(const testing::ScratchDir& dir, const std::string& mode
   std::string file = (dir / (model + ".json")).string();
   auto init = run_command(veritrain_binary() + " task init --model " + model + options +
                               " --epochs 2 --steps-per-epoch 2 --batch-size 8 --data-option "
-                              "samples=32 --seed 5 --k 128 --out " +
-                              file,
+                              "samples=32 --seed 5 --k 128 " +
+                              extra + " --out " + file,
                           dir.path());
   EXPECT_EQ(init.exit_code, 0) << init.err;
   json task = json::parse(*read_text_file(file));
@@ -72,9 +74,9 @@ testing::CommandResult verify(const testing::ScratchDir& dir, const std::string&
                      dir.path());
 }
 
-void same_roots_on_one_two_four_ranks(const std::string& model) {
+void same_roots_on_one_two_four_ranks(const std::string& model, const std::string& extra = "") {
   testing::ScratchDir dir;
-  const std::string task = grouped_task(dir, model);
+  const std::string task = grouped_task(dir, model, extra);
   std::vector<std::vector<std::string>> roots;
   for (int w : {1, 2, 4}) {
     fs::path work = dir / "w";
@@ -97,6 +99,17 @@ TEST(Distributed, CnnWithBatchNormSameRootsOnOneTwoFourRanks) {
   same_roots_on_one_two_four_ranks("cnn");
 }
 TEST(Distributed, GptSameRootsOnOneTwoFourRanks) { same_roots_on_one_two_four_ranks("gpt"); }
+
+// Portable arithmetic (docs/portable.md) on ranks: G = 4 on 1, 2 and 4 ranks, the same roots.
+TEST(Distributed, PortableMlpSameRootsOnOneTwoFourRanks) {
+  same_roots_on_one_two_four_ranks("mlp", "--determinism portable");
+}
+TEST(Distributed, PortableCnnSameRootsOnOneTwoFourRanks) {
+  same_roots_on_one_two_four_ranks("cnn", "--determinism portable");
+}
+TEST(Distributed, PortableGptWithDropoutSameRootsOnOneTwoFourRanks) {
+  same_roots_on_one_two_four_ranks("gpt", "--determinism portable --option dropout_permille=100");
+}
 
 // One process replays the 2-rank run's epochs (G groups in a row, the same tree) bit for bit;
 // a stored snapshot changed afterwards is caught.

@@ -165,7 +165,8 @@ TEST(ReferenceReplayTensors, ShardOrderOrHeldOutRowsChangedInACopyOfTheReference
   change("replay_ref_data.py", "sorted(files, key=lambda s: s.encode())",
          "sorted(files, key=lambda s: s.encode(), reverse=True)");
   fs::copy_file(script("replay_ref.py"),
-                copy / "replay_ref.py");  // it imports its sibling, the changed reader
+                copy / "replay_ref.py");  // it imports its siblings, the changed reader
+  fs::copy_file(script("ref_common.py"), copy / "ref_common.py");
   const std::vector<Case> reversed = {
       {"u8-shards", "--dtype u8 --shards 3", "--batch-size 32 --steps-per-epoch 8"}};
   const auto results = replay_cases(reversed, (copy / "replay_ref.py").string(), dir);

@@ -144,16 +144,17 @@ void expect_all_equal(const std::vector<Compared>& results) {
   for (const Compared& c : results) EXPECT_EQ(c.reference, c.committed) << c.what;
 }
 
-// A copy of the reference with the Irwin-Hall scale of normal() changed (docs/training.md, "PRNG").
+// A copy of the reference with the Irwin-Hall scale of normal() changed (docs/training.md, "PRNG";
+// the PRNG is in ref_common.py, which the reference imports from its own folder).
 std::string changed_reference(const testing::ScratchDir& dir) {
-  std::string text = *read_text_file(script("replay_ref.py"));
+  std::string text = *read_text_file(script("ref_common.py"));
   const std::string constant = "np.float32(1.7320508)";
   EXPECT_NE(text.find(constant), std::string::npos);
   if (text.find(constant) != std::string::npos)
     text.replace(text.find(constant), constant.size(), "np.float32(1.7320509)");
+  EXPECT_TRUE(write_file_atomic(dir / "ref_common.py", text).ok());
   std::string copy = (dir / "replay_changed.py").string();
-  EXPECT_TRUE(write_file_atomic(copy, text).ok());
-  // The reference imports its dataset reader from its own folder.
+  fs::copy_file(script("replay_ref.py"), copy, fs::copy_options::overwrite_existing);
   fs::copy_file(script("replay_ref_data.py"), dir / "replay_ref_data.py",
                 fs::copy_options::overwrite_existing);
   return copy;

@@ -210,7 +210,7 @@ INSTANTIATE_TEST_SUITE_P(
                 R"(loss: expected one of "cross_entropy", "mse", "model", got "hinge")"},
         BadCase{R"("device":"tpu")", R"(device: expected one of "cpu", "cuda", got "tpu")"},
         BadCase{R"("determinism":"loose")",
-                R"(determinism: expected one of "exact", "tolerance", got "loose")"},
+                R"(determinism: expected one of "exact", "portable", "tolerance", got "loose")"},
         BadCase{R"("precision":"fp16")",
                 R"(precision: expected one of "fp32", "tf32", "bf16", got "fp16")"},
         BadCase{R"("intra_op_threads":0)", "intra_op_threads: expected an integer >= 1, got 0"},

@@ -17,8 +17,9 @@ class GroupedStep {
   // [rank·G/W, (rank+1)·G/W). Throws std::invalid_argument when W does not divide G.
   GroupedStep(std::int64_t groups, Network& net, std::shared_ptr<Collective> collective);
 
-  // The loss of one group's examples, unscaled (the caller owns autocast and the loss rule).
-  using LossFn = std::function<at::Tensor(const at::Tensor& x, const at::Tensor& y)>;
+  // The loss of group `group`'s examples, unscaled (the caller owns autocast and the loss rule).
+  using LossFn =
+      std::function<at::Tensor(const at::Tensor& x, const at::Tensor& y, std::int64_t group)>;
 
   // Leaves in every parameter's .grad() the tree sum of the groups' gradients of loss/G, sets
   // every floating-point buffer to the tree sum of the groups' buffers × 1/G, and returns the

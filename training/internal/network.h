@@ -23,10 +23,27 @@ struct ModelError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The task's loss of `output` against `target` in LibTorch's arithmetic (cross_entropy flattens
+// token dimensions).
+at::Tensor compute_loss(const std::string& loss, const at::Tensor& output,
+                        const at::Tensor& target);
+
 class Network {
  public:
   virtual ~Network() = default;
   virtual at::Tensor forward(const at::Tensor& input) = 0;
+  // The task's loss of `output` in this network's arithmetic (compute_loss for LibTorch's).
+  virtual at::Tensor loss(const std::string& loss, const at::Tensor& output,
+                          const at::Tensor& target) {
+    return compute_loss(loss, output, target);
+  }
+  // Portable arithmetic (docs/portable.md): whether this network computes in it, its initial
+  // weights, and the key of each training forward pass (its dropout masks).
+  virtual bool portable() const { return false; }
+  virtual void init_portable(std::uint64_t seed) { (void)seed; }
+  virtual void begin_forward(std::int64_t global_step, std::int64_t group) {
+    (void)global_step, (void)group;
+  }
   // loss "model": the module's forward(inputs, targets) is the scalar loss.
   virtual at::Tensor forward_loss(const at::Tensor& input, const at::Tensor& target);
   // The module itself, with its current parameters and buffers, as a TorchScript file.
@@ -48,9 +65,6 @@ Result<std::unique_ptr<Network>> make_network(const Task& task, const Options& m
 Result<std::unique_ptr<Network>> load_torchscript(const Task& task,
                                                   const std::filesystem::path& task_dir);
 
-// The task's loss of `output` against `target` (cross_entropy flattens token dimensions).
-at::Tensor compute_loss(const std::string& loss, const at::Tensor& output,
-                        const at::Tensor& target);
 // The step's loss: the module's own for loss "model", else compute_loss of its output.
 at::Tensor step_loss(const std::string& loss, Network& net, const at::Tensor& input,
                      const at::Tensor& target);

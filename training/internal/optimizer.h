@@ -13,7 +13,9 @@ namespace vt::training {
 
 class Optimizer {
  public:
-  Optimizer(const OptimizerSpec& spec, NamedTensors params);
+  // `portable`: the updates of docs/portable.md ("Optimizers") in veritrain's kernels, on
+  // contiguous float32 CPU tensors; else LibTorch's own operations.
+  Optimizer(const OptimizerSpec& spec, NamedTensors params, bool portable = false);
 
   // One update with learning rate `lr`; the gradients are in the parameters' .grad().
   void step(double lr);
@@ -32,7 +34,10 @@ class Optimizer {
     at::Tensor exp_avg_sq;  // adam, adamw
     at::Tensor step;        // int64 scalar on the CPU: read every update, never worth a sync
   };
+  void portable_step(Slot& s, const at::Tensor& grad, std::int64_t step, double lr);
+
   OptimizerSpec spec_;
+  bool portable_ = false;
   std::vector<Slot> slots_;
 };
 

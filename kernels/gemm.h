@@ -1,0 +1,40 @@
+#pragma once
+// Matrix products in the portable arithmetic (docs/portable.md, "Matrix products").
+//
+// Every output C[i][j] is one sequential chain over k = 0, 1, ..., K-1:
+//
+//   c = +0.0 (or C[i][j] with accumulate);  for k: c = c + (A[i][k] * B[k][j])
+//
+// with every product and every sum rounded to float on its own (no FMA). Blocking over k keeps
+// the partial chain in C between blocks, vector lanes hold different j, threads hold different
+// tiles of C: none of them changes the order of one chain, so the bits are the same for any
+// instruction set, block size and thread count.
+
+#include <cstdint>
+
+namespace vt::kernels {
+
+// Element (r, c) of a strided matrix is data[r * row_stride + c * col_stride].
+struct MatrixRef {
+  const float* data = nullptr;
+  std::int64_t row_stride = 0;
+  std::int64_t col_stride = 1;
+};
+
+// `batch` independent products C_b = A_b · B_b (A_b: M×K, B_b: K×N, C_b: M×N row-major with
+// leading dimension ldc), problem b's operands `*_batch` floats after problem b-1's.
+void gemm(std::int64_t batch, std::int64_t M, std::int64_t N, std::int64_t K, MatrixRef a,
+          std::int64_t a_batch, MatrixRef b, std::int64_t b_batch, float* c, std::int64_t ldc,
+          std::int64_t c_batch, bool accumulate);
+
+// One product, C = A · B (or C += with accumulate).
+inline void gemm(std::int64_t M, std::int64_t N, std::int64_t K, MatrixRef a, MatrixRef b, float* c,
+                 std::int64_t ldc, bool accumulate = false) {
+  gemm(1, M, N, K, a, 0, b, 0, c, ldc, 0, accumulate);
+}
+
+// out[j] = chain over i = 0..rows-1 of x[i*ld + j], from +0.0 (a bias gradient: the column sums
+// of a row-major matrix, each one sequential chain over the rows).
+void column_sums(std::int64_t rows, std::int64_t cols, const float* x, std::int64_t ld, float* out);
+
+}  // namespace vt::kernels

@@ -1,0 +1,6 @@
+// The gemm inner loop for AVX2 (compiled with -mavx2 and without -mfma): 8 lanes.
+#define VT_GEMM_NAMESPACE avx2
+#define VT_GEMM_W 8
+#define VT_GEMM_MR 6
+#define VT_GEMM_NV 2
+#include "kernels/gemm_micro.h"

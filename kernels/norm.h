@@ -1,0 +1,40 @@
+#pragma once
+// Normalizations in the portable arithmetic (docs/portable.md, "Batch norm", "Layer norm").
+// Every mean and variance is one sequential chain in the order the elements are stored; threads
+// split channels (batch norm) or rows (layer norm), never one sum.
+
+#include <cstdint>
+
+namespace vt::kernels {
+
+// Batch norm over x [B, C, S] (S: the spatial positions, contiguous), per channel c, over its
+// n = B·S values in (b, s) order.
+struct BatchNormShape {
+  std::int64_t batch = 1, channels = 1, spatial = 1;
+};
+
+// Training: batch statistics (biased variance), saved as mean[c] and invstd[c] for backward;
+// running_mean/running_var (may be null) move by `momentum` toward the batch mean and the
+// unbiased variance. Needs n > 1.
+void batch_norm_train(const BatchNormShape& s, const float* x, const float* weight,
+                      const float* bias, float eps, float momentum, float* running_mean,
+                      float* running_var, float* y, float* mean, float* invstd);
+// Evaluation: the running statistics.
+void batch_norm_eval(const BatchNormShape& s, const float* x, const float* weight,
+                     const float* bias, const float* running_mean, const float* running_var,
+                     float eps, float* y);
+// Gradients of batch_norm_train; dweight/dbias may be null.
+void batch_norm_backward(const BatchNormShape& s, const float* x, const float* weight,
+                         const float* mean, const float* invstd, const float* dy, float* dx,
+                         float* dweight, float* dbias);
+
+// Layer norm over the last dimension: `rows` rows of `width`; weight and bias per column.
+// Saves mean[r] and rstd[r] for backward.
+void layer_norm(std::int64_t rows, std::int64_t width, const float* x, const float* weight,
+                const float* bias, float eps, float* y, float* mean, float* rstd);
+// dweight[j] and dbias[j] are chains over the rows in order; any of the outputs may be null.
+void layer_norm_backward(std::int64_t rows, std::int64_t width, const float* x, const float* weight,
+                         const float* mean, const float* rstd, const float* dy, float* dx,
+                         float* dweight, float* dbias);
+
+}  // namespace vt::kernels

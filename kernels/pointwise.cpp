@@ -1,0 +1,141 @@
+#include "kernels/pointwise.h"
+
+#include <algorithm>
+
+#include "kernels/parallel.h"
+#include "kernels/scalar.h"
+
+namespace vt::kernels {
+namespace {
+
+constexpr std::int64_t kGrain = 16384;  // elements per thread at least: below it, one thread
+
+// body(begin, end) over chunks of [0, n). Bodies copy their pointers into local __restrict
+// ones, so that the compiler sees no aliasing and vectorizes (lanes hold separate elements, so
+// that changes nothing but speed) and selects without branches.
+template <typename Body>
+void chunks(std::int64_t n, const Body& body) {
+  parallel_for(n, kGrain, body);
+}
+
+float dropout_scale(float p) { return 1.0f / (1.0f - p); }
+
+bool kept(std::uint64_t state, std::uint64_t call, std::int64_t i, float p) {
+  return uniform_of(stream_at(state, (call << 40) + static_cast<std::uint64_t>(i))) >= p;
+}
+
+}  // namespace
+
+void add_bias(std::int64_t rows, std::int64_t cols, float* y, const float* bias) {
+  parallel_for(rows, kGrain / (cols > 0 ? cols : 1) + 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t r = begin; r < end; ++r) {
+      float* row = y + r * cols;
+      for (std::int64_t c = 0; c < cols; ++c) row[c] = row[c] + bias[c];
+    }
+  });
+}
+
+void relu(std::int64_t n, const float* x, float* y) {
+  chunks(n, [=](std::int64_t begin, std::int64_t end) {
+    const float* __restrict in = x;
+    float* __restrict out = y;
+    for (std::int64_t i = begin; i < end; ++i) out[i] = in[i] <= 0.0f ? 0.0f : in[i];
+  });
+}
+void relu_backward(std::int64_t n, const float* y, const float* dy, float* dx) {
+  chunks(n, [=](std::int64_t begin, std::int64_t end) {
+    const float* __restrict out = y;
+    const float* __restrict g = dy;
+    float* __restrict d = dx;
+    for (std::int64_t i = begin; i < end; ++i) {
+      const float grad = g[i];  // loaded unconditionally: the select needs no branch
+      d[i] = out[i] <= 0.0f ? 0.0f : grad;
+    }
+  });
+}
+
+void gelu(std::int64_t n, const float* x, float* y) {
+  chunks(n, [=](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) y[i] = vt_gelu(x[i]);
+  });
+}
+void gelu_backward(std::int64_t n, const float* x, const float* dy, float* dx) {
+  chunks(n, [=](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) dx[i] = dy[i] * vt_gelu_grad(x[i]);
+  });
+}
+
+void dropout(std::int64_t n, const float* x, float p, std::uint64_t state, std::uint64_t call,
+             float* y) {
+  const float scale = dropout_scale(p);
+  chunks(n, [=](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) y[i] = kept(state, call, i, p) ? x[i] * scale : 0.0f;
+  });
+}
+void dropout_backward(std::int64_t n, const float* dy, float p, std::uint64_t state,
+                      std::uint64_t call, float* dx) {
+  const float scale = dropout_scale(p);
+  chunks(n, [=](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i)
+      dx[i] = kept(state, call, i, p) ? dy[i] * scale : 0.0f;
+  });
+}
+
+void row_mean(std::int64_t rows, std::int64_t width, const float* x, float* y) {
+  const float count = static_cast<float>(width);
+  parallel_for(rows, 16, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t r = begin; r < end; ++r) {
+      float sum = 0.0f;
+      for (std::int64_t j = 0; j < width; ++j) sum = sum + x[r * width + j];
+      y[r] = sum / count;
+    }
+  });
+}
+void row_mean_backward(std::int64_t rows, std::int64_t width, const float* dy, float* dx) {
+  const float count = static_cast<float>(width);
+  parallel_for(rows, 16, [=](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t r = begin; r < end; ++r) {
+      const float share = dy[r] / count;
+      for (std::int64_t j = 0; j < width; ++j) dx[r * width + j] = share;
+    }
+  });
+}
+
+float mse(std::int64_t n, const float* a, const float* b) {
+  float sum = 0.0f;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float d = a[i] - b[i];
+    sum = sum + d * d;
+  }
+  return sum / static_cast<float>(n);
+}
+void mse_backward(std::int64_t n, const float* a, const float* b, float dloss, float* da) {
+  const float scale = (2.0f * dloss) / static_cast<float>(n);
+  chunks(n, [=](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) da[i] = (a[i] - b[i]) * scale;
+  });
+}
+
+void embedding(std::int64_t count, std::int64_t width, const std::int64_t* ids, const float* table,
+               float* y) {
+  parallel_for(count, 16, [=](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i)
+      std::copy(table + ids[i] * width, table + (ids[i] + 1) * width, y + i * width);
+  });
+}
+
+void embedding_backward(std::int64_t count, std::int64_t width, std::int64_t rows,
+                        const std::int64_t* ids, const float* dy, float* dtable) {
+  parallel_for(width, 16, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      for (std::int64_t j = begin; j < end; ++j) dtable[r * width + j] = 0.0f;
+    }
+    for (std::int64_t i = 0; i < count; ++i) {
+      float* row = dtable + ids[i] * width;
+      const float* g = dy + i * width;
+      for (std::int64_t j = begin; j < end; ++j) row[j] = row[j] + g[j];
+    }
+  });
+}
+
+}  // namespace vt::kernels

@@ -1,0 +1,147 @@
+#pragma once
+// veritrain's own transcendental functions and random numbers, one element at a time
+// (docs/portable.md, "Functions" and "Random numbers"). Built from +, −, ×, ÷, comparisons and
+// bit moves, which IEEE-754 rounds alike on every machine; they need not be correctly rounded,
+// only the same everywhere (and in scripts/portable_ref.py). Header-only and free of the
+// standard math library, so that a CUDA twin can compile the same text (VT_HD).
+//
+// Files that include this must be compiled with -ffp-contract=off: `a * b + c` must stay two
+// roundings.
+
+#include <cstdint>
+#include <cstring>
+
+#if defined(__CUDACC__)
+#define VT_HD __host__ __device__
+#else
+#define VT_HD
+#endif
+
+namespace vt::kernels {
+
+VT_HD inline float bits_to_float(std::uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+VT_HD inline std::uint32_t float_to_bits(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+// 2^e as a float, for e in [-126, 127].
+VT_HD inline float pow2(int e) { return bits_to_float(static_cast<std::uint32_t>(e + 127) << 23); }
+
+// e^x. Range reduction x = k·ln2 + r with ln2 in two parts (Cody and Waite), a degree-5
+// polynomial for e^r − 1 − r (Cephes' coefficients), then a scaling by 2^k that rounds once.
+VT_HD inline float vt_exp(float x) {
+  if (x != x) return x;
+  if (x > 88.72283935546875f) return bits_to_float(0x7f800000u);  // +inf
+  if (x < -103.972084045410f) return 0.0f;
+  const float z = x * 1.44269502162933349609375f;  // log2(e) in binary32
+  const float kf = __builtin_floorf(z + 0.5f);
+  const float r = (x - kf * 0.693359375f) - kf * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float y = ((p * r) * r + r) + 1.0f;
+  const int k = static_cast<int>(kf);
+  if (k > 127) return (y * pow2(127)) * 2.0f;
+  if (k < -126) return (y * pow2(k + 64)) * pow2(-64);
+  return y * pow2(k);
+}
+
+// ln(x). x = m·2^e with m in [√½, √2), then Cephes' degree-9 polynomial for ln(1 + f).
+VT_HD inline float vt_log(float x) {
+  if (x != x || x < 0.0f) return bits_to_float(0x7fc00000u);  // NaN
+  if (x == 0.0f) return bits_to_float(0xff800000u);           // -inf
+  if (x == bits_to_float(0x7f800000u)) return x;              // +inf
+  int e = 0;
+  if (x < 1.17549435e-38f) {  // subnormal: scale into the normal range first (exact)
+    x = x * 8388608.0f;
+    e = -23;
+  }
+  const std::uint32_t u = float_to_bits(x);
+  e += static_cast<int>(u >> 23) - 127;
+  float m = bits_to_float((u & 0x007fffffu) | 0x3f800000u);
+  if (m > 1.41421356f) {
+    m = m * 0.5f;
+    e = e + 1;
+  }
+  const float f = m - 1.0f;
+  const float zz = f * f;
+  float y = 7.0376836292e-2f;
+  y = y * f + -1.1514610310e-1f;
+  y = y * f + 1.1676998740e-1f;
+  y = y * f + -1.2420140846e-1f;
+  y = y * f + 1.4249322787e-1f;
+  y = y * f + -1.6668057665e-1f;
+  y = y * f + 2.0000714765e-1f;
+  y = y * f + -2.4999993993e-1f;
+  y = y * f + 3.3333331174e-1f;
+  y = (y * f) * zz;
+  const float ef = static_cast<float>(e);
+  y = y + ef * -2.12194440e-4f;
+  y = y + -0.5f * zz;
+  float r = f + y;
+  r = r + ef * 0.693359375f;
+  return r;
+}
+
+// erf(x): Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7), odd by construction.
+VT_HD inline float vt_erf(float x) {
+  if (x != x) return x;
+  const float a = x < 0.0f ? -x : x;
+  const float t = 1.0f / (1.0f + 0.3275911f * a);
+  float p = 1.061405429f;
+  p = p * t + -1.453152027f;
+  p = p * t + 1.421413741f;
+  p = p * t + -0.284496736f;
+  p = p * t + 0.254829592f;
+  const float y = 1.0f - (p * t) * vt_exp(-(a * a));
+  return x < 0.0f ? -y : y;
+}
+
+// GELU in its erf form, 0.5·x·(1 + erf(x/√2)), and its derivative
+// 0.5·(1 + erf(x/√2)) + x·e^(−x²/2)/√(2π). The order of operations is docs/portable.md's.
+VT_HD inline float vt_gelu(float x) {
+  const float e = vt_erf(x * 0.707106781186547524f);
+  return (0.5f * x) * (1.0f + e);
+}
+VT_HD inline float vt_gelu_grad(float x) {
+  const float e = vt_erf(x * 0.707106781186547524f);
+  const float density = vt_exp(-0.5f * (x * x)) * 0.398942280401432678f;
+  return 0.5f * (1.0f + e) + x * density;
+}
+
+// --- random numbers: SplitMix64 read at a counter (docs/training.md, "PRNG") ------------------
+
+VT_HD inline std::uint64_t splitmix_mix(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// The state of the project's stream (seed, a, b): training/prng.h's Prng(seed, a, b).
+VT_HD inline std::uint64_t stream_state(std::uint64_t seed, std::uint64_t a, std::uint64_t b) {
+  return splitmix_mix(splitmix_mix(seed ^ 0x657269747261696eull) ^ a) ^
+         splitmix_mix(b + 0x9e3779b97f4a7c15ull);
+}
+
+// The stream's n-th draw (n from 0): what the (n+1)-th Prng::next() returns. Any draw is
+// reachable without the ones before it, which is what lets threads, lanes and devices split
+// the work.
+VT_HD inline std::uint64_t stream_at(std::uint64_t state, std::uint64_t n) {
+  return splitmix_mix(state + (n + 1) * 0x9e3779b97f4a7c15ull);
+}
+
+// Uniform in [0, 1) with 24 bits, exact in float: Prng::uniform() of that draw.
+VT_HD inline float uniform_of(std::uint64_t draw) {
+  return static_cast<float>(draw >> 40) * (1.0f / 16777216.0f);
+}
+
+}  // namespace vt::kernels

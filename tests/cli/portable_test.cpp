@@ -1,0 +1,211 @@
+// Portable arithmetic (docs/portable.md) through the `veritrain` binary: one machine poses as
+// others with ATEN_CPU_CAPABILITY (which also caps veritrain's kernels) and `train --threads`,
+// and every setting commits the same roots, epoch 0 included, which a verifier under every other
+// setting accepts. scripts/portable_ref.py, numpy alone, replays the epochs bit for bit; a copy
+// of it that sums one chain in another order does not.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/file_io.h"
+#include "tests/cli/reference_util.h"
+#include "tests/test_util.h"
+
+namespace vt {
+namespace {
+
+namespace fs = std::filesystem;
+using reference::committed_roots;
+using reference::kPython;
+using reference::script;
+using testing::run_command;
+using testing::veritrain_binary;
+
+bool cpu_runs_avx512() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("fma");
+}
+
+struct Setting {
+  std::string capability;
+  int threads;
+  std::string name() const { return capability + "-" + std::to_string(threads); }
+  std::string env() const { return "env ATEN_CPU_CAPABILITY=" + capability + " "; }
+};
+
+std::vector<Setting> settings() {
+  std::vector<Setting> out;
+  for (const char* cap : {"default", "avx2", "avx512"}) {
+    if (std::string(cap) == "avx512" && !cpu_runs_avx512()) continue;
+    for (int threads : {1, 2, 4}) out.push_back({cap, threads});
+  }
+  return out;
+}
+
+// The zoo as the portable arithmetic covers it: BatchNorm (cnn), 3-d convolutions, dropout
+// (gpt), SGD with Nesterov momentum, Adam and AdamW, warmup into a cosine schedule.
+struct Config {
+  const char* name;
+  const char* flags;
+};
+const Config kConfigs[] = {
+    {"mlp_nesterov_cosine",
+     "--model mlp --optimizer sgd --nesterov --weight-decay 0.01 --schedule cosine "
+     "--warmup-steps 2"},
+    {"cnn_adam", "--model cnn --optimizer adam --option width=8"},
+    {"conv3d_adamw", "--model conv3d --optimizer adamw --option size=8"},
+    {"gpt_dropout_adamw_cosine",
+     "--model gpt --optimizer adamw --option dropout_permille=100 --option d_model=32 "
+     "--schedule cosine --warmup-steps 2"},
+};
+
+std::string write_task(const testing::ScratchDir& dir, const Config& c, const std::string& extra,
+                       int batch = 8) {
+  const std::string file = (dir / (std::string(c.name) + ".json")).string();
+  auto init = run_command(veritrain_binary() + " task init --determinism portable " + c.flags +
+                              " --epochs 3 --steps-per-epoch 2 --batch-size " +
+                              std::to_string(batch) + " " + extra + " --out " + file,
+                          dir.path());
+  EXPECT_EQ(init.exit_code, 0) << init.err;
+  return file;
+}
+
+class PortableAcrossMachines : public ::testing::TestWithParam<Config> {};
+
+TEST_P(PortableAcrossMachines, EverySettingCommitsTheSameRootsAndVerifiesEveryOther) {
+  testing::ScratchDir dir;
+  const std::string task = write_task(dir, GetParam(), "");
+  const std::vector<Setting> all = settings();
+  std::vector<std::string> reference;
+  for (const Setting& s : all) {
+    const fs::path wd = dir / ("w-" + s.name());
+    auto r = run_command(s.env() + veritrain_binary() + " train --task " + task + " --workdir " +
+                             wd.string() + " --threads " + std::to_string(s.threads),
+                         dir.path());
+    ASSERT_EQ(r.exit_code, 0) << s.name() << ": " << r.err;
+    const auto roots = committed_roots(wd / "commitments.log");
+    ASSERT_EQ(roots.size(), 4u) << s.name();
+    if (reference.empty()) reference = roots;
+    EXPECT_EQ(roots, reference) << s.name() << " against " << all.front().name();
+  }
+  // Each workdir verified under the next setting: another capability or thread count.
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const Setting& at = all[(i + 1) % all.size()];
+    const fs::path report = dir / ("report-" + all[i].name());
+    auto v = run_command(at.env() + veritrain_binary() + " verify --task " + task + " --workdir " +
+                             (dir / ("w-" + all[i].name())).string() +
+                             " --check-probability 1 --jobs 1 --threads " +
+                             std::to_string(at.threads) + " --report " + report.string(),
+                         dir.path());
+    EXPECT_EQ(v.exit_code, 0) << all[i].name() << " verified at " << at.name() << ": " << v.out
+                              << v.err;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, PortableAcrossMachines, ::testing::ValuesIn(kConfigs),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// The state a workdir committed for `epoch`, as canonical safetensors.
+fs::path extract(const testing::ScratchDir& dir, const fs::path& wd, int epoch,
+                 const std::string& name) {
+  const fs::path out = dir / name;
+  auto r = run_command(veritrain_binary() + " inspect " + wd.string() + " --epoch " +
+                           std::to_string(epoch) + " --out " + out.string(),
+                       dir.path());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return out;
+}
+
+bool same_file(const fs::path& a, const fs::path& b) {
+  auto x = read_file(a), y = read_file(b);
+  return x.ok() && y.ok() && *x == *y;
+}
+
+class PortableReference : public ::testing::TestWithParam<Config> {};
+
+// Epoch 0 from the seed, and epochs 1 -> 2 with gradient groups on: the reference's bytes are the
+// committed ones.
+TEST_P(PortableReference, NumpyAloneReplaysEveryEpochBitForBit) {
+  if (!reference::have_modules("numpy")) GTEST_SKIP() << "python3-numpy not installed";
+  testing::ScratchDir dir;
+  const std::string task = write_task(dir, GetParam(), "--gradient-groups 2");
+  const fs::path wd = dir / "w";
+  auto r = run_command(veritrain_binary() + " train --task " + task + " --workdir " + wd.string(),
+                       dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const fs::path e0 = extract(dir, wd, 0, "e0"), e1 = extract(dir, wd, 1, "e1"),
+                 e2 = extract(dir, wd, 2, "e2");
+  auto ref = run_command(kPython + " " + script("portable_ref.py") + " --init " + task + " " +
+                             e0.string() + " " + (dir / "r0").string() + " " + task + " " +
+                             e1.string() + " " + (dir / "r2").string(),
+                         dir.path());
+  ASSERT_EQ(ref.exit_code, 0) << ref.err;
+  EXPECT_TRUE(same_file(e0, dir / "r0")) << "epoch 0 from the seed";
+  EXPECT_TRUE(same_file(e2, dir / "r2")) << "epoch 2 from epoch 1";
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, PortableReference, ::testing::ValuesIn(kConfigs),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// The comparison can fail: a reference whose matrix products run their chains from the last k
+// down lands elsewhere.
+TEST(PortableReferenceControl, AnotherSummationOrderDisagrees) {
+  if (!reference::have_modules("numpy")) GTEST_SKIP() << "python3-numpy not installed";
+  testing::ScratchDir dir;
+  const fs::path copy = dir / "changed";
+  fs::create_directories(copy);
+  std::string text = *read_text_file(script("portable_ref.py"));
+  const std::string from = "for k in range(a.shape[-1]):";
+  const auto at = text.find(from);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, from.size(), "for k in reversed(range(a.shape[-1])):");
+  ASSERT_TRUE(write_file_atomic(copy / "portable_ref.py", text).ok());
+  fs::copy_file(script("ref_common.py"), copy / "ref_common.py");
+  const std::string task = write_task(dir, kConfigs[0], "", 64);
+  const fs::path wd = dir / "w";
+  ASSERT_EQ(run_command(veritrain_binary() + " train --task " + task + " --workdir " + wd.string(),
+                        dir.path())
+                .exit_code,
+            0);
+  const fs::path e1 = extract(dir, wd, 1, "e1"), e2 = extract(dir, wd, 2, "e2");
+  auto ref = run_command(kPython + " " + (copy / "portable_ref.py").string() + " " + task + " " +
+                             e1.string() + " " + (dir / "r2").string(),
+                         dir.path());
+  ASSERT_EQ(ref.exit_code, 0) << ref.err;
+  EXPECT_FALSE(same_file(e2, dir / "r2"));
+}
+
+// What portable arithmetic does not cover is refused before anything is committed, with why.
+TEST(PortableRefusals, CudaTorchScriptAndOtherPrecisionsAreRefusedNamingTheField) {
+  testing::ScratchDir dir;
+  struct Refusal {
+    const char* flags;
+    const char* message;
+  };
+  for (const Refusal& r : {Refusal{"--model mlp --device cuda", "device: portable arithmetic"},
+                           Refusal{"--model mlp --precision bf16", "precision: portable"}}) {
+    auto init = run_command(veritrain_binary() + " task init --determinism portable " + r.flags,
+                            dir.path());
+    EXPECT_EQ(init.exit_code, 2) << r.flags;
+    EXPECT_NE(init.err.find(r.message), std::string::npos) << r.flags << ": " << init.err;
+  }
+  // train's --threads is the provider's choice only where bits do not depend on it.
+  auto init = run_command(veritrain_binary() + " task init --model mlp --epochs 1 --out " +
+                              (dir / "exact.json").string(),
+                          dir.path());
+  ASSERT_EQ(init.exit_code, 0);
+  auto r = run_command(veritrain_binary() + " train --task " + (dir / "exact.json").string() +
+                           " --workdir " + (dir / "w").string() + " --threads 2",
+                       dir.path());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--threads is for portable and tolerance tasks"), std::string::npos)
+      << r.err;
+}
+
+}  // namespace
+}  // namespace vt
