@@ -1,13 +1,9 @@
 // One client connection: TLS handshake, hello with the bearer token, then requests one at a time
 // until the client leaves, a timeout fires or a frame breaks the format (docs/protocol.md).
 
-#include <xxhash.h>
+#include "protocol/net/server_session.h"
 
 #include <boost/asio/post.hpp>
-
-#include "common/sha256.h"
-#include "protocol/net/chunk_proofs.h"
-#include "protocol/net/server_impl.h"
 
 namespace vt {
 
@@ -21,13 +17,7 @@ namespace {
 constexpr net::Millis kLinger{1000};
 constexpr std::size_t kLogBatchBytes = 4u << 20;
 
-// An error reply. Format and authentication errors end the connection; errors about what a
-// well-formed request asked for do not.
-struct Reply {
-  std::string code;
-  std::string message;
-  bool fatal = false;
-};
+}  // namespace
 
 Reply from_catalog(const Error& error, std::string_view what) {
   std::string message = std::string(what) + ": " + error.message;
@@ -35,38 +25,6 @@ Reply from_catalog(const Error& error, std::string_view what) {
     return {"not_found", message};
   return {"internal", message};
 }
-
-Reply bad_request(const Error& error) { return {"bad_request", error.message}; }
-
-class Session : public std::enable_shared_from_this<Session> {
- public:
-  Session(Server::Impl& server, net::tcp::socket socket)
-      : server_(server),
-        limits_(server.config.limits),
-        executor_(socket.get_executor()),
-        stream_(std::move(socket), server.tls.get()),
-        watchdog_(executor_) {}
-
-  net::awaitable<void> run();
-
- private:
-  net::awaitable<void> send(MessageType type, const json& header, ByteSpan payload = {});
-  net::awaitable<void> send_error(const Reply& reply);
-  // Reads and checks the client's hello within `deadline`; a reply when it is refused.
-  net::awaitable<std::optional<Reply>> greet(std::chrono::steady_clock::time_point deadline);
-  net::awaitable<void> send_hello();
-  net::awaitable<std::optional<Reply>> handle(const Frame& request);
-  net::awaitable<std::optional<Reply>> get_log(const Frame& request);
-  net::awaitable<std::optional<Reply>> subscribe(const Frame& request);
-  net::awaitable<std::optional<Reply>> get_snapshot(const Frame& request);
-  net::awaitable<std::optional<Reply>> get_chunks(const Frame& request);
-
-  Server::Impl& server_;
-  const ServerLimits& limits_;
-  asio::any_io_executor executor_;
-  net::Stream stream_;
-  net::Watchdog watchdog_;
-};
 
 net::awaitable<void> Session::send(MessageType type, const json& header, ByteSpan payload) {
   Bytes head = wire::encode_head(type, header, static_cast<std::uint32_t>(payload.size()));
@@ -276,123 +234,6 @@ net::awaitable<std::optional<Reply>> Session::subscribe(const Frame& request) {
     co_await signal->timer.async_wait(asio::redirect_error(net::use_awaitable, ec));
   }
 }
-
-net::awaitable<std::optional<Reply>> Session::get_snapshot(const Frame& request) {
-  auto epoch = wire::get_u64(request, "epoch");
-  if (!epoch.ok()) co_return bad_request(epoch.error());
-  ContainerRequest want{*epoch, comp::Codec::kPlanes, std::nullopt};
-  if (auto codec = wire::get_optional_string(request, "codec"); !codec.ok()) {
-    co_return bad_request(codec.error());
-  } else if (*codec) {
-    auto parsed = comp::parse_codec(**codec);
-    if (!parsed.ok()) co_return bad_request(parsed.error().context("get_snapshot.codec"));
-    want.codec = *parsed;
-  }
-  if (request.header.contains("base_root") && !request.header["base_root"].is_null()) {
-    auto base = wire::get_digest(request, "base_root");
-    if (!base.ok()) co_return bad_request(base.error());
-    want.base_root = *base;
-  }
-  std::uint64_t offset = 0;
-  if (request.header.contains("offset")) {
-    auto o = wire::get_u64(request, "offset");
-    if (!o.ok()) co_return bad_request(o.error());
-    offset = *o;
-  }
-  auto container = server_.catalog->container(want);
-  if (!container.ok())
-    co_return from_catalog(container.error(), "snapshot of epoch " + std::to_string(*epoch));
-  const Bytes& bytes = **container;
-  auto info = comp::read_container_info(bytes);
-  if (!info.ok())
-    co_return from_catalog(info.error(), "stored container of epoch " + std::to_string(*epoch));
-  // Names the container for a resume. The header and section table carry every section's
-  // XXH3-64, so hashing them tells a changed container from the same one without reading the
-  // payloads; the client's trust comes from the Merkle root after decoding, not from this.
-  const std::uint64_t payloads =
-      info->sections.empty() ? bytes.size() : info->sections.front().payload_offset;
-  std::string id = hex_encode(sha256(ByteSpan(bytes).first(payloads)));
-  if (offset > 0) {
-    auto claimed = wire::get_optional_string(request, "container_id");
-    if (!claimed.ok() || !*claimed || **claimed != id)
-      co_return Reply{"resume_mismatch", "cannot resume at offset " + std::to_string(offset) +
-                                             ": the container is now " + id +
-                                             "; restart from offset 0"};
-    if (offset > bytes.size())
-      co_return Reply{"bad_request", "get_snapshot.offset " + std::to_string(offset) +
-                                         " is past the end of the " + std::to_string(bytes.size()) +
-                                         "-byte container"};
-    server_.metrics->count_resume();
-  }
-  json begin = {{"epoch", *epoch},
-                {"codec", std::string(comp::codec_name(info->codec))},
-                {"root", hex_encode(info->root)},
-                {"base_root", info->base_root ? json(hex_encode(*info->base_root)) : json(nullptr)},
-                {"size", bytes.size()},
-                {"offset", offset},
-                {"container_id", id},
-                {"chunk", limits_.snapshot_chunk}};
-  co_await send(MessageType::kSnapshotBegin, begin);
-  auto keep_alive = *container;  // the catalog may drop its copy while this stream runs
-  for (std::uint64_t at = offset; at < bytes.size(); at += limits_.snapshot_chunk) {
-    ByteSpan piece = ByteSpan(bytes).subspan(
-        at, std::min<std::uint64_t>(limits_.snapshot_chunk, bytes.size() - at));
-    json header = {{"offset", at}};
-    // Under TLS each record's AEAD tag already authenticates these bytes (docs/protocol.md).
-    if (!stream_.is_tls()) {
-      char sum[17];
-      std::snprintf(sum, sizeof(sum), "%016llx",
-                    static_cast<unsigned long long>(XXH3_64bits(piece.data(), piece.size())));
-      header["xxh3"] = sum;
-    }
-    co_await send(MessageType::kSnapshotData, header, piece);
-  }
-  json end = {{"size", bytes.size()}};
-  co_await send(MessageType::kSnapshotEnd, end);
-  co_return std::nullopt;
-}
-
-net::awaitable<std::optional<Reply>> Session::get_chunks(const Frame& request) {
-  auto epoch = wire::get_u64(request, "epoch");
-  if (!epoch.ok()) co_return bad_request(epoch.error());
-  auto list = request.header.find("chunks");
-  if (list == request.header.end() || !list->is_array() || list->empty())
-    co_return Reply{"bad_request", "get_chunks.chunks must be a non-empty array of chunk indices"};
-  if (list->size() > limits_.max_chunks_per_request)
-    co_return Reply{"bad_request", "get_chunks asks for " + std::to_string(list->size()) +
-                                       " chunks; the limit is " +
-                                       std::to_string(limits_.max_chunks_per_request) +
-                                       " per request"};
-  std::vector<std::uint64_t> indices;
-  for (const auto& v : *list) {
-    if (!v.is_number_unsigned())
-      co_return Reply{"bad_request", "get_chunks.chunks must hold non-negative integers"};
-    indices.push_back(v.get<std::uint64_t>());
-  }
-  auto canonical = server_.catalog->canonical_snapshot(*epoch);
-  if (!canonical.ok())
-    co_return from_catalog(canonical.error(), "snapshot of epoch " + std::to_string(*epoch));
-  const Bytes& bytes = **canonical;
-  auto proofs = wire::prove_chunks(bytes, indices);
-  if (!proofs.ok()) co_return Reply{"bad_request", "get_chunks: " + proofs.error().message};
-  for (const auto& proof : *proofs) {
-    json siblings = json::array();
-    for (const auto& s : proof.siblings) siblings.push_back(hex_encode(s));
-    std::uint64_t begin = proof.chunk_index * fp::kMerkleChunkSize;
-    ByteSpan chunk = ByteSpan(bytes).subspan(
-        begin, std::min<std::uint64_t>(fp::kMerkleChunkSize, bytes.size() - begin));
-    json header = {{"epoch", *epoch},
-                   {"index", proof.chunk_index},
-                   {"chunk_count", proof.chunk_count},
-                   {"siblings", siblings}};
-    co_await send(MessageType::kChunk, header, chunk);
-  }
-  json end = {{"count", proofs->size()}};
-  co_await send(MessageType::kChunksEnd, end);
-  co_return std::nullopt;
-}
-
-}  // namespace
 
 net::awaitable<void> run_session(Server::Impl& server, net::tcp::socket socket) {
   auto session = std::make_shared<Session>(server, std::move(socket));

@@ -1,0 +1,58 @@
+#pragma once
+// Internal to protocol/: one client connection, from accept to close (docs/protocol.md). The
+// connection's life, hello and the cheap requests are in server_session.cpp; the requests that
+// stream or prove a snapshot in server_snapshot.cpp.
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "protocol/net/server_impl.h"
+
+namespace vt {
+
+// An error reply. Format and authentication errors end the connection; errors about what a
+// well-formed request asked for do not.
+struct Reply {
+  std::string code;
+  std::string message;
+  bool fatal = false;
+};
+
+// A catalog's failure as the client is told it: its invalid input is the request's (not_found),
+// anything else the server's (internal).
+Reply from_catalog(const Error& error, std::string_view what);
+inline Reply bad_request(const Error& error) { return {"bad_request", error.message}; }
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(Server::Impl& server, net::tcp::socket socket)
+      : server_(server),
+        limits_(server.config.limits),
+        executor_(socket.get_executor()),
+        stream_(std::move(socket), server.tls.get()),
+        watchdog_(executor_) {}
+
+  net::awaitable<void> run();
+
+ private:
+  net::awaitable<void> send(wire::MessageType type, const nlohmann::json& header,
+                            ByteSpan payload = {});
+  net::awaitable<void> send_error(const Reply& reply);
+  // Reads and checks the client's hello within `deadline`; a reply when it is refused.
+  net::awaitable<std::optional<Reply>> greet(std::chrono::steady_clock::time_point deadline);
+  net::awaitable<void> send_hello();
+  net::awaitable<std::optional<Reply>> handle(const wire::Frame& request);
+  net::awaitable<std::optional<Reply>> get_log(const wire::Frame& request);
+  net::awaitable<std::optional<Reply>> subscribe(const wire::Frame& request);
+  net::awaitable<std::optional<Reply>> get_snapshot(const wire::Frame& request);
+  net::awaitable<std::optional<Reply>> get_chunks(const wire::Frame& request);
+
+  Server::Impl& server_;
+  const ServerLimits& limits_;
+  net::asio::any_io_executor executor_;
+  net::Stream stream_;
+  net::Watchdog watchdog_;
+};
+
+}  // namespace vt
