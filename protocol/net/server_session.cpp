@@ -1,5 +1,6 @@
-// One client connection: TLS handshake, hello with the bearer token, then requests one at a time
-// until the client leaves, a timeout fires or a frame breaks the format (docs/protocol.md).
+// One client connection: silent until its first bytes, then the TLS handshake and hello with
+// the bearer token, then requests one at a time until the client leaves, a timeout fires or a
+// frame breaks the format (docs/protocol.md).
 
 #include "protocol/net/server_session.h"
 
@@ -24,6 +25,16 @@ Reply from_catalog(const Error& error, std::string_view what) {
   if (error.code == Errc::kInvalidInput || error.code == Errc::kRejected)
     return {"not_found", message};
   return {"internal", message};
+}
+
+void Session::pushed_out() {
+  if (server_.admission->admitted(slot_)) return;  // it spoke meanwhile and moved on
+  // Pushed out while silent, but its first bytes may be in the socket already, unseen only
+  // because this strand had not run yet: such a connection is speaking and moves on.
+  boost::system::error_code ec;
+  if (!spoke_ && stream_.socket().available(ec) > 0 && !ec && server_.admission->speak(slot_))
+    return;
+  stream_.close();
 }
 
 net::awaitable<void> Session::send(MessageType type, const json& header, ByteSpan payload) {
@@ -51,34 +62,35 @@ net::awaitable<void> Session::run() {
   auto self = shared_from_this();
   server_.metrics->connection_opened();
   boost::system::error_code ec;
-  const std::string address = stream_.socket().remote_endpoint(ec).address().to_string();
-  // A newer connection may push this one out while it has not said hello yet: closing the
-  // stream on its own strand ends whatever it waits for.
-  auto evict = [weak = weak_from_this(), executor = executor_] {
+  address_ = admission_address(stream_.socket().remote_endpoint(ec).address().to_string());
+  auto pushed_out = [weak = weak_from_this(), executor = executor_] {
     asio::post(executor, [weak] {
-      if (auto session = weak.lock()) session->stream_.close();
+      if (auto session = weak.lock()) session->pushed_out();
     });
   };
-  const std::optional<std::uint64_t> slot = server_.admission->enter(address, std::move(evict));
-  if (!slot) {
-    // No room even before TLS: nothing can be said to the peer, so it is only counted.
-    server_.metrics->count_error("busy");
-    stream_.close();
-    server_.metrics->connection_closed();
-    co_return;
-  }
+  slot_ = server_.admission->enter(address_, std::move(pushed_out));
   asio::co_spawn(
       executor_, [self]() { return self->watchdog_.run(self->stream_); }, asio::detached);
   std::optional<Reply> closing;
   try {
-    // One deadline for the handshake and the hello together, so a peer cannot hold its
-    // unauthenticated slot for the sum of two timeouts.
+    // One deadline for the first bytes, the handshake and the hello together, so a peer cannot
+    // hold an unauthenticated slot for the sum of several timeouts.
     const auto hello_deadline = std::chrono::steady_clock::now() + limits_.handshake_timeout;
     watchdog_.arm(limits_.handshake_timeout);
+    // Silent until the peer speaks: no TLS state and no handshake work for a socket that never
+    // sends a byte.
+    co_await stream_.socket().async_wait(net::tcp::socket::wait_read, net::use_awaitable);
+    spoke_ = true;
+    if (!server_.admission->speak(slot_)) {
+      // No room among the handshaking connections; nothing can be said before TLS.
+      server_.metrics->count_error("busy");
+      throw boost::system::system_error(asio::error::connection_refused);
+    }
+    if (server_.tls) stream_.use_tls(*server_.tls);
     co_await stream_.handshake(net::ssl::stream_base::server);
     closing = co_await greet(hello_deadline);
     if (!closing) {
-      if (auto full = server_.admission->authenticate(*slot)) {
+      if (auto full = server_.admission->authenticate(slot_)) {
         closing = Reply{"busy", *full, true};
       } else {
         co_await send_hello();
@@ -109,7 +121,7 @@ net::awaitable<void> Session::run() {
   }
   watchdog_.stop();
   stream_.close();
-  server_.admission->leave(*slot);
+  server_.admission->leave(slot_);
   server_.metrics->connection_closed();
 }
 

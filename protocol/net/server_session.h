@@ -30,12 +30,14 @@ class Session : public std::enable_shared_from_this<Session> {
       : server_(server),
         limits_(server.config.limits),
         executor_(socket.get_executor()),
-        stream_(std::move(socket), server.tls.get()),
+        stream_(std::move(socket), nullptr),
         watchdog_(executor_) {}
 
   net::awaitable<void> run();
 
  private:
+  // Admission (protocol/net/admission.h) gave this connection's slot to a newer one.
+  void pushed_out();
   net::awaitable<void> send(wire::MessageType type, const nlohmann::json& header,
                             ByteSpan payload = {});
   net::awaitable<void> send_error(const Reply& reply);
@@ -51,8 +53,11 @@ class Session : public std::enable_shared_from_this<Session> {
   Server::Impl& server_;
   const ServerLimits& limits_;
   net::asio::any_io_executor executor_;
-  net::Stream stream_;
+  net::Stream stream_;  // plain until the peer's first bytes arrive, then TLS unless insecure
   net::Watchdog watchdog_;
+  std::string address_;     // the peer's admission address
+  std::uint64_t slot_ = 0;  // its admission id
+  bool spoke_ = false;      // its first bytes arrived
 };
 
 }  // namespace vt
