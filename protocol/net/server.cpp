@@ -154,6 +154,7 @@ Result<std::unique_ptr<Server>> Server::start(ServerConfig config,
   admission.silent = config.limits.max_silent;
   admission.grace = config.limits.unauthenticated_grace;
   impl->admission.emplace(admission);
+  impl->slow.emplace(config.slow_threads);
   impl->accept_pause.emplace(*impl->io);
   auto& acceptor = impl->acceptor.emplace(*impl->io);
   if (config.listen_fd >= 0) {
@@ -224,6 +225,9 @@ void Server::stop() {
   impl_->io->stop();
   for (auto& t : impl_->threads) t.join();
   impl_->threads.clear();
+  // Sessions waiting on slow work are destroyed with their queued jobs; a job still running
+  // posts its result to the stopped io_context, which discards it below.
+  impl_->slow->stop();
   impl_->acceptor.reset();
   impl_->accept_pause.reset();
   impl_->io.reset();

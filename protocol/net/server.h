@@ -54,7 +54,10 @@ struct ServerConfig {
   std::filesystem::path tls_key;
   bool insecure = false;    // plain TCP, refused unless host is a loopback address
   std::string token;        // bearer token every client must present in hello; required
-  std::size_t threads = 4;
+  std::size_t threads = 4;  // I/O: every connection's reads, writes and cheap requests
+  // Snapshot loads, decodes, encodes and chunk proofs (protocol/net/slow_work.h), at a lower CPU
+  // priority; also the most encodes the catalog is asked for at once.
+  std::size_t slow_threads = 2;
   ServerLimits limits;
 };
 

@@ -1,8 +1,10 @@
 #pragma once
 // Internal to protocol/: one client connection, from accept to close (docs/protocol.md). The
 // connection's life, hello and the cheap requests are in server_session.cpp; the requests that
-// stream or prove a snapshot in server_snapshot.cpp.
+// stream or prove a snapshot, and the hand-off of their catalog calls to the slow-work threads,
+// in server_snapshot.cpp.
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +40,9 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   // Admission (protocol/net/admission.h) gave this connection's slot to a newer one.
   void pushed_out();
+  // Runs `call` on the slow-work threads and resumes on this session's strand with its result.
+  template <typename T>
+  net::awaitable<T> off_io(std::function<T()> call);
   net::awaitable<void> send(wire::MessageType type, const nlohmann::json& header,
                             ByteSpan payload = {});
   net::awaitable<void> send_error(const Reply& reply);

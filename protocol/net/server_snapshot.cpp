@@ -1,6 +1,10 @@
-// The requests that stream or prove a snapshot: get_snapshot (with resume) and get_chunks.
+// The requests that stream or prove a snapshot. Their catalog calls may read, decode or code a
+// whole snapshot, so they run on the slow-work threads (protocol/net/slow_work.h) while the
+// session waits on its strand, and the I/O threads stay free for every other client.
 
 #include <xxhash.h>
+
+#include <boost/asio/post.hpp>
 
 #include "common/sha256.h"
 #include "protocol/net/chunk_proofs.h"
@@ -8,9 +12,32 @@
 
 namespace vt {
 
+namespace asio = net::asio;
 using nlohmann::json;
 using wire::Frame;
 using wire::MessageType;
+
+template <typename T>
+net::awaitable<T> Session::off_io(std::function<T()> call) {
+  auto initiate = [this, call = std::move(call)](auto handler) mutable {
+    // std::function needs a copyable job; the coroutine's handler is move-only.
+    auto waiting = std::make_shared<decltype(handler)>(std::move(handler));
+    server_.slow->submit(address_, [waiting, call = std::move(call), executor = executor_] {
+      // An exception must cost this request, not the process (it would end a worker thread).
+      T result = internal_error("slow work did not run");
+      try {
+        result = call();
+      } catch (const std::exception& e) {
+        result = internal_error(std::string("slow work: ") + e.what());
+      }
+      asio::post(executor, [waiting, result = std::move(result)]() mutable {
+        (*waiting)(std::move(result));
+      });
+    });
+  };
+  co_return co_await asio::async_initiate<decltype(net::use_awaitable), void(T)>(
+      std::move(initiate), net::use_awaitable);
+}
 
 net::awaitable<std::optional<Reply>> Session::get_snapshot(const Frame& request) {
   auto epoch = wire::get_u64(request, "epoch");
@@ -34,7 +61,10 @@ net::awaitable<std::optional<Reply>> Session::get_snapshot(const Frame& request)
     if (!o.ok()) co_return bad_request(o.error());
     offset = *o;
   }
-  auto container = server_.catalog->container(want);
+  std::function<Result<std::shared_ptr<const Bytes>>()> load = [catalog = server_.catalog, want] {
+    return catalog->container(want);
+  };
+  auto container = co_await off_io(std::move(load));
   if (!container.ok())
     co_return from_catalog(container.error(), "snapshot of epoch " + std::to_string(*epoch));
   const Bytes& bytes = **container;
@@ -104,13 +134,28 @@ net::awaitable<std::optional<Reply>> Session::get_chunks(const Frame& request) {
       co_return Reply{"bad_request", "get_chunks.chunks must hold non-negative integers"};
     indices.push_back(v.get<std::uint64_t>());
   }
-  auto canonical = server_.catalog->canonical_snapshot(*epoch);
-  if (!canonical.ok())
-    co_return from_catalog(canonical.error(), "snapshot of epoch " + std::to_string(*epoch));
-  const Bytes& bytes = **canonical;
-  auto proofs = wire::prove_chunks(bytes, indices);
-  if (!proofs.ok()) co_return Reply{"bad_request", "get_chunks: " + proofs.error().message};
-  for (const auto& proof : *proofs) {
+  // The proofs hash the whole snapshot: slow work, like loading it.
+  struct Proven {
+    std::shared_ptr<const Bytes> bytes;
+    std::vector<fp::InclusionProof> proofs;
+    std::string bad_index;  // set when an index is past the snapshot's chunks
+  };
+  std::function<Result<Proven>()> prove = [catalog = server_.catalog, epoch = *epoch,
+                                           indices]() -> Result<Proven> {
+    auto canonical = catalog->canonical_snapshot(epoch);
+    if (!canonical.ok()) return canonical.error();
+    auto proofs = wire::prove_chunks(**canonical, indices);
+    if (!proofs.ok()) return Proven{nullptr, {}, proofs.error().message};
+    return Proven{*canonical, std::move(*proofs), {}};
+  };
+  auto proven = co_await off_io(std::move(prove));
+  if (!proven.ok())
+    co_return from_catalog(proven.error(), "snapshot of epoch " + std::to_string(*epoch));
+  if (!proven->bad_index.empty())
+    co_return Reply{"bad_request", "get_chunks: " + proven->bad_index};
+  const Bytes& bytes = *proven->bytes;
+  const auto& proofs = proven->proofs;
+  for (const auto& proof : proofs) {
     json siblings = json::array();
     for (const auto& s : proof.siblings) siblings.push_back(hex_encode(s));
     std::uint64_t begin = proof.chunk_index * fp::kMerkleChunkSize;
@@ -122,7 +167,7 @@ net::awaitable<std::optional<Reply>> Session::get_chunks(const Frame& request) {
                    {"siblings", siblings}};
     co_await send(MessageType::kChunk, header, chunk);
   }
-  json end = {{"count", proofs->size()}};
+  json end = {{"count", proofs.size()}};
   co_await send(MessageType::kChunksEnd, end);
   co_return std::nullopt;
 }
