@@ -5,25 +5,38 @@
 #include <map>
 #include <mutex>
 
-#include "common/file_io.h"
+#include "common/folder.h"
 #include "provider/workdir/store.h"
 #include "provider/workdir/workdir.h"
 
 namespace vt::provider {
 namespace {
 
+// Every file it serves is read below the workdir without following symbolic links
+// (common/folder.h): a link planted in the workdir while it serves, task.json pointing at a
+// file elsewhere say, is refused instead of handing that file to a peer.
 class WorkdirCatalog final : public Catalog {
  public:
-  explicit WorkdirCatalog(Workdir w)
-      : workdir_(std::move(w)), store_(workdir_.snapshots_dir(), {1, 2, 64}) {}
+  WorkdirCatalog(Workdir w, std::shared_ptr<const Folder> folder)
+      : workdir_(std::move(w)),
+        folder_(std::move(folder)),
+        store_(folder_, workdir_.snapshots_dir().filename(), {1, 2, 64}) {}
 
-  Result<Bytes> task() override { return read_file(workdir_.task_file(), 64u << 20); }
+  Result<Bytes> task() override {
+    return folder_->read(workdir_.task_file().filename(), 64u << 20);
+  }
 
   Result<std::vector<SignedRecord>> log_records(std::uint64_t from_epoch) override {
-    if (!std::filesystem::exists(workdir_.log_file())) return std::vector<SignedRecord>{};
+    const auto log = workdir_.log_file().filename();
+    if (!folder_->has_file(log)) {
+      // Not written yet (no epoch committed), unless something else stands there.
+      if (!std::filesystem::exists(std::filesystem::symlink_status(workdir_.log_file())))
+        return std::vector<SignedRecord>{};
+    }
     // Re-read on every call: the trainer appends meanwhile, and a torn tail is simply not yet
     // durable, so it is left out.
-    VT_ASSIGN_OR_RETURN(LogFile file, read_log(workdir_.log_file()));
+    VT_ASSIGN_OR_RETURN(Bytes bytes, folder_->read(log, std::uint64_t{1} << 40));
+    VT_ASSIGN_OR_RETURN(LogFile file, read_log(bytes, workdir_.log_file().string()));
     std::vector<SignedRecord> out;
     for (SignedRecord& r : file.records) {
       if (r.record.epoch >= from_epoch) out.push_back(std::move(r));
@@ -144,6 +157,7 @@ class WorkdirCatalog final : public Catalog {
 
   static constexpr std::size_t kCacheEntries = 4;
   Workdir workdir_;
+  std::shared_ptr<const Folder> folder_;
   SnapshotStore store_;
   std::mutex mutex_;
   std::mutex load_mutex_;  // held while a stored container is read, so it is read once
@@ -156,7 +170,9 @@ class WorkdirCatalog final : public Catalog {
 
 Result<std::shared_ptr<Catalog>> open_workdir_catalog(const std::filesystem::path& workdir) {
   VT_ASSIGN_OR_RETURN(Workdir w, Workdir::open_existing(workdir));
-  return std::shared_ptr<Catalog>(std::make_shared<WorkdirCatalog>(std::move(w)));
+  VT_ASSIGN_OR_RETURN(Folder folder, Folder::open(workdir));
+  return std::shared_ptr<Catalog>(std::make_shared<WorkdirCatalog>(
+      std::move(w), std::make_shared<const Folder>(std::move(folder))));
 }
 
 }  // namespace vt::provider
