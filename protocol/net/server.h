@@ -24,9 +24,11 @@ struct ServerLimits {
   // slots of handshakes, nor handshakes those of verifiers.
   std::size_t max_connections = 64;              // authenticated; more are told "busy" and closed
   std::size_t max_connections_per_address = 16;  // authenticated, from one IP address (IPv6: /64)
-  std::size_t max_unauthenticated = 32;          // handshaking; the oldest of the address that
-  std::size_t max_unauthenticated_per_address = 16;      // holds the most makes room once it had
-  std::chrono::milliseconds unauthenticated_grace{500};  // this long to say hello
+  // Handshaking (from the first bytes to a valid hello): when full, the oldest member of the
+  // address that holds the most makes room once it has had unauthenticated_grace to say hello.
+  std::size_t max_unauthenticated = 32;
+  std::size_t max_unauthenticated_per_address = 16;
+  std::chrono::milliseconds unauthenticated_grace{500};
   // Silent: accepted, nothing received yet; the oldest of the address that holds the most
   // makes room at once. start() lowers this if the descriptor limit cannot hold every pool.
   std::size_t max_silent = 1024;
