@@ -85,6 +85,13 @@ Result<Bytes> read_file(const fs::path& path, std::uint64_t max_bytes) {
   return read_opened(fd, path, max_bytes, /*secret=*/false);
 }
 
+Result<Bytes> read_open_file(int fd, const fs::path& path, std::uint64_t max_bytes) {
+  Fd borrowed(fd);
+  auto bytes = read_opened(borrowed, path, max_bytes, /*secret=*/false);
+  borrowed.release();  // the caller's to close
+  return bytes;
+}
+
 Result<std::string> read_secret_file(const fs::path& path, std::uint64_t max_bytes) {
   Fd fd(open_for_reading(path));
   if (fd.get() < 0) return io_error(errno_text(errno, "opening", path));

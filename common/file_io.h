@@ -14,6 +14,8 @@ namespace vt {
 // Reads a whole file; refuses files larger than `max_bytes` before allocating.
 Result<Bytes> read_file(const std::filesystem::path& path,
                         std::uint64_t max_bytes = std::uint64_t{1} << 40);
+// read_file for a file open as `fd` (named `path` in errors), read from its current offset.
+Result<Bytes> read_open_file(int fd, const std::filesystem::path& path, std::uint64_t max_bytes);
 Result<std::string> read_text_file(const std::filesystem::path& path,
                                    std::uint64_t max_bytes = std::uint64_t{64} << 20);
 

@@ -110,7 +110,17 @@ Result<std::unique_ptr<EvidenceSource>> open_provider_source(
     const ClientConfig& config, std::chrono::milliseconds evidence_timeout) {
   const std::string where = config.host + ":" + std::to_string(config.port);
   auto client = Client::connect(config);
-  if (!client) return client.error().context("connecting to " + where);  // never reached: exit 3
+  if (!client) {
+    // Never reached, or its hello was refused or malformed: nothing could be judged yet, so
+    // there is nothing to sign a rejection about (exit 3). Only the caller's own settings (no
+    // pin, an unreadable CA file, --insecure to a remote host) stay input errors (exit 2).
+    Error e = client.error().context("connecting to " + where);
+    if (e.code == Errc::kRejected) {
+      e.code = Errc::kIo;
+      e.message += " (the provider's hello is unusable: nothing could be judged)";
+    }
+    return e;
+  }
   return std::unique_ptr<EvidenceSource>(
       std::make_unique<ProviderSource>(std::move(*client), config, where, evidence_timeout));
 }

@@ -2,9 +2,12 @@
 // What the server serves. provider/ implements this over its workdir; protocol/ never depends
 // on provider/ (docs/architecture.md, "Allowed includes").
 //
-// Thread safety: the server calls every method from its I/O threads, concurrently and for
-// different connections at once. Implementations must be safe for that; returned buffers are
-// shared and must stay immutable (the server streams straight out of them).
+// Thread safety: the server calls every method concurrently, for different connections at once;
+// implementations must be safe for that. Returned buffers are shared and must stay immutable
+// (the server streams straight out of them). task() and log_records() run on the I/O threads,
+// which every client waits on, so they must stay cheap; canonical_snapshot() and container(),
+// which may read, decode or code a whole snapshot, run on the server's slow-work threads, at most
+// ServerConfig::slow_threads at once.
 
 #include <cstdint>
 #include <memory>

@@ -8,7 +8,7 @@ using wire::MessageType;
 
 namespace {
 
-Result<ServerHello> say_hello(Connection& connection, const ClientConfig& config) {
+Result<ServerHello> exchange_hello(Connection& connection, const ClientConfig& config) {
   std::string where = "hello to " + connection.where();
   VT_RETURN_IF_ERROR(
       connection.send(MessageType::kHello, {{"versions", {wire::kProtocolVersion}},
@@ -34,6 +34,16 @@ Result<ServerHello> say_hello(Connection& connection, const ClientConfig& config
       if (v.is_string()) out.push_back(v.get<std::string>());
   }
   if (auto it = frame.header.find("limits"); it != frame.header.end()) hello.limits = *it;
+  return hello;
+}
+
+// What the server answers to hello is its own doing: a refusal, a field it got wrong or a frame
+// that breaks the format is never the caller's input error, only the network's (kIo) or the
+// server's (kRejected).
+Result<ServerHello> say_hello(Connection& connection, const ClientConfig& config) {
+  auto hello = exchange_hello(connection, config);
+  if (!hello.ok() && hello.error().code == Errc::kInvalidInput)
+    return rejected(hello.error().message);
   return hello;
 }
 

@@ -62,7 +62,9 @@ struct VerifiedChunk {
 
 class Client {
  public:
-  // Connects and says hello; a wrong token or version fails here.
+  // Connects and says hello; a wrong token or version fails here. kInvalidInput only for the
+  // caller's own settings (ClientConfig); whatever the server answers wrong is kRejected, and
+  // the network kIo.
   static Result<Client> connect(ClientConfig config);
   Client(Client&&) noexcept;
   Client& operator=(Client&&) noexcept;

@@ -176,7 +176,8 @@ Result<wire::Frame> Connection::read_frame_to(Bytes* sink, std::chrono::millisec
       net::read_frame(*impl_->stream, nullptr, impl_->config.limits, timeout, timeout, sink),
       timeout, "reading from");
   if (!parsed.ok()) return parsed.error();
-  if (!parsed->ok()) return invalid_input("reading from " + where() + ": " + parsed->error.message);
+  // A frame that breaks the format is the peer's fault, never the caller's input.
+  if (!parsed->ok()) return rejected("reading from " + where() + ": " + parsed->error.message);
   return std::move(*parsed->value);
 }
 

@@ -1,8 +1,10 @@
 #include "protocol/net/server.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 
@@ -45,6 +47,29 @@ Result<tcp::endpoint> listening_endpoint(int fd) {
   std::memcpy(endpoint.data(), &addr, len);
   endpoint.resize(len);
   return endpoint;
+}
+
+// Descriptors the process needs beside the connections: the listener, the metrics listener,
+// the catalog's files, OpenSSL's and the standard streams.
+constexpr std::size_t kReservedDescriptors = 64;
+
+// The silent pool that fits the descriptor limit beside the other pools, after raising the soft
+// limit toward the hard one if it is short.
+std::size_t silent_that_fits(const ServerLimits& limits) {
+  const std::size_t others =
+      limits.max_connections + limits.max_unauthenticated + kReservedDescriptors;
+  const rlim_t wanted = static_cast<rlim_t>(others + limits.max_silent);
+  rlimit now{};
+  if (::getrlimit(RLIMIT_NOFILE, &now) != 0) return limits.max_silent;
+  if (now.rlim_cur != RLIM_INFINITY && now.rlim_cur < wanted) {
+    rlimit raised = now;
+    raised.rlim_cur = now.rlim_max == RLIM_INFINITY ? wanted : std::min(wanted, now.rlim_max);
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) now = raised;
+  }
+  if (now.rlim_cur == RLIM_INFINITY || now.rlim_cur >= wanted) return limits.max_silent;
+  // Too few even so: the silent pool gives way (a few slots stay, or nobody could connect).
+  const auto cur = static_cast<std::size_t>(now.rlim_cur);
+  return std::max<std::size_t>(8, cur > others ? cur - others : 0);
 }
 
 }  // namespace
@@ -120,10 +145,16 @@ Result<std::unique_ptr<Server>> Server::start(ServerConfig config,
   if (!records.ok()) return records.error().context("server: reading the catalog's log");
   impl->metrics->set_epochs_committed(records->size());
 
-  impl->admission.emplace(AdmissionLimits{
-      config.limits.max_connections, config.limits.max_connections_per_address,
-      config.limits.max_unauthenticated, config.limits.max_unauthenticated_per_address,
-      config.limits.unauthenticated_grace});
+  config.limits.max_silent = silent_that_fits(config.limits);
+  AdmissionLimits admission;
+  admission.authenticated = config.limits.max_connections;
+  admission.authenticated_per_address = config.limits.max_connections_per_address;
+  admission.handshaking = config.limits.max_unauthenticated;
+  admission.handshaking_per_address = config.limits.max_unauthenticated_per_address;
+  admission.silent = config.limits.max_silent;
+  admission.grace = config.limits.unauthenticated_grace;
+  impl->admission.emplace(admission);
+  impl->slow.emplace(config.slow_threads);
   impl->accept_pause.emplace(*impl->io);
   auto& acceptor = impl->acceptor.emplace(*impl->io);
   if (config.listen_fd >= 0) {
@@ -194,6 +225,9 @@ void Server::stop() {
   impl_->io->stop();
   for (auto& t : impl_->threads) t.join();
   impl_->threads.clear();
+  // Sessions waiting on slow work are destroyed with their queued jobs; a job still running
+  // posts its result to the stopped io_context, which discards it below.
+  impl_->slow->stop();
   impl_->acceptor.reset();
   impl_->accept_pause.reset();
   impl_->io.reset();

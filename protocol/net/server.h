@@ -18,21 +18,27 @@ namespace vt {
 struct ServerLimits {
   wire::FrameLimits request{64u << 10, 64u << 10};  // what a client frame may declare
   std::uint32_t snapshot_chunk = 1u << 20;          // payload per snapshot_data frame, <= 16 MiB
-  // Connection slots (protocol/admission.h): a connection is unauthenticated until its hello
-  // carried the token and only then takes one of max_connections, so idle sockets cannot take
-  // the slots verifiers need.
+  // Connection slots (protocol/net/admission.h): a connection is silent until its first bytes,
+  // then handshaking until its hello carried the token, and only then takes one of
+  // max_connections; each stage has its own pool, so sockets that never speak cannot take the
+  // slots of handshakes, nor handshakes those of verifiers.
   std::size_t max_connections = 64;              // authenticated; more are told "busy" and closed
-  std::size_t max_connections_per_address = 16;  // authenticated, from one IP address
-  std::size_t max_unauthenticated = 32;          // between accept and hello; the oldest past
-  std::size_t max_unauthenticated_per_address = 16;  // `unauthenticated_grace` make room
+  std::size_t max_connections_per_address = 16;  // authenticated, from one IP address (IPv6: /64)
+  // Handshaking (from the first bytes to a valid hello): when full, the oldest member of the
+  // address that holds the most makes room once it has had unauthenticated_grace to say hello.
+  std::size_t max_unauthenticated = 32;
+  std::size_t max_unauthenticated_per_address = 16;
   std::chrono::milliseconds unauthenticated_grace{500};
+  // Silent: accepted, nothing received yet; the oldest of the address that holds the most
+  // makes room at once. start() lowers this if the descriptor limit cannot hold every pool.
+  std::size_t max_silent = 1024;
   std::chrono::milliseconds accept_backoff{200};  // pause when out of file descriptors
   std::size_t max_chunks_per_request = 64;        // get_chunks indices
   // A session writes one frame and waits for it to drain before building the next, so a
   // connection never holds more than one frame (snapshot_chunk + header) in flight: a slow
   // reader slows only its own stream (backpressure through TCP).
   std::chrono::milliseconds handshake_timeout{
-      5'000};                                       // TLS handshake plus the hello frame, together
+      5'000};  // first bytes, TLS handshake and the hello frame, together
   std::chrono::milliseconds idle_timeout{300'000};  // between requests
   std::chrono::milliseconds read_timeout{30'000};   // the rest of a frame once begun
   std::chrono::milliseconds write_timeout{60'000};  // one frame to the client
@@ -48,9 +54,12 @@ struct ServerConfig {
   int listen_fd = -1;
   std::filesystem::path tls_cert;  // PEM; required unless insecure
   std::filesystem::path tls_key;
-  bool insecure = false;  // plain TCP, refused unless host is a loopback address
-  std::string token;      // bearer token every client must present in hello; required
-  std::size_t threads = 4;
+  bool insecure = false;    // plain TCP, refused unless host is a loopback address
+  std::string token;        // bearer token every client must present in hello; required
+  std::size_t threads = 4;  // I/O: every connection's reads, writes and cheap requests
+  // Snapshot loads, decodes, encodes and chunk proofs (protocol/net/slow_work.h), at a lower CPU
+  // priority; also the most encodes the catalog is asked for at once.
+  std::size_t slow_threads = 2;
   ServerLimits limits;
 };
 
@@ -61,7 +70,9 @@ struct Endpoint {
 
 class Server {
  public:
-  // Binds, listens and starts serving before it returns.
+  // Binds, listens and starts serving before it returns. Every connection slot needs a file
+  // descriptor: when the soft RLIMIT_NOFILE cannot hold all the pools, start() raises it (up
+  // to the hard limit), and failing that gives the silent pool fewer slots, never the others.
   static Result<std::unique_ptr<Server>> start(ServerConfig config,
                                                std::shared_ptr<Catalog> catalog);
   ~Server();  // stop()

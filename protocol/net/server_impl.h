@@ -11,6 +11,7 @@
 
 #include "protocol/net/admission.h"
 #include "protocol/net/server.h"
+#include "protocol/net/slow_work.h"
 #include "protocol/net/transport.h"
 
 namespace vt {
@@ -30,6 +31,9 @@ struct Server::Impl {
   std::shared_ptr<net::ssl::context> tls;  // null when insecure
   std::vector<std::thread> threads;
   std::optional<Admission> admission;  // set in start()
+  // Catalog calls that may read or code a whole snapshot; stopped after the I/O threads, whose
+  // sessions wait on it.
+  std::optional<SlowWork> slow;  // set in start()
   // Bumped before subscribers are woken, so one that was busy sending when the notification
   // came sees that it must look again instead of waiting.
   std::atomic<std::uint64_t> commit_generation{0};

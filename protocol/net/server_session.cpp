@@ -1,13 +1,10 @@
-// One client connection: TLS handshake, hello with the bearer token, then requests one at a time
-// until the client leaves, a timeout fires or a frame breaks the format (docs/protocol.md).
+// One client connection: silent until its first bytes, then the TLS handshake and hello with
+// the bearer token, then requests one at a time until the client leaves, a timeout fires or a
+// frame breaks the format (docs/protocol.md).
 
-#include <xxhash.h>
+#include "protocol/net/server_session.h"
 
 #include <boost/asio/post.hpp>
-
-#include "common/sha256.h"
-#include "protocol/net/chunk_proofs.h"
-#include "protocol/net/server_impl.h"
 
 namespace vt {
 
@@ -21,13 +18,7 @@ namespace {
 constexpr net::Millis kLinger{1000};
 constexpr std::size_t kLogBatchBytes = 4u << 20;
 
-// An error reply. Format and authentication errors end the connection; errors about what a
-// well-formed request asked for do not.
-struct Reply {
-  std::string code;
-  std::string message;
-  bool fatal = false;
-};
+}  // namespace
 
 Reply from_catalog(const Error& error, std::string_view what) {
   std::string message = std::string(what) + ": " + error.message;
@@ -36,37 +27,15 @@ Reply from_catalog(const Error& error, std::string_view what) {
   return {"internal", message};
 }
 
-Reply bad_request(const Error& error) { return {"bad_request", error.message}; }
-
-class Session : public std::enable_shared_from_this<Session> {
- public:
-  Session(Server::Impl& server, net::tcp::socket socket)
-      : server_(server),
-        limits_(server.config.limits),
-        executor_(socket.get_executor()),
-        stream_(std::move(socket), server.tls.get()),
-        watchdog_(executor_) {}
-
-  net::awaitable<void> run();
-
- private:
-  net::awaitable<void> send(MessageType type, const json& header, ByteSpan payload = {});
-  net::awaitable<void> send_error(const Reply& reply);
-  // Reads and checks the client's hello within `deadline`; a reply when it is refused.
-  net::awaitable<std::optional<Reply>> greet(std::chrono::steady_clock::time_point deadline);
-  net::awaitable<void> send_hello();
-  net::awaitable<std::optional<Reply>> handle(const Frame& request);
-  net::awaitable<std::optional<Reply>> get_log(const Frame& request);
-  net::awaitable<std::optional<Reply>> subscribe(const Frame& request);
-  net::awaitable<std::optional<Reply>> get_snapshot(const Frame& request);
-  net::awaitable<std::optional<Reply>> get_chunks(const Frame& request);
-
-  Server::Impl& server_;
-  const ServerLimits& limits_;
-  asio::any_io_executor executor_;
-  net::Stream stream_;
-  net::Watchdog watchdog_;
-};
+void Session::pushed_out() {
+  if (server_.admission->admitted(slot_)) return;  // it spoke meanwhile and moved on
+  // Pushed out while silent, but its first bytes may be in the socket already, unseen only
+  // because this strand had not run yet: such a connection is speaking and moves on.
+  boost::system::error_code ec;
+  if (!spoke_ && stream_.socket().available(ec) > 0 && !ec && server_.admission->speak(slot_))
+    return;
+  stream_.close();
+}
 
 net::awaitable<void> Session::send(MessageType type, const json& header, ByteSpan payload) {
   Bytes head = wire::encode_head(type, header, static_cast<std::uint32_t>(payload.size()));
@@ -93,34 +62,35 @@ net::awaitable<void> Session::run() {
   auto self = shared_from_this();
   server_.metrics->connection_opened();
   boost::system::error_code ec;
-  const std::string address = stream_.socket().remote_endpoint(ec).address().to_string();
-  // A newer connection may push this one out while it has not said hello yet: closing the
-  // stream on its own strand ends whatever it waits for.
-  auto evict = [weak = weak_from_this(), executor = executor_] {
+  address_ = admission_address(stream_.socket().remote_endpoint(ec).address().to_string());
+  auto pushed_out = [weak = weak_from_this(), executor = executor_] {
     asio::post(executor, [weak] {
-      if (auto session = weak.lock()) session->stream_.close();
+      if (auto session = weak.lock()) session->pushed_out();
     });
   };
-  const std::optional<std::uint64_t> slot = server_.admission->enter(address, std::move(evict));
-  if (!slot) {
-    // No room even before TLS: nothing can be said to the peer, so it is only counted.
-    server_.metrics->count_error("busy");
-    stream_.close();
-    server_.metrics->connection_closed();
-    co_return;
-  }
+  slot_ = server_.admission->enter(address_, std::move(pushed_out));
   asio::co_spawn(
       executor_, [self]() { return self->watchdog_.run(self->stream_); }, asio::detached);
   std::optional<Reply> closing;
   try {
-    // One deadline for the handshake and the hello together, so a peer cannot hold its
-    // unauthenticated slot for the sum of two timeouts.
+    // One deadline for the first bytes, the handshake and the hello together, so a peer cannot
+    // hold an unauthenticated slot for the sum of several timeouts.
     const auto hello_deadline = std::chrono::steady_clock::now() + limits_.handshake_timeout;
     watchdog_.arm(limits_.handshake_timeout);
+    // Silent until the peer speaks: no TLS state and no handshake work for a socket that never
+    // sends a byte.
+    co_await stream_.socket().async_wait(net::tcp::socket::wait_read, net::use_awaitable);
+    spoke_ = true;
+    if (!server_.admission->speak(slot_)) {
+      // No room among the handshaking connections; nothing can be said before TLS.
+      server_.metrics->count_error("busy");
+      throw boost::system::system_error(asio::error::connection_refused);
+    }
+    if (server_.tls) stream_.use_tls(*server_.tls);
     co_await stream_.handshake(net::ssl::stream_base::server);
     closing = co_await greet(hello_deadline);
     if (!closing) {
-      if (auto full = server_.admission->authenticate(*slot)) {
+      if (auto full = server_.admission->authenticate(slot_)) {
         closing = Reply{"busy", *full, true};
       } else {
         co_await send_hello();
@@ -151,7 +121,7 @@ net::awaitable<void> Session::run() {
   }
   watchdog_.stop();
   stream_.close();
-  server_.admission->leave(*slot);
+  server_.admission->leave(slot_);
   server_.metrics->connection_closed();
 }
 
@@ -276,123 +246,6 @@ net::awaitable<std::optional<Reply>> Session::subscribe(const Frame& request) {
     co_await signal->timer.async_wait(asio::redirect_error(net::use_awaitable, ec));
   }
 }
-
-net::awaitable<std::optional<Reply>> Session::get_snapshot(const Frame& request) {
-  auto epoch = wire::get_u64(request, "epoch");
-  if (!epoch.ok()) co_return bad_request(epoch.error());
-  ContainerRequest want{*epoch, comp::Codec::kPlanes, std::nullopt};
-  if (auto codec = wire::get_optional_string(request, "codec"); !codec.ok()) {
-    co_return bad_request(codec.error());
-  } else if (*codec) {
-    auto parsed = comp::parse_codec(**codec);
-    if (!parsed.ok()) co_return bad_request(parsed.error().context("get_snapshot.codec"));
-    want.codec = *parsed;
-  }
-  if (request.header.contains("base_root") && !request.header["base_root"].is_null()) {
-    auto base = wire::get_digest(request, "base_root");
-    if (!base.ok()) co_return bad_request(base.error());
-    want.base_root = *base;
-  }
-  std::uint64_t offset = 0;
-  if (request.header.contains("offset")) {
-    auto o = wire::get_u64(request, "offset");
-    if (!o.ok()) co_return bad_request(o.error());
-    offset = *o;
-  }
-  auto container = server_.catalog->container(want);
-  if (!container.ok())
-    co_return from_catalog(container.error(), "snapshot of epoch " + std::to_string(*epoch));
-  const Bytes& bytes = **container;
-  auto info = comp::read_container_info(bytes);
-  if (!info.ok())
-    co_return from_catalog(info.error(), "stored container of epoch " + std::to_string(*epoch));
-  // Names the container for a resume. The header and section table carry every section's
-  // XXH3-64, so hashing them tells a changed container from the same one without reading the
-  // payloads; the client's trust comes from the Merkle root after decoding, not from this.
-  const std::uint64_t payloads =
-      info->sections.empty() ? bytes.size() : info->sections.front().payload_offset;
-  std::string id = hex_encode(sha256(ByteSpan(bytes).first(payloads)));
-  if (offset > 0) {
-    auto claimed = wire::get_optional_string(request, "container_id");
-    if (!claimed.ok() || !*claimed || **claimed != id)
-      co_return Reply{"resume_mismatch", "cannot resume at offset " + std::to_string(offset) +
-                                             ": the container is now " + id +
-                                             "; restart from offset 0"};
-    if (offset > bytes.size())
-      co_return Reply{"bad_request", "get_snapshot.offset " + std::to_string(offset) +
-                                         " is past the end of the " + std::to_string(bytes.size()) +
-                                         "-byte container"};
-    server_.metrics->count_resume();
-  }
-  json begin = {{"epoch", *epoch},
-                {"codec", std::string(comp::codec_name(info->codec))},
-                {"root", hex_encode(info->root)},
-                {"base_root", info->base_root ? json(hex_encode(*info->base_root)) : json(nullptr)},
-                {"size", bytes.size()},
-                {"offset", offset},
-                {"container_id", id},
-                {"chunk", limits_.snapshot_chunk}};
-  co_await send(MessageType::kSnapshotBegin, begin);
-  auto keep_alive = *container;  // the catalog may drop its copy while this stream runs
-  for (std::uint64_t at = offset; at < bytes.size(); at += limits_.snapshot_chunk) {
-    ByteSpan piece = ByteSpan(bytes).subspan(
-        at, std::min<std::uint64_t>(limits_.snapshot_chunk, bytes.size() - at));
-    json header = {{"offset", at}};
-    // Under TLS each record's AEAD tag already authenticates these bytes (docs/protocol.md).
-    if (!stream_.is_tls()) {
-      char sum[17];
-      std::snprintf(sum, sizeof(sum), "%016llx",
-                    static_cast<unsigned long long>(XXH3_64bits(piece.data(), piece.size())));
-      header["xxh3"] = sum;
-    }
-    co_await send(MessageType::kSnapshotData, header, piece);
-  }
-  json end = {{"size", bytes.size()}};
-  co_await send(MessageType::kSnapshotEnd, end);
-  co_return std::nullopt;
-}
-
-net::awaitable<std::optional<Reply>> Session::get_chunks(const Frame& request) {
-  auto epoch = wire::get_u64(request, "epoch");
-  if (!epoch.ok()) co_return bad_request(epoch.error());
-  auto list = request.header.find("chunks");
-  if (list == request.header.end() || !list->is_array() || list->empty())
-    co_return Reply{"bad_request", "get_chunks.chunks must be a non-empty array of chunk indices"};
-  if (list->size() > limits_.max_chunks_per_request)
-    co_return Reply{"bad_request", "get_chunks asks for " + std::to_string(list->size()) +
-                                       " chunks; the limit is " +
-                                       std::to_string(limits_.max_chunks_per_request) +
-                                       " per request"};
-  std::vector<std::uint64_t> indices;
-  for (const auto& v : *list) {
-    if (!v.is_number_unsigned())
-      co_return Reply{"bad_request", "get_chunks.chunks must hold non-negative integers"};
-    indices.push_back(v.get<std::uint64_t>());
-  }
-  auto canonical = server_.catalog->canonical_snapshot(*epoch);
-  if (!canonical.ok())
-    co_return from_catalog(canonical.error(), "snapshot of epoch " + std::to_string(*epoch));
-  const Bytes& bytes = **canonical;
-  auto proofs = wire::prove_chunks(bytes, indices);
-  if (!proofs.ok()) co_return Reply{"bad_request", "get_chunks: " + proofs.error().message};
-  for (const auto& proof : *proofs) {
-    json siblings = json::array();
-    for (const auto& s : proof.siblings) siblings.push_back(hex_encode(s));
-    std::uint64_t begin = proof.chunk_index * fp::kMerkleChunkSize;
-    ByteSpan chunk = ByteSpan(bytes).subspan(
-        begin, std::min<std::uint64_t>(fp::kMerkleChunkSize, bytes.size() - begin));
-    json header = {{"epoch", *epoch},
-                   {"index", proof.chunk_index},
-                   {"chunk_count", proof.chunk_count},
-                   {"siblings", siblings}};
-    co_await send(MessageType::kChunk, header, chunk);
-  }
-  json end = {{"count", proofs->size()}};
-  co_await send(MessageType::kChunksEnd, end);
-  co_return std::nullopt;
-}
-
-}  // namespace
 
 net::awaitable<void> run_session(Server::Impl& server, net::tcp::socket socket) {
   auto session = std::make_shared<Session>(server, std::move(socket));

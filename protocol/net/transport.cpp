@@ -108,8 +108,11 @@ constexpr std::size_t kRecordData = 16384;
 void Stream::SslFree::operator()(SSL* ssl) const { SSL_free(ssl); }
 
 Stream::Stream(tcp::socket socket, ssl::context* tls) : socket_(std::move(socket)) {
-  if (tls == nullptr) return;
-  ssl_.reset(SSL_new(tls->native_handle()));
+  if (tls != nullptr) use_tls(*tls);
+}
+
+void Stream::use_tls(ssl::context& tls) {
+  ssl_.reset(SSL_new(tls.native_handle()));
   const BIO_METHOD* method = socket_bio_method();
   BIO* bio = method != nullptr ? BIO_new(method) : nullptr;
   if (!ssl_ || bio == nullptr) {

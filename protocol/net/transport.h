@@ -45,6 +45,10 @@ class Stream {
   // `tls` null: plain TCP.
   Stream(tcp::socket socket, ssl::context* tls);
 
+  // Makes a plain stream TLS, before its handshake: a server allocates no TLS state for a
+  // connection until its peer has sent something.
+  void use_tls(ssl::context& tls);
+
   tcp::socket& socket() { return socket_; }
   bool is_tls() const { return ssl_ != nullptr; }
   SSL* ssl_handle() { return ssl_.get(); }

@@ -13,11 +13,21 @@ SnapshotStore::SnapshotStore(fs::path dir, StoreOptions options)
   if (threads > 1) pool_ = std::make_unique<ThreadPool>(threads - 1);
 }
 
+SnapshotStore::SnapshotStore(std::shared_ptr<const Folder> folder, const fs::path& relative_dir,
+                             StoreOptions options)
+    : SnapshotStore(folder->path() / relative_dir, options) {
+  folder_ = std::move(folder);
+  relative_dir_ = relative_dir;
+}
+
 fs::path SnapshotStore::path_for(const Digest& root) const {
   return dir_ / (hex_encode(root) + ".vtc");
 }
 
-bool SnapshotStore::contains(const Digest& root) const { return fs::exists(path_for(root)); }
+bool SnapshotStore::contains(const Digest& root) const {
+  if (folder_) return folder_->has_file(relative_dir_ / path_for(root).filename());
+  return fs::exists(path_for(root));
+}
 
 Result<StoredSnapshot> SnapshotStore::put(std::uint64_t epoch, const Digest& root,
                                           ByteSpan canonical,
@@ -60,9 +70,11 @@ Result<StoredSnapshot> SnapshotStore::put(std::uint64_t epoch, const Digest& roo
 
 Result<Bytes> SnapshotStore::load_container(const Digest& root) const {
   const fs::path file = path_for(root);
+  const std::uint64_t limit = options_.max_state_bytes + container_slack(options_.max_state_bytes);
+  if (folder_) return folder_->read(relative_dir_ / file.filename(), limit);
   if (!fs::exists(file))
     return io_error("snapshot " + hex_encode(root) + " is missing from " + dir_.string());
-  return read_file(file, options_.max_state_bytes + container_slack(options_.max_state_bytes));
+  return read_file(file, limit);
 }
 
 Result<Bytes> SnapshotStore::load_canonical(const Digest& root) const {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 
+#include "common/folder.h"
 #include "common/thread_pool.h"
 #include "compression/container.h"
 
@@ -36,6 +37,11 @@ struct StoredSnapshot {
 class SnapshotStore {
  public:
   SnapshotStore(std::filesystem::path dir, StoreOptions options);
+  // A store that reads (and never writes) `relative_dir` below `folder` without following
+  // symbolic links (common/folder.h): for serving, where a link planted in the workdir must
+  // not hand a peer a file from elsewhere.
+  SnapshotStore(std::shared_ptr<const Folder> folder, const std::filesystem::path& relative_dir,
+                StoreOptions options);
 
   std::filesystem::path path_for(const Digest& root) const;
   bool contains(const Digest& root) const;
@@ -64,6 +70,8 @@ class SnapshotStore {
   Result<Bytes> decode(const Digest& root, ByteSpan container, const KnownBase& known,
                        int depth) const;
   std::filesystem::path dir_;
+  std::shared_ptr<const Folder> folder_;  // set: files are read below it
+  std::filesystem::path relative_dir_;    // dir_ below folder_
   StoreOptions options_;
   std::unique_ptr<ThreadPool> pool_;  // threads - 1 workers beside the caller; null for one thread
 };

@@ -1,6 +1,7 @@
 // Hostile files and requests against the provider's store and the verifier's sources: a sparse
 // 64 GiB snapshot, temp files of a killed write, readable secrets, a FIFO as task.json, one
-// container shared by concurrent downloads, made-up delta bases that must not cost an encode.
+// container shared by concurrent downloads, made-up delta bases that must not cost an encode,
+// served files swapped for links out of the workdir.
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -9,6 +10,8 @@
 #include <unistd.h>
 
 #include "common/file_io.h"
+#include "protocol/net/client.h"
+#include "protocol/net/server.h"
 #include "provider/catalog.h"
 #include "provider/workdir/workdir.h"
 #include "tests/adversary/support.h"
@@ -123,6 +126,84 @@ TEST(Abuse, MadeUpBaseRootsDoNotCostAnEncodeEach) {
     served.push_back(c->get());
   }
   for (const Bytes* p : served) EXPECT_EQ(p, served.front());
+}
+
+// A file elsewhere on the provider's machine that a link in the workdir points at.
+fs::path outside_file(const fs::path& dir) {
+  const fs::path secret = dir / "elsewhere" / "secret.txt";
+  fs::create_directories(secret.parent_path());
+  EXPECT_TRUE(write_file_atomic(secret, std::string_view("not for peers\n")).ok());
+  return secret;
+}
+
+TEST(Abuse, TaskFileSwappedForALinkOutOfTheWorkdirIsNotServed) {
+  Stored s;
+  store(s);
+  auto catalog = provider::open_workdir_catalog(s.workdir());
+  ASSERT_TRUE(catalog.ok()) << catalog.error().message;
+  ASSERT_TRUE((*catalog)->task().ok());
+  // While serving, task.json becomes a link to a file outside the workdir.
+  const fs::path task_file = s.workdir() / "task.json";
+  fs::remove(task_file);
+  fs::create_symlink(outside_file(s.dir.path()), task_file);
+  auto served = (*catalog)->task();
+  ASSERT_FALSE(served.ok()) << "served: " << std::string(served->begin(), served->end());
+  EXPECT_EQ(served.error().message, task_file.string() + ": is a symbolic link; only regular " +
+                                        "files inside " + s.workdir().string() +
+                                        " are read, links are not followed");
+  // Over the wire the client gets an error, not the file's bytes.
+  ServerConfig config;
+  config.insecure = true;
+  config.token = "token";
+  auto server = Server::start(config, *catalog);
+  ASSERT_TRUE(server.ok()) << server.error().message;
+  ClientConfig c;
+  c.port = (*server)->endpoint().port;
+  c.insecure = true;
+  c.token = "token";
+  auto client = Client::connect(c);
+  ASSERT_TRUE(client.ok()) << client.error().message;
+  auto task = client->get_task();
+  ASSERT_FALSE(task.ok());
+  EXPECT_NE(task.error().message.find("the server answered internal: task: " + task_file.string() +
+                                      ": is a symbolic link"),
+            std::string::npos)
+      << task.error().message;
+}
+
+TEST(Abuse, SnapshotsAndLogBehindLinksAreNotServed) {
+  Stored s;
+  store(s);
+  auto catalog = provider::open_workdir_catalog(s.workdir());
+  ASSERT_TRUE(catalog.ok()) << catalog.error().message;
+  // A container replaced by a link to a copy of itself outside: the bytes would pass every
+  // check, and are still not read through the link.
+  const fs::path copy = s.dir / "elsewhere" / "copy.vtc";
+  fs::create_directories(copy.parent_path());
+  fs::copy_file(s.snapshot(0), copy);
+  fs::remove(s.snapshot(0));
+  fs::create_symlink(copy, s.snapshot(0));
+  auto container = (*catalog)->container({0, comp::Codec::kPlanes, std::nullopt});
+  ASSERT_FALSE(container.ok());
+  EXPECT_NE(container.error().message.find(s.snapshot(0).string() + ": is a symbolic link"),
+            std::string::npos)
+      << container.error().message;
+  // The whole snapshots folder behind a link.
+  const fs::path moved = s.dir / "elsewhere" / "snapshots";
+  fs::rename(s.workdir() / "snapshots", moved);
+  fs::create_symlink(moved, s.workdir() / "snapshots");
+  auto chained = (*catalog)->canonical_snapshot(2);
+  ASSERT_FALSE(chained.ok());
+  EXPECT_NE(chained.error().message.find("passes through a symbolic link"), std::string::npos)
+      << chained.error().message;
+  // The log behind a link.
+  const fs::path log = s.workdir() / "commitments.log";
+  fs::rename(log, s.dir / "elsewhere" / "commitments.log");
+  fs::create_symlink(s.dir / "elsewhere" / "commitments.log", log);
+  auto records = (*catalog)->log_records(0);
+  ASSERT_FALSE(records.ok());
+  EXPECT_NE(records.error().message.find(log.string() + ": is a symbolic link"), std::string::npos)
+      << records.error().message;
 }
 
 TEST(Abuse, ReadableSigningKeyIsRefusedWithTheChmod) {

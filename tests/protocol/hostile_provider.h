@@ -27,6 +27,8 @@ enum class Hostility {
   kEmptyLogFrames,  // get_log: frames with more=true and no records, for ever
   kDrip,       // get_snapshot: a begin frame, then `drip_bytes` per data frame every `drip_every`
   kDeepHello,  // hello: a header nested 100,000 deep
+  kHugeHelloHeader,  // hello: a frame prefix that declares a 4 GiB header
+  kMalformedLog,     // get_log: a frame with a bad magic
 };
 
 struct HostileOptions {
@@ -136,6 +138,13 @@ class HostileProvider {
             ::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL);
             return;
           }
+          if (options_.mode == Hostility::kHugeHelloHeader) {
+            Bytes prefix = wire::encode_head(MessageType::kHello, hello, 0);
+            prefix.resize(wire::kPrefixSize);
+            put_u32le(prefix.data() + 8, 0xFFFFFFFFu);
+            ::send(fd, prefix.data(), prefix.size(), MSG_NOSIGNAL);
+            return;
+          }
           if (!send_frame(fd, MessageType::kHello, hello)) return;
           break;
         }
@@ -156,6 +165,11 @@ class HostileProvider {
   }
 
   void serve_log(int fd) {
+    if (options_.mode == Hostility::kMalformedLog) {
+      const std::string garbage = "NOPE not a frame at all";
+      ::send(fd, garbage.data(), garbage.size(), MSG_NOSIGNAL);
+      return;
+    }
     const bool honest_log =
         options_.mode != Hostility::kEndlessLog && options_.mode != Hostility::kEmptyLogFrames;
     std::uint64_t epoch = 0;

@@ -51,6 +51,29 @@ TEST(HostileProvider, HelloNestedHundredThousandDeepIsRefusedNotACrash) {
       << client.error().message;
 }
 
+TEST(HostileProvider, AMalformedHelloIsTheProvidersFaultNotTheCallersInput) {
+  HostileOptions o;
+  o.mode = Hostility::kHugeHelloHeader;
+  HostileProvider provider(o);
+  auto client = Client::connect(plain_config(provider.port()));
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.error().code, Errc::kRejected) << client.error().message;
+  EXPECT_NE(
+      client.error().message.find("hello frame: header of 4294967295 bytes exceeds the limit"),
+      std::string::npos)
+      << client.error().message;
+}
+
+TEST(HostileProvider, AMalformedFrameAfterHelloIsTheProvidersFault) {
+  HostileProvider provider(with_log(Hostility::kMalformedLog));
+  auto client = Client::connect(plain_config(provider.port()));
+  ASSERT_TRUE(client.ok()) << client.error().message;
+  auto log = client->get_log(0, 4);
+  ASSERT_FALSE(log.ok());
+  EXPECT_EQ(log.error().code, Errc::kRejected) << log.error().message;
+  EXPECT_NE(log.error().message.find("bad magic"), std::string::npos) << log.error().message;
+}
+
 TEST(HostileProvider, EndlessLogStopsAtTheRecordsTheTaskAllows) {
   HostileProvider provider(with_log(Hostility::kEndlessLog));
   auto client = Client::connect(plain_config(provider.port()));

@@ -20,38 +20,91 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-TEST(Admission, UnauthenticatedPoolPushesOutTheOldestOnlyAfterGrace) {
+TEST(Admission, HandshakingPoolPushesOutTheOldestOnlyAfterGrace) {
   AdmissionLimits limits;
   limits.authenticated = 2;
   limits.authenticated_per_address = 1;
-  limits.unauthenticated = 3;
-  limits.unauthenticated_per_address = 2;
+  limits.handshaking = 3;
+  limits.handshaking_per_address = 2;
   limits.grace = milliseconds(50);
   Admission a(limits);
-  int evicted_a = 0;
-  auto first = a.enter("10.0.0.1", [&] { ++evicted_a; });
-  auto second = a.enter("10.0.0.1", [] {});
-  ASSERT_TRUE(first && second);
+  int pushed_a = 0;
+  const auto first = a.enter("10.0.0.1", [&] { ++pushed_a; });
+  const auto second = a.enter("10.0.0.1", [] {});
+  ASSERT_TRUE(a.speak(first) && a.speak(second));
+  EXPECT_EQ(a.handshaking(), 2u);
+  EXPECT_EQ(a.silent(), 0u);
   // The address's share is full and nobody is past the grace: the newcomer is refused.
-  EXPECT_FALSE(a.enter("10.0.0.1", [] {}));
+  EXPECT_FALSE(a.speak(a.enter("10.0.0.1", [] {})));
   std::this_thread::sleep_for(milliseconds(60));
-  auto third = a.enter("10.0.0.1", [] {});
-  ASSERT_TRUE(third);
-  EXPECT_EQ(evicted_a, 1);  // the oldest from that address made room
-  EXPECT_EQ(a.unauthenticated(), 2u);
+  const auto third = a.enter("10.0.0.1", [] {});
+  ASSERT_TRUE(a.speak(third));
+  EXPECT_EQ(pushed_a, 1);  // the oldest from that address made room
+  EXPECT_FALSE(a.admitted(first));
+  EXPECT_FALSE(a.speak(first));  // pushed out of the handshaking pool: it does not come back
+  EXPECT_EQ(a.handshaking(), 2u);
   // A hello from the pushed-out connection no longer counts.
-  EXPECT_TRUE(a.authenticate(*first).has_value());
-  EXPECT_FALSE(a.authenticate(*second).has_value());
-  auto other = a.enter("10.0.0.2", [] {});
-  ASSERT_TRUE(other);
+  EXPECT_TRUE(a.authenticate(first).has_value());
+  EXPECT_FALSE(a.authenticate(second).has_value());
+  const auto other = a.enter("10.0.0.2", [] {});
+  ASSERT_TRUE(a.speak(other));
   // One authenticated connection per address.
-  auto again = a.authenticate(*third);
+  auto again = a.authenticate(third);
   ASSERT_TRUE(again.has_value());
   EXPECT_NE(again->find("limit of 1 connections from 10.0.0.1"), std::string::npos) << *again;
-  EXPECT_FALSE(a.authenticate(*other).has_value());
+  EXPECT_FALSE(a.authenticate(other).has_value());
   EXPECT_EQ(a.authenticated(), 2u);
-  a.leave(*second);
+  a.leave(second);
   EXPECT_EQ(a.authenticated(), 1u);
+}
+
+TEST(Admission, SilentConnectionsOnlyEverPushOutEachOther) {
+  AdmissionLimits limits;
+  limits.silent = 4;
+  limits.handshaking = 2;
+  limits.grace = milliseconds(60'000);  // no handshaking member may be pushed out here
+  Admission a(limits);
+  std::vector<int> pushed(20, 0);
+  std::vector<std::uint64_t> flood;
+  for (int i = 0; i < 4; ++i) flood.push_back(a.enter("10.0.0.9", [&, i] { ++pushed[i]; }));
+  // A newcomer from the flood's own address is admitted at once (no grace among silent
+  // connections): the flood's oldest gives way.
+  const auto verifier = a.enter("10.0.0.9", [&] { ++pushed[19]; });
+  EXPECT_EQ(pushed[0], 1);
+  EXPECT_FALSE(a.admitted(flood[0]));
+  EXPECT_EQ(a.silent(), 4u);
+  // Once it speaks it is out of the silent pool, which the flood can no longer reach.
+  ASSERT_TRUE(a.speak(verifier));
+  for (int i = 4; i < 12; ++i) flood.push_back(a.enter("10.0.0.9", [&, i] { ++pushed[i]; }));
+  EXPECT_EQ(pushed[19], 0);
+  EXPECT_TRUE(a.admitted(verifier));
+  EXPECT_FALSE(a.authenticate(verifier).has_value());
+  // A connection pushed out while silent whose first bytes had arrived still moves on.
+  EXPECT_FALSE(a.admitted(flood[1]));
+  EXPECT_TRUE(a.speak(flood[1]));
+  EXPECT_EQ(a.handshaking(), 1u);
+  EXPECT_GE(a.pushed_out(), 8u);
+}
+
+TEST(Admission, TheAddressHoldingTheMostGivesWay) {
+  AdmissionLimits limits;
+  limits.silent = 6;
+  Admission a(limits);
+  std::vector<std::uint64_t> big, small;
+  for (int i = 0; i < 5; ++i) big.push_back(a.enter("10.0.0.1", [] {}));
+  small.push_back(a.enter("10.0.0.2", [] {}));
+  // Full: a newcomer from 10.0.0.2 pushes out 10.0.0.1's oldest, not its own address's.
+  small.push_back(a.enter("10.0.0.2", [] {}));
+  EXPECT_FALSE(a.admitted(big[0]));
+  EXPECT_TRUE(a.admitted(small[0]));
+  EXPECT_EQ(a.silent(), 6u);
+}
+
+TEST(Admission, AnIpv6HostIsOneAddressPerSlash64) {
+  EXPECT_EQ(admission_address("2001:db8:1:2:aaaa:bbbb:cccc:dddd"), "2001:db8:1:2::/64");
+  EXPECT_EQ(admission_address("2001:db8:1:2::1"), "2001:db8:1:2::/64");
+  EXPECT_EQ(admission_address("::ffff:203.0.113.7"), "203.0.113.7");
+  EXPECT_EQ(admission_address("203.0.113.7"), "203.0.113.7");
 }
 
 TEST(DeepJson, LogRecordNestedHundredThousandDeepIsRefusedBeforeAnyWalk) {

@@ -24,9 +24,13 @@ class ServerFixture : public ::testing::Test {
     ASSERT_TRUE(identity.ok()) << identity.error().message;
     keys_ = KeyFiles::in(dir_ / "keys");
     pin_ = identity->tls_cert_fingerprint;
-    catalog_ = std::make_shared<MemoryCatalog>(kFloats);
+    catalog_ = make_catalog();
     for (int e = 0; e < 3; ++e) catalog_->add_epoch();
     start(configure());
+  }
+
+  virtual std::shared_ptr<MemoryCatalog> make_catalog() {
+    return std::make_shared<MemoryCatalog>(kFloats);
   }
 
   virtual ServerConfig configure() {

@@ -10,6 +10,8 @@
 #include "common/file_io.h"
 #include "protocol/keys.h"
 #include "protocol/log.h"
+#include "tests/protocol/hostile_provider.h"
+#include "tests/protocol/net_util.h"
 #include "tests/test_util.h"
 #include "verifier/verify.h"
 
@@ -186,9 +188,26 @@ TEST(VerifyE2E, AWrongTokenIsRefusedAndNeverAccepted) {
   ASSERT_TRUE(
       write_file_atomic(wrong.token, std::string_view("ffffffffffffffffffffffffffffffff\n"), 0600)
           .ok());
-  auto r = verify(dir, wrong, task);
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("unauthorized"), std::string::npos) << r.err;
+  // verify() retries exit 3 while the server starts, and this answer is exit 3 for good: wait
+  // until the server listens instead.
+  for (int i = 0; i < 100; ++i) {
+    const int fd = testing::connect_loopback(p.port);
+    if (fd >= 0) {
+      ::close(fd);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  auto r = run_command(veritrain_binary() + " verify --task " + task + " --provider 127.0.0.1:" +
+                           std::to_string(p.port) + " --token-file " + wrong.token.string() +
+                           " --pin " + p.pin + " --report " + (dir / "report-wrong").string(),
+                       dir.path());
+  // The provider's word that the token is wrong: nothing could be judged, and the verifier
+  // cannot tell its own wrong token from a provider that refuses everyone.
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("unauthorized: hello: the bearer token is missing or wrong"),
+            std::string::npos)
+      << r.err;
   EXPECT_EQ(r.out.find("accepted"), std::string::npos);
 }
 
@@ -203,6 +222,47 @@ TEST(VerifyE2E, AnUnreachableProviderIsAnIoError) {
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_NE(r.err.find("127.0.0.1:" + std::to_string(p.port)), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "report/verdict.json"));
+}
+
+// `verify --insecure` against a loopback provider that turns hostile in `mode`.
+testing::CommandResult verify_hostile(const testing::ScratchDir& dir, testing::Hostility mode) {
+  auto task = make_task(dir, "task.json", "");
+  testing::HostileOptions o;
+  o.mode = mode;
+  testing::HostileProvider provider(o);
+  const fs::path token = dir / "token";
+  EXPECT_TRUE(write_file_atomic(token, std::string_view("any token\n"), 0600).ok());
+  return run_command(veritrain_binary() + " verify --task " + task + " --provider 127.0.0.1:" +
+                         std::to_string(provider.port()) + " --insecure --token-file " +
+                         token.string() + " --report " + (dir / "report").string(),
+                     dir.path());
+}
+
+TEST(VerifyE2E, AMalformedHelloIsAnIoErrorNotTheVerifiersInputError) {
+  testing::ScratchDir dir;
+  auto r = verify_hostile(dir, testing::Hostility::kHugeHelloHeader);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("hello frame: header of 4294967295 bytes exceeds the limit"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("nothing could be judged"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "report/verdict.json"));
+}
+
+TEST(VerifyE2E, AMalformedFrameAfterHelloIsASignedRejection) {
+  testing::ScratchDir dir;
+  auto r = verify_hostile(dir, testing::Hostility::kMalformedLog);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  auto text = read_text_file(dir / "report/verdict.json");
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  const auto verdict = nlohmann::json::parse(*text)["verdict"];
+  EXPECT_EQ(verdict["result"], "rejected");
+  ASSERT_EQ(verdict["log_failures"].size(), 1u) << verdict.dump();
+  const std::string failure = verdict["log_failures"][0];
+  EXPECT_NE(failure.find("the commitment log is unreadable: get_log from 127.0.0.1:"),
+            std::string::npos)
+      << failure;
+  EXPECT_NE(failure.find("bad magic 4e4f5045"), std::string::npos) << failure;
 }
 
 // The thresholds task init writes for tolerance mode admit an honest replay at another thread
