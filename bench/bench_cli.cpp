@@ -1,6 +1,6 @@
 // bench_cli: how long `veritrain` takes to start and finish the commands that do not train or
 // replay, as the median of --runs runs each, against the same binary's `--version` (which
-// loads LibTorch to report CUDA). Target (issue 22): at most 50 ms each.
+// loads LibTorch to report CUDA). Target: at most 50 ms each.
 //
 //   bench_cli [--json] [--runs N] [--binary PATH]
 //

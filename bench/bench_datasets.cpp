@@ -1,5 +1,5 @@
 // bench_datasets: a gpt trained on a large memory-mapped `tokens` file against the same model
-// on in-memory synthetic tokens (issue 18). Prints the peak RSS beside the model state (the
+// on in-memory synthetic tokens. Prints the peak RSS beside the model state (the
 // snapshot) and the samples/s ratio tokens : synthetic.
 //
 //   bench_datasets [--gb 2] [--steps 40] [--dir /tmp] [--keep] [--json]

@@ -1,4 +1,4 @@
-// What verification costs the provider on its accelerator, beside the naive way (issue 11).
+// What verification costs the provider on its accelerator, beside the naive way.
 // Every figure is a ratio of two measurements taken in this run. On a CUDA machine the models
 // are sized to >= 10M and >= 100M parameters; on CPU (no CUDA here, or --device cpu) the same
 // keys are measured on models small enough for about two minutes in all, and params_*_actual

@@ -63,8 +63,7 @@ std::pair<double, double> step_seconds(vt::Task task, int rounds) {
   auto exact = vt::training::Trainer::create(task);
   auto ours = vt::training::Trainer::create(portable);
   if (!exact.ok() || !ours.ok()) {
-    std::cerr << "bench_portable: " << (exact.ok() ? ours.error() : exact.error()).message
-              << "\n";
+    std::cerr << "bench_portable: " << (exact.ok() ? ours.error() : exact.error()).message << "\n";
     std::exit(1);
   }
   const double steps = static_cast<double>((*exact)->steps_per_epoch());

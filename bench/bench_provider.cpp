@@ -1,4 +1,4 @@
-// What commitments and storage cost a provider (issue 7): the same task run twice in one process
+// What commitments and storage cost a provider: the same task run twice in one process
 // through run_provider, with commitments and storage on and off (`commit = false`, the
 // provider's own train-only baseline), each into a fresh scratch workdir.
 //
@@ -23,7 +23,8 @@
 //                                 context switches (a thrashing or serialising pipeline shows here)
 //   --repeat N                    N (off, on) pairs back to back; the epoch figures are medians
 //                                 over the pairs and overhead_fraction_runs lists each pair's
-//   --before                      each round also runs the pipeline as before issue 20 (hardware
+//   --before                      each round also runs the pipeline as it was first set up
+//   (hardware
 //                                 threads + 1 hashing and coding threads) between off and on:
 //                                 overhead_fraction_before[_runs], against the same off run
 //   pipeline_threads              the pipeline's threads now (cores training leaves spare)
@@ -135,7 +136,7 @@ struct Run {
   }
 };
 
-// How the committing run's pipeline is set up: as the provider does now, or as before issue 20
+// How the committing run's pipeline is set up: as the provider does now, or as it was first set up
 // (as many hashing and coding threads as hardware threads beside the pipeline's own).
 enum class Pipeline { kOff, kBefore, kNow };
 
@@ -235,7 +236,7 @@ int main(int argc, char** argv) {
   // Off first in each pair: both runs then start from the same warm process (allocator, page
   // cache of nothing yet written), and the committing run cannot profit from the other's files.
   // Pairs back to back, so that a machine whose load changes affects both sides of each.
-  // With --before, each round also runs the pipeline as it was set up before issue 20.
+  // With --before, each round also runs the pipeline as it was first set up.
   std::vector<Run> offs, ons, befores;
   for (std::int64_t i = 0; i < args.repeat; ++i) {
     auto off_i = run(*task, scratch / "off", Pipeline::kOff);

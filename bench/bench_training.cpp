@@ -1,4 +1,4 @@
-// Training throughput and what snapshots cost beside it, per zoo model (issue 4). One run per
+// Training throughput and what snapshots cost beside it, per zoo model. One run per
 // model: epoch 1 warms up (allocator, caches), epochs 2..E are timed, a snapshot is captured
 // after every epoch as the provider does, then the state of epoch E-1 is restored (the trainer
 // of the run is destroyed first: LibTorch settings are process-wide) and epoch E replayed.

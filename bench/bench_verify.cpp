@@ -1,4 +1,4 @@
-// What a verification costs beside its replays (issue 20): a provider trains an exact-mode task
+// What a verification costs beside its replays: a provider trains an exact-mode task
 // of E epochs into a scratch workdir; `verify` then challenges every epoch (p = 1), from the
 // workdir, twice in one process: replays in parallel child processes (`--jobs`, default as
 // cores allow), and all in the verifier's own process (`--jobs 1`, the baseline that pays no

@@ -178,28 +178,6 @@ std::size_t word_size(WordKind kind) {
   return 1;
 }
 
-std::string_view word_kind_name(WordKind kind) {
-  switch (kind) {
-    case WordKind::kByte:
-      return "byte";
-    case WordKind::kU16:
-      return "u16";
-    case WordKind::kU32:
-      return "u32";
-    case WordKind::kU64:
-      return "u64";
-    case WordKind::kF16:
-      return "f16";
-    case WordKind::kBF16:
-      return "bf16";
-    case WordKind::kF32:
-      return "f32";
-    case WordKind::kF64:
-      return "f64";
-  }
-  return "?";
-}
-
 WordKind word_kind_for(DType dtype) {
   switch (dtype) {
     case DType::kF64:

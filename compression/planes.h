@@ -36,7 +36,6 @@ enum class WordKind : std::uint8_t {
 inline constexpr std::uint8_t kWordKindCount = 8;
 
 std::size_t word_size(WordKind kind);
-std::string_view word_kind_name(WordKind kind);
 WordKind word_kind_for(DType dtype);
 
 // Plane-major split of `words` (a multiple of word_size bytes) into `out` (the same size).

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_fields.h"
 #include "common/json_number.h"
 
 namespace vt::fp {
@@ -176,6 +177,43 @@ nlohmann::json comparison_to_json(const Comparison& c) {
             {"rel_l2", c.thresholds.rel_l2},
             {"max_outlier_fraction", c.thresholds.max_outlier_fraction}}},
           {"match", c.match}};
+}
+
+Result<Comparison> comparison_from_json(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_object()) return invalid_input(where + ": expected a comparison object");
+  const JsonFields r(j, where);
+  Comparison c;
+  std::string mode;
+  VT_RETURN_IF_ERROR(r.string("mode", mode, true));
+  if (mode != "exact" && mode != "tolerance")
+    return r.wrong("mode", "\"exact\" or \"tolerance\"", mode);
+  c.mode = mode == "exact" ? CompareMode::kExact : CompareMode::kTolerance;
+  VT_RETURN_IF_ERROR(r.unsigned64("compared", c.compared, true));
+  VT_RETURN_IF_ERROR(r.unsigned64("mismatches", c.mismatches, true));
+  VT_RETURN_IF_ERROR(r.unsigned64("nonfinite_mismatches", c.nonfinite_mismatches, true));
+  VT_RETURN_IF_ERROR(r.unsigned64("allowed_mismatches", c.allowed_mismatches, true));
+  VT_RETURN_IF_ERROR(r.number_or_null("max_abs_diff", c.max_abs_diff, true));
+  VT_RETURN_IF_ERROR(r.number_or_null("max_rel_diff", c.max_rel_diff, true));
+  VT_RETURN_IF_ERROR(r.number_or_null("rel_l2", c.rel_l2, true));
+  VT_RETURN_IF_ERROR(r.boolean("match", c.match, true));
+  VT_ASSIGN_OR_RETURN(JsonFields t, r.child("thresholds", true));
+  VT_RETURN_IF_ERROR(t.number("atol", c.thresholds.atol, true));
+  VT_RETURN_IF_ERROR(t.number("rtol", c.thresholds.rtol, true));
+  VT_RETURN_IF_ERROR(t.number("rel_l2", c.thresholds.rel_l2, true));
+  VT_RETURN_IF_ERROR(t.number("max_outlier_fraction", c.thresholds.max_outlier_fraction, true));
+  VT_ASSIGN_OR_RETURN(const nlohmann::json* first, r.find("first_mismatch", true, "an object"));
+  if (!first->is_null()) {
+    VT_ASSIGN_OR_RETURN(JsonFields m, r.child("first_mismatch", true));
+    MismatchLocation loc;
+    VT_RETURN_IF_ERROR(m.string("tensor", loc.tensor, true));
+    VT_RETURN_IF_ERROR(m.unsigned64("index", loc.index, true));
+    VT_RETURN_IF_ERROR(m.string("replay_bits", loc.replay_bits, true));
+    VT_RETURN_IF_ERROR(m.string("committed_bits", loc.committed_bits, true));
+    VT_RETURN_IF_ERROR(m.number_or_null("replay", loc.replay, true));
+    VT_RETURN_IF_ERROR(m.number_or_null("committed", loc.committed, true));
+    c.first_mismatch = std::move(loc);
+  }
+  return c;
 }
 
 }  // namespace vt::fp

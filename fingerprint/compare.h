@@ -60,8 +60,11 @@ struct Comparison {
 Result<Comparison> compare(const Fingerprint& replay, const Fingerprint& committed,
                            CompareMode mode, const Tolerance& tolerance = {});
 
-// Non-finite numbers are written as null.
+// The one schema of a comparison, in verdicts, evidence and the verifier's saved state
+// (docs/fingerprint.md, "Comparison"). Non-finite numbers are written as null and read back as
+// NaN. Reading names `where` and the field in its errors (invalid input).
 nlohmann::json comparison_to_json(const Comparison& c);
+Result<Comparison> comparison_from_json(const nlohmann::json& j, const std::string& where);
 
 // One value in its little-endian byte form, decoded exactly to double. `dtype` must be F64,
 // F32, F16 or BF16.

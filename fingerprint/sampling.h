@@ -64,8 +64,4 @@ Result<SamplePlan> plan_samples(const Digest& seed, std::span<const TensorSpec> 
 Result<SamplePlan> plan_samples(const Digest& seed, std::span<const TensorEntry> tensors,
                                 std::uint64_t k);
 
-// Re-derives `plan` from its own seed, tensors and count and rejects (Errc::kRejected) any
-// difference: what a verifier runs on a fingerprint it received.
-Status check_plan(const SamplePlan& plan);
-
 }  // namespace vt::fp

@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "common/json.h"
+#include "common/json_fields.h"
 #include "common/sha256.h"
 
 namespace vt {
@@ -40,140 +41,91 @@ bool is_utc_timestamp(std::string_view s) {
   return true;
 }
 
-class BodyReader {
- public:
-  BodyReader(const json& body, std::string_view where) : body_(body), where_(where) {}
+// A digest field: 64 lower-case hex digits, one spelling per value.
+Result<Digest> digest_field(const JsonFields& r, std::string_view field) {
+  std::string text;
+  VT_RETURN_IF_ERROR(r.string(field, text, true));
+  if (!is_lower_hex(text, 64)) return r.wrong(field, "64 lower-case hex digits", text);
+  return digest_from_hex(text, field);
+}
 
-  Error bad(std::string_view field, std::string_view problem) const {
-    return invalid_input(std::string(where_) + ": " + std::string(field) + ": " +
-                         std::string(problem));
+// Doubles are written with a fraction or exponent ("2.0", never "2"): one spelling per value
+// (docs/log.md, "Numbers"); a loss that was not finite is null.
+Status double_field(const JsonFields& r, std::string_view field, double& out, bool nullable) {
+  VT_ASSIGN_OR_RETURN(const json* v, r.find(field, true, "a number"));
+  if (nullable && v->is_null()) {
+    out = NAN;
+    return {};
   }
-
-  Result<const json*> get(std::string_view field) const {
-    auto it = body_.find(field);
-    if (it == body_.end()) return bad(field, "missing");
-    return &*it;
+  if (!v->is_number_float()) {
+    return r.wrong(field,
+                   nullable ? "a number with a fraction or exponent, or null"
+                            : "a number with a fraction or exponent",
+                   *v);
   }
+  out = v->get<double>();
+  return {};
+}
 
-  Result<Digest> digest(std::string_view field) const {
-    VT_ASSIGN_OR_RETURN(const json* v, get(field));
-    if (!v->is_string() || !is_lower_hex(v->get_ref<const std::string&>(), 64)) {
-      return bad(field, "expected 64 lower-case hex digits, got " + v->dump());
-    }
-    return digest_from_hex(v->get_ref<const std::string&>(), field);
-  }
-
-  Result<std::uint64_t> count(const json& object, std::string_view field) const {
-    auto it = object.find(field);
-    if (it == object.end()) return bad(field, "missing");
-    if (!it->is_number_unsigned())
-      return bad(field, "expected an unsigned integer, got " + it->dump());
-    return it->get<std::uint64_t>();
-  }
-
- private:
-  const json& body_;
-  std::string_view where_;
-};
-
-Result<EvalClaim> read_eval(const BodyReader& r, const json& e) {
-  if (!e.is_object() || !e.contains("loss") || !e.contains("examples") ||
-      e.size() != 2u + (e.contains("accuracy") ? 1u : 0u)) {
-    return r.bad("metrics.eval",
-                 "expected an object with examples, loss and (classification) accuracy");
-  }
+Result<EvalClaim> read_eval(const JsonFields& m) {
+  VT_ASSIGN_OR_RETURN(JsonFields e, m.child("eval", true));
+  VT_RETURN_IF_ERROR(e.known_keys({"accuracy", "examples", "loss"}));
   EvalClaim out;
-  const json& loss = e["loss"];
-  if (!(loss.is_number_float() || loss.is_null())) {
-    return r.bad("metrics.eval.loss", "expected a number with a fraction or exponent, or null");
+  VT_RETURN_IF_ERROR(double_field(e, "loss", out.loss, true));
+  if (e.value().contains("accuracy")) {
+    double accuracy = 0.0;
+    VT_RETURN_IF_ERROR(double_field(e, "accuracy", accuracy, false));
+    if (!(accuracy >= 0.0 && accuracy <= 1.0))
+      return e.wrong("accuracy", "a number in [0, 1]", e.value()["accuracy"]);
+    out.accuracy = accuracy;
   }
-  out.loss = loss.is_null() ? NAN : loss.get<double>();
-  if (e.contains("accuracy")) {
-    const json& acc = e["accuracy"];
-    if (!acc.is_number_float() || !(acc.get<double>() >= 0.0 && acc.get<double>() <= 1.0)) {
-      return r.bad("metrics.eval.accuracy",
-                   "expected a number with a fraction or exponent in [0, 1]");
-    }
-    out.accuracy = acc.get<double>();
-  }
-  VT_ASSIGN_OR_RETURN(out.examples, r.count(e, "examples"));
+  VT_RETURN_IF_ERROR(e.unsigned64("examples", out.examples, true));
   return out;
 }
 
-Result<CommitMetrics> read_metrics(const BodyReader& r, const json& m) {
-  const bool has_eval = m.is_object() && m.contains("eval");
-  if (!m.is_object() || m.size() != (has_eval ? 5u : 4u)) {
-    return r.bad("metrics",
-                 "expected an object with loss, samples, seconds, steps and (optionally) eval");
-  }
+Result<CommitMetrics> read_metrics(const JsonFields& body) {
+  VT_ASSIGN_OR_RETURN(JsonFields m, body.child("metrics", true));
+  VT_RETURN_IF_ERROR(m.known_keys({"eval", "loss", "samples", "seconds", "steps"}));
   CommitMetrics out;
-  if (has_eval) {
-    VT_ASSIGN_OR_RETURN(out.eval, read_eval(r, m["eval"]));
+  if (m.value().contains("eval")) {
+    VT_ASSIGN_OR_RETURN(out.eval, read_eval(m));
   }
-  auto loss = m.find("loss");
-  auto seconds = m.find("seconds");
-  // Written as doubles ("2.0", never "2"): one spelling per value (docs/log.md, "Numbers").
-  if (loss == m.end() || !(loss->is_number_float() || loss->is_null())) {
-    return r.bad("metrics.loss", "expected a number with a fraction or exponent, or null");
-  }
-  if (seconds == m.end() || !seconds->is_number_float()) {
-    return r.bad("metrics.seconds", "expected a number with a fraction or exponent");
-  }
-  out.loss = loss->is_null() ? NAN : loss->get<double>();
-  out.seconds = seconds->get<double>();
-  VT_ASSIGN_OR_RETURN(out.steps, r.count(m, "steps"));
-  VT_ASSIGN_OR_RETURN(out.samples, r.count(m, "samples"));
+  VT_RETURN_IF_ERROR(double_field(m, "loss", out.loss, true));
+  VT_RETURN_IF_ERROR(double_field(m, "seconds", out.seconds, false));
+  VT_RETURN_IF_ERROR(m.unsigned64("steps", out.steps, true));
+  VT_RETURN_IF_ERROR(m.unsigned64("samples", out.samples, true));
   return out;
 }
 
 Result<CommitRecord> read_body(const json& body, std::string_view where) {
-  BodyReader r(body, where);
-  static const char* const kFields[] = {"data_order_digest",
-                                        "environment",
-                                        "epoch",
-                                        "fingerprint",
-                                        "format",
-                                        "metrics",
-                                        "prev",
-                                        "root",
-                                        "signer",
-                                        "task_id",
-                                        "time",
-                                        "tracking_fingerprint",
-                                        "trail"};
-  for (const auto& [key, _] : body.items()) {
-    bool known = false;
-    for (const char* f : kFields) known = known || key == f;
-    if (!known) return r.bad(key, "unknown field");
-  }
-  VT_ASSIGN_OR_RETURN(const json* format, r.get("format"));
-  if (*format != kCommitFormat) {
-    return r.bad("format",
-                 "expected \"" + std::string(kCommitFormat) + "\", got " + format->dump());
-  }
+  const JsonFields r(body, std::string(where), "", "a record");
+  VT_RETURN_IF_ERROR(
+      r.known_keys({"data_order_digest", "environment", "epoch", "fingerprint", "format", "metrics",
+                    "prev", "root", "signer", "task_id", "time", "tracking_fingerprint", "trail"}));
+  std::string format;
+  VT_RETURN_IF_ERROR(r.string("format", format, true));
+  if (format != kCommitFormat)
+    return r.wrong("format", "\"" + std::string(kCommitFormat) + "\"", format);
   CommitRecord rec;
-  VT_ASSIGN_OR_RETURN(rec.task_id, r.digest("task_id"));
-  VT_ASSIGN_OR_RETURN(rec.epoch, r.count(body, "epoch"));
-  VT_ASSIGN_OR_RETURN(rec.prev, r.digest("prev"));
-  VT_ASSIGN_OR_RETURN(rec.root, r.digest("root"));
-  VT_ASSIGN_OR_RETURN(rec.data_order_digest, r.digest("data_order_digest"));
-  VT_ASSIGN_OR_RETURN(Digest signer, r.digest("signer"));
+  VT_ASSIGN_OR_RETURN(rec.task_id, digest_field(r, "task_id"));
+  VT_RETURN_IF_ERROR(r.unsigned64("epoch", rec.epoch, true));
+  VT_ASSIGN_OR_RETURN(rec.prev, digest_field(r, "prev"));
+  VT_ASSIGN_OR_RETURN(rec.root, digest_field(r, "root"));
+  VT_ASSIGN_OR_RETURN(rec.data_order_digest, digest_field(r, "data_order_digest"));
+  VT_ASSIGN_OR_RETURN(Digest signer, digest_field(r, "signer"));
   rec.signer.assign(signer.begin(), signer.end());
-  VT_ASSIGN_OR_RETURN(const json* fp, r.get("fingerprint"));
-  VT_ASSIGN_OR_RETURN(const json* tracking, r.get("tracking_fingerprint"));
-  VT_ASSIGN_OR_RETURN(const json* trail, r.get("trail"));
-  if (!trail->is_array()) return r.bad("trail", "expected an array");
+  // Produced by fingerprint/: the log keeps them as they are and never interprets them.
+  VT_ASSIGN_OR_RETURN(const json* fp, r.find("fingerprint", true, "a fingerprint"));
+  VT_ASSIGN_OR_RETURN(const json* tracking, r.find("tracking_fingerprint", true, "a fingerprint"));
+  VT_ASSIGN_OR_RETURN(const json* trail, r.find("trail", true, "an array"));
+  if (!trail->is_array()) return r.wrong("trail", "an array", *trail);
   rec.fingerprint = *fp;
   rec.tracking_fingerprint = *tracking;
   rec.trail.assign(trail->begin(), trail->end());
-  VT_ASSIGN_OR_RETURN(const json* metrics, r.get("metrics"));
-  VT_ASSIGN_OR_RETURN(rec.metrics, read_metrics(r, *metrics));
-  VT_ASSIGN_OR_RETURN(const json* time, r.get("time"));
-  if (!time->is_string() || !is_utc_timestamp(time->get_ref<const std::string&>())) {
-    return r.bad("time",
-                 "expected a UTC time like \"2025-06-01T12:00:00.123Z\", got " + time->dump());
-  }
-  rec.time = time->get<std::string>();
+  VT_ASSIGN_OR_RETURN(rec.metrics, read_metrics(r));
+  VT_RETURN_IF_ERROR(r.string("time", rec.time, true));
+  if (!is_utc_timestamp(rec.time))
+    return r.wrong("time", "a UTC time like \"2025-06-01T12:00:00.123Z\"", rec.time);
   if (auto env = body.find("environment"); env != body.end()) {
     VT_ASSIGN_OR_RETURN(rec.environment,
                         environment_from_json(*env, std::string(where) + ": environment"));

@@ -7,159 +7,13 @@
 
 #include "common/file_io.h"
 #include "common/json.h"
+#include "common/json_fields.h"
 #include "common/sha256.h"
 
 namespace vt {
 namespace {
 
 using nlohmann::json;
-
-// Values quoted back in errors are cut short: a whole nested object helps nobody.
-std::string show(const json& value) {
-  std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
-  return text.size() > 60 ? text.substr(0, 57) + "..." : text;
-}
-
-std::string kind_of(const json& value) {
-  if (value.is_object()) return "an object";
-  if (value.is_array()) return "an array";
-  return show(value);
-}
-
-// Reads one JSON object of the task, remembering its path so that every error names the field.
-class Obj {
- public:
-  Obj(std::string_view where, const json& value, std::string path)
-      : where_(where), value_(value), path_(std::move(path)) {}
-
-  std::string at(std::string_view key) const {
-    return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
-  }
-
-  Error wrong(std::string_view key, std::string_view expected, const json& got) const {
-    return invalid_input(std::string(where_) + ": " + at(key) + ": expected " +
-                         std::string(expected) + ", got " + kind_of(got));
-  }
-
-  // Unknown fields are errors: a misspelt "learning_rate" would otherwise silently train
-  // with the default and still produce a valid-looking task_id.
-  Status known_keys(std::initializer_list<std::string_view> known) const {
-    for (const auto& [key, _] : value_.items()) {
-      bool found = false;
-      for (auto k : known) found = found || k == key;
-      if (found) continue;
-      std::string list;
-      for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-      return invalid_input(std::string(where_) + ": " + at(key) + ": unknown field (" +
-                           (path_.empty() ? "the task" : path_) + " has: " + list + ")");
-    }
-    return {};
-  }
-
-  // nullptr when absent; an error when absent and required.
-  Result<const json*> find(std::string_view key, bool required, std::string_view expected) const {
-    auto it = value_.find(key);
-    if (it != value_.end()) return &*it;
-    if (!required) return static_cast<const json*>(nullptr);
-    return invalid_input(std::string(where_) + ": " + at(key) + ": missing; expected " +
-                         std::string(expected) + " (this field is required)");
-  }
-
-  Result<Obj> child(std::string_view key, bool required) const {
-    static const json kEmpty = json::object();
-    VT_ASSIGN_OR_RETURN(const json* v, find(key, required, "an object"));
-    if (!v) return Obj(where_, kEmpty, at(key));
-    if (!v->is_object()) return wrong(key, "an object", *v);
-    return Obj(where_, *v, at(key));
-  }
-
-  Status integer(std::string_view key, std::int64_t& out, bool required = false) const {
-    VT_ASSIGN_OR_RETURN(const json* v, find(key, required, "an integer"));
-    if (!v) return {};
-    if (!v->is_number_integer() ||
-        (v->is_number_unsigned() &&
-         v->get<std::uint64_t>() > std::uint64_t(std::numeric_limits<std::int64_t>::max()))) {
-      return wrong(key, "a 64-bit integer", *v);
-    }
-    out = v->get<std::int64_t>();
-    return {};
-  }
-
-  Status unsigned64(std::string_view key, std::uint64_t& out) const {
-    VT_ASSIGN_OR_RETURN(const json* v, find(key, false, "an integer"));
-    if (!v) return {};
-    if (!v->is_number_unsigned()) return wrong(key, "an integer in [0, 2^64 - 1]", *v);
-    out = v->get<std::uint64_t>();
-    return {};
-  }
-
-  Status number(std::string_view key, double& out) const {
-    VT_ASSIGN_OR_RETURN(const json* v, find(key, false, "a number"));
-    if (!v) return {};
-    if (!v->is_number()) return wrong(key, "a number", *v);
-    double d = v->get<double>();
-    if (!std::isfinite(d)) return wrong(key, "a finite number", *v);
-    out = d == 0.0 ? 0.0 : d;  // -0 and 0 are one value; only one may reach the canonical form
-    return {};
-  }
-
-  Status boolean(std::string_view key, bool& out) const {
-    VT_ASSIGN_OR_RETURN(const json* v, find(key, false, "true or false"));
-    if (!v) return {};
-    if (!v->is_boolean()) return wrong(key, "true or false", *v);
-    out = v->get<bool>();
-    return {};
-  }
-
-  Status string(std::string_view key, std::string& out, bool required = false) const {
-    VT_ASSIGN_OR_RETURN(const json* v, find(key, required, "a string"));
-    if (!v) return {};
-    if (!v->is_string()) return wrong(key, "a string", *v);
-    out = v->get<std::string>();
-    return {};
-  }
-
-  Status options(std::string_view key, Options& out) const {
-    VT_ASSIGN_OR_RETURN(Obj map, child(key, false));
-    for (const auto& [name, v] : map.value_.items()) {
-      if (!v.is_number_integer() ||
-          (v.is_number_unsigned() &&
-           v.get<std::uint64_t>() > std::uint64_t(std::numeric_limits<std::int64_t>::max()))) {
-        return map.wrong(name, "a 64-bit integer", v);
-      }
-      out[name] = v.get<std::int64_t>();
-    }
-    return {};
-  }
-
-  Status string_lists(std::string_view key,
-                      std::map<std::string, std::vector<std::string>>& out) const {
-    VT_ASSIGN_OR_RETURN(Obj map, child(key, false));
-    for (const auto& [name, v] : map.value_.items()) {
-      if (!v.is_array()) return map.wrong(name, "an array of strings", v);
-      std::vector<std::string>& values = out[name];
-      for (const json& item : v) {
-        if (!item.is_string()) return map.wrong(name, "an array of strings", v);
-        values.push_back(item.get<std::string>());
-      }
-    }
-    return {};
-  }
-
-  Status string_map(std::string_view key, std::map<std::string, std::string>& out) const {
-    VT_ASSIGN_OR_RETURN(Obj map, child(key, false));
-    for (const auto& [name, v] : map.value_.items()) {
-      if (!v.is_string()) return map.wrong(name, "a string (hex SHA-256)", v);
-      out[name] = v.get<std::string>();
-    }
-    return {};
-  }
-
- private:
-  std::string_view where_;
-  const json& value_;
-  std::string path_;
-};
 
 // nlohmann keeps the last of two equal keys; {"lr": 0.1, "lr": 10} would then mean something
 // other than what a reader of the file sees, so duplicates are refused while parsing.
@@ -189,25 +43,25 @@ Result<json> parse_without_duplicates(std::string_view text, std::string_view wh
   return value;
 }
 
-Status read_task(const Obj& root, Task& t) {
+Status read_task(const JsonFields& root, Task& t) {
   VT_RETURN_IF_ERROR(root.known_keys(
       {"batch_size", "dataset", "determinism", "device", "environments", "epochs", "fingerprint",
        "gradient_groups", "intra_op_threads", "loss", "model", "optimizer", "precision", "schedule",
        "seed", "steps_per_epoch", "tolerance", "version", "world_size"}));
   VT_RETURN_IF_ERROR(root.integer("version", t.version));
 
-  VT_ASSIGN_OR_RETURN(Obj model, root.child("model", true));
+  VT_ASSIGN_OR_RETURN(JsonFields model, root.child("model", true));
   VT_RETURN_IF_ERROR(model.known_keys({"name", "options", "path", "sha256"}));
   VT_RETURN_IF_ERROR(model.string("name", t.model.name, true));
-  VT_RETURN_IF_ERROR(model.options("options", t.model.options));
+  VT_RETURN_IF_ERROR(model.integer_map("options", t.model.options));
   VT_RETURN_IF_ERROR(model.string("path", t.model.path));
   VT_RETURN_IF_ERROR(model.string("sha256", t.model.sha256));
 
-  VT_ASSIGN_OR_RETURN(Obj data, root.child("dataset", true));
+  VT_ASSIGN_OR_RETURN(JsonFields data, root.child("dataset", true));
   VT_RETURN_IF_ERROR(
       data.known_keys({"eval_files", "eval_fraction", "files", "name", "options", "path"}));
   VT_RETURN_IF_ERROR(data.string("name", t.dataset.name, true));
-  VT_RETURN_IF_ERROR(data.options("options", t.dataset.options));
+  VT_RETURN_IF_ERROR(data.integer_map("options", t.dataset.options));
   VT_RETURN_IF_ERROR(data.string("path", t.dataset.path));
   VT_RETURN_IF_ERROR(data.string_map("files", t.dataset.files));
   VT_RETURN_IF_ERROR(data.string_map("eval_files", t.dataset.eval_files));
@@ -215,7 +69,7 @@ Status read_task(const Obj& root, Task& t) {
 
   VT_RETURN_IF_ERROR(root.string("loss", t.loss));
 
-  VT_ASSIGN_OR_RETURN(Obj opt, root.child("optimizer", false));
+  VT_ASSIGN_OR_RETURN(JsonFields opt, root.child("optimizer", false));
   VT_RETURN_IF_ERROR(opt.known_keys(
       {"beta1", "beta2", "eps", "lr", "momentum", "name", "nesterov", "weight_decay"}));
   VT_RETURN_IF_ERROR(opt.string("name", t.optimizer.name));
@@ -227,7 +81,7 @@ Status read_task(const Obj& root, Task& t) {
   VT_RETURN_IF_ERROR(opt.number("beta2", t.optimizer.beta2));
   VT_RETURN_IF_ERROR(opt.number("eps", t.optimizer.eps));
 
-  VT_ASSIGN_OR_RETURN(Obj sched, root.child("schedule", false));
+  VT_ASSIGN_OR_RETURN(JsonFields sched, root.child("schedule", false));
   VT_RETURN_IF_ERROR(sched.known_keys({"gamma", "min_lr", "name", "step_size", "warmup_steps"}));
   VT_RETURN_IF_ERROR(sched.string("name", t.schedule.name));
   VT_RETURN_IF_ERROR(sched.integer("step_size", t.schedule.step_size));
@@ -246,13 +100,13 @@ Status read_task(const Obj& root, Task& t) {
   VT_RETURN_IF_ERROR(root.string("determinism", t.determinism));
   VT_RETURN_IF_ERROR(root.string("precision", t.precision));
 
-  VT_ASSIGN_OR_RETURN(Obj fp, root.child("fingerprint", false));
+  VT_ASSIGN_OR_RETURN(JsonFields fp, root.child("fingerprint", false));
   VT_RETURN_IF_ERROR(fp.known_keys({"k", "tracking_k", "trail_interval"}));
   VT_RETURN_IF_ERROR(fp.integer("k", t.fingerprint.k));
   VT_RETURN_IF_ERROR(fp.integer("tracking_k", t.fingerprint.tracking_k));
   VT_RETURN_IF_ERROR(fp.integer("trail_interval", t.fingerprint.trail_interval));
 
-  VT_ASSIGN_OR_RETURN(Obj tol, root.child("tolerance", false));
+  VT_ASSIGN_OR_RETURN(JsonFields tol, root.child("tolerance", false));
   VT_RETURN_IF_ERROR(tol.known_keys({"atol", "max_outlier_fraction", "rel_l2", "rtol"}));
   VT_RETURN_IF_ERROR(tol.number("atol", t.tolerance.atol));
   VT_RETURN_IF_ERROR(tol.number("rtol", t.tolerance.rtol));
@@ -330,10 +184,11 @@ json task_json(const Task& t) {
 Result<Task> parse_task(std::string_view json_text, std::string_view where) {
   VT_ASSIGN_OR_RETURN(json value, parse_without_duplicates(json_text, where));
   if (!value.is_object()) {
-    return invalid_input(std::string(where) + ": expected a JSON object, got " + kind_of(value));
+    return invalid_input(std::string(where) + ": expected a JSON object, got " +
+                         (value.is_array() ? std::string("an array") : json_excerpt(value)));
   }
   Task task;
-  VT_RETURN_IF_ERROR(read_task(Obj(where, value, ""), task));
+  VT_RETURN_IF_ERROR(read_task(JsonFields(value, std::string(where), "", "the task"), task));
   VT_RETURN_IF_ERROR(validate_task(task, where));
   return task;
 }

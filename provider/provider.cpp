@@ -232,7 +232,7 @@ Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& op
   if (!log.notice().empty() && options.on_notice) options.on_notice(log.notice());
   // The pipeline overlaps training on the cores training leaves spare: with a hash pool and a
   // coding pool of one thread per core each beside its own, it put more runnable threads than
-  // cores beside training (issue 20; docs/benchmarks.md, "Provider overhead").
+  // cores beside training (docs/benchmarks.md, "Provider overhead").
   const std::size_t pipeline_threads = spare_threads(task, options);
   SnapshotStore store(workdir.snapshots_dir(), {options.full_every, pipeline_threads, 64});
 

@@ -16,18 +16,16 @@ Exit status: 0 written, 3 a task it does not cover, 2 bad input.
 import json
 import math
 import os
-import struct
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ref_common import (GOLDEN, blobs, epoch_order, images, learning_rate, mix, power,  # noqa: E402
-                        tokens, volumes)
+                        read_safetensors, tokens, volumes, write_safetensors)
 
 F = np.float32
 NOT_COVERED, BAD_INPUT = 3, 2
-DTYPES = {"F32": np.float32, "I64": np.int64, "U8": np.uint8}
 STREAM_DROPOUT, STREAM_INIT = 5, 6
 np.seterr(all="ignore")  # inf and NaN are values here, as in IEEE
 
@@ -572,41 +570,6 @@ def initial_params(task, shapes):
             values = np.full(count, F(1.0 if rule[0] == "ones" else 0.0))
         out[name] = values.astype(F).reshape(shape)
     return out
-
-
-# --- safetensors -------------------------------------------------------------------------
-def read_safetensors(path):
-    data = open(path, "rb").read()
-    (n,) = struct.unpack_from("<Q", data, 0)
-    header = json.loads(data[8:8 + n])
-    meta = header.pop("__metadata__", {})
-    tensors = {}
-    for name, info in header.items():
-        begin, end = info["data_offsets"]
-        dtype = DTYPES[info["dtype"]]
-        tensors[name] = np.frombuffer(data[8 + n + begin:8 + n + end], dtype=dtype).reshape(info["shape"]).copy()
-    return meta, tensors
-
-
-def write_safetensors(path, tensors, meta):
-    header, chunks, offset = {"__metadata__": meta}, [], 0
-    names = {F: "F32", np.int64: "I64", np.uint8: "U8"}
-    for name in sorted(tensors, key=lambda s: s.encode()):
-        t = np.asarray(tensors[name])
-        t = t if t.flags.c_contiguous else t.copy()  # (ascontiguousarray would make 0-d 1-d)
-        raw = t.tobytes()
-        header[name] = {"data_offsets": [offset, offset + len(raw)], "dtype": names[t.dtype.type],
-                        "shape": list(t.shape)}
-        chunks.append(raw)
-        offset += len(raw)
-    text = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(chunks))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 # --- the epoch ---------------------------------------------------------------------------

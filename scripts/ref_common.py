@@ -2,6 +2,10 @@
 (SplitMix64), the synthetic datasets, the data order and the learning-rate schedule. Plain Python
 and numpy, no torch: scripts/portable_ref.py replays portable epochs with numpy alone.
 """
+import json
+import os
+import struct
+
 import numpy as np
 
 MASK = (1 << 64) - 1
@@ -170,3 +174,46 @@ def learning_rate(task, step, epoch, total_steps):
     if step < s["warmup_steps"]:
         lr *= float(step + 1) / float(s["warmup_steps"])
     return lr
+
+
+# --- canonical safetensors (docs/snapshot.md), as numpy arrays ---------------------------
+SAFETENSORS_DTYPES = {"F32": np.float32, "I64": np.int64, "U8": np.uint8}
+
+
+def read_safetensors(path):
+    """(metadata, {name: array}); a dtype the references never meet is an error naming it."""
+    data = open(path, "rb").read()
+    (n,) = struct.unpack_from("<Q", data, 0)
+    header = json.loads(data[8:8 + n])
+    meta = header.pop("__metadata__", {})
+    tensors = {}
+    for name, info in header.items():
+        if info["dtype"] not in SAFETENSORS_DTYPES:
+            raise ValueError("%s: tensor %s has dtype %s, which the reference does not read"
+                             % (path, name, info["dtype"]))
+        begin, end = info["data_offsets"]
+        raw = data[8 + n + begin:8 + n + end]
+        tensors[name] = np.frombuffer(raw, dtype=SAFETENSORS_DTYPES[info["dtype"]]).reshape(info["shape"]).copy()
+    return meta, tensors
+
+
+def write_safetensors(path, tensors, meta):
+    """The canonical bytes: names in bytewise order, the header padded to 8, written atomically."""
+    names = {np.float32: "F32", np.int64: "I64", np.uint8: "U8"}
+    header, chunks, offset = {"__metadata__": meta}, [], 0
+    for name in sorted(tensors, key=lambda s: s.encode()):
+        t = np.asarray(tensors[name])
+        t = t if t.flags.c_contiguous else t.copy()  # (ascontiguousarray would make 0-d 1-d)
+        raw = t.tobytes()
+        header[name] = {"data_offsets": [offset, offset + len(raw)], "dtype": names[t.dtype.type],
+                        "shape": list(t.shape)}
+        chunks.append(raw)
+        offset += len(raw)
+    text = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(chunks))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)

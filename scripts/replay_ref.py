@@ -22,7 +22,6 @@ the documents are complete.
 import json
 import math
 import os
-import struct
 import sys
 
 import numpy as np
@@ -32,6 +31,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import replay_ref_data  # noqa: E402  (the sibling modules, wherever the script is run from)
+import ref_common  # noqa: E402
 from ref_common import blobs, epoch_order, held_out_rows, images, learning_rate, power  # noqa: E402
 
 NOT_COVERED, BAD_INPUT = 3, 2
@@ -41,7 +41,6 @@ SCHEDULE_DEFAULTS = {"name": "constant", "step_size": 1, "gamma": 0.1, "min_lr":
 MODEL_DEFAULTS = {"mlp": {"input_dim": 32, "hidden": 64, "layers": 2, "classes": 4},
                   "cnn": {"width": 16, "blocks": 1, "classes": 10}}
 SAMPLES_DEFAULT = {"mlp": 512, "cnn": 256}
-DTYPES = {"F32": (np.float32, 4), "I64": (np.int64, 8), "U8": (np.uint8, 1)}
 
 
 class NotCovered(Exception):
@@ -120,39 +119,15 @@ class HandAdam:
 
 # --- safetensors -------------------------------------------------------------------------
 def read_safetensors(path):
-    data = open(path, "rb").read()
-    (n,) = struct.unpack_from("<Q", data, 0)
-    header = json.loads(data[8:8 + n])
-    meta = header.pop("__metadata__", {})
-    tensors = {}
-    for name, info in header.items():
-        if info["dtype"] not in DTYPES:
-            raise SystemExit("%s: tensor %s has dtype %s, which the reference does not read" % (path, name, info["dtype"]))
-        begin, end = info["data_offsets"]
-        array = np.frombuffer(data, dtype=DTYPES[info["dtype"]][0], count=(end - begin) // DTYPES[info["dtype"]][1],
-                              offset=8 + n + begin)
-        tensors[name] = torch.from_numpy(array.copy()).reshape(info["shape"])
-    return meta, tensors
+    try:
+        meta, arrays = ref_common.read_safetensors(path)
+    except ValueError as e:
+        raise replay_ref_data.BadData(str(e))
+    return meta, {name: torch.from_numpy(a) for name, a in arrays.items()}
 
 
 def write_safetensors(path, tensors, meta):
-    names = sorted(tensors, key=lambda s: s.encode())
-    header, blobs_, offset = {"__metadata__": meta}, [], 0
-    for name in names:
-        t = tensors[name].detach().contiguous()
-        raw = t.numpy().tobytes()
-        dtype = {torch.float32: "F32", torch.int64: "I64", torch.uint8: "U8"}[t.dtype]
-        header[name] = {"data_offsets": [offset, offset + len(raw)], "dtype": dtype, "shape": list(t.shape)}
-        blobs_.append(raw)
-        offset += len(raw)
-    text = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs_))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    ref_common.write_safetensors(path, {n: t.detach().contiguous().numpy() for n, t in tensors.items()}, meta)
 
 
 # --- the epoch ---------------------------------------------------------------------------

@@ -11,7 +11,7 @@ PACKAGES=(
   libboost-dev                      # Asio and Beast (header-only)
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libxxhash-dev
   libgtest-dev
-  libgloo-dev                       # training/distributed.cpp: c10d ProcessGroupGloo headers (issue 19)
+  libgloo-dev                       # training/distributed.cpp: c10d ProcessGroupGloo headers (ranks)
   python3                           # the layering test, reference scripts
   python3-torch python3-numpy       # scripts/replay_ref.py: the independent reference replayer
   clang-tidy clang-format           # make lint (clang-tidy 14); the format check of make test

@@ -254,12 +254,6 @@ std::string environment_section(const Verdict& v) {
 
 }  // namespace
 
-std::vector<double> losses_from_log(std::span<const SignedRecord> records) {
-  std::vector<double> loss(records.size(), kNaN);
-  for (std::size_t i = 0; i < records.size(); ++i) loss[i] = records[i].record.metrics.loss;
-  return loss;
-}
-
 std::string render_html_report(const Verdict& v, std::span<const double> loss,
                                std::string_view verifier_fingerprint, std::string_view next_step) {
   const std::uint64_t n = std::max<std::uint64_t>(v.epochs, v.plan.epochs.size());

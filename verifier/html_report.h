@@ -18,9 +18,6 @@
 
 namespace vt::verifier {
 
-// metrics.loss of each record, indexed by epoch (records[i] is epoch i); NaN where absent.
-std::vector<double> losses_from_log(std::span<const SignedRecord> records);
-
 // `loss[e]` is epoch e's mean training loss (epoch 0, the initial state, is not plotted).
 // `verifier_fingerprint` is PublicKey::fingerprint() of the signing key, or empty.
 // `next_step`: on a rejection, the command a person runs next (an audit of the first failed

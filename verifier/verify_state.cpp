@@ -10,6 +10,8 @@
 
 #include "common/file_io.h"
 #include "common/json.h"
+#include "common/json_fields.h"
+#include "common/json_number.h"
 
 namespace vt::verifier {
 namespace {
@@ -19,122 +21,7 @@ using nlohmann::json;
 
 constexpr std::size_t kMaxStateFile = 16u << 20;  // one check with its notes; generous
 
-json number(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return v;
-}
-
-// Reading with a path for messages: every accessor names the field it failed on.
-class Reader {
- public:
-  Reader(const json& j, std::string where) : j_(j), where_(std::move(where)) {}
-  Error error(std::string_view field, std::string_view expected) const {
-    return invalid_input(where_ + ": " + std::string(field) + ": expected " +
-                         std::string(expected));
-  }
-  Result<const json*> at(const char* field) const {
-    if (!j_.is_object() || !j_.contains(field))
-      return invalid_input(where_ + ": " + field + ": missing");
-    return &j_.at(field);
-  }
-  Result<double> real(const char* field) const {
-    VT_ASSIGN_OR_RETURN(const json* v, at(field));
-    if (v->is_number()) return v->get<double>();
-    if (*v == "nan") return std::numeric_limits<double>::quiet_NaN();
-    if (*v == "inf") return std::numeric_limits<double>::infinity();
-    if (*v == "-inf") return -std::numeric_limits<double>::infinity();
-    return error(field, "a number");
-  }
-  Result<std::uint64_t> count(const char* field) const {
-    VT_ASSIGN_OR_RETURN(const json* v, at(field));
-    if (!v->is_number_unsigned()) return error(field, "an unsigned integer");
-    return v->get<std::uint64_t>();
-  }
-  Result<bool> flag(const char* field) const {
-    VT_ASSIGN_OR_RETURN(const json* v, at(field));
-    if (!v->is_boolean()) return error(field, "true or false");
-    return v->get<bool>();
-  }
-  Result<std::string> text(const char* field) const {
-    VT_ASSIGN_OR_RETURN(const json* v, at(field));
-    if (!v->is_string()) return error(field, "a string");
-    return v->get<std::string>();
-  }
-  Result<std::vector<std::string>> texts(const char* field) const {
-    VT_ASSIGN_OR_RETURN(const json* v, at(field));
-    if (!v->is_array()) return error(field, "an array of strings");
-    std::vector<std::string> out;
-    for (const json& s : *v) {
-      if (!s.is_string()) return error(field, "an array of strings");
-      out.push_back(s.get<std::string>());
-    }
-    return out;
-  }
-  const std::string& where() const { return where_; }
-
- private:
-  const json& j_;
-  std::string where_;
-};
-
-json comparison_json(const fp::Comparison& c) {
-  json first = nullptr;
-  if (c.first_mismatch) {
-    const fp::MismatchLocation& m = *c.first_mismatch;
-    first = {{"tensor", m.tensor},           {"index", m.index},
-             {"replay_bits", m.replay_bits}, {"committed_bits", m.committed_bits},
-             {"replay", number(m.replay)},   {"committed", number(m.committed)}};
-  }
-  return {{"mode", fp::compare_mode_name(c.mode)},
-          {"atol", number(c.thresholds.atol)},
-          {"rtol", number(c.thresholds.rtol)},
-          {"rel_l2_limit", number(c.thresholds.rel_l2)},
-          {"max_outlier_fraction", number(c.thresholds.max_outlier_fraction)},
-          {"compared", c.compared},
-          {"mismatches", c.mismatches},
-          {"nonfinite_mismatches", c.nonfinite_mismatches},
-          {"allowed_mismatches", c.allowed_mismatches},
-          {"max_abs_diff", number(c.max_abs_diff)},
-          {"max_rel_diff", number(c.max_rel_diff)},
-          {"rel_l2", number(c.rel_l2)},
-          {"first_mismatch", std::move(first)},
-          {"match", c.match}};
-}
-
-Result<std::optional<fp::Comparison>> comparison_from(const json& j, const std::string& where) {
-  if (j.is_null()) return std::optional<fp::Comparison>();
-  Reader r(j, where);
-  fp::Comparison c;
-  VT_ASSIGN_OR_RETURN(std::string mode, r.text("mode"));
-  if (mode != "exact" && mode != "tolerance") return r.error("mode", "\"exact\" or \"tolerance\"");
-  c.mode = mode == "exact" ? fp::CompareMode::kExact : fp::CompareMode::kTolerance;
-  VT_ASSIGN_OR_RETURN(c.thresholds.atol, r.real("atol"));
-  VT_ASSIGN_OR_RETURN(c.thresholds.rtol, r.real("rtol"));
-  VT_ASSIGN_OR_RETURN(c.thresholds.rel_l2, r.real("rel_l2_limit"));
-  VT_ASSIGN_OR_RETURN(c.thresholds.max_outlier_fraction, r.real("max_outlier_fraction"));
-  VT_ASSIGN_OR_RETURN(c.compared, r.count("compared"));
-  VT_ASSIGN_OR_RETURN(c.mismatches, r.count("mismatches"));
-  VT_ASSIGN_OR_RETURN(c.nonfinite_mismatches, r.count("nonfinite_mismatches"));
-  VT_ASSIGN_OR_RETURN(c.allowed_mismatches, r.count("allowed_mismatches"));
-  VT_ASSIGN_OR_RETURN(c.max_abs_diff, r.real("max_abs_diff"));
-  VT_ASSIGN_OR_RETURN(c.max_rel_diff, r.real("max_rel_diff"));
-  VT_ASSIGN_OR_RETURN(c.rel_l2, r.real("rel_l2"));
-  VT_ASSIGN_OR_RETURN(c.match, r.flag("match"));
-  VT_ASSIGN_OR_RETURN(const json* first, r.at("first_mismatch"));
-  if (!first->is_null()) {
-    Reader m(*first, where + ".first_mismatch");
-    fp::MismatchLocation loc;
-    VT_ASSIGN_OR_RETURN(loc.tensor, m.text("tensor"));
-    VT_ASSIGN_OR_RETURN(loc.index, m.count("index"));
-    VT_ASSIGN_OR_RETURN(loc.replay_bits, m.text("replay_bits"));
-    VT_ASSIGN_OR_RETURN(loc.committed_bits, m.text("committed_bits"));
-    VT_ASSIGN_OR_RETURN(loc.replay, m.real("replay"));
-    VT_ASSIGN_OR_RETURN(loc.committed, m.real("committed"));
-    c.first_mismatch = std::move(loc);
-  }
-  return std::optional<fp::Comparison>(std::move(c));
-}
+json number(double v) { return json_number(v); }
 
 json eval_claim_json(const std::optional<EvalClaim>& e) {
   if (!e) return nullptr;
@@ -143,17 +30,29 @@ json eval_claim_json(const std::optional<EvalClaim>& e) {
           {"examples", e->examples}};
 }
 
-Result<std::optional<EvalClaim>> eval_claim_from(const json& j, const std::string& where) {
-  if (j.is_null()) return std::optional<EvalClaim>();
-  Reader r(j, where);
+Result<std::optional<EvalClaim>> eval_claim_from(const JsonFields& parent, std::string_view key) {
+  VT_ASSIGN_OR_RETURN(const json* v, parent.find(key, true, "an object or null"));
+  if (v->is_null()) return std::optional<EvalClaim>();
+  VT_ASSIGN_OR_RETURN(JsonFields r, parent.child(key, true));
   EvalClaim e;
-  VT_ASSIGN_OR_RETURN(e.loss, r.real("loss"));
-  VT_ASSIGN_OR_RETURN(const json* accuracy, r.at("accuracy"));
+  VT_RETURN_IF_ERROR(r.number_or_null("loss", e.loss, true));
+  VT_ASSIGN_OR_RETURN(const json* accuracy, r.find("accuracy", true, "a number or null"));
   if (!accuracy->is_null()) {
-    VT_ASSIGN_OR_RETURN(e.accuracy, r.real("accuracy"));
+    double a = 0.0;
+    VT_RETURN_IF_ERROR(r.number("accuracy", a, true));
+    e.accuracy = a;
   }
-  VT_ASSIGN_OR_RETURN(e.examples, r.count("examples"));
+  VT_RETURN_IF_ERROR(r.unsigned64("examples", e.examples, true));
   return std::optional<EvalClaim>(e);
+}
+
+// A comparison field, or null when the check made none.
+Result<std::optional<fp::Comparison>> comparison_from(const JsonFields& parent,
+                                                      std::string_view key) {
+  VT_ASSIGN_OR_RETURN(const json* v, parent.find(key, true, "a comparison or null"));
+  if (v->is_null()) return std::optional<fp::Comparison>();
+  VT_ASSIGN_OR_RETURN(fp::Comparison c, fp::comparison_from_json(*v, parent.path_of(key)));
+  return std::optional<fp::Comparison>(std::move(c));
 }
 
 json policy_json(const PolicyRequest& p) {
@@ -170,23 +69,25 @@ json policy_json(const PolicyRequest& p) {
           {"economics", std::move(economics)}};
 }
 
-Result<PolicyRequest> policy_from(const json& j, const std::string& where) {
-  Reader r(j, where);
+Result<PolicyRequest> policy_from(const JsonFields& parent) {
+  VT_ASSIGN_OR_RETURN(JsonFields r, parent.child("policy", true));
   PolicyRequest p;
-  VT_ASSIGN_OR_RETURN(p.confidence, r.real("confidence"));
-  VT_ASSIGN_OR_RETURN(p.cheat_fraction, r.real("cheat_fraction"));
-  VT_ASSIGN_OR_RETURN(const json* fixed, r.at("check_probability"));
+  VT_RETURN_IF_ERROR(r.number_or_null("confidence", p.confidence, true));
+  VT_RETURN_IF_ERROR(r.number_or_null("cheat_fraction", p.cheat_fraction, true));
+  VT_ASSIGN_OR_RETURN(const json* fixed, r.find("check_probability", true, "a number or null"));
   if (!fixed->is_null()) {
-    VT_ASSIGN_OR_RETURN(p.check_probability, r.real("check_probability"));
+    double q = 0.0;
+    VT_RETURN_IF_ERROR(r.number("check_probability", q, true));
+    p.check_probability = q;
   }
-  VT_ASSIGN_OR_RETURN(const json* e, r.at("economics"));
+  VT_ASSIGN_OR_RETURN(const json* e, r.find("economics", true, "an object or null"));
   if (!e->is_null()) {
-    Reader er(*e, where + ".economics");
+    VT_ASSIGN_OR_RETURN(JsonFields er, r.child("economics", true));
     EconomicsRequest econ;
-    VT_ASSIGN_OR_RETURN(econ.reward, er.real("reward"));
-    VT_ASSIGN_OR_RETURN(econ.penalty, er.real("penalty"));
-    VT_ASSIGN_OR_RETURN(econ.cost, er.real("cost"));
-    VT_ASSIGN_OR_RETURN(econ.cost_basis, er.text("cost_basis"));
+    VT_RETURN_IF_ERROR(er.number_or_null("reward", econ.reward, true));
+    VT_RETURN_IF_ERROR(er.number_or_null("penalty", econ.penalty, true));
+    VT_RETURN_IF_ERROR(er.number_or_null("cost", econ.cost, true));
+    VT_RETURN_IF_ERROR(er.string("cost_basis", econ.cost_basis, true));
     p.economics = std::move(econ);
   }
   return p;
@@ -205,8 +106,8 @@ nlohmann::json epoch_check_to_json(const EpochCheck& c) {
   return {{"epoch", c.epoch},
           {"passed", c.passed},
           {"failures", c.failures},
-          {"fingerprint", c.fingerprint ? comparison_json(*c.fingerprint) : json(nullptr)},
-          {"full_state", c.full_state ? comparison_json(*c.full_state) : json(nullptr)},
+          {"fingerprint", c.fingerprint ? fp::comparison_to_json(*c.fingerprint) : json(nullptr)},
+          {"full_state", c.full_state ? fp::comparison_to_json(*c.full_state) : json(nullptr)},
           {"replay_root_matches", c.replay_root_matches},
           {"replay_root", hex_encode(c.replay_root)},
           {"replay_seconds", number(c.replay_seconds)},
@@ -223,38 +124,37 @@ nlohmann::json epoch_check_to_json(const EpochCheck& c) {
 }
 
 Result<EpochCheck> epoch_check_from_json(const nlohmann::json& j, std::string_view where) {
-  const std::string w(where);
-  Reader r(j, w);
+  const JsonFields r(j, std::string(where));
   EpochCheck c;
-  VT_ASSIGN_OR_RETURN(c.epoch, r.count("epoch"));
-  VT_ASSIGN_OR_RETURN(c.passed, r.flag("passed"));
-  VT_ASSIGN_OR_RETURN(c.failures, r.texts("failures"));
-  VT_ASSIGN_OR_RETURN(const json* f, r.at("fingerprint"));
-  VT_ASSIGN_OR_RETURN(c.fingerprint, comparison_from(*f, w + ".fingerprint"));
-  VT_ASSIGN_OR_RETURN(const json* s, r.at("full_state"));
-  VT_ASSIGN_OR_RETURN(c.full_state, comparison_from(*s, w + ".full_state"));
-  VT_ASSIGN_OR_RETURN(c.replay_root_matches, r.flag("replay_root_matches"));
-  VT_ASSIGN_OR_RETURN(std::string root, r.text("replay_root"));
-  VT_ASSIGN_OR_RETURN(c.replay_root, digest_from_hex(root, w + ".replay_root"));
-  VT_ASSIGN_OR_RETURN(c.replay_seconds, r.real("replay_seconds"));
-  VT_ASSIGN_OR_RETURN(c.bytes_fetched, r.count("bytes_fetched"));
-  VT_ASSIGN_OR_RETURN(c.after_fetched, r.flag("after_fetched"));
-  VT_ASSIGN_OR_RETURN(c.replay_notes, r.texts("replay_notes"));
-  VT_ASSIGN_OR_RETURN(c.claimed_loss, r.real("claimed_loss"));
-  VT_ASSIGN_OR_RETURN(const json* loss, r.at("replay_loss"));
+  VT_RETURN_IF_ERROR(r.unsigned64("epoch", c.epoch, true));
+  VT_RETURN_IF_ERROR(r.boolean("passed", c.passed, true));
+  VT_RETURN_IF_ERROR(r.strings("failures", c.failures, true));
+  VT_ASSIGN_OR_RETURN(c.fingerprint, comparison_from(r, "fingerprint"));
+  VT_ASSIGN_OR_RETURN(c.full_state, comparison_from(r, "full_state"));
+  VT_RETURN_IF_ERROR(r.boolean("replay_root_matches", c.replay_root_matches, true));
+  std::string root;
+  VT_RETURN_IF_ERROR(r.string("replay_root", root, true));
+  VT_ASSIGN_OR_RETURN(c.replay_root, digest_from_hex(root, r.path_of("replay_root")));
+  VT_RETURN_IF_ERROR(r.number_or_null("replay_seconds", c.replay_seconds, true));
+  VT_RETURN_IF_ERROR(r.unsigned64("bytes_fetched", c.bytes_fetched, true));
+  VT_RETURN_IF_ERROR(r.boolean("after_fetched", c.after_fetched, true));
+  VT_RETURN_IF_ERROR(r.strings("replay_notes", c.replay_notes, true));
+  VT_RETURN_IF_ERROR(r.number_or_null("claimed_loss", c.claimed_loss, true));
+  VT_ASSIGN_OR_RETURN(const json* loss, r.find("replay_loss", true, "a number or null"));
   if (!loss->is_null()) {
-    VT_ASSIGN_OR_RETURN(c.replay_loss, r.real("replay_loss"));
+    double replayed = 0.0;
+    VT_RETURN_IF_ERROR(r.number_or_null("replay_loss", replayed, true));
+    c.replay_loss = replayed;
   }
-  VT_ASSIGN_OR_RETURN(c.loss_verified, r.flag("loss_verified"));
-  VT_ASSIGN_OR_RETURN(c.trail_verified, r.flag("trail_verified"));
-  VT_ASSIGN_OR_RETURN(const json* claimed_eval, r.at("claimed_eval"));
-  VT_ASSIGN_OR_RETURN(c.claimed_eval, eval_claim_from(*claimed_eval, w + ".claimed_eval"));
-  VT_ASSIGN_OR_RETURN(const json* replay_eval, r.at("replay_eval"));
-  VT_ASSIGN_OR_RETURN(c.replay_eval, eval_claim_from(*replay_eval, w + ".replay_eval"));
-  VT_ASSIGN_OR_RETURN(c.eval_status, r.text("eval_status"));
+  VT_RETURN_IF_ERROR(r.boolean("loss_verified", c.loss_verified, true));
+  VT_RETURN_IF_ERROR(r.boolean("trail_verified", c.trail_verified, true));
+  VT_ASSIGN_OR_RETURN(c.claimed_eval, eval_claim_from(r, "claimed_eval"));
+  VT_ASSIGN_OR_RETURN(c.replay_eval, eval_claim_from(r, "replay_eval"));
+  VT_RETURN_IF_ERROR(r.string("eval_status", c.eval_status, true));
   if (c.eval_status != "claimed" && c.eval_status != "verified" &&
       c.eval_status != "within_tolerance") {
-    return r.error("eval_status", "\"claimed\", \"verified\" or \"within_tolerance\"");
+    return r.wrong("eval_status", "\"claimed\", \"verified\" or \"within_tolerance\"",
+                   c.eval_status);
   }
   return c;
 }
@@ -285,18 +185,20 @@ Result<VerifyState> load_state(const fs::path& dir) {
                          "never got as far as drawing its challenges)");
   }
   VT_ASSIGN_OR_RETURN(json j, read_json_file(file));
-  Reader r(j, file.string());
-  VT_ASSIGN_OR_RETURN(std::string format, r.text("format"));
-  if (format != kVerifyStateFormat)
-    return r.error("format", std::string(kVerifyStateFormat).insert(0, 1, '"') + '"');
+  const JsonFields r(j, file.string());
+  std::string format;
+  VT_RETURN_IF_ERROR(r.string("format", format, true));
+  if (format != kVerifyStateFormat) {
+    return r.wrong("format", "\"" + std::string(kVerifyStateFormat) + "\" (start a new verify)",
+                   format);
+  }
   sweep_temp_files(dir);
   VerifyState s;
-  VT_ASSIGN_OR_RETURN(s.task_id, r.text("task_id"));
-  VT_ASSIGN_OR_RETURN(s.log_head, r.text("log_head"));
-  VT_ASSIGN_OR_RETURN(s.seed_hex, r.text("seed"));
-  VT_ASSIGN_OR_RETURN(s.seed_given, r.flag("seed_given"));
-  VT_ASSIGN_OR_RETURN(const json* policy, r.at("policy"));
-  VT_ASSIGN_OR_RETURN(s.policy, policy_from(*policy, file.string() + ": policy"));
+  VT_RETURN_IF_ERROR(r.string("task_id", s.task_id, true));
+  VT_RETURN_IF_ERROR(r.string("log_head", s.log_head, true));
+  VT_RETURN_IF_ERROR(r.string("seed", s.seed_hex, true));
+  VT_RETURN_IF_ERROR(r.boolean("seed_given", s.seed_given, true));
+  VT_ASSIGN_OR_RETURN(s.policy, policy_from(r));
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     if (!name.starts_with("epoch-") || !name.ends_with(".json"))

@@ -4,7 +4,7 @@
 // epochs it already judged.
 //
 //   DIR/.verify-state/            0700
-//     state.json                  0600  {"format":"veritrain.verify-state.v1","task_id":hex,
+//     state.json                  0600  {"format":"veritrain.verify-state.v3","task_id":hex,
 //                                        "log_head":hex,"seed":hex,"seed_given":bool,"policy":{...}}
 //     epoch-<E>.json              0600  one judged epoch, written when its result is known
 //
@@ -25,8 +25,8 @@
 
 namespace vt::verifier {
 
-inline constexpr std::string_view kVerifyStateFormat =
-    "veritrain.verify-state.v2";  // v2: held-out metrics
+// v2: held-out metrics; v3: comparisons in the schema of verdicts (fp::comparison_to_json).
+inline constexpr std::string_view kVerifyStateFormat = "veritrain.verify-state.v3";
 
 struct VerifyState {
   std::string task_id;      // hex
@@ -47,7 +47,8 @@ Status save_check(const std::filesystem::path& dir, const EpochCheck& check);
 // Reads state.json and every epoch file. Errors (invalid input) name the file and the field.
 Result<VerifyState> load_state(const std::filesystem::path& dir);
 
-// An EpochCheck as stored here, and back; exact for every field (non-finite numbers as strings).
+// An EpochCheck as stored here, and back; a number that was not finite is null and reads back as
+// NaN, as in verdicts.
 nlohmann::json epoch_check_to_json(const EpochCheck& check);
 Result<EpochCheck> epoch_check_from_json(const nlohmann::json& j, std::string_view where);
 

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "common/json.h"
+#include "common/json_fields.h"
 
 namespace vt::wire {
 namespace {
@@ -17,11 +18,6 @@ static_assert(std::size(kNames) == kMaxMessageType + 1);
 template <typename T>
 Parsed<T> fail(FrameErrc errc, std::string message) {
   return Parsed<T>{std::nullopt, FrameError{errc, std::move(message)}};
-}
-
-std::string field_error(const Frame& frame, std::string_view field, std::string_view expected) {
-  return std::string(message_name(frame.type)) + " header: field \"" + std::string(field) + "\" " +
-         std::string(expected);
 }
 
 }  // namespace
@@ -165,19 +161,23 @@ Bytes encode_error(std::string_view code, std::string_view message) {
                       {{"code", std::string(code)}, {"message", std::string(message)}});
 }
 
+// A header's fields read as every other document's (common/json_fields.h): "hello header:
+// token: expected a string, got 7".
+JsonFields header_fields(const Frame& frame) {
+  return JsonFields(frame.header, std::string(message_name(frame.type)) + " header", "",
+                    "the header");
+}
+
 Result<std::uint64_t> get_u64(const Frame& frame, std::string_view field) {
-  auto it = frame.header.find(field);
-  if (it == frame.header.end()) return invalid_input(field_error(frame, field, "is missing"));
-  if (!it->is_number_unsigned())
-    return invalid_input(field_error(frame, field, "must be a non-negative integer"));
-  return it->get<std::uint64_t>();
+  std::uint64_t out = 0;
+  VT_RETURN_IF_ERROR(header_fields(frame).unsigned64(field, out, true));
+  return out;
 }
 
 Result<std::string> get_string(const Frame& frame, std::string_view field) {
-  auto it = frame.header.find(field);
-  if (it == frame.header.end()) return invalid_input(field_error(frame, field, "is missing"));
-  if (!it->is_string()) return invalid_input(field_error(frame, field, "must be a string"));
-  return it->get<std::string>();
+  std::string out;
+  VT_RETURN_IF_ERROR(header_fields(frame).string(field, out, true));
+  return out;
 }
 
 Result<Digest> get_digest(const Frame& frame, std::string_view field) {
@@ -186,10 +186,9 @@ Result<Digest> get_digest(const Frame& frame, std::string_view field) {
 }
 
 Result<std::optional<std::string>> get_optional_string(const Frame& frame, std::string_view field) {
-  auto it = frame.header.find(field);
-  if (it == frame.header.end() || it->is_null()) return std::optional<std::string>{};
-  if (!it->is_string()) return invalid_input(field_error(frame, field, "must be a string"));
-  return std::optional<std::string>{it->get<std::string>()};
+  std::optional<std::string> out;
+  VT_RETURN_IF_ERROR(header_fields(frame).optional_string(field, out));
+  return out;
 }
 
 }  // namespace vt::wire

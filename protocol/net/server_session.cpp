@@ -39,14 +39,19 @@ void Session::pushed_out() {
 
 net::awaitable<void> Session::send(MessageType type, const json& header, ByteSpan payload) {
   Bytes head = wire::encode_head(type, header, static_cast<std::uint32_t>(payload.size()));
-  watchdog_.arm(limits_.write_timeout);
   // Buffers are built outside co_await: GCC 12 miscompiles braced lists in a co_await
   // expression ("array used as initializer"), so every header below is a local too.
   std::vector<asio::const_buffer> buffers{asio::buffer(head),
                                           asio::buffer(payload.data(), payload.size())};
+  co_await write(buffers, head.size() + payload.size());
+}
+
+net::awaitable<void> Session::write(const std::vector<asio::const_buffer>& buffers,
+                                    std::size_t bytes) {
+  watchdog_.arm(limits_.write_timeout);
   co_await stream_.write_all(buffers);
   watchdog_.disarm();
-  server_.metrics->add_bytes_sent(head.size() + payload.size());
+  server_.metrics->add_bytes_sent(bytes);
   // The TLS stream only yields when the socket is full, so a fast reader could keep this thread
   // for a whole snapshot; one turn per frame lets the other connections on it move too.
   co_await asio::post(executor_, net::use_awaitable);
@@ -54,8 +59,9 @@ net::awaitable<void> Session::send(MessageType type, const json& header, ByteSpa
 
 net::awaitable<void> Session::send_error(const Reply& reply) {
   server_.metrics->count_error(reply.code);
-  json header = {{"code", reply.code}, {"message", reply.message}};
-  co_await send(MessageType::kError, header);
+  const Bytes frame = wire::encode_error(reply.code, reply.message);
+  std::vector<asio::const_buffer> buffers{asio::buffer(frame)};
+  co_await write(buffers, frame.size());
 }
 
 net::awaitable<void> Session::run() {

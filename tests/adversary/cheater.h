@@ -39,7 +39,7 @@ enum class Strategy {
   kForgedStart,   // epoch 0 only: commit a state not derived from the task's seed
 };
 
-// The ten strategies issue 10 lists, in its order.
+// The ten cheating strategies of docs/reliability.md, in its order.
 const std::vector<Strategy>& epoch_strategies();
 std::string strategy_name(Strategy s);  // "skip_epoch", ...
 

@@ -1,4 +1,4 @@
-// Issue 18, test 1: sklearn's digits as a `tensors` dataset (scripts/make_digits.py). The mlp
+// sklearn's digits as a `tensors` dataset (scripts/make_digits.py). The mlp
 // trained by `veritrain train` reaches >= 90 % held-out accuracy, `veritrain verify` accepts the
 // workdir with the held-out metrics verified bit for bit, and a provider that trains one epoch
 // with another learning rate, or claims a better held-out accuracy than it reached, is rejected.

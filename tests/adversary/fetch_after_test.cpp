@@ -1,5 +1,6 @@
-// Which committed states an exact check fetches (issue 20): the state before the epoch always;
-// the state after it only when something needs it (docs/verifier.md, "What crosses the network").
+// Which committed states an exact check fetches (docs/verifier.md, "What crosses the network"): the
+// state before the epoch always; the state after it only when something needs it (docs/verifier.md,
+// "What crosses the network").
 
 #include <gtest/gtest.h>
 

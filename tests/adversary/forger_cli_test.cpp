@@ -1,4 +1,4 @@
-// Issue 15 through the `veritrain` binary: what a provider gets wrong is exit 1 with a signed
+// The forger through the `veritrain` binary: what a provider gets wrong is exit 1 with a signed
 // verdict.json; exit 2 is the verifier's own inputs; the trust anchor on verify, log verify and
 // audit; the persistent verifier key; `verdict check`.
 

@@ -1,4 +1,4 @@
-// Issue 15: a provider holding its own key rewrites a finished workdir (tests/adversary/forger.h)
+// A provider holding its own key rewrites a finished workdir (tests/adversary/forger.h)
 // and re-signs it. Every such cheat ends in a rejection that names the epoch and the cause; the
 // same harness with an edit that changes nothing is accepted, so each test can fail.
 

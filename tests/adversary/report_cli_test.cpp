@@ -1,4 +1,4 @@
-// Issue 22 through the `veritrain` binary: `verify --reward --penalty --cost` sets p from the
+// Through the `veritrain` binary: `verify --reward --penalty --cost` sets p from the
 // economics and says what it guarantees; report.html and the auditor's page, opened in headless
 // Chromium, log nothing and fit 1280 px; a rejection names the audit command, which runs as
 // printed. VT_SCREENSHOT_DIR=DIR keeps a PNG of each page there (docs/ holds the README's).

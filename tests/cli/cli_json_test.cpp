@@ -1,4 +1,4 @@
-// The command line for people and scripts (issue 22): --json anywhere, `ok` and `kind` in every
+// The command line for people and scripts (docs/cli.md): --json anywhere, `ok` and `kind` in every
 // JSON result, JSON usage errors, did-you-mean, environment variables, the light executable,
 // `plan` without a GPU, train's certificate, metrics and health.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Issue 18, test 2 (the gpt half): the fortunes text (Debian's `fortunes`, megabytes of real
+// The gpt on the fortunes text (Debian's `fortunes`, megabytes of real
 // English) as a byte-level u16 `tokens` file. A small gpt trained by `veritrain train` ends with
 // a held-out loss below the unigram entropy of the text, which it can only reach by learning
 // which byte follows which; `veritrain verify` replays every epoch and accepts, the held-out

@@ -56,7 +56,7 @@ TEST(Planes, SplitMergeRoundTripsEveryWordKind) {
     Bytes planes(in.size()), back(in.size());
     split_planes(kind, in, planes);
     merge_planes(kind, planes, back);
-    EXPECT_EQ(back, in) << word_kind_name(kind);
+    EXPECT_EQ(back, in) << "word kind " << static_cast<int>(kind);
   }
 }
 
@@ -91,7 +91,7 @@ TEST(Planes, DeltaRoundTripsEveryWidthIncludingWraparound) {
     Bytes back(n * w);
     ASSERT_TRUE(
         undelta_planes(kind, before, mask, ByteSpan(diffs).first(changed * w), changed, back).ok());
-    EXPECT_EQ(back, after) << word_kind_name(kind);
+    EXPECT_EQ(back, after) << "word kind " << static_cast<int>(kind);
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "common/json.h"
 #include "fingerprint/merkle.h"
+#include "tests/fingerprint/plan_check.h"
 
 namespace vt::fp {
 namespace {

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "common/sha256.h"
+#include "tests/fingerprint/plan_check.h"
 
 namespace vt::fp {
 namespace {

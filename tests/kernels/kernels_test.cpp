@@ -47,7 +47,7 @@ std::vector<float> naive_product(std::int64_t m, std::int64_t n, std::int64_t k,
 }
 
 TEST(Gemm, EveryOutputIsOneChainOverKAtAnyShapeStrideAndThreadCount) {
-  const std::int64_t shapes[][3] = {{1, 1, 1},   {7, 5, 3},     {33, 17, 300},
+  const std::int64_t shapes[][3] = {{1, 1, 1},    {7, 5, 3},      {33, 17, 300},
                                     {97, 260, 9}, {130, 33, 513}, {8, 32, 256}};
   for (int threads : {1, 3}) {
     set_threads(threads);
@@ -80,13 +80,12 @@ TEST(Gemm, BatchedProductsAreIndependent) {
   const auto a = random_floats(static_cast<std::size_t>(batch * m * k), 3);
   const auto b = random_floats(static_cast<std::size_t>(batch * k * n), 4);
   std::vector<float> c(static_cast<std::size_t>(batch * m * n));
-  gemm(batch, m, n, k, {a.data(), k, 1}, m * k, {b.data(), n, 1}, k * n, c.data(), n, m * n,
-       false);
+  gemm(batch, m, n, k, {a.data(), k, 1}, m * k, {b.data(), n, 1}, k * n, c.data(), n, m * n, false);
   for (std::int64_t i = 0; i < batch; ++i) {
-    const auto one = naive_product(m, n, k, {a.data() + i * m * k, k, 1},
-                                   {b.data() + i * k * n, n, 1});
-    EXPECT_TRUE(same_bits(std::vector<float>(c.begin() + i * m * n, c.begin() + (i + 1) * m * n),
-                          one))
+    const auto one =
+        naive_product(m, n, k, {a.data() + i * m * k, k, 1}, {b.data() + i * k * n, n, 1});
+    EXPECT_TRUE(
+        same_bits(std::vector<float>(c.begin() + i * m * n, c.begin() + (i + 1) * m * n), one))
         << "problem " << i;
   }
 }

@@ -36,7 +36,7 @@ TEST(Frame, RoundTrip) {
   EXPECT_FALSE(get_u64(*r.frame.value, "codec").ok());
   EXPECT_NE(get_u64(*r.frame.value, "offset")
                 .error()
-                .message.find("get_snapshot header: field \"offset\" is missing"),
+                .message.find("get_snapshot header: offset: missing; expected an unsigned integer"),
             std::string::npos);
 }
 

@@ -383,7 +383,7 @@ TEST(CommitLog, WireFormRoundTripsAndIsStrict) {
   append_bytes(as_integer, as_bytes(hex_encode(key.sign(as_bytes(integral_body)))));
   as_integer.push_back('\n');
   EXPECT_EQ(decode_record(as_integer, "msg").error().message,
-            "msg: metrics.seconds: expected a number with a fraction or exponent");
+            "msg: metrics.seconds: expected a number with a fraction or exponent, got 2");
   json extra = json::parse(s.body);
   extra["note"] = "x";
   std::string extra_body = extra.dump();
@@ -391,7 +391,13 @@ TEST(CommitLog, WireFormRoundTripsAndIsStrict) {
   unknown.push_back('\t');
   append_bytes(unknown, as_bytes(hex_encode(key.sign(as_bytes(extra_body)))));
   unknown.push_back('\n');
-  EXPECT_EQ(decode_record(unknown, "msg").error().message, "msg: note: unknown field");
+  EXPECT_EQ(decode_record(unknown, "msg")
+                .error()
+                .message.rfind("msg: note: unknown field (a record "
+                               "has: data_order_digest, ",
+                               0),
+            0u)
+      << decode_record(unknown, "msg").error().message;
 }
 
 }  // namespace
@@ -428,7 +434,7 @@ TEST(CommitLog, EvalMetricsRoundTripAndAreStrict) {
   append_bytes(line, as_bytes(hex_encode(key.sign(as_bytes(body)))));
   line.push_back('\n');
   EXPECT_EQ(decode_record(line, "msg").error().message,
-            "msg: metrics.eval.accuracy: expected a number with a fraction or exponent in [0, 1]");
+            "msg: metrics.eval.accuracy: expected a number with a fraction or exponent, got 1");
 }
 
 }  // namespace vt

@@ -1,4 +1,4 @@
-// CUDA replays land on the same bits (issue 4), and a snapshot written on the GPU machine loads
+// CUDA replays land on the same bits, and a snapshot written on the GPU machine loads
 // with Python's safetensors. Labelled `gpu`: every test skips without CUDA, so CI (CPU only)
 // passes them as skipped; scripts/gpu-build.sh runs them on the CUDA machine.
 #include <gtest/gtest.h>

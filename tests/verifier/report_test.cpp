@@ -14,6 +14,13 @@
 namespace vt::verifier {
 namespace {
 
+// metrics.loss of each record, indexed by epoch: what a report plots.
+std::vector<double> losses_from_log(std::span<const SignedRecord> records) {
+  std::vector<double> loss;
+  for (const SignedRecord& r : records) loss.push_back(r.record.metrics.loss);
+  return loss;
+}
+
 fp::Comparison comparison(std::uint64_t mismatches, double rel_l2, bool match) {
   fp::Comparison c;
   c.mode = fp::CompareMode::kTolerance;

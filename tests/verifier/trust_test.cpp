@@ -1,4 +1,4 @@
-// The verifier's trust anchor and signed verdicts (issue 15): --provider-key parsing, verdicts
+// The verifier's trust anchor and signed verdicts: --provider-key parsing, verdicts
 // that name both keys and refuse to be read without them, and a provider's bytes that cannot
 // stop its verdict from being written.
 #include <gtest/gtest.h>

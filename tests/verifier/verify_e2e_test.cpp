@@ -123,7 +123,7 @@ TEST(VerifyE2E, ATamperedStoredSnapshotIsRejectedWithItsEpoch) {
 }
 
 // A provider that is reached but does not deliver a challenged snapshot is judged: a signed
-// rejection naming the epoch, not an error without a verdict (issue 15).
+// rejection naming the epoch, not an error without a verdict.
 TEST(VerifyE2E, ASnapshotTheServerDoesNotHaveIsWithheldAndRejected) {
   testing::ScratchDir dir;
   auto task = make_task(dir, "task.json", "");
