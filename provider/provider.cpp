@@ -17,6 +17,7 @@
 #include "provider/workdir/workdir.h"
 #include "training/eval_claim.h"
 #include "training/live_fingerprint.h"
+#include "training/sizes.h"
 
 namespace vt::provider {
 namespace {
@@ -233,6 +234,9 @@ Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& op
     if (options.on_notice)
       options.on_notice("resuming after committed epoch " + std::to_string(last.record.epoch));
   }
+  // What the model's layout decides: whether every commitment fits one record (sizes.h).
+  VT_RETURN_IF_ERROR(
+      training::check_fingerprint_sizes(task, trainer->steps_per_epoch(), trainer->layout()));
   if (options.on_start) VT_RETURN_IF_ERROR(options.on_start(*trainer));
 
   // `captured`: when the epoch's training ended, so that capture time includes the tracking
