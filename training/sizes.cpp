@@ -88,8 +88,9 @@ std::uint64_t optimizer_slots(const OptimizerSpec& o) {
 
 // What training a task holds at once, at least: the model's state (weights, gradients, optimizer
 // slots and a snapshot of weights and slots), the built-in data (its array and its tensor), the
-// epoch's example order (u64 indices; a tensor copy too for built-in data) and one step (the
-// batch's inputs and targets, one gradient group's activations).
+// epoch's example order (u64 indices, a tensor copy too for built-in data, and the permutation of
+// every position a pass draws them from) and one step (the batch's inputs and targets, one
+// gradient group's activations).
 struct Need {
   std::uint64_t state = 0, data = 0, order = 0, step = 0;
   std::uint64_t total() const { return add(add(state, data), add(order, step)); }
@@ -114,7 +115,10 @@ struct Sizing {
     n.state = mul(zoo_parameter_count(task.model.name, model), 4,
                   3 + 2 * optimizer_slots(task.optimizer));
     if (data.resident) n.data = mul(u(examples), example, 2);
-    n.order = mul(u(steps(examples, batch, steps_field)), u(batch), 8, copies);
+    // Built-in data permutes every example it has: as many as asked about here.
+    const std::uint64_t permuted = data.resident ? u(examples) : u(data.permuted);
+    n.order =
+        add(mul(u(steps(examples, batch, steps_field)), u(batch), 8, copies), mul(permuted, 8));
     n.step = add(mul(u(batch), example), mul(group, activation_floats(task.model.name, model), 4));
     return n;
   }
@@ -169,6 +173,12 @@ Status check_memory(const Sizing& s, std::int64_t steps, std::uint64_t memory) {
                      std::to_string(examples) + " examples held in memory need " +
                          show_bytes(add(one.data, one.order)) + ", " + here);
     }
+    if (!s.data.resident && add(full.state, mul(u(s.data.permuted), 8)) > memory) {
+      const std::uint64_t most = std::min<std::uint64_t>((memory - full.state) / 8, INT64_MAX);
+      return invalid_input("dataset: expected at most " + std::to_string(most) +
+                           " examples (every pass permutes all of them, 8 bytes each; " + here +
+                           "), got " + std::to_string(s.data.permuted));
+    }
     if (one.order > one.step) {  // memory-mapped data too large for one pass's order
       const std::int64_t most = largest_fitting(steps, [&](std::int64_t n) {
         return s.need(examples, task.batch_size, n).total() <= memory;
@@ -219,7 +229,7 @@ std::uint64_t digits(std::uint64_t n) {
 DataShape synthetic_shape(const Task& task, const Options& model, const Options& dataset) {
   const std::string& m = task.model.name;
   DataShape s;
-  s.examples = dataset.at("samples");
+  s.examples = s.permuted = dataset.at("samples");
   s.resident = true;
   s.target_bytes = 8;  // a class id
   if (m == "mlp") s.input_bytes = mul(4, u(model.at("input_dim")));
@@ -238,7 +248,7 @@ DataShape resident_shape(const Dataset& data) {
   for (std::int64_t d : data.input_shape) in = mul(in, u(d));
   for (std::int64_t d : data.target_shape) tg = mul(tg, u(d));
   DataShape s;
-  s.examples = data.size;
+  s.examples = s.permuted = data.size;
   s.input_bytes = mul(in, data.tokens() ? 8 : 4);
   s.target_bytes = mul(tg, data.float_targets.empty() ? 8 : 4);
   s.resident = true;
@@ -251,6 +261,7 @@ DataShape mapped_shape(const MappedDataset& data, const Task& task) {
   const std::uint64_t elements = in.row_bytes() / dtype_size(in.dtype);
   DataShape s;
   s.examples = data.examples();
+  s.permuted = data.windowed() ? 0 : data.positions();
   s.input_bytes = task.model.name == "torchscript"
                       ? in.row_bytes()
                       : mul(elements, task.model.name == "gpt" ? 8 : 4);

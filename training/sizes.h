@@ -31,6 +31,7 @@ struct DataShape {
   std::uint64_t input_bytes = 0;   // one example's inputs, as the model takes them
   std::uint64_t target_bytes = 0;  // one example's targets
   bool resident = false;           // held whole in memory (built-in data), not memory-mapped
+  std::int64_t permuted = 0;       // positions each pass permutes (0: token windows, drawn)
 };
 
 // The synthetic dataset load_dataset would generate for `task`, from its options alone.

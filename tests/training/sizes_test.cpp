@@ -93,6 +93,23 @@ TEST(Sizes, AWholePassOverMappedDataNamesStepsPerEpoch) {
   EXPECT_TRUE(check_sizes(task, model, tokens, kGiB).ok());
 }
 
+// Rows of a `tensors` dataset are permuted whole every pass, however few an epoch takes.
+TEST(Sizes, RowsTooManyToPermuteNameTheDataset) {
+  Task task = synthetic("mlp");
+  const Options model = *resolve_model_options(task.model);
+  DataShape rows;
+  rows.examples = rows.permuted = std::int64_t{1} << 40;
+  rows.input_bytes = 4 * 32;
+  rows.target_bytes = 8;
+  auto r = check_sizes(task, model, rows, kGiB);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message.rfind("dataset: expected at most ", 0), 0u) << r.error().message;
+  EXPECT_NE(r.error().message.find("every pass permutes all of them"), std::string::npos)
+      << r.error().message;
+  rows.examples = rows.permuted = 1 << 20;
+  EXPECT_TRUE(check_sizes(task, model, rows, kGiB).ok());
+}
+
 TEST(Sizes, SyntheticSamplesBoundByMemory) {
   Task task = synthetic("mlp");
   task.model.options["input_dim"] = 4096;
