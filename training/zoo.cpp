@@ -54,8 +54,7 @@ Result<Options> resolve(const Options& given, const std::vector<OptionSpec>& spe
                         const std::string& path, const std::string& owner) {
   Options out;
   for (const auto& [name, value] : given) {
-    auto it = std::find_if(specs.begin(), specs.end(),
-                           [&](const OptionSpec& s) { return s.name == name; });
+    auto it = std::ranges::find(specs, name, &OptionSpec::name);
     if (it == specs.end()) {
       std::string known;
       for (const OptionSpec& s : specs) known += (known.empty() ? "" : ", ") + s.name;
