@@ -281,7 +281,7 @@ Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& op
     }
     crash_point("during_training", static_cast<std::uint64_t>(e));
     VT_ASSIGN_OR_RETURN(training::EpochSummary s, trainer->train_epoch(hooks));
-    VT_RETURN_IF_ERROR(trail_status);
+    VT_RETURN_IF_ERROR(std::move(trail_status));
     summary.train_seconds += s.seconds;
     if (!options.commit) continue;
     const auto captured = Clock::now();

@@ -234,7 +234,7 @@ DataShape synthetic_shape(const Task& task, const Options& model, const Options&
   s.target_bytes = 8;  // a class id
   if (m == "mlp") s.input_bytes = mul(4, u(model.at("input_dim")));
   if (m == "torchscript") s.input_bytes = mul(4, u(dataset.at("input_dim")));
-  if (m == "cnn") s.input_bytes = 4 * 3 * 32 * 32;
+  if (m == "cnn") s.input_bytes = std::uint64_t{4} * 3 * 32 * 32;
   if (m == "conv3d") {
     const std::uint64_t n = u(model.at("size"));
     s.input_bytes = s.target_bytes = mul(4, n, n, n);

@@ -93,7 +93,7 @@ Result<AuditFinding> audit_epoch(EvidenceSource& source, const Task& task, std::
     }
   };
   VT_ASSIGN_OR_RETURN(training::EpochSummary summary, trainer->train_epoch(hooks));
-  VT_RETURN_IF_ERROR(gather_status);
+  VT_RETURN_IF_ERROR(std::move(gather_status));
   VT_ASSIGN_OR_RETURN(Bytes replay, trainer->snapshot());
 
   AuditFinding f;

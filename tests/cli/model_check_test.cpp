@@ -24,7 +24,7 @@ class ModelCheck : public ::testing::Test {
   // A valid torchscript task whose module is then swapped for `module` (pinned by digest), as
   // a requestor editing task.json by hand would: init itself refuses a broken module.
   std::string task_with(const std::string& module, const std::string& extra = "") {
-    const std::string task = (dir_ / "task.json").string();
+    std::string task = (dir_ / "task.json").string();
     auto init = run_command(veritrain_binary() + " task init --model torchscript --model-file " +
                                 (fx_ / "ts_synthetic.pt").string() +
                                 " --epochs 2 --steps-per-epoch 3 --batch-size 8 " + extra +

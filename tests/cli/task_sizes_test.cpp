@@ -21,7 +21,7 @@ class TaskSizes : public ::testing::Test {
   // A tiny mlp task from `task init` (which refuses these sizes itself), then `field` set by
   // hand, as a requestor editing task.json would.
   std::string task(const std::string& field, std::int64_t value) {
-    const std::string file = (dir_ / "task.json").string();
+    std::string file = (dir_ / "task.json").string();
     auto init = run_command(
         veritrain_binary() + " task init --model mlp --epochs 1 --steps-per-epoch 2 --out " + file,
         dir_.path());

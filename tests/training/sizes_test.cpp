@@ -85,7 +85,7 @@ TEST(Sizes, AWholePassOverMappedDataNamesStepsPerEpoch) {
   const Options model = *resolve_model_options(task.model);
   DataShape tokens;
   tokens.examples = std::int64_t{1} << 40;
-  tokens.input_bytes = tokens.target_bytes = 8 * 32;
+  tokens.input_bytes = tokens.target_bytes = std::uint64_t{8} * 32;
   auto r = check_sizes(task, model, tokens, kGiB);
   const std::int64_t most = most_named(r, "steps_per_epoch", 0);
   ASSERT_GT(most, 0);
@@ -99,7 +99,7 @@ TEST(Sizes, RowsTooManyToPermuteNameTheDataset) {
   const Options model = *resolve_model_options(task.model);
   DataShape rows;
   rows.examples = rows.permuted = std::int64_t{1} << 40;
-  rows.input_bytes = 4 * 32;
+  rows.input_bytes = std::uint64_t{4} * 32;
   rows.target_bytes = 8;
   auto r = check_sizes(task, model, rows, kGiB);
   ASSERT_FALSE(r.ok());
