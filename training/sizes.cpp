@@ -96,6 +96,12 @@ struct Need {
   std::uint64_t total() const { return add(add(state, data), add(order, step)); }
 };
 
+// Weights, gradients, optimizer slots, and a snapshot of weights and slots.
+std::uint64_t state_bytes(const Task& task, const Options& model) {
+  return mul(zoo_parameter_count(task.model.name, model), 4,
+             3 + 2 * optimizer_slots(task.optimizer));
+}
+
 struct Sizing {
   const Task& task;
   const Options& model;
@@ -112,8 +118,7 @@ struct Sizing {
     const std::uint64_t example = add(data.input_bytes, data.target_bytes);
     const std::uint64_t group = (u(batch) + u(task.gradient_groups) - 1) / u(task.gradient_groups);
     Need n;
-    n.state = mul(zoo_parameter_count(task.model.name, model), 4,
-                  3 + 2 * optimizer_slots(task.optimizer));
+    n.state = state_bytes(task, model);
     if (data.resident) n.data = mul(u(examples), example, 2);
     // Built-in data permutes every example it has: as many as asked about here.
     const std::uint64_t permuted = data.resident ? u(examples) : u(data.permuted);
@@ -332,6 +337,18 @@ Result<TaskSizes> check_sizes(const Task& task, const Options& model, const Data
                        std::to_string(out.steps) + " steps");
   }
   return out;
+}
+
+Status check_local_ranks(const Task& task, const Options& model, std::int64_t ranks,
+                         const std::string& field, std::uint64_t memory) {
+  const std::uint64_t each = add(kRankProcessBytes, state_bytes(task, model));
+  if (mul(u(ranks), each) <= memory) return {};
+  return invalid_input(field + ": expected at most " + std::to_string(memory / each) +
+                       " ranks on this machine (each is a process of at least " + show_bytes(each) +
+                       ", LibTorch and the model's state; " + show_bytes(memory) +
+                       " of memory here), got " + std::to_string(ranks) +
+                       "; start fewer with --nproc, or spread them over machines with " +
+                       "--world-size");
 }
 
 Status check_fingerprint_sizes(const Task& task, std::int64_t steps,

@@ -57,6 +57,15 @@ struct TaskSizes {
 Result<TaskSizes> check_sizes(const Task& task, const Options& model, const DataShape& data,
                               std::uint64_t memory);
 
+// A process with LibTorch loaded, at least: one rank of the smallest mlp task held 179 MiB here
+// (LibTorch 1.13, CPU).
+inline constexpr std::uint64_t kRankProcessBytes = std::uint64_t{128} << 20;
+
+// `ranks` processes of `task` on this machine, each with LibTorch and the model's whole state,
+// against `memory`; `field` is what set the count (world_size, --nproc).
+Status check_local_ranks(const Task& task, const Options& model, std::int64_t ranks,
+                         const std::string& field, std::uint64_t memory);
+
 // fingerprint.k and tracking_k against the training state's `layout` (what plan_samples draws
 // from), and the record an epoch of `steps` commits - its fingerprint, tracking fingerprint and
 // one trail fingerprint every trail_interval steps - against kMaxRecordBytes, the most a verifier

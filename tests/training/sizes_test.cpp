@@ -166,6 +166,22 @@ TEST(Sizes, IntraOpThreadsBeyond1024AreRefused) {
   EXPECT_TRUE(check(task).ok());
 }
 
+// `train` starts a task's world_size ranks on this machine when no --nproc says otherwise: a
+// world_size of 2^20 (gradient_groups allows it) would have forked a million LibTorch processes.
+TEST(Sizes, LocalRanksBoundByMemory) {
+  Task task = synthetic("mlp");
+  const Options model = *resolve_model_options(task.model);
+  Status s = check_local_ranks(task, model, 1 << 20, "world_size", 16 * kGiB);
+  ASSERT_FALSE(s.ok());
+  const std::string head = "world_size: expected at most ";
+  ASSERT_EQ(s.error().message.rfind(head, 0), 0u) << s.error().message;
+  const std::int64_t most = std::stoll(s.error().message.substr(head.size()));
+  EXPECT_GE(most, 100);  // the small mlp's ranks are mostly LibTorch
+  EXPECT_LT(most, 128);
+  EXPECT_TRUE(check_local_ranks(task, model, most, "world_size", 16 * kGiB).ok());
+  EXPECT_FALSE(check_local_ranks(task, model, most + 1, "--nproc", 16 * kGiB).ok());
+}
+
 // The torch-free counts agree with the models LibTorch builds.
 TEST(Sizes, ZooParameterCountsMatchTheTrainersModels) {
   std::vector<Task> tasks;
