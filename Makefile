@@ -63,7 +63,7 @@ clean:
 # $(BUILD)-fuzz/corpus/<name>, crashes to $(BUILD)-fuzz/crash-<name>-*; the checked-in seeds
 # are only read. Any crash fails the target.
 FUZZ_SECONDS ?= 60
-FUZZERS      ?= container frame safetensors log_record task evidence json
+FUZZERS      ?= container frame safetensors log_record task evidence json task_sizes
 .PHONY: fuzz
 fuzz:
 	@bash scripts/setup.sh --fuzz

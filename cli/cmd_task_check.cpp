@@ -17,6 +17,7 @@
 #include "common/sha256.h"
 #include "protocol/environment.h"
 #include "training/environment.h"
+#include "training/sizes.h"
 #include "training/trainer.h"
 #include "training/zoo.h"
 
@@ -119,18 +120,24 @@ void register_task_check(CLI::App* task, Context& ctx) {
         }
       } cleanup{scratch};
       const std::string n = std::to_string(steps);
-      // First process: epoch 0 -> A -> B, started at once, beside the shape check here. Second:
-      // restore A, train -> B'. B' == B or the task does not replay (state outside the
-      // snapshot, randomness outside its generators).
-      VT_ASSIGN_OR_RETURN(ChildProcess first_run,
-                          spawn_self({a->task, "--steps", n, "--out1", (scratch / "a").string(),
-                                      "--out2", (scratch / "b").string()},
-                                     scratch / "first.log"));
+      // The whole task's trainer first: its sizes are checked against the data and this
+      // machine before anything runs (the children train short epochs). First process: epoch
+      // 0 -> A -> B, started beside the shape check here. Second: restore A, train -> B'.
+      // B' == B or the task does not replay (state outside the snapshot, randomness outside its
+      // generators).
+      std::vector<TensorEntry> layout;
+      std::int64_t epoch_steps = 0;
       {
         VT_ASSIGN_OR_RETURN(auto trainer, training::Trainer::create(t, options_for(a->task)));
+        layout = trainer->layout();
+        epoch_steps = trainer->steps_per_epoch();
+        VT_ASSIGN_OR_RETURN(ChildProcess first_run,
+                            spawn_self({a->task, "--steps", n, "--out1", (scratch / "a").string(),
+                                        "--out2", (scratch / "b").string()},
+                                       scratch / "first.log"));
         VT_RETURN_IF_ERROR(trainer->check_model());
+        VT_RETURN_IF_ERROR(finish(first_run, scratch / "first.log"));
       }
-      VT_RETURN_IF_ERROR(finish(first_run, scratch / "first.log"));
       VT_ASSIGN_OR_RETURN(ChildProcess second_run,
                           spawn_self({a->task, "--steps", n, "--from", (scratch / "a").string(),
                                       "--out2", (scratch / "b2").string()},
@@ -148,6 +155,8 @@ void register_task_check(CLI::App* task, Context& ctx) {
             "would reject an honest provider. Look for state outside parameters and buffers, "
             "or randomness outside torch's generators.");
       }
+      // Last, as `train` checks it before epoch 0: every commitment must fit one record.
+      VT_RETURN_IF_ERROR(training::check_fingerprint_sizes(t, epoch_steps, layout));
       const double secs =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       const std::string digest = hex_encode(sha256(first));

@@ -18,6 +18,7 @@
 #include "training/environment.h"
 #include "training/eval_claim.h"
 #include "training/live_fingerprint.h"
+#include "training/sizes.h"
 
 namespace vt::provider {
 namespace {
@@ -267,6 +268,9 @@ Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& op
     if (options.on_notice)
       options.on_notice("resuming after committed epoch " + std::to_string(last.record.epoch));
   }
+  // What the model's layout decides: whether every commitment fits one record (sizes.h).
+  VT_RETURN_IF_ERROR(
+      training::check_fingerprint_sizes(task, trainer->steps_per_epoch(), trainer->layout()));
   if (options.on_start) VT_RETURN_IF_ERROR(options.on_start(*trainer));
   VT_ASSIGN_OR_RETURN(Environment environment, checked_environment(task, topts, log));
   bool environment_committed = false;
@@ -315,7 +319,7 @@ Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& op
     }
     crash_point("during_training", static_cast<std::uint64_t>(e));
     VT_ASSIGN_OR_RETURN(training::EpochSummary s, trainer->train_epoch(hooks));
-    VT_RETURN_IF_ERROR(trail_status);
+    VT_RETURN_IF_ERROR(std::move(trail_status));
     summary.train_seconds += s.seconds;
     if (!options.commit) continue;
     const auto captured = Clock::now();

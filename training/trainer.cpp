@@ -22,6 +22,7 @@
 #include "training/internal/optimizer.h"
 #include "training/internal/tensor_bytes.h"
 #include "training/schedule.h"
+#include "training/sizes.h"
 #include "training/zoo.h"
 
 namespace vt::training {
@@ -169,15 +170,37 @@ auto guarded(const char* what, F&& fn, bool user_module = false) -> decltype(fn(
   }
 }
 
-// Builds model, optimizer and data for `task` on a fresh process-wide setup.
+// Builds model, optimizer and data for `task` on a fresh process-wide setup. The data's shape
+// comes first: every size is checked against it and this machine's memory (sizes.h) before the
+// model, the data's tensors or the epoch's order take a byte.
 Result<std::unique_ptr<Trainer::Impl>> build(const Task& task, const TrainerOptions& options) {
   VT_RETURN_IF_ERROR(validate_for_training(task));
+  VT_ASSIGN_OR_RETURN(Options model_options, resolve_model_options(task.model));
   auto impl = std::make_unique<Trainer::Impl>();
   impl->task = task;
   impl->id = task_id(task);
   impl->options = options;
   VT_ASSIGN_OR_RETURN(impl->device, resolve_device(task, options));
   impl->device_class = impl->device.is_cuda() ? "cuda" : "cpu";
+  std::optional<Dataset> data;
+  DataShape shape;
+  if (is_mapped_dataset(task)) {
+    VT_ASSIGN_OR_RETURN(impl->mapped, open_mapped_split(task, model_options, options.task_dir,
+                                                        task.dataset.files, "train"));
+    VT_ASSIGN_OR_RETURN(impl->eval,
+                        open_eval_split(task, model_options, options.task_dir, *impl->mapped));
+    shape = mapped_shape(*impl->mapped->data, task);
+  } else if (task.dataset.name == "synthetic") {
+    VT_ASSIGN_OR_RETURN(Options data_options, resolve_dataset_options(task));
+    shape = synthetic_shape(task, model_options, data_options);
+  } else {
+    VT_ASSIGN_OR_RETURN(data, load_dataset(task, options.task_dir));
+    shape = resident_shape(*data);
+  }
+  VT_ASSIGN_OR_RETURN(TaskSizes sizes, check_sizes(task, model_options, shape, usable_memory()));
+  impl->dataset_size = shape.examples;
+  impl->steps = sizes.steps;
+
   impl->threads = options.intra_op_threads > 0 ? options.intra_op_threads : task.intra_op_threads;
   at::set_num_threads(static_cast<int>(impl->threads));
   apply_determinism(task, impl->device, options.deterministic_algorithms);
@@ -193,7 +216,6 @@ Result<std::unique_ptr<Trainer::Impl>> build(const Task& task, const TrainerOpti
     std::lock_guard<std::mutex> lock(gen.mutex());
     gen.set_current_seed(task.seed);
   }
-  VT_ASSIGN_OR_RETURN(Options model_options, resolve_model_options(task.model));
   VT_ASSIGN_OR_RETURN(impl->net, make_network(task, model_options, options.task_dir));
   if (impl->net->portable()) {
     // Any thread count gives the same bits: the provider's choice (docs/portable.md).
@@ -212,27 +234,18 @@ Result<std::unique_ptr<Trainer::Impl>> build(const Task& task, const TrainerOpti
       return invalid_input(e.what());
     }
   }
-
-  if (is_mapped_dataset(task)) {
-    VT_ASSIGN_OR_RETURN(impl->mapped, open_mapped_split(task, model_options, options.task_dir,
-                                                        task.dataset.files, "train"));
-    VT_ASSIGN_OR_RETURN(impl->eval,
-                        open_eval_split(task, model_options, options.task_dir, *impl->mapped));
-    impl->dataset_size = impl->mapped->data->examples();
-    impl->steps = steps_per_epoch(task, impl->dataset_size);
-    return impl;
+  if (impl->mapped) return impl;
+  if (!data) {
+    VT_ASSIGN_OR_RETURN(data, load_dataset(task, options.task_dir));
   }
-  VT_ASSIGN_OR_RETURN(Dataset data, load_dataset(task, options.task_dir));
-  impl->dataset_size = data.size;
   impl->inputs =
-      data.tokens()
-          ? to_tensor(data.token_inputs, batched(data.size, data.input_shape), impl->device)
-          : to_tensor(data.inputs, batched(data.size, data.input_shape), impl->device);
+      data->tokens()
+          ? to_tensor(data->token_inputs, batched(data->size, data->input_shape), impl->device)
+          : to_tensor(data->inputs, batched(data->size, data->input_shape), impl->device);
   impl->targets =
-      data.float_targets.empty()
-          ? to_tensor(data.class_targets, batched(data.size, data.target_shape), impl->device)
-          : to_tensor(data.float_targets, batched(data.size, data.target_shape), impl->device);
-  impl->steps = steps_per_epoch(task, data.size);
+      data->float_targets.empty()
+          ? to_tensor(data->class_targets, batched(data->size, data->target_shape), impl->device)
+          : to_tensor(data->float_targets, batched(data->size, data->target_shape), impl->device);
   return impl;
 }
 

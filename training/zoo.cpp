@@ -50,22 +50,29 @@ std::string range_text(const OptionSpec& o) {
   return std::to_string(o.min) + ".." + std::to_string(o.max);
 }
 
+Error unknown_option(const std::string& path, const std::string& name, const std::string& owner,
+                     const std::vector<OptionSpec>& specs) {
+  std::string known;
+  for (const OptionSpec& s : specs) {
+    if (!known.empty()) known += ", ";
+    known += s.name;
+  }
+  return invalid_input(path + "." + name + ": unknown option for " + owner +
+                       (known.empty() ? " (it takes none)" : " (known: " + known + ")"));
+}
+
+Error out_of_range(const std::string& path, const OptionSpec& spec, std::int64_t value) {
+  return invalid_input(path + "." + spec.name + ": expected " + range_text(spec) + ", got " +
+                       std::to_string(value));
+}
+
 Result<Options> resolve(const Options& given, const std::vector<OptionSpec>& specs,
                         const std::string& path, const std::string& owner) {
   Options out;
   for (const auto& [name, value] : given) {
-    auto it = std::find_if(specs.begin(), specs.end(),
-                           [&](const OptionSpec& s) { return s.name == name; });
-    if (it == specs.end()) {
-      std::string known;
-      for (const OptionSpec& s : specs) known += (known.empty() ? "" : ", ") + s.name;
-      return invalid_input(path + "." + name + ": unknown option for " + owner +
-                           (known.empty() ? " (it takes none)" : " (known: " + known + ")"));
-    }
-    if (value < it->min || value > it->max) {
-      return invalid_input(path + "." + name + ": expected " + range_text(*it) + ", got " +
-                           std::to_string(value));
-    }
+    auto it = std::ranges::find(specs, name, &OptionSpec::name);
+    if (it == specs.end()) return unknown_option(path, name, owner, specs);
+    if (value < it->min || value > it->max) return out_of_range(path, *it, value);
   }
   for (const OptionSpec& s : specs) {
     auto it = given.find(s.name);

@@ -24,7 +24,7 @@ class ModelCheck : public ::testing::Test {
   // A valid torchscript task whose module is then swapped for `module` (pinned by digest), as
   // a requestor editing task.json by hand would: init itself refuses a broken module.
   std::string task_with(const std::string& module, const std::string& extra = "") {
-    const std::string task = (dir_ / "task.json").string();
+    std::string task = (dir_ / "task.json").string();
     auto init = run_command(veritrain_binary() + " task init --model torchscript --model-file " +
                                 (fx_ / "ts_synthetic.pt").string() +
                                 " --epochs 2 --steps-per-epoch 3 --batch-size 8 " + extra +
@@ -72,7 +72,8 @@ TEST_F(ModelCheck, WrongInputShapeIsTheModelsMessageWithExit2AndNothingCommitted
 }
 
 TEST_F(ModelCheck, AFailingBackwardPassIsTheModelsMessageWithExit2) {
-  const std::string task = task_with("inplace_backward.pt");
+  // Fingerprints within the module's 264 values: otherwise `train` stops at fingerprint.k first.
+  const std::string task = task_with("inplace_backward.pt", "--k 64 --tracking-k 64");
   auto train = run_command(
       veritrain_binary() + " train --task " + task + " --workdir " + (dir_ / "w").string(),
       dir_.path());

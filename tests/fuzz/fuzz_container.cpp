@@ -1,7 +1,7 @@
 // libFuzzer target for the container decoder (built with -DVT_BUILD_FUZZ=ON and clang):
 //   CC=clang CXX=clang++ cmake -S . -B build-fuzz -DVT_BUILD_FUZZ=ON
 //   -DVT_SANITIZE="address;undefined" cmake --build build-fuzz --target fuzz_container
-//   build-fuzz/tests/compression/fuzz_container tests/fuzz/corpus/container -max_len=65536
+//   build-fuzz/tests/fuzz/fuzz_container tests/fuzz/corpus/container -max_len=65536
 // Checksums would stop almost every mutation at the header, so each input is also decoded after
 // its header and payload checksums are recomputed: that lets mutations reach the table checks,
 // the frame decoders and the transforms. Any outcome but a crash, a leak or a sanitizer report

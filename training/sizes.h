@@ -1,0 +1,76 @@
+#pragma once
+// The sizes a task names, checked against its data and this machine's memory before anything is
+// allocated for training (docs/training.md, "Sizes"): batch_size, steps_per_epoch, epochs,
+// intra_op_threads, the model's and the synthetic dataset's options, and the fingerprint's k,
+// tracking_k and trail_interval. A size that cannot be trained here is an input error that names
+// its field and the most it could be, never a failed allocation or an overflow halfway into
+// training. Every Trainer runs check_sizes before it builds anything (`train`, `task check`,
+// `verify`, `audit`, `estimate`); what the model's layout decides, check_fingerprint_sizes, runs
+// where a run commits: `train` before epoch 0, `task check` last.
+//
+// Memory is bounded from below: the model's state, the data held in memory, the epoch's example
+// order and one step's inputs, targets and activations, each counted at no more than it takes.
+// A task refused here cannot train on this machine; one accepted may still need more than the
+// bound (LibTorch's workspaces, the allocator's slack).
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "common/safetensors.h"
+#include "protocol/task.h"
+
+namespace vt::training {
+
+class MappedDataset;
+struct Dataset;
+
+// What one pass of the training split is, before a byte of it is loaded for training.
+struct DataShape {
+  std::int64_t examples = 0;
+  std::uint64_t input_bytes = 0;   // one example's inputs, as the model takes them
+  std::uint64_t target_bytes = 0;  // one example's targets
+  bool resident = false;           // held whole in memory (built-in data), not memory-mapped
+  std::int64_t permuted = 0;       // positions each pass permutes (0: token windows, drawn)
+};
+
+// The synthetic dataset load_dataset would generate for `task`, from its options alone.
+DataShape synthetic_shape(const Task& task, const Options& model, const Options& dataset);
+// A dataset already loaded (MNIST, CIFAR-10) or memory-mapped (tensors, tokens).
+DataShape resident_shape(const Dataset& data);
+DataShape mapped_shape(const MappedDataset& data, const Task& task);
+
+// Bytes this process can hold: physical memory, lowered by a cgroup limit or RLIMIT_AS.
+std::uint64_t usable_memory();
+
+// Parameters of a zoo model with these options (resolve_model_options); 0 for torchscript,
+// whose size is its module file's.
+std::uint64_t zoo_parameter_count(const std::string& model, const Options& options);
+
+struct TaskSizes {
+  std::int64_t steps = 0;         // per epoch
+  std::uint64_t memory = 0;       // held at once while training, at least
+  std::uint64_t total_steps = 0;  // steps × epochs
+};
+
+// Every size of `task` against its data and `memory` bytes; errors name the field.
+Result<TaskSizes> check_sizes(const Task& task, const Options& model, const DataShape& data,
+                              std::uint64_t memory);
+
+// A process with LibTorch loaded, at least: one rank of the smallest mlp task held 179 MiB here
+// (LibTorch 1.13, CPU).
+inline constexpr std::uint64_t kRankProcessBytes = std::uint64_t{128} << 20;
+
+// `ranks` processes of `task` on this machine, each with LibTorch and the model's whole state,
+// against `memory`; `field` is what set the count (world_size, --nproc).
+Status check_local_ranks(const Task& task, const Options& model, std::int64_t ranks,
+                         const std::string& field, std::uint64_t memory);
+
+// fingerprint.k and tracking_k against the training state's `layout` (what plan_samples draws
+// from), and the record an epoch of `steps` commits - its fingerprint, tracking fingerprint and
+// one trail fingerprint every trail_interval steps - against kMaxRecordBytes, the most a verifier
+// reads of one record.
+Status check_fingerprint_sizes(const Task& task, std::int64_t steps,
+                               std::span<const TensorEntry> layout);
+
+}  // namespace vt::training
