@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "cli/command_table.h"
 #include "common/result.h"
 
 namespace vt::cli {

@@ -7,6 +7,7 @@
 namespace vt::cli {
 namespace {
 
+// In command_table()'s order, as commands_light.cpp: both executables' --help read the same.
 void register_all(CLI::App& app, Context& ctx) {
   register_keygen(app, ctx);
   register_task(app, ctx);
@@ -18,8 +19,8 @@ void register_all(CLI::App& app, Context& ctx) {
   register_audit(app, ctx);
   register_verdict(app, ctx);
   register_plan(app, ctx);
-  register_demo(app, ctx);
   register_export(app, ctx);
+  register_demo(app, ctx);
 }
 
 int print_version(bool json) {

@@ -1,10 +1,11 @@
 #include "cli/plan_args.h"
 
+#include "cli/command_table.h"
+
 namespace vt::cli {
 
 CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
-  auto* plan =
-      app.add_subcommand("plan", "How many checks, what they cost, and whether cheating could pay");
+  auto* plan = app.add_subcommand("plan", summary_of("plan"));
   plan->add_option("--task", a.task, "task.json")->required();
   plan->add_option("--epochs", a.epochs, "Plan for this many epochs instead of the task's");
   plan->add_option("--confidence", a.confidence, "Wanted probability of catching the cheat")

@@ -1,6 +1,6 @@
 // `veritrain plan --cost K` in the light `veritrain`: the probabilities and the economics need
 // no LibTorch when K is given. Without --cost, `plan` measures one step of the task, and
-// main_light.cpp hands it to `veritrain-torch` (cmd_plan.cpp), whose flags these mirror.
+// veritrain_main.cpp hands it to `veritrain-torch` (cmd_plan.cpp), whose flags these mirror.
 #include <filesystem>
 
 #include "cli/app.h"

@@ -7,11 +7,12 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
-#include <set>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "cli/command_table.h"
 
 namespace vt::cli {
 namespace {
@@ -33,17 +34,17 @@ void remember_arguments(int argc, char** argv) {
 }  // with the null
 
 bool needs_torch(int argc, char** argv) {
-  // The commands this program runs; everything else, a command added to veritrain-torch later
-  // or a typo included, goes on to veritrain-torch, which knows every command.
-  static const std::set<std::string> light_commands = {"keygen", "log", "inspect", "serve",
-                                                       "verdict"};
+  // command_table() says where each command runs; everything else, a command added to
+  // veritrain-torch later or a typo included, goes on to veritrain-torch, which knows every
+  // command.
   std::vector<std::string> words;  // the command words, in order
-  bool plan_has_cost = false;
+  bool plan_has_cost = false, help = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--") break;
     if (a == "--help" || a == "-h") {
       if (words.empty()) return false;  // the list of commands: this program has it
+      help = true;
       continue;
     }
     if (a == "--version" && words.empty()) return true;
@@ -56,10 +57,44 @@ bool needs_torch(int argc, char** argv) {
     if (words.size() < 2) words.push_back(a);
   }
   if (words.empty()) return false;  // no command: usage (or a flag error) from this program
-  if (light_commands.count(words[0]) != 0) return false;
-  if (words[0] == "task") return !(words.size() > 1 && words[1] == "show");
-  if (words[0] == "plan") return !plan_has_cost;
+  const Command* command = find_command(words[0], words.size() > 1 ? words[1] : "");
+  if (command == nullptr) return true;
+  // A group's own --help (`task --help`) lists its subcommands, which this program registers.
+  if (help && words.size() == 1 && command->runs == Runs::kLight) return false;
+  switch (command->runs) {
+    case Runs::kLight:
+      // `task` holds torch subcommands (task init): a word after it that names none of its
+      // light ones goes on, so that veritrain-torch's did-you-mean answers a typo.
+      return command->path == "task" && words.size() > 1;
+    case Runs::kLightWithCost:
+      return !plan_has_cost;
+    case Runs::kTorch:
+      break;
+  }
   return true;
+}
+
+const StoredHelp* stored_help(int argc, char** argv) {
+  bool help = false;
+  std::string words;  // the command words, space-separated
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") break;
+    if (a == "--help" || a == "-h") help = true;
+    if (a == "--log-level") ++i;
+    if (a.rfind('-', 0) == 0) continue;
+    words += (words.empty() ? "" : " ") + a;
+  }
+  if (!help) return nullptr;
+  // The longest stored command the words start with: `task init --model mlp --help` is task
+  // init's. A value word after the command ("--out x") cannot make a longer match.
+  const StoredHelp* best = nullptr;
+  for (const StoredHelp& h : stored_help_texts()) {
+    const bool starts = words.rfind(h.command, 0) == 0 &&
+                        (words.size() == h.command.size() || words[h.command.size()] == ' ');
+    if (starts && (best == nullptr || h.command.size() > best->command.size())) best = &h;
+  }
+  return best;
 }
 
 int exec_torch_program() {

@@ -3,7 +3,23 @@
 // same command line, every command, LibTorch linked) for the others. Loading LibTorch costs
 // about a second, registering its operators; `task show` or `--help` should not pay it.
 
+#include <string_view>
+#include <vector>
+
 namespace vt::cli {
+
+// The --help of a command veritrain-torch runs ("verify", "task init"), captured from
+// veritrain-torch when it was built (help_texts.cmake): `veritrain verify --help` prints it
+// without loading LibTorch.
+struct StoredHelp {
+  std::string_view command;
+  std::string_view text;
+};
+const std::vector<StoredHelp>& stored_help_texts();
+
+// The stored help this command line asks for (a --help or -h with the words of a stored
+// command), or nullptr.
+const StoredHelp* stored_help(int argc, char** argv);
 
 // Keeps argv for exec_torch_program(); call first in main().
 void remember_arguments(int argc, char** argv);

@@ -162,8 +162,8 @@ struct EpochChance {
 
 // Judges epoch e (1-based) given the movements of epochs 1..e (movements[e−1] is its own).
 // Pure: the rule above, with no randomness.
-EpochChance judge_epoch(std::span<const double> movements, std::uint64_t epoch, double p,
-                        const BoostPolicy& boost = {});
+EpochChance chance_of_epoch(std::span<const double> movements, std::uint64_t epoch, double p,
+                            const BoostPolicy& boost = {});
 
 struct ChallengePlan {
   ProbabilityDerivation derivation;
@@ -208,8 +208,5 @@ class ChallengeStream {
 };
 
 nlohmann::json challenge_plan_to_json(const ChallengePlan& plan);
-
-// A double as JSON: a number when finite, else null (vt::json_number, common/json.h).
-nlohmann::json json_number(double v);
 
 }  // namespace vt::verifier

@@ -129,21 +129,21 @@ TEST(Boost, FlagsJumpsAndStallsButNotALearningRateSchedule) {
   std::vector<double> decay;
   for (int e = 0; e < 30; ++e) decay.push_back(0.1 * std::pow(0.5, e));
   for (std::uint64_t e = 1; e <= decay.size(); ++e) {
-    EXPECT_EQ(judge_epoch(decay, e, 0.1).boost, Boost::kNone) << "epoch " << e;
+    EXPECT_EQ(chance_of_epoch(decay, e, 0.1).boost, Boost::kNone) << "epoch " << e;
   }
   std::vector<double> m = {0.1, 0.09, 0.11, 0.1, 0.095, 0.5, 0.1, 0.005, 0.0, 0.1};
-  EXPECT_EQ(judge_epoch(m, 5, 0.1).boost, Boost::kNone);
-  const EpochChance jump = judge_epoch(m, 6, 0.1);
+  EXPECT_EQ(chance_of_epoch(m, 5, 0.1).boost, Boost::kNone);
+  const EpochChance jump = chance_of_epoch(m, 6, 0.1);
   EXPECT_EQ(jump.boost, Boost::kJump);
   EXPECT_DOUBLE_EQ(jump.reference, 0.0975);   // median of epochs 2..5
   EXPECT_NEAR(jump.probability, 0.5, 1e-12);  // max(1 - 0.9^4 = 0.3439, floor 0.5)
-  EXPECT_EQ(judge_epoch(m, 8, 0.1).boost, Boost::kStall);
-  EXPECT_EQ(judge_epoch(m, 9, 0.1).boost, Boost::kStall);  // exactly zero
-  EXPECT_EQ(judge_epoch(m, 2, 0.1).boost, Boost::kNone);   // too little history to judge
-  EXPECT_NEAR(judge_epoch(m, 6, 0.4).probability, 1.0 - std::pow(0.6, 4), 1e-12);
-  EXPECT_EQ(judge_epoch(m, 5, 0.1).probability, 0.1);
+  EXPECT_EQ(chance_of_epoch(m, 8, 0.1).boost, Boost::kStall);
+  EXPECT_EQ(chance_of_epoch(m, 9, 0.1).boost, Boost::kStall);  // exactly zero
+  EXPECT_EQ(chance_of_epoch(m, 2, 0.1).boost, Boost::kNone);   // too little history to judge
+  EXPECT_NEAR(chance_of_epoch(m, 6, 0.4).probability, 1.0 - std::pow(0.6, 4), 1e-12);
+  EXPECT_EQ(chance_of_epoch(m, 5, 0.1).probability, 0.1);
   const double unknown[] = {kNaN};
-  EXPECT_EQ(judge_epoch(unknown, 1, 0.2).probability, 0.2);
+  EXPECT_EQ(chance_of_epoch(unknown, 1, 0.2).probability, 0.2);
 }
 
 TEST(ChallengeStream, DecidesExactlyAsTheOfflinePlan) {

@@ -1,8 +1,8 @@
 // Flags for the optimizer, schedule and loss fields of `task init`; the field listing of
 // `task show` (cli/task_fields.h).
-#include <nlohmann/json.hpp>
-
 #include "cli/task_fields.h"
+
+#include <nlohmann/json.hpp>
 
 namespace vt::cli {
 namespace {

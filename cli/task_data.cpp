@@ -1,7 +1,10 @@
+#include "cli/task_data.h"
+
+#include <algorithm>
 #include <filesystem>
 
-#include "cli/task_data.h"
 #include "common/mapped_file.h"
+#include "training/mapped_data.h"
 
 namespace vt::cli {
 namespace {
@@ -51,6 +54,35 @@ Status apply_data_flags(const DataFlags& f, Task& task) {
     task.dataset.options["token_bits"] = f.token_dtype == "u16" ? 16 : 32;
   }
   return {};
+}
+
+Result<std::string> fill_model_options_from_data(Task& task,
+                                                 const std::vector<std::string>& given) {
+  const std::string& m = task.model.name;
+  const bool tensors = task.dataset.name == "tensors", tokens = task.dataset.name == "tokens";
+  if (task.dataset.files.empty() ||
+      !((tensors && (m == "mlp" || m == "cnn")) || (tokens && m == "gpt")))
+    return std::string();
+  VT_ASSIGN_OR_RETURN(auto data, training::MappedDataset::open(task, task.dataset.path,
+                                                               task.dataset.files, "train"));
+  std::string filled;
+  const auto fill = [&](const std::string& name, std::int64_t value) {
+    for (const std::string& g : given) {
+      if (g.rfind(name + "=", 0) == 0) return;  // the caller's own choice stands
+    }
+    task.model.options[name] = value;
+    filled += (filled.empty() ? "" : ", ") + name + " = " + std::to_string(value);
+  };
+  if (m == "mlp" && data->targets().shape.empty()) {
+    std::int64_t features = 1;
+    for (std::int64_t d : data->inputs().shape) features *= d;
+    fill("input_dim", features);
+  }
+  if (const std::optional<std::int64_t> largest = data->largest_class_target();
+      largest && *largest >= 0 && task.loss == "cross_entropy") {
+    fill(m == "gpt" ? "vocab" : "classes", std::max<std::int64_t>(2, *largest + 1));
+  }
+  return filled;
 }
 
 }  // namespace vt::cli

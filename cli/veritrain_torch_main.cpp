@@ -1,4 +1,4 @@
-// `veritrain-torch`: every command, LibTorch linked. `veritrain` (main_light.cpp) runs the
+// `veritrain-torch`: every command, LibTorch linked. `veritrain` (veritrain_main.cpp) runs the
 // commands that need no LibTorch itself and hands the others to this program.
 #include "cli/app.h"
 
