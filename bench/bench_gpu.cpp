@@ -253,7 +253,8 @@ vt::Result<VerifyCost> verify_cost(const vt::Task& task, const fs::path& workdir
   c.provider_total = s.total_seconds;
   VT_ASSIGN_OR_RETURN(auto source, vt::verifier::open_workdir_source(workdir));
   vt::verifier::VerifyOptions vo;
-  vo.policy = {0.99, 0.1, std::nullopt};
+  vo.policy.confidence = 0.99;
+  vo.policy.cheat_fraction = 0.1;
   vo.seed_hex = std::string(64, '7');  // a fixed draw: the same challenges in every run
   const auto t = Clock::now();
   VT_ASSIGN_OR_RETURN(vt::verifier::Verdict v, vt::verifier::verify(*source, task, vo));

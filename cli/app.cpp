@@ -103,7 +103,8 @@ int run(int argc, char** argv, const CommandSet& commands) {
       ->envname("VERITRAIN_LOG_LEVEL");
   app.footer(
       "Exit codes: 0 success/accepted, 1 rejected, 2 usage or input error, "
-      "3 I/O or network error, 4 internal error (a bug). See docs/cli.md.");
+      "3 I/O or network error, 4 internal error (a bug), 5 inconclusive (not judged), "
+      "130 interrupted. See docs/cli.md.");
   commands.register_commands(app, ctx);
   bind_environment(app);
 
@@ -115,9 +116,10 @@ int run(int argc, char** argv, const CommandSet& commands) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // A mistyped word explains CLI11's complaint (an unknown flag leaves a required one unset):
+    // say that word and its fix instead, once.
     const std::string hint = usage_hint(app, args);
-    std::string message = e.what();
-    if (!hint.empty()) message += "; " + hint;
+    const std::string message = hint.empty() ? std::string(e.what()) : hint;
     if (ctx.json) print_json_error(message, kUsageError);
     std::cerr << "veritrain: " << message << "\n";
     if (hint.empty() && dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {

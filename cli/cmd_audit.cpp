@@ -51,6 +51,7 @@ Result<int> run_audit(Context& ctx, const AuditArgs& a) {
   VT_ASSIGN_OR_RETURN(std::optional<std::string> pinned,
                       pinned_provider_key(a.provider_key, "audit"));
   VT_ASSIGN_OR_RETURN(auto source, verifier::open_workdir_source(a.workdir));
+  VT_RETURN_IF_ERROR(verifier::check_workdir_task(*source, task, a.workdir));
   VT_RETURN_IF_ERROR(check_log_signer(*source, task, pinned));
   training::TrainerOptions t;
   t.task_dir = fs::path(a.task).parent_path();
@@ -78,6 +79,7 @@ Result<int> run_audit(Context& ctx, const AuditArgs& a) {
     return kExitInconclusive;
   }
   if (!a.check.empty()) {
+    VT_RETURN_IF_ERROR(check_input_file(a.check, "--check"));
     VT_ASSIGN_OR_RETURN(std::string text, read_text_file(a.check));
     VT_ASSIGN_OR_RETURN(verifier::EvidenceCheck c,
                         verifier::check_evidence(text, *source, task, t));
@@ -101,7 +103,10 @@ Result<int> run_audit(Context& ctx, const AuditArgs& a) {
                                   pinned.has_value(),        "",     a.evidence};
   if (auto signer = PublicKey::from_raw(records.at(a.epoch).record.signer))
     page.provider_key = signer->fingerprint();
-  j["ok"] = f.bit_identical;
+  // The epoch stands only when its replay is the commitment and the provider can show that
+  // commitment's state; a corrupt stored state fails the audit as it failed the verifier.
+  const bool sound = f.bit_identical && f.stored_state_problem.empty();
+  j["ok"] = sound;
   if (!a.evidence.empty()) {
     VT_ASSIGN_OR_RETURN(SigningKey key, verifier_key(a.key));
     VT_ASSIGN_OR_RETURN(std::string text, verifier::make_evidence(f, task, records.at(a.epoch - 1),
@@ -118,15 +123,14 @@ Result<int> run_audit(Context& ctx, const AuditArgs& a) {
        f.summary + "\n" + (a.evidence.empty() ? "" : "evidence: " + a.evidence + "\n") +
            (a.report.empty() ? ""
                              : "report: " + (fs::path(a.report) / "report.html").string() + "\n"));
-  return f.bit_identical ? 0 : exit_code(Errc::kRejected);
+  return sound ? 0 : exit_code(Errc::kRejected);
 }
 
 }  // namespace
 
 void register_audit(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<AuditArgs>();
-  auto* audit =
-      app.add_subcommand("audit", "Replay a disputed epoch offline and write signed evidence");
+  auto* audit = app.add_subcommand("audit", summary_of("audit"));
   audit->add_option("--task", a->task, "task.json")->required();
   audit->add_option("--workdir", a->workdir, "The provider's workdir (or a copy)")->required();
   audit->add_option("--epoch", a->epoch, "The disputed epoch");
@@ -143,8 +147,9 @@ void register_audit(CLI::App& app, Context& ctx) {
   audit->add_flag(
       "--second-opinion", a->second_opinion,
       "Also replay with the independent PyTorch reference and record whether it agrees");
-  audit->add_option("--reference", a->reference, "The reference replayer (scripts/replay_ref.py)")
-      ->capture_default_str();
+  // Its default is a path on the machine veritrain was built on: named, not printed.
+  audit->add_option("--reference", a->reference,
+                    "The reference replayer; default: scripts/replay_ref.py of this build");
   audit->add_option("--python", a->python, "Interpreter with python3-torch for the reference")
       ->capture_default_str();
   audit->callback([&ctx, a] { ctx.action = [&ctx, a] { return run_audit(ctx, *a); }; });

@@ -112,8 +112,7 @@ Result<int> run_demo(Context& ctx, const std::string& out_dir, std::int64_t epoc
 }  // namespace
 
 void register_demo(CLI::App& app, Context& ctx) {
-  auto* cmd =
-      app.add_subcommand("demo", "The whole flow on loopback: train, serve, verify online, report");
+  auto* cmd = app.add_subcommand("demo", summary_of("demo"));
   auto out = std::make_shared<std::string>("demo-out");
   auto epochs = std::make_shared<std::int64_t>(4);
   cmd->add_option("--out", *out, "Folder for the task, the provider's files and the report")

@@ -3,23 +3,19 @@
 #include <filesystem>
 
 #include "cli/app.h"
+#include "common/text.h"
 #include "protocol/task.h"
 #include "training/estimate.h"
 
 namespace vt::cli {
 namespace {
 
-std::string mib(std::uint64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
-  return buf;
-}
+std::string size_of(std::uint64_t bytes) { return size_text(static_cast<double>(bytes)); }
 
 }  // namespace
 
 void register_estimate(CLI::App& app, Context& ctx) {
-  auto* cmd = app.add_subcommand("estimate",
-                                 "Measure a task's state size and one step's peak memory and time");
+  auto* cmd = app.add_subcommand("estimate", summary_of("estimate"));
   auto task_path = std::make_shared<std::string>();
   auto device = std::make_shared<std::string>();
   cmd->add_option("--task", *task_path, "task.json")->required();
@@ -50,15 +46,16 @@ void register_estimate(CLI::App& app, Context& ctx) {
       char secs[64];
       std::snprintf(secs, sizeof secs, "%.4f s/step, ~%.2f s/epoch", e.step_seconds,
                     e.step_seconds * static_cast<double>(e.steps_per_epoch));
-      std::string human =
-          "parameters        " + std::to_string(e.parameters) + " (" + mib(e.parameter_bytes) +
-          ")\n" + "optimizer state   " + mib(e.optimizer_state_bytes) + "\n" +
-          "snapshot (raw)    " + mib(e.snapshot_bytes) + "; a check moves two: " + mib(per_check) +
-          "\n" + "step peak memory  " + mib(e.step_peak_bytes) + " above the resting state (" +
-          e.peak_source + ")\n" + "  per group       " + std::to_string(e.gradient_groups) +
-          " group(s) of " + std::to_string(e.examples_per_group) +
-          " examples, run one at a time: the peak is one group's\n" + "step time         " + secs +
-          " on " + e.device + "\n";
+      std::string human = "parameters        " + std::to_string(e.parameters) + " (" +
+                          size_of(e.parameter_bytes) + ")\n" + "optimizer state   " +
+                          size_of(e.optimizer_state_bytes) + "\n" + "snapshot (raw)    " +
+                          size_of(e.snapshot_bytes) + "; a check moves two: " + size_of(per_check) +
+                          "\n" + "step peak memory  " + size_of(e.step_peak_bytes) +
+                          " above the resting state (" + e.peak_source + ")\n" +
+                          "  per group       " + std::to_string(e.gradient_groups) +
+                          " group(s) of " + std::to_string(e.examples_per_group) +
+                          " examples, run one at a time: the peak is one group's\n" +
+                          "step time         " + secs + " on " + e.device + "\n";
       emit(ctx, j, human);
       return 0;
     };

@@ -19,8 +19,7 @@ void register_export(CLI::App& app, Context& ctx) {
     std::uint64_t epoch = 0;
   };
   auto a = std::make_shared<Args>();
-  auto* cmd = app.add_subcommand(
-      "export", "Write the model of a committed epoch as TorchScript and/or safetensors");
+  auto* cmd = app.add_subcommand("export", summary_of("export"));
   cmd->add_option("--workdir", a->workdir, "The provider's workdir")->required();
   cmd->add_option("--epoch", a->epoch, "A committed epoch")->required();
   cmd->add_option("--torchscript", a->torchscript,

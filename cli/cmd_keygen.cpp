@@ -6,7 +6,7 @@
 namespace vt::cli {
 
 void register_keygen(CLI::App& app, Context& ctx) {
-  auto* cmd = app.add_subcommand("keygen", "Create an Ed25519 signing key and a TLS certificate");
+  auto* cmd = app.add_subcommand("keygen", summary_of("keygen"));
   auto out = std::make_shared<std::string>();
   cmd->add_option("--out", *out,
                   "Folder for signing.key.pem, signing.pub.pem, tls.key.pem, "

@@ -5,6 +5,7 @@
 #include "cli/app.h"
 #include "common/file_io.h"
 #include "common/safetensors.h"
+#include "common/text.h"
 #include "compression/container.h"
 #include "protocol/log.h"
 #include "protocol/task.h"
@@ -40,15 +41,17 @@ std::string report_text(const provider::WorkdirReport& r) {
       << hex_encode(r.head).substr(0, 16) << "...\n";
   for (const auto& e : r.epochs) {
     out << "  epoch " << e.epoch << "  root " << hex_encode(e.root).substr(0, 16) << "...  "
-        << e.codec << "  " << e.stored_bytes << " bytes  " << e.file << "\n";
+        << e.codec << "  " << size_text(static_cast<double>(e.stored_bytes)) << "  " << e.file
+        << "\n";
   }
-  out << "stored " << r.disk_bytes << " bytes\n";
+  out << "stored " << size_text(static_cast<double>(r.disk_bytes)) << "\n";
   if (!r.torn_tail.empty()) out << "note: " << r.torn_tail << "\n";
   return out.str();
 }
 
 Result<int> inspect_file(const Context& ctx, const fs::path& path, int extract,
                          const std::string& out) {
+  VT_RETURN_IF_ERROR(check_input_file(path, "inspect:"));
   VT_ASSIGN_OR_RETURN(Bytes bytes, read_file(path));
   if (auto info = comp::read_container_info(bytes); info.ok()) {
     if (extract >= 0) {
@@ -73,9 +76,21 @@ Result<int> inspect_file(const Context& ctx, const fs::path& path, int extract,
                           {"raw_size", s.raw_size},
                           {"stored_size", s.payload_size}});
     }
+    // The header alone says nothing about the payload: every section's checksums are checked,
+    // and a whole (non-delta) container is decoded to its root. A delta needs its base, which
+    // `log verify --workdir` has.
+    std::vector<std::string> problems;
+    for (const auto& s : info->sections) {
+      if (auto payload = comp::extract_section(bytes, s.index); !payload)
+        problems.push_back(payload.error().message);
+    }
+    if (problems.empty() && !info->base_root) {
+      if (auto decoded = comp::decode(bytes); !decoded) problems.push_back(decoded.error().message);
+    }
     nlohmann::json j = {{"kind", "snapshot container"},   {"codec", comp::codec_name(info->codec)},
                         {"raw_size", info->raw_size},     {"container_size", info->container_size},
-                        {"root", hex_encode(info->root)}, {"sections", sections}};
+                        {"root", hex_encode(info->root)}, {"sections", sections},
+                        {"intact", problems.empty()},     {"problems", problems}};
     if (info->base_root) j["base_root"] = hex_encode(*info->base_root);
     std::ostringstream h;
     h << "snapshot container, codec " << comp::codec_name(info->codec) << ", " << info->raw_size
@@ -83,8 +98,15 @@ Result<int> inspect_file(const Context& ctx, const fs::path& path, int extract,
       << static_cast<double>(info->raw_size) / static_cast<double>(info->container_size) << "x), "
       << info->sections.size() << " sections\nroot " << hex_encode(info->root) << "\n";
     if (info->base_root) h << "delta against " << hex_encode(*info->base_root) << "\n";
+    for (const std::string& p : problems) h << "CORRUPT: " << p << "\n";
+    if (problems.empty()) {
+      h << (info->base_root
+                ? "every section's checksums hold (the delta's base is not checked)\n"
+                : "intact: every section's checksums hold and it decodes to its root\n");
+    }
+    j["ok"] = problems.empty();
     emit(ctx, j, h.str());
-    return 0;
+    return problems.empty() ? 0 : exit_code(Errc::kRejected);
   }
   if (auto view = parse_safetensors(bytes, Canonical::kAllowAny); view.ok()) {
     nlohmann::json tensors = nlohmann::json::array();
@@ -109,17 +131,36 @@ Result<int> inspect_file(const Context& ctx, const fs::path& path, int extract,
   }
   if (auto log = read_log(bytes, path.string()); log.ok() && !log->records.empty()) {
     nlohmann::json recs = nlohmann::json::array();
-    for (const auto& r : log->records)
-      recs.push_back({{"epoch", r.record.epoch},
-                      {"root", hex_encode(r.record.root)},
-                      {"loss", r.record.metrics.loss}});
+    for (const auto& r : log->records) {
+      const std::optional<EvalClaim>& e = r.record.metrics.eval;
+      recs.push_back(
+          {{"epoch", r.record.epoch},
+           {"root", hex_encode(r.record.root)},
+           {"loss",
+            r.record.epoch == 0 ? nlohmann::json(nullptr) : nlohmann::json(r.record.metrics.loss)},
+           {"eval", e ? nlohmann::json{{"loss", e->loss},
+                                       {"accuracy", e->accuracy ? nlohmann::json(*e->accuracy)
+                                                                : nlohmann::json(nullptr)},
+                                       {"examples", e->examples}}
+                      : nlohmann::json(nullptr)}});
+    }
     std::ostringstream h;
     h << "commitment log, " << log->records.size() << " records, task_id "
       << hex_encode(log->records.front().record.task_id)
       << " (not checked: `veritrain log verify` checks it)\n";
     for (const auto& r : log->records) {
       h << "  epoch " << r.record.epoch << "  root " << hex_encode(r.record.root).substr(0, 16)
-        << "...  loss " << r.record.metrics.loss << "\n";
+        << "...  ";
+      if (r.record.epoch == 0) {
+        h << "initial state\n";
+        continue;
+      }
+      h << "loss " << r.record.metrics.loss;
+      if (const std::optional<EvalClaim>& e = r.record.metrics.eval) {
+        h << "  held-out loss " << e->loss;
+        if (e->accuracy) h << " accuracy " << *e->accuracy * 100.0 << "%";
+      }
+      h << "\n";
     }
     emit(ctx,
          {{"kind", "commitment log"},
@@ -171,14 +212,13 @@ Result<int> export_epoch(const Context& ctx, const fs::path& dir, std::uint64_t 
 }  // namespace
 
 void register_log(CLI::App& app, Context& ctx) {
-  auto* log = app.add_subcommand("log", "Check a provider's commitment log and stored snapshots");
+  auto* log = app.add_subcommand("log", summary_of("log"));
   log->require_subcommand(1);
   struct VerifyArgs {
     std::string dir, provider_key;
   };
   auto v = std::make_shared<VerifyArgs>();
-  auto* verify = log->add_subcommand(
-      "verify", "Signatures, chain, task binding, and every snapshot against its root");
+  auto* verify = log->add_subcommand("verify", summary_of("log verify"));
   verify->add_option("--workdir", v->dir, "The provider's workdir")->required();
   verify->add_option("--provider-key", v->provider_key,
                      "The provider's signing.pub.pem or its key's SHA-256: a log signed by any "
@@ -211,8 +251,7 @@ void register_log(CLI::App& app, Context& ctx) {
     std::int64_t epoch = -1;
   };
   auto a = std::make_shared<InspectArgs>();
-  auto* inspect = app.add_subcommand(
-      "inspect", "Describe a workdir, task, log, snapshot or snapshot container");
+  auto* inspect = app.add_subcommand("inspect", summary_of("inspect"));
   inspect->add_option("path", a->path, "What to describe")->required();
   inspect->add_option("--extract", a->extract,
                       "Container: write section N's stored payload (a zstd or xz frame) to --out");

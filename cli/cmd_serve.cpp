@@ -9,7 +9,7 @@
 namespace vt::cli {
 
 void register_serve(CLI::App& app, Context& ctx) {
-  auto* cmd = app.add_subcommand("serve", "Serve a provider workdir over TLS until interrupted");
+  auto* cmd = app.add_subcommand("serve", summary_of("serve"));
   auto workdir = std::make_shared<std::string>();
   auto a = std::make_shared<ServeArgs>();
   cmd->add_option("--workdir", *workdir, "The provider's workdir")->required();

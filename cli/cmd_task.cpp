@@ -1,6 +1,7 @@
 // `veritrain task init` and `veritrain task show`: the requestor writes and reads tasks.
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "cli/app.h"
 #include "cli/task_data.h"
@@ -23,7 +24,7 @@ struct InitArgs {
   std::int64_t groups = 0, world = 0;  // gradient_groups, world_size (docs/task.md)
   std::string seed, device, precision, determinism, optimizer, schedule, data_dir, model_file;
   double lr = 0;
-  bool pin_environment = false;
+  bool pin_environment = false, list_options = false;
   std::vector<std::string> model_options, data_options;
   DataFlags data;  // --data-file, --eval-file, ... (cli/task_data.h)
   HyperArgs hyper;
@@ -42,6 +43,42 @@ Status parse_options(const std::vector<std::string>& pairs, Options& into,
     into[p.substr(0, eq)] = *v;
   }
   return {};
+}
+
+// `task init --model M [--dataset D] --list-options`: what --option and --data-option take.
+Result<int> list_options(Context& ctx, const InitArgs& a) {
+  const training::ModelInfo* model = training::find_model(a.model);
+  if (model == nullptr) return invalid_input("--model: no model named \"" + a.model + "\"");
+  Task task;
+  task.model.name = a.model;
+  task.dataset.name = a.dataset;
+  VT_ASSIGN_OR_RETURN(std::vector<training::OptionSpec> data_specs,
+                      training::dataset_option_specs(task));
+  nlohmann::json j = {{"model", a.model}, {"dataset", a.dataset}};
+  std::ostringstream text;
+  const auto table = [&](const char* flag, const std::vector<training::OptionSpec>& specs,
+                         const char* key) {
+    j[key] = nlohmann::json::array();
+    text << flag << " NAME=VALUE:\n";
+    if (specs.empty()) text << "  (none)\n";
+    for (const training::OptionSpec& o : specs) {
+      j[key].push_back({{"name", o.name},
+                        {"default", o.default_value},
+                        {"min", o.min},
+                        {"max", o.max},
+                        {"help", o.help}});
+      text << "  " << o.name << "  default " << o.default_value << ", " << o.min << ".." << o.max
+           << "  " << o.help << "\n";
+    }
+  };
+  text << a.model << ": " << model->description << "\n";
+  table("--option", model->options, "model_options");
+  text << "dataset " << a.dataset << "\n";
+  table("--data-option", data_specs, "dataset_options");
+  text
+      << "(tensors and tokens data: task init fills input_dim, classes and vocab from the files)\n";
+  emit(ctx, j, text.str());
+  return 0;
 }
 
 // Pins every regular file in `dir` by SHA-256 (MNIST idx or CIFAR-10 batches).
@@ -133,6 +170,12 @@ Result<Task> build_task(const InitArgs& a) {
   }
   VT_ASSIGN_OR_RETURN(task.model.options, training::resolve_model_options(task.model));
   VT_ASSIGN_OR_RETURN(task.dataset.options, training::resolve_dataset_options(task));
+  VT_ASSIGN_OR_RETURN(const std::string filled,
+                      fill_model_options_from_data(task, a.model_options));
+  if (!filled.empty()) {
+    std::cerr << "task init: model.options " << filled
+              << " from the data (--option NAME=VALUE chooses otherwise)\n";
+  }
   VT_RETURN_IF_ERROR(validate_task(task));
   VT_RETURN_IF_ERROR(training::validate_for_training(task));
   VT_RETURN_IF_ERROR(cover_every_tensor(task, a));
@@ -155,13 +198,11 @@ Result<Task> build_task(const InitArgs& a) {
 }  // namespace
 
 void register_task(CLI::App& app, Context& ctx) {
-  auto* task =
-      app.add_subcommand("task", "Write or show a task (what to train, how, for how long)");
+  auto* task = app.add_subcommand("task", summary_of("task"));
   task->require_subcommand(1);
 
   auto a = std::make_shared<InitArgs>();
-  auto* init = task->add_subcommand(
-      "init", "Write a valid task with sensible defaults to stdout (or --out)");
+  auto* init = task->add_subcommand("init", summary_of("task init"));
   init->add_option("--model", a->model, "mlp | cnn | conv3d | gpt | torchscript")
       ->capture_default_str();
   init->add_option("--dataset", a->dataset, "synthetic | mnist | cifar10 | tensors | tokens")
@@ -202,8 +243,12 @@ void register_task(CLI::App& app, Context& ctx) {
                  "Exact mode: accept only arithmetic environments this machine can replay "
                  "(docs/environment.md)");
   init->add_option("--out", a->out, "Write to this file (atomically) instead of stdout");
+  init->add_flag("--list-options", a->list_options,
+                 "Print the --option and --data-option names of --model and --dataset, with "
+                 "defaults and ranges, and write no task");
   init->callback([&ctx, a] {
     ctx.action = [&ctx, a]() -> Result<int> {
+      if (a->list_options) return list_options(ctx, *a);
       VT_ASSIGN_OR_RETURN(Task t, build_task(*a));
       const std::string text = pretty_task_json(t) + "\n";
       if (!a->out.empty()) {

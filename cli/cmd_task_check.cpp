@@ -94,8 +94,7 @@ void register_task_check(CLI::App* task, Context& ctx) {
     std::int64_t steps = 3;
   };
   auto a = std::make_shared<Args>();
-  auto* check = task->add_subcommand(
-      "check", "Pre-flight: model against data, and a replay in a fresh process");
+  auto* check = task->add_subcommand("check", summary_of("task check"));
   check->add_option("task", a->task, "task.json")->required();
   check->add_option("--steps", a->steps, "Steps per run (at most one epoch)")
       ->capture_default_str()

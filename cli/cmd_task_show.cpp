@@ -9,7 +9,7 @@ namespace vt::cli {
 
 void register_task_show(CLI::App& task, Context& ctx) {
   auto path = std::make_shared<std::string>();
-  auto* show = task.add_subcommand("show", "Check a task file and print it with its task_id");
+  auto* show = task.add_subcommand("show", summary_of("task show"));
   show->add_option("task", *path, "task.json")->required();
   show->callback([&ctx, path] {
     ctx.action = [&ctx, path]() -> Result<int> {

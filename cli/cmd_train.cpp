@@ -1,6 +1,7 @@
 // `veritrain train`: run a task as a provider, committing every epoch.
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -10,6 +11,7 @@
 #include "cli/progress.h"
 #include "cli/service.h"
 #include "cli/train_ranks.h"
+#include "common/text.h"
 #include "protocol/task.h"
 #include "provider/provider.h"
 #include "provider/ranks.h"
@@ -18,8 +20,7 @@
 namespace vt::cli {
 
 void register_train(CLI::App& app, Context& ctx) {
-  auto* cmd = app.add_subcommand(
-      "train", "Run a task as a provider: train, commit every epoch, store snapshots");
+  auto* cmd = app.add_subcommand("train", summary_of("train"));
   struct Args {
     std::string task, workdir, key, device;
     int full_every = 4;
@@ -63,12 +64,19 @@ void register_train(CLI::App& app, Context& ctx) {
       }
       Service service;
       auto gauges = std::make_shared<TrainMetrics>(task.epochs);
+      // Set once every epoch is committed: from then on the process only serves, and an
+      // interrupt is how it is meant to end.
+      static std::atomic<bool> trained{false};
       if (!serve->listen.empty()) {
         // Everything on disk is crash-safe, so an interrupt may simply end the process; a
         // later `train` resumes after the last durable commitment.
         block_termination_signals();
         std::thread([] {
           wait_for_termination_signal();
+          if (trained.load()) {
+            std::cerr << "\nveritrain: stopped serving; training had finished\n";
+            std::_Exit(0);
+          }
           std::cerr << "\nveritrain: interrupted; run the same command to resume\n";
           std::_Exit(130);
         }).detach();
@@ -109,11 +117,13 @@ void register_train(CLI::App& app, Context& ctx) {
                           {"total_seconds", s.total_seconds},
                           {"workdir", a->workdir}};
       std::ostringstream human;
-      human << "trained " << task.epochs << " epochs; " << s.epochs_committed << " commitments in "
+      human << "trained " << count_text(static_cast<double>(task.epochs), "epoch") << "; "
+            << count_text(static_cast<double>(s.epochs_committed), "commitment") << " in "
             << a->workdir << "\nfinal root " << hex_encode(s.final_root) << "\nstored "
-            << static_cast<double>(s.disk_bytes) / 1048576.0 << " MiB; training " << s.train_seconds
+            << size_text(static_cast<double>(s.disk_bytes)) << "; training " << s.train_seconds
             << " s of " << s.total_seconds << " s\n";
       emit(ctx, j, human.str());
+      trained.store(true);
       if (service.server) {
         spdlog::info("training done; still serving until interrupted (Ctrl-C)");
         while (true) std::this_thread::sleep_for(std::chrono::hours(1));

@@ -1,6 +1,7 @@
 // `veritrain verdict check`: anyone handed a verdict.json checks that it is well-formed and
 // signed by the verifier it names, before acting on it.
 #include "cli/app.h"
+#include "common/file_io.h"
 #include "verifier/log_check.h"
 #include "verifier/report.h"
 
@@ -20,6 +21,7 @@ Result<int> run_verdict_check(Context& ctx, const VerdictCheckArgs& a) {
     VT_ASSIGN_OR_RETURN(std::string fp, verifier::parse_provider_key(a.signer, "--signer"));
     expected = fp;
   }
+  VT_RETURN_IF_ERROR(check_input_file(a.file, "verdict"));
   VT_ASSIGN_OR_RETURN(verifier::CheckedVerdict v, verifier::verify_verdict_file(a.file));
   const std::string signer = v.signer.fingerprint();
   if (expected && signer != *expected) {
@@ -46,9 +48,9 @@ Result<int> run_verdict_check(Context& ctx, const VerdictCheckArgs& a) {
 
 void register_verdict(CLI::App& app, Context& ctx) {
   auto vc = std::make_shared<VerdictCheckArgs>();
-  auto* verdict = app.add_subcommand("verdict", "Check signed verdicts");
+  auto* verdict = app.add_subcommand("verdict", summary_of("verdict"));
   verdict->require_subcommand(1);
-  auto* check = verdict->add_subcommand("check", "Check a verdict's signature, format and signer");
+  auto* check = verdict->add_subcommand("check", summary_of("verdict check"));
   check->add_option("file", vc->file, "A verdict.json written by verify")->required();
   check->add_option("--signer", vc->signer,
                     "The verifier key that must have signed it: SHA-256 or signing.pub.pem");

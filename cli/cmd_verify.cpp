@@ -4,9 +4,11 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <iostream>
+#include <thread>
 
 #include "cli/app.h"
 #include "cli/service.h"
@@ -42,10 +44,14 @@ void add_source_options(CLI::App* cmd, SourceArgs& s) {
   cmd->add_flag("--insecure", s.insecure, "Plain TCP (loopback only)")->needs(provider);
 }
 
+// `wait_for_start`: an online verifier may be started together with the provider (the README's
+// tour as one script), so the token file and the port are waited for, bounded by
+// --evidence-timeout and --deadline.
 Result<std::unique_ptr<verifier::EvidenceSource>> open_source(
     const SourceArgs& s,
     std::chrono::milliseconds evidence_timeout = verifier::kDefaultEvidenceTimeout,
-    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max()) {
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
+    bool wait_for_start = false) {
   if (!s.workdir.empty()) return verifier::open_workdir_source(s.workdir);
   if (s.provider.empty()) return invalid_input("give --provider HOST:PORT or --workdir DIR");
   VT_ASSIGN_OR_RETURN(auto hp, parse_host_port(s.provider, "--provider"));
@@ -60,6 +66,14 @@ Result<std::unique_ptr<verifier::EvidenceSource>> open_source(
   config.deadline = deadline;
   if (s.token_file.empty())
     return invalid_input("--provider needs --token-file (the provider's serve.token)");
+  std::chrono::steady_clock::time_point wait_until{};
+  if (wait_for_start) {
+    wait_until = std::min(deadline, std::chrono::steady_clock::now() + evidence_timeout);
+    if (!fs::exists(s.token_file))
+      spdlog::info("waiting for {} (the provider writes it as it starts)", s.token_file);
+    while (!fs::exists(s.token_file) && std::chrono::steady_clock::now() < wait_until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   VT_ASSIGN_OR_RETURN(config.token, read_secret_file(s.token_file, 4096));
   while (!config.token.empty() && std::isspace(static_cast<unsigned char>(config.token.back())))
     config.token.pop_back();
@@ -67,7 +81,7 @@ Result<std::unique_ptr<verifier::EvidenceSource>> open_source(
     return invalid_input(
         "--provider over TLS needs --pin SHA256 (printed by the provider) or --ca-file");
   }
-  return verifier::open_provider_source(config, evidence_timeout);
+  return verifier::open_provider_source(config, evidence_timeout, wait_until);
 }
 
 struct VerifyArgs {
@@ -75,7 +89,7 @@ struct VerifyArgs {
   double evidence_timeout = 600;
   double confidence = 0.99, cheat_fraction = 0.1, check_probability = 0.0;
   std::optional<double> reward, penalty, cost;  // p from the economics (docs/plan.md)
-  bool online = false, fingerprint_only = false;
+  bool online = false, fingerprint_only = false, force = false;
   std::int64_t threads = 0;
   std::size_t jobs = 0;
   double deadline_seconds = 0;  // 0: none
@@ -129,7 +143,15 @@ Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
   VT_ASSIGN_OR_RETURN(SigningKey key, verifier_key(a.key));
   const auto evidence_timeout =
       std::chrono::milliseconds(static_cast<std::int64_t>(a.evidence_timeout * 1000));
-  VT_ASSIGN_OR_RETURN(auto source, open_source(a.source, evidence_timeout, deadline));
+  // A signed verdict is a record someone may rely on: replacing one takes --force.
+  if (a.resume.empty() && !a.force && fs::exists(report / "verdict.json")) {
+    return invalid_input("--report " + report.string() +
+                         " already holds a signed verdict; give another folder, or --force to "
+                         "replace it");
+  }
+  VT_ASSIGN_OR_RETURN(auto source, open_source(a.source, evidence_timeout, deadline, a.online));
+  if (!a.source.workdir.empty())
+    VT_RETURN_IF_ERROR(verifier::check_workdir_task(*source, task, a.source.workdir));
   verifier::VerifyOptions o;
   o.trainer.task_dir = fs::path(a.task).parent_path();
   o.trainer.device = a.device;
@@ -203,8 +225,7 @@ Result<int> run_replay_worker(const ReplayWorkerArgs& a) {
 
 void register_verify(CLI::App& app, Context& ctx) {
   auto v = std::make_shared<VerifyArgs>();
-  auto* verify =
-      app.add_subcommand("verify", "Challenge random epochs, replay them, and judge the provider");
+  auto* verify = app.add_subcommand("verify", summary_of("verify"));
   verify->add_option("--task", v->task, "Your task.json (what you paid for)")->required();
   add_source_options(verify, v->source);
   auto* confidence =
@@ -249,6 +270,7 @@ void register_verify(CLI::App& app, Context& ctx) {
           "Seconds the provider has to deliver everything; past it, what is missing rejects it")
       ->check(CLI::PositiveNumber);
   verify->add_option("--report", v->report, "Folder for verdict.json and report.html");
+  verify->add_flag("--force", v->force, "Replace a signed verdict already in the --report folder");
   verify->add_option(
       "--resume", v->resume,
       "Continue the interrupted offline verify that was writing to this --report folder: the same "

@@ -56,30 +56,63 @@ void Progress::step(const training::StepMetrics& m) {
   }
 }
 
+namespace {
+
+// What an epoch's commitment says, in words: epoch 0 is the initial state (no training, no
+// loss); later epochs their mean training loss and, with an eval split, the held-out metrics.
+std::string commit_line(const provider::CommitEvent& e) {
+  char text[320];
+  const std::string root = hex_encode(e.root).substr(0, 16);
+  int n = std::snprintf(text, sizeof text, "epoch %llu committed  root %s  ",
+                        static_cast<unsigned long long>(e.epoch), root.c_str());
+  std::string line(text, static_cast<std::size_t>(n));
+  if (e.epoch == 0) {
+    line += "initial state";
+  } else {
+    std::snprintf(text, sizeof text, "loss %.4f", e.loss);
+    line += text;
+  }
+  if (e.eval) {
+    std::snprintf(text, sizeof text, "  held-out loss %.4f", e.eval->loss);
+    line += text;
+    if (e.eval->accuracy) {
+      std::snprintf(text, sizeof text, " accuracy %.2f%%", *e.eval->accuracy * 100.0);
+      line += text;
+    }
+  }
+  std::snprintf(text, sizeof text, "  stored %.2f of %.2f MiB%s",
+                static_cast<double>(e.stored_bytes) / 1048576.0,
+                static_cast<double>(e.raw_bytes) / 1048576.0,
+                e.resumed_file ? " (already on disk)" : "");
+  return line + text;
+}
+
+}  // namespace
+
 void Progress::committed(const provider::CommitEvent& e) {
-  const std::string root = hex_encode(e.root);
   if (bar_) {
-    std::fprintf(
-        stderr, "\r\033[Kepoch %llu committed  root %s  loss %.4f  stored %.2f of %.2f MiB%s\n",
-        static_cast<unsigned long long>(e.epoch), root.substr(0, 16).c_str(), e.loss,
-        static_cast<double>(e.stored_bytes) / 1048576.0,
-        static_cast<double>(e.raw_bytes) / 1048576.0, e.resumed_file ? " (already on disk)" : "");
+    std::fprintf(stderr, "\r\033[K%s\n", commit_line(e).c_str());
     return;
   }
   if (!json_) {  // stdout keeps the human summary alone; a line per commitment goes to the log
-    std::fprintf(stderr, "epoch %llu committed  root %s  loss %.4f  stored %.2f of %.2f MiB%s\n",
-                 static_cast<unsigned long long>(e.epoch), root.substr(0, 16).c_str(), e.loss,
-                 static_cast<double>(e.stored_bytes) / 1048576.0,
-                 static_cast<double>(e.raw_bytes) / 1048576.0,
-                 e.resumed_file ? " (already on disk)" : "");
+    std::fprintf(stderr, "%s\n", commit_line(e).c_str());
     return;
+  }
+  nlohmann::json eval = nullptr;
+  if (e.eval) {
+    eval = {{"loss", e.eval->loss},
+            {"accuracy", e.eval->accuracy ? nlohmann::json(*e.eval->accuracy) : nullptr},
+            {"examples", e.eval->examples}};
   }
   std::cout << nlohmann::json{{"message_type", "commit"},
                               {"kind", "train commit"},
                               {"ok", true},
                               {"epoch", e.epoch},
-                              {"root", root},
-                              {"loss", e.loss},
+                              {"root", hex_encode(e.root)},
+                              // Epoch 0 trained nothing: it has no loss.
+                              {"loss",
+                               e.epoch == 0 ? nlohmann::json(nullptr) : nlohmann::json(e.loss)},
+                              {"eval", eval},
                               {"stored_bytes", e.stored_bytes},
                               {"raw_bytes", e.raw_bytes}}
                    .dump()

@@ -71,7 +71,9 @@ std::string usage_hint(CLI::App& app, const std::vector<std::string>& args) {
       }
       if (known == nullptr && name != "--json" && name != "--help") {
         const std::string guess = closest_name(name, long_option_names(*at));
-        return guess.empty() ? "" : "did you mean " + guess + "?";
+        return "unknown option " + name + " of '" + path + "'" +
+               (guess.empty() ? "; '" + path + " --help' lists its options"
+                              : "; did you mean " + guess + "?");
       }
       if (known != nullptr && known->get_items_expected_min() > 0 && name.size() == word.size())
         ++i;  // its value
@@ -88,8 +90,9 @@ std::string usage_hint(CLI::App& app, const std::vector<std::string>& args) {
     const std::vector<std::string> names = subcommand_names(*at);
     if (names.empty()) continue;
     const std::string guess = closest_name(word, names);
-    if (!guess.empty()) return "did you mean '" + path + " " + guess + "'?";
-    return "'" + word + "' is not a command of '" + path + "'";
+    const std::string wrong = "'" + word + "' is not a command of '" + path + "'";
+    if (!guess.empty()) return wrong + "; did you mean '" + path + " " + guess + "'?";
+    return wrong + "; '" + path + " --help' lists them";
   }
   return "";
 }

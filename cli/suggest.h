@@ -18,8 +18,10 @@ std::size_t edit_distance(std::string_view a, std::string_view b);
 std::string closest_name(std::string_view word, const std::vector<std::string>& candidates);
 
 // Walks `args` (argv without the program name) down `app`'s subcommands and, at the first word
-// that is neither a subcommand, an option of the command reached nor a value, returns
-// "did you mean 'veritrain task show'?" (or the option); "" when nothing is close.
+// that is neither a subcommand, an option of the command reached nor a value, says what was
+// typed wrong and the fix, once: "'shwo' is not a command of 'veritrain task'; did you mean
+// 'veritrain task show'?", "unknown option --taks of 'veritrain train'; did you mean --task?".
+// "" when every word is known: CLI11's own message (a missing required option) stands then.
 std::string usage_hint(CLI::App& app, const std::vector<std::string>& args);
 
 }  // namespace vt::cli

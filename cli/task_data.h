@@ -24,4 +24,10 @@ void add_data_flags(CLI::App* init, DataFlags& flags);
 // sets eval_fraction, context and token_bits from their flags.
 Status apply_data_flags(const DataFlags& flags, Task& task);
 
+// The model options a built-in model takes from its data, read from the pinned training files
+// unless `given` (the names passed with --option) holds them: an mlp's input_dim and classes, a
+// cnn's classes, a gpt's vocab. Returns "input_dim = 64, classes = 10" for what it filled ("" for
+// nothing): `task init` says so.
+Result<std::string> fill_model_options_from_data(Task& task, const std::vector<std::string>& given);
+
 }  // namespace vt::cli

@@ -79,6 +79,16 @@ int open_for_reading(const fs::path& path) {
 
 }  // namespace
 
+Status check_input_file(const fs::path& path, std::string_view what) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (st.type() == fs::file_type::not_found)
+    return invalid_input(std::string(what) + " " + path.string() + ": no such file");
+  if (st.type() == fs::file_type::directory)
+    return invalid_input(std::string(what) + " " + path.string() + " is a folder, not a file");
+  return {};
+}
+
 Result<Bytes> read_file(const fs::path& path, std::uint64_t max_bytes) {
   Fd fd(open_for_reading(path));
   if (fd.get() < 0) return io_error(errno_text(errno, "opening", path));

@@ -6,10 +6,16 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <string_view>
 
 #include "common/bytes.h"
 
 namespace vt {
+
+// A file the caller names as its own input (a task, a verdict, evidence): one that does not exist,
+// or is a folder, is the caller's mistake (Errc::kInvalidInput, exit 2) naming `what` and the
+// path; files that exist but cannot be read stay I/O errors, found by the read itself.
+Status check_input_file(const std::filesystem::path& path, std::string_view what);
 
 // Reads a whole file; refuses files larger than `max_bytes` before allocating.
 Result<Bytes> read_file(const std::filesystem::path& path,

@@ -109,8 +109,13 @@ Status JsonFields::number(std::string_view key, double& out, bool required) cons
 Status JsonFields::number_or_null(std::string_view key, double& out, bool required) const {
   VT_ASSIGN_OR_RETURN(const json* v, find(key, required, "a number or null"));
   if (v == nullptr) return {};
-  if (v->is_null()) {
+  if (v->is_null() || *v == "nan") {
     out = std::numeric_limits<double>::quiet_NaN();
+    return {};
+  }
+  if (*v == "inf" || *v == "-inf") {
+    out = *v == "inf" ? std::numeric_limits<double>::infinity()
+                      : -std::numeric_limits<double>::infinity();
     return {};
   }
   if (!v->is_number()) return wrong(key, "a number or null", *v);

@@ -13,4 +13,13 @@ inline nlohmann::json json_number(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
 }
 
+// How a document that must round-trip exactly (the verifier's own resume state) writes a
+// non-finite double: "nan", "inf" or "-inf". JsonFields::number_or_null reads both forms.
+enum class NonFinite { kNull, kText };
+inline nlohmann::json json_number(double v, NonFinite mode) {
+  if (std::isfinite(v) || mode == NonFinite::kNull) return json_number(v);
+  if (std::isnan(v)) return "nan";
+  return v > 0 ? "inf" : "-inf";
+}
+
 }  // namespace vt

@@ -63,4 +63,22 @@ std::string printable(std::string_view text, std::size_t max_bytes) {
   return out;
 }
 
+std::string size_text(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024.0 && u < 4) {
+    bytes /= 1024.0;
+    ++u;
+  }
+  char text[64];
+  std::snprintf(text, sizeof text, u == 0 ? "%.0f %s" : "%.2f %s", bytes, units[u]);
+  return text;
+}
+
+std::string count_text(double count, std::string_view noun) {
+  char number[32];
+  std::snprintf(number, sizeof number, "%.0f", count);
+  return std::string(number) + " " + std::string(noun) + (count == 1.0 ? "" : "s");
+}
+
 }  // namespace vt

@@ -13,4 +13,11 @@ namespace vt {
 // Messages quote provider-chosen values through this: a 100 MB metadata value stays a line.
 std::string printable(std::string_view text, std::size_t max_bytes = 80);
 
+// A size for people: "512 B", "10.33 MiB" (binary units, two decimals). Every human output
+// uses it, so a size reads the same in train, inspect, plan and the reports.
+std::string size_text(double bytes);
+
+// "1 epoch", "3 epochs", "0 epochs": a count and its noun, plural unless the count is one.
+std::string count_text(double count, std::string_view noun);
+
 }  // namespace vt

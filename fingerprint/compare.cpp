@@ -61,8 +61,6 @@ bool nonfinite_match(double a, double b) {
   return a == b;  // both infinite with the same sign; never a finite value and an infinity
 }
 
-nlohmann::json number(double v) { return json_number(v); }
-
 }  // namespace
 
 std::string_view compare_mode_name(CompareMode mode) {
@@ -154,7 +152,8 @@ Result<Comparison> compare(const Fingerprint& replay, const Fingerprint& committ
   return c;
 }
 
-nlohmann::json comparison_to_json(const Comparison& c) {
+nlohmann::json comparison_to_json(const Comparison& c, NonFinite non_finite) {
+  const auto number = [non_finite](double v) { return json_number(v, non_finite); };
   nlohmann::json first = nullptr;
   if (c.first_mismatch) {
     const MismatchLocation& m = *c.first_mismatch;

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "common/json_number.h"
 #include "fingerprint/fingerprint.h"
 
 namespace vt::fp {
@@ -63,7 +64,8 @@ Result<Comparison> compare(const Fingerprint& replay, const Fingerprint& committ
 // The one schema of a comparison, in verdicts, evidence and the verifier's saved state
 // (docs/fingerprint.md, "Comparison"). Non-finite numbers are written as null and read back as
 // NaN. Reading names `where` and the field in its errors (invalid input).
-nlohmann::json comparison_to_json(const Comparison& c);
+// Non-finite values are null in verdicts (kNull); the verifier's resume state keeps them exactly.
+nlohmann::json comparison_to_json(const Comparison& c, NonFinite non_finite = NonFinite::kNull);
 Result<Comparison> comparison_from_json(const nlohmann::json& j, const std::string& where);
 
 // One value in its little-endian byte form, decoded exactly to double. `dtype` must be F64,

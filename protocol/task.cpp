@@ -194,6 +194,7 @@ Result<Task> parse_task(std::string_view json_text, std::string_view where) {
 }
 
 Result<Task> load_task(const std::string& path) {
+  VT_RETURN_IF_ERROR(check_input_file(path, "task file"));
   VT_ASSIGN_OR_RETURN(std::string text, read_text_file(path, std::uint64_t{1} << 20));
   return parse_task(text, path);
 }

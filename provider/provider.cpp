@@ -150,7 +150,8 @@ class Pipeline {
     crash_point("after_log_append", job.epoch);
     if (options_.on_commit) {
       options_.on_commit({job.epoch, root, job.metrics.loss, job.metrics.seconds,
-                          stored.stored_size, stored.raw_size, stored.already_present, timings});
+                          stored.stored_size, stored.raw_size, stored.already_present, timings,
+                          job.metrics.eval});
     }
     last_root_ = root;
     last_canonical_ = job.canonical;

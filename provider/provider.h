@@ -35,6 +35,7 @@ struct CommitEvent {
   std::uint64_t raw_bytes = 0;
   bool resumed_file = false;  // the container was already on disk (a resumed epoch)
   CommitTimings timings;
+  std::optional<EvalClaim> eval;  // the held-out metrics committed (tasks with an eval split)
 };
 
 struct ProviderOptions {

@@ -24,75 +24,24 @@ import math
 import os
 import sys
 
-import numpy as np
 import torch
-from torch import nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import replay_ref_data  # noqa: E402  (the sibling modules, wherever the script is run from)
 import ref_common  # noqa: E402
+from veritrain_zoo import DEFAULTS as MODEL_DEFAULTS, Mlp, ResNet  # noqa: E402
 from ref_common import blobs, epoch_order, held_out_rows, images, learning_rate, power  # noqa: E402
 
 NOT_COVERED, BAD_INPUT = 3, 2
 OPTIMIZER_DEFAULTS = {"lr": 0.01, "momentum": 0.0, "nesterov": False, "weight_decay": 0.0,
                       "beta1": 0.9, "beta2": 0.999, "eps": 1e-8}
 SCHEDULE_DEFAULTS = {"name": "constant", "step_size": 1, "gamma": 0.1, "min_lr": 0.0, "warmup_steps": 0}
-MODEL_DEFAULTS = {"mlp": {"input_dim": 32, "hidden": 64, "layers": 2, "classes": 4},
-                  "cnn": {"width": 16, "blocks": 1, "classes": 10}}
 SAMPLES_DEFAULT = {"mlp": 512, "cnn": 256}
 
 
 class NotCovered(Exception):
     pass
-
-
-# --- models ------------------------------------------------------------------------------
-class Mlp(nn.Module):
-    def __init__(self, o):
-        super().__init__()
-        layers, width = [], o["input_dim"]
-        for _ in range(o["layers"]):
-            layers += [nn.Linear(width, o["hidden"]), nn.ReLU()]
-            width = o["hidden"]
-        self.body = nn.Sequential(*layers, nn.Linear(width, o["classes"]))
-
-    def forward(self, x):
-        return self.body(x.flatten(1))
-
-
-def conv3x3(cin, cout, stride):
-    return nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False)
-
-
-class BasicBlock(nn.Module):
-    def __init__(self, cin, cout, stride):
-        super().__init__()
-        self.conv1, self.bn1 = conv3x3(cin, cout, stride), nn.BatchNorm2d(cout)
-        self.conv2, self.bn2 = conv3x3(cout, cout, 1), nn.BatchNorm2d(cout)
-        self.shortcut = None
-        if stride != 1 or cin != cout:
-            self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride=stride, bias=False), nn.BatchNorm2d(cout))
-
-    def forward(self, x):
-        y = F.relu(self.bn1(self.conv1(x)))
-        y = self.bn2(self.conv2(y))
-        return F.relu(y + (x if self.shortcut is None else self.shortcut(x)))
-
-
-class ResNet(nn.Module):
-    def __init__(self, o):
-        super().__init__()
-        w, blocks = o["width"], o["blocks"]
-        self.stem, self.stem_bn = conv3x3(3, w, 1), nn.BatchNorm2d(w)
-        self.head = nn.Linear(2 * w, o["classes"])  # initialised before the blocks
-        stages = [BasicBlock(w, w, 1) for _ in range(blocks)] + [BasicBlock(w, 2 * w, 2)]
-        stages += [BasicBlock(2 * w, 2 * w, 1) for _ in range(1, blocks)]
-        self.stages = nn.Sequential(*stages)
-
-    def forward(self, x):
-        x = F.relu(self.stem_bn(self.stem(x)))
-        return self.head(self.stages(x).mean((2, 3)))
 
 
 # --- optimizers --------------------------------------------------------------------------

@@ -97,7 +97,10 @@ Result<std::optional<MappedSplit>> open_eval_split(const Task& task, const Optio
 Result<EvalMetrics> evaluate_split(Network& net, const MappedSplit& split, const Task& task,
                                    const at::Device& device) {
   const std::vector<std::int64_t> order = split.data->eval_order();
-  const bool classes = split.data->targets().dtype == DType::kI64;
+  // A module that computes its own loss returns a scalar, not logits: its held-out metric is
+  // that loss (forward(inputs, targets) in eval mode), and there is no accuracy to count.
+  const bool own_loss = task.loss == "model";
+  const bool classes = split.data->targets().dtype == DType::kI64 && !own_loss;
   at::NoGradGuard no_grad;
   net.set_training(false);
   // Sums stay on the device in double: one read at the end, and a fixed summation order.
@@ -114,6 +117,10 @@ Result<EvalMetrics> evaluate_split(Network& net, const MappedSplit& split, const
       break;
     }
     auto& [x, y] = *xy;
+    if (own_loss) {
+      loss_sum += net.forward_loss(x, y).to(at::kDouble) * static_cast<double>(n);
+      continue;
+    }
     at::Tensor out = net.forward(x);
     loss_sum += net.loss(task.loss, out, y).to(at::kDouble) * static_cast<double>(n);
     if (classes) {

@@ -307,13 +307,39 @@ Status MappedDataset::check_class_targets(std::int64_t classes) const {
     for (std::size_t j = 0; j < s.targets.size() / 8; ++j) {
       const auto v = static_cast<std::int64_t>(get_u64le(s.targets.data() + j * 8));
       if (v < 0 || v >= classes) {
-        return invalid_input(s.file.path().string() + ": targets[" + std::to_string(j) +
-                             "] = " + std::to_string(v) + " is not a class id in 0.." +
-                             std::to_string(classes - 1));
+        const std::optional<std::int64_t> largest = largest_class_target();
+        return invalid_input(
+            s.file.path().string() + ": targets[" + std::to_string(j) + "] = " + std::to_string(v) +
+            " is not a class id in 0.." + std::to_string(classes - 1) +
+            " (the model's classes, or vocab for a gpt, is " + std::to_string(classes) + ")" +
+            (v >= 0 && largest
+                 ? "; the data's largest class id is " + std::to_string(*largest) +
+                       ": set the model's classes (or vocab) to " + std::to_string(*largest + 1) +
+                       " (task init fills it from the data)"
+                 : std::string("; class ids must not be negative")));
       }
     }
   }
   return {};
+}
+
+std::optional<std::int64_t> MappedDataset::largest_class_target() const {
+  std::optional<std::int64_t> largest;
+  const auto see = [&](std::int64_t v) { largest = largest ? std::max(*largest, v) : v; };
+  for (const Shard& s : shards_) {
+    if (windowed()) {
+      const auto width = static_cast<std::size_t>(token_bytes_);
+      for (std::size_t j = 0; j + width <= s.inputs.size(); j += width) {
+        const std::uint8_t* p = s.inputs.data() + j;
+        see(width == 2 ? std::int64_t{p[0]} | std::int64_t{p[1]} << 8
+                       : static_cast<std::int64_t>(get_u32le(p)));
+      }
+    } else if (targets_.dtype == DType::kI64) {
+      for (std::size_t j = 0; j < s.targets.size() / 8; ++j)
+        see(static_cast<std::int64_t>(get_u64le(s.targets.data() + j * 8)));
+    }
+  }
+  return largest;
 }
 
 std::vector<std::int64_t> MappedDataset::eval_order() const {
@@ -372,7 +398,10 @@ Status check_against_model(const Task& task, const Options& model, const MappedD
       return invalid_input(
           "dataset: mlp expects " + std::to_string(model.at("input_dim")) +
           " input features (model.options.input_dim) and one class id per example, got " +
-          std::to_string(features) + " features" + got);
+          std::to_string(features) + " features" + got +
+          (tg.shape.empty() ? "; set model.options.input_dim to " + std::to_string(features) +
+                                  " (task init fills it from the data)"
+                            : std::string()));
     }
     return data.check_class_targets(model.at("classes"));
   }

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -62,6 +63,9 @@ class MappedDataset {
   // Every class id of a `tensors` dataset lies in [0, classes): checked once at open so a bad
   // label is named before epoch 0 is committed (targets are small beside inputs).
   Status check_class_targets(std::int64_t classes) const;
+  // The largest class id (I64 targets of `tensors`) or token id (`tokens`), for `task init` to
+  // size a model's classes or vocabulary from the data; nullopt for other targets or no data.
+  std::optional<std::int64_t> largest_class_target() const;
 
  private:
   struct Shard {

@@ -74,13 +74,21 @@ class ScriptNetwork final : public Network {
 
  private:
   at::Tensor call(std::vector<c10::IValue> args, const std::string& what) {
+    const std::size_t arity = args.size();
     c10::IValue result;
     try {
       result = module_.forward(std::move(args));
     } catch (const std::exception& e) {
       const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
-      throw ModelError("the model's " + what + " failed: " +
-                       model_message(c10_error ? c10_error->what_without_backtrace() : e.what()));
+      std::string message =
+          model_message(c10_error ? c10_error->what_without_backtrace() : e.what());
+      // A forward(x, y) called with inputs alone: a module that computes its own loss.
+      if (arity == 1 && message.find("missing value for argument") != std::string::npos) {
+        message +=
+            " (a forward(inputs, targets) that returns the loss is trained with "
+            "`task init --loss model`; docs/models.md)";
+      }
+      throw ModelError("the model's " + what + " failed: " + message);
     }
     if (!result.isTensor()) {
       throw ModelError("the model's " + what + " returned " + result.tagKind() +

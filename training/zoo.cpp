@@ -120,34 +120,35 @@ Result<Options> resolve_model_options(const ModelSpec& model) {
   return resolve(model.options, info->options, "model.options", model.name);
 }
 
-Result<Options> resolve_dataset_options(const Task& task) {
+Result<std::vector<OptionSpec>> dataset_option_specs(const Task& task) {
   const ModelInfo* info = find_model(task.model.name);
   if (info == nullptr) return resolve_model_options(task.model).error();
   const std::string& ds = task.dataset.name;
-  if (ds == "synthetic") {
-    return resolve(task.dataset.options, synthetic_options(info->input), "dataset.options",
-                   "synthetic data for " + info->name);
-  }
-  if (ds == "mnist" || ds == "cifar10") {
-    return resolve(task.dataset.options,
-                   {{"limit", 0, 0, 1 << 24, "use the first N examples; 0 = all"}},
-                   "dataset.options", ds);
-  }
-  if (ds == "tensors") return resolve(task.dataset.options, {}, "dataset.options", ds);
+  if (ds == "synthetic") return synthetic_options(info->input);
+  if (ds == "mnist" || ds == "cifar10")
+    return std::vector<OptionSpec>{{"limit", 0, 0, 1 << 24, "use the first N examples; 0 = all"}};
+  if (ds == "tensors") return std::vector<OptionSpec>{};
   if (ds == "tokens") {
-    VT_ASSIGN_OR_RETURN(
-        Options o, resolve(task.dataset.options,
-                           {{"context", 0, 0, 1 << 20, "tokens per example; 0 = the gpt's seq_len"},
-                            {"token_bits", 16, 16, 32, "16 (u16 files) or 32 (u32 files)"}},
-                           "dataset.options", ds));
+    return std::vector<OptionSpec>{
+        {"context", 0, 0, 1 << 20, "tokens per example; 0 = the gpt's seq_len"},
+        {"token_bits", 16, 16, 32, "16 (u16 files) or 32 (u32 files)"}};
+  }
+  return invalid_input("dataset.name: unknown dataset \"" + ds +
+                       "\" (expected synthetic, mnist, cifar10, tensors or tokens)");
+}
+
+Result<Options> resolve_dataset_options(const Task& task) {
+  VT_ASSIGN_OR_RETURN(std::vector<OptionSpec> specs, dataset_option_specs(task));
+  const std::string& ds = task.dataset.name;
+  const std::string what = ds == "synthetic" ? "synthetic data for " + task.model.name : ds;
+  VT_ASSIGN_OR_RETURN(Options o, resolve(task.dataset.options, specs, "dataset.options", what));
+  if (ds == "tokens") {
     if (o.at("token_bits") != 16 && o.at("token_bits") != 32) {
       return invalid_input("dataset.options.token_bits: expected 16 or 32, got " +
                            std::to_string(o.at("token_bits")));
     }
-    return o;
   }
-  return invalid_input("dataset.name: unknown dataset \"" + ds +
-                       "\" (expected synthetic, mnist, cifar10, tensors or tokens)");
+  return o;
 }
 
 namespace {

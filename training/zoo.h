@@ -42,6 +42,8 @@ std::vector<OptionSpec> synthetic_options(InputKind input);
 // values rejected with their path ("model.options.width: expected 1..512, got 0").
 Result<Options> resolve_model_options(const ModelSpec& model);
 Result<Options> resolve_dataset_options(const Task& task);
+// The options the task's dataset takes, for its model (synthetic data depends on it).
+Result<std::vector<OptionSpec>> dataset_option_specs(const Task& task);
 
 // Everything a task must satisfy before training can start: options, model/dataset/loss fit,
 // and a device this build can use.

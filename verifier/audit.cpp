@@ -32,6 +32,19 @@ std::vector<TensorDifference> differences(const fp::Fingerprint& replay,
   return out;
 }
 
+// What is wrong with the state the provider stores for `after`'s epoch, or "" when it decodes to
+// the committed root and passes the checks a verifier makes on a fetched state.
+Result<std::string> stored_state_problem(EvidenceSource& source, const CheckContext& ctx,
+                                         const SignedRecord& after) {
+  Result<Bytes> stored = source.snapshot(after.record.epoch, after.record.root, std::nullopt);
+  if (!stored) {
+    if (!is_provider_fault(stored.error())) return stored.error();
+    return stored.error().message;
+  }
+  std::vector<std::string> problems = check_committed_state(*stored, after, ctx);
+  return problems.empty() ? std::string() : problems.front();
+}
+
 const SignedRecord* find_epoch(const std::vector<SignedRecord>& records, std::uint64_t epoch) {
   for (const SignedRecord& r : records) {
     if (r.record.epoch == epoch) return &r;
@@ -55,10 +68,17 @@ Result<AuditFinding> audit_epoch(EvidenceSource& source, const Task& task, std::
     return invalid_input("--epoch " + std::to_string(epoch) + ": the log commits epochs 0.." +
                          std::to_string(records.size() - 1));
   }
-  VT_ASSIGN_OR_RETURN(Bytes start, source.snapshot(epoch - 1, before->record.root, std::nullopt));
   // The same checks a verifier makes before replaying (epoch_check.h): what the provider got
-  // wrong in the state it committed is a rejection naming the epoch, not an input error.
+  // wrong in the state it committed or stores is a rejection naming the epoch, not an input error.
   VT_ASSIGN_OR_RETURN(CheckContext ctx, make_check_context(task, trainer_options));
+  Result<Bytes> stored_start = source.snapshot(epoch - 1, before->record.root, std::nullopt);
+  if (!stored_start) {
+    if (!is_provider_fault(stored_start.error())) return stored_start.error();
+    return rejected("epoch " + std::to_string(epoch) +
+                    " cannot be replayed: the state stored for epoch " + std::to_string(epoch - 1) +
+                    ", which it starts from, is unusable: " + stored_start.error().message);
+  }
+  const Bytes start = std::move(*stored_start);
   if (auto problems = check_committed_state(start, *before, ctx); !problems.empty()) {
     return rejected("epoch " + std::to_string(epoch - 1) +
                     ": the committed state: " + problems.front());
@@ -110,9 +130,15 @@ Result<AuditFinding> audit_epoch(EvidenceSource& source, const Task& task, std::
   VT_ASSIGN_OR_RETURN(fp::Comparison final_cmp,
                       fp::compare(replay_fp, committed_fp, compare_mode(task), tolerance_of(task)));
   f.within_tolerance = final_cmp.match;
+  VT_ASSIGN_OR_RETURN(f.stored_state_problem, stored_state_problem(source, ctx, *after));
   if (f.bit_identical) {
     f.summary = "epoch " + std::to_string(epoch) + " replays bit-identically (root " +
                 hex_encode(f.replay_root) + ")";
+    if (!f.stored_state_problem.empty()) {
+      f.summary +=
+          ", but the state the provider stores for it is unusable: " + f.stored_state_problem +
+          " (the epoch's work is proven; the evidence kept for it is not sound)";
+    }
     return f;
   }
   f.last_matching_step = 0;
@@ -154,11 +180,13 @@ Result<EvidenceCheck> check_evidence(const std::string& evidence_json, EvidenceS
   check.auditor_fingerprint = std::move(evidence.auditor_fingerprint);
   check.claimed = std::move(evidence.claimed);
   VT_ASSIGN_OR_RETURN(check.recomputed, audit_epoch(source, task, check.claimed.epoch, trainer));
-  check.agrees = check.recomputed.bit_identical == check.claimed.bit_identical &&
-                 check.recomputed.replay_root == check.claimed.replay_root &&
-                 check.recomputed.committed_root == check.claimed.committed_root &&
-                 check.recomputed.first_diverging_step == check.claimed.first_diverging_step &&
-                 check.recomputed.last_matching_step == check.claimed.last_matching_step;
+  check.agrees =
+      check.recomputed.bit_identical == check.claimed.bit_identical &&
+      check.recomputed.replay_root == check.claimed.replay_root &&
+      check.recomputed.committed_root == check.claimed.committed_root &&
+      check.recomputed.stored_state_problem.empty() == check.claimed.stored_state_problem.empty() &&
+      check.recomputed.first_diverging_step == check.claimed.first_diverging_step &&
+      check.recomputed.last_matching_step == check.claimed.last_matching_step;
   return check;
 }
 

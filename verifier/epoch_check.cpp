@@ -31,10 +31,6 @@ fp::SamplePlan full_plan(const SafetensorsView& view) {
   return plan;
 }
 
-// Fetch failures that are the provider's fault (bytes that do not match the root, a broken
-// container, evidence withheld: verifier/source.h) reject; Errc::kIo is the verifier's own side.
-bool is_provider_fault(const Error& e) { return e.code != Errc::kIo; }
-
 bool same_bits(double a, double b) {
   return (!std::isfinite(a) && !std::isfinite(b)) ||
          std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
@@ -151,6 +147,8 @@ Status fetch_after_state(EvidenceSource& source, const CheckContext& ctx, Prepar
 
 }  // namespace
 
+bool is_provider_fault(const Error& e) { return e.code != Errc::kIo; }
+
 bool eval_agrees(const EvalClaim& claimed, const EvalClaim& replayed, bool exact) {
   if (claimed.accuracy.has_value() != replayed.accuracy.has_value()) return false;
   if (exact) {
@@ -180,6 +178,10 @@ Result<PreparedEpoch> prepare_epoch(EvidenceSource& source, const CheckContext& 
   p.after = after;
   EpochCheck& check = p.check;
   check.epoch = e;
+  // What the record claims stands in the verdict whatever happens next: an epoch whose evidence
+  // is unusable still shows the loss and held-out metrics the provider committed, as claimed.
+  check.claimed_loss = after.record.metrics.loss;
+  check.claimed_eval = after.record.metrics.eval;
   auto fail = [&](std::string what) {
     check.failures.push_back(epoch_text(e) + ": " + std::move(what));
   };

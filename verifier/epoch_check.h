@@ -42,6 +42,10 @@ Result<CheckContext> make_check_context(const Task& task, const training::Traine
 // and with nothing finite, in both modes (as the state comparison treats non-finite values).
 bool eval_agrees(const EvalClaim& claimed, const EvalClaim& replayed, bool exact);
 
+// Fetch failures that are the provider's fault (bytes that do not match the root, a broken
+// container, evidence withheld: verifier/source.h) reject; Errc::kIo is the verifier's own side.
+bool is_provider_fault(const Error& e);
+
 // The tensor list of a canonical snapshot: names, dtypes and shapes.
 std::vector<TensorEntry> layout_of(const SafetensorsView& view);
 

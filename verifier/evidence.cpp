@@ -22,6 +22,8 @@ Result<AuditFinding> finding_from_json(const nlohmann::json& j) {
       f.first_diverging_step = j.at("first_diverging_step").get<std::int64_t>();
     if (!j.at("last_matching_step").is_null())
       f.last_matching_step = j.at("last_matching_step").get<std::int64_t>();
+    if (j.contains("stored_state_problem"))
+      f.stored_state_problem = j.at("stored_state_problem").get<std::string>();
     for (const auto& d : j.at("differences")) {
       f.differences.push_back({d.at("tensor").get<std::string>(),
                                d.at("differing").get<std::uint64_t>(),
@@ -59,6 +61,8 @@ nlohmann::json finding_to_json(const AuditFinding& f) {
                       {"differences", diffs},
                       {"summary", f.summary}};
   if (!f.second_opinion.is_null()) j["second_opinion"] = f.second_opinion;
+  // Written only when there is one, so evidence about a sound stored state keeps its old form.
+  if (!f.stored_state_problem.empty()) j["stored_state_problem"] = f.stored_state_problem;
   return j;
 }
 

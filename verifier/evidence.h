@@ -36,6 +36,10 @@ struct AuditFinding {
   std::optional<std::int64_t>
       first_diverging_step;                   // a trail step; divergence lies in (last, first]
   std::vector<TensorDifference> differences;  // at first_diverging_step (or the epoch's end)
+  // Empty when the state the provider stores for the epoch decodes to its committed root and
+  // passes the verifier's checks; else what is wrong with it. A replay can prove the epoch's
+  // work while the evidence kept for it is corrupt or missing: the finding says both.
+  std::string stored_state_problem;
   std::string summary;
   nlohmann::json second_opinion;  // null unless audit --second-opinion ran (second_opinion.h)
 };

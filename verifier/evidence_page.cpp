@@ -32,12 +32,15 @@ std::string divergence_chart(const AuditFinding& f) {
       "<svg class=\"chart\" viewBox=\"0 0 1100 120\" role=\"img\" aria-label=\"where the replay of "
       "epoch " +
       std::to_string(f.epoch) + " diverges\" xmlns=\"http://www.w3.org/2000/svg\">\n";
-  const std::int64_t last = f.last_matching_step.value_or(0);
-  const std::int64_t first = f.first_diverging_step.value_or(steps);
-  s +=
-      rect(0, last, "#2e9d4f", "steps 0.." + i64(last) + ": the replay equals the committed trail");
-  s +=
-      rect(last, first, "#f0ad4e", "the divergence lies in steps " + i64(last) + ".." + i64(first));
+  // A bit-identical replay has no divergence: the whole epoch equals the commitments.
+  const std::int64_t last = f.bit_identical ? steps : f.last_matching_step.value_or(0);
+  const std::int64_t first = f.bit_identical ? steps : f.first_diverging_step.value_or(steps);
+  if (last > 0)
+    s += rect(0, last, "#2e9d4f",
+              "steps 0.." + i64(last) + ": the replay equals the committed trail");
+  if (first > last)
+    s += rect(last, first, "#f0ad4e",
+              "the divergence lies in steps " + i64(last) + ".." + i64(first));
   if (first < steps)
     s += rect(first, steps, "#e57373", "steps " + i64(first) + ".." + i64(steps) + ": after it");
   const double axis = kTop + kBarH + 6;
@@ -95,10 +98,18 @@ std::string shell_quoted(std::string_view w) {
 std::string render_evidence_page(const AuditFinding& f, const EvidencePageInfo& info) {
   const std::string e = std::to_string(f.epoch);
   std::string s = html::page_open("veritrain audit of epoch " + e);
+  const bool stored_unusable = !f.stored_state_problem.empty();
   s += "<h1>veritrain audit of epoch " + e + ": " +
-       (f.bit_identical ? "<span class=\"accepted\">REPLAYS BIT-IDENTICALLY</span>"
-                        : "<span class=\"rejected\">DIVERGES</span>") +
+       (!f.bit_identical  ? "<span class=\"rejected\">DIVERGES</span>"
+        : stored_unusable ? "<span class=\"rejected\">STORED STATE UNUSABLE</span>"
+                          : "<span class=\"accepted\">REPLAYS BIT-IDENTICALLY</span>") +
        "</h1>\n<p class=\"lead\">" + html_escape(f.summary) + ".</p>\n";
+  if (stored_unusable) {
+    s += "<p>The state the provider stores for epoch " + e +
+         " is not the state it committed: " + html_escape(f.stored_state_problem) +
+         ". The provider must be able to show every committed state; evidence that is corrupt "
+         "or withheld fails the task whatever the replay shows.</p>\n";
+  }
   if (f.bit_identical) {
     s += "<p>Replaying epoch " + e +
          " from the provider's committed state before it reproduces the committed state "
@@ -113,7 +124,9 @@ std::string render_evidence_page(const AuditFinding& f, const EvidencePageInfo& 
          "below, when present, "
          "replays the same epoch with an independent implementation.</p>\n";
   }
-  s += "<h2>Where the replay diverges</h2>\n" + divergence_chart(f);
+  s += std::string(f.bit_identical ? "<h2>The replay against the committed trail</h2>\n"
+                                   : "<h2>Where the replay diverges</h2>\n") +
+       divergence_chart(f);
   s += "<p class=\"legend\"><span><i class=\"sw\" style=\"background:#2e9d4f\"></i>equal to the "
        "committed trail</span>"
        "<span><i class=\"sw\" style=\"background:#f0ad4e\"></i>the divergence lies here</span>"

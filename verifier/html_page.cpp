@@ -36,14 +36,17 @@ std::string html_escape(std::string_view text) {
 namespace html {
 namespace {
 
-// Fits a 1280 px window: the body is capped, long hex breaks anywhere, tables take the width
-// they need and no more.
+// Fits any window from a phone's 390 px to 1280 px: the body is capped; words wrap between
+// words only (overflow-wrap:anywhere would let a table squeeze a column to one letter per line);
+// hex in <code> breaks anywhere; a table wider than the window scrolls inside its own box, never
+// the page.
 constexpr std::string_view kStyle = R"(
-body{font-family:sans-serif;margin:20px auto;padding:0 16px;color:#222;max-width:1150px;line-height:1.4;overflow-wrap:anywhere}
+body{font-family:sans-serif;margin:20px auto;padding:0 16px;color:#222;max-width:1150px;line-height:1.4;overflow-wrap:break-word}
 h1{font-size:22px;margin-bottom:6px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ccc}
 p.lead{font-size:16px;margin:8px 0 4px}
 .accepted{color:#1a7f37}.rejected{color:#c62828}.inconclusive{color:#b26a00}.muted{color:#666}
-table{border-collapse:collapse;font-size:13px;margin:8px 0;max-width:100%}
+div.scroll{overflow-x:auto;max-width:100%}
+table{border-collapse:collapse;font-size:13px;margin:8px 0}
 caption{text-align:left;font-weight:bold;padding:4px 0;font-size:14px}
 td,th{border:1px solid #ccc;padding:3px 7px;text-align:right;vertical-align:top}
 th{background:#f2f2f2}td.l,th.l{text-align:left}
@@ -74,22 +77,8 @@ std::string num(double v, const char* format) {
   return buf;
 }
 
-std::string bytes(std::uint64_t n) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(n);
-  int u = 0;
-  while (v >= 1024.0 && u < 4) v /= 1024.0, ++u;
-  char buf[64];
-  if (u == 0) {
-    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(n));
-  } else {
-    std::snprintf(buf, sizeof buf, "%.2f %s", v, units[u]);
-  }
-  return buf;
-}
-
 std::string table(const Table& t) {
-  std::string s = "<table>";
+  std::string s = "<div class=\"scroll\"><table>";
   if (!t.caption.empty()) s += "<caption>" + html_escape(t.caption) + "</caption>";
   s += "<thead><tr>";
   std::vector<bool> text(t.headers.size());
@@ -107,18 +96,18 @@ std::string table(const Table& t) {
     }
     s += "</tr>\n";
   }
-  return s + "</tbody></table>\n";
+  return s + "</tbody></table></div>\n";
 }
 
 std::string facts(std::string_view caption,
                   const std::vector<std::pair<std::string, std::string>>& rows) {
-  std::string s = "<table>";
+  std::string s = "<div class=\"scroll\"><table>";
   if (!caption.empty()) s += "<caption>" + html_escape(caption) + "</caption>";
   for (const auto& [k, v] : rows) {
     s += "<tr><th class=\"l\">" + html_escape(k) + "</th><td class=\"l\"><code>" + html_escape(v) +
          "</code></td></tr>\n";
   }
-  return s + "</table>\n";
+  return s + "</table></div>\n";
 }
 
 std::string svg_open(const Frame& f, std::string_view aria_label, std::string_view x_label,

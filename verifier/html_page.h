@@ -23,8 +23,6 @@ std::string page_close();
 
 // A finite number with printf `format`; "n/a", "inf" or "-inf" otherwise.
 std::string num(double v, const char* format = "%.4g");
-// "512 B", "1.50 KiB", "3.25 MiB" (binary units).
-std::string bytes(std::uint64_t n);
 
 // A table with a caption, header cells and rows of already-escaped HTML cells. A header that
 // starts with '<' is left-aligned text; others are right-aligned numbers.

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "common/file_io.h"
+#include "common/text.h"
 
 namespace vt::verifier {
 namespace {
@@ -123,7 +124,7 @@ std::vector<std::string> comparison_cells(std::uint64_t epoch, std::string_view 
                                           const fp::Comparison& c) {
   std::vector<std::string> row = {u64(epoch), html_escape(what),
                                   html_escape(fp::compare_mode_name(c.mode)),
-                                  c.match ? "<span class=\"accepted\">match</span>"
+                                  c.match ? "<span class=\"accepted\">equal</span>"
                                           : "<span class=\"rejected\">MISMATCH</span>",
                                   u64(c.compared)};
   if (c.mode == fp::CompareMode::kExact) {
@@ -145,9 +146,11 @@ std::vector<std::string> comparison_cells(std::uint64_t epoch, std::string_view 
 
 std::string checks_section(const Verdict& v) {
   if (v.checks.empty()) return "<p>No epoch was replayed.</p>\n";
+  // Every challenged epoch has a row here, compared or not; whether the epoch passed is said
+  // once, in the next table (a comparison can be equal while the epoch fails on its evidence).
   html::Table compared{
-      "Replays compared with the provider's commitments",
-      {"epoch", "<compared with", "<mode", "<result", "values", "<differing values",
+      "What each replay was compared with (each epoch's verdict: next table)",
+      {"epoch", "<compared with", "<mode", "<values", "values", "<differing values",
        "<largest difference", "<relative L2 distance / limit"},
       {}};
   for (const EpochCheck& c : v.checks) {
@@ -155,8 +158,13 @@ std::string checks_section(const Verdict& v) {
       compared.rows.push_back(comparison_cells(c.epoch, "committed fingerprint", *c.fingerprint));
     if (c.full_state)
       compared.rows.push_back(comparison_cells(c.epoch, "fetched snapshot", *c.full_state));
+    if (!c.fingerprint && !c.full_state) {
+      compared.rows.push_back({u64(c.epoch), "nothing: the epoch was not replayed", "",
+                               "<span class=\"rejected\">not compared</span>", "", "", "",
+                               "see its failures in the next table"});
+    }
   }
-  html::Table replays{"Each replayed epoch",
+  html::Table replays{"Each challenged epoch",
                       {"epoch", "<result", "<replay's Merkle root", "replay time", "fetched",
                        "<failures and notes"},
                       {}};
@@ -171,9 +179,37 @@ std::string checks_section(const Verdict& v) {
                   : "<span class=\"rejected\">FAILED</span>",
          c.replay_root_matches ? "equals the committed root" : "differs (or not compared)",
          num(c.replay_seconds, "%.2f") + " s",
-         html::bytes(c.bytes_fetched) + (c.after_fetched ? "" : " (start state only)"), detail});
+         size_text(static_cast<double>(c.bytes_fetched)) +
+             (c.after_fetched ? "" : " (start state only)"),
+         detail});
   }
   return html::table(compared) + html::table(replays);
+}
+
+// Every epoch's committed held-out metrics (tasks with an eval split), and for the challenged
+// ones what the replay made of them.
+std::string held_out_table(const Verdict& v) {
+  html::Table t{"Held-out loss and accuracy, as committed every epoch",
+                {"epoch", "held-out loss", "accuracy", "examples", "<status"},
+                {}};
+  for (std::size_t e = 0; e < v.claimed_eval.size(); ++e) {
+    const std::optional<EvalClaim>& claim = v.claimed_eval[e];
+    if (!claim) continue;
+    std::string status = "claimed: not challenged";
+    for (const EpochCheck& c : v.checks) {
+      if (c.epoch != e) continue;
+      status = c.eval_status == "verified" ? "<span class=\"accepted\">verified</span>: the "
+                                             "replay reproduced its bits"
+               : c.eval_status == "within_tolerance"
+                   ? "<span class=\"accepted\">within tolerance</span> of the replay's"
+               : c.passed ? "claimed: not compared"
+                          : "<span class=\"rejected\">not confirmed</span>: the epoch failed";
+    }
+    t.rows.push_back({u64(e), num(claim->loss, "%.6g"),
+                      claim->accuracy ? num(*claim->accuracy * 100.0, "%.2f") + " %" : "n/a",
+                      u64(claim->examples), status});
+  }
+  return t.rows.empty() ? "" : html::table(t);
 }
 
 std::string metrics_section(const Verdict& v) {
@@ -193,7 +229,7 @@ std::string metrics_section(const Verdict& v) {
          "replay reproduced it bit "
          "for bit; every other number in this report that comes from the provider is a "
          "<b>claim</b>.</p>\n" +
-         html::table(t);
+         html::table(t) + held_out_table(v);
 }
 
 std::string challenge_table(const ChallengePlan& plan) {
@@ -234,7 +270,8 @@ std::string environment_section(const Verdict& v) {
       "the arithmetic environment it trained in. This verifier cannot reproduce the fields "
       "marked below, so it replayed nothing; what would judge the run: " +
       html_escape(v.environment_judge) +
-      ".</p>\n<table>\n<tr><th>field</th><th>committed by the provider</th><th>this "
+      ".</p>\n<div class=\"scroll\"><table>\n<tr><th>field</th><th>committed by the "
+      "provider</th><th>this "
       "verifier</th></tr>\n";
   for (const EnvironmentDifference& d : v.environment_unmatched) {
     s += "<tr><td class=\"rejected\">" + html_escape(d.field) + "</td><td>" +
@@ -249,7 +286,7 @@ std::string environment_section(const Verdict& v) {
          html_escape(here == v.verifier_environment.end() ? std::string() : here->second) +
          "</td></tr>\n";
   }
-  return s + "</table>\n";
+  return s + "</table></div>\n";
 }
 
 }  // namespace
@@ -307,7 +344,7 @@ std::string render_html_report(const Verdict& v, std::span<const double> loss,
        {"source", v.source + (v.online ? " (followed online, while training ran)" : "")},
        {"arithmetic", arithmetic_of(v.committed_environment)},
        {"epochs", u64(v.epochs)},
-       {"fetched in total", html::bytes(v.bytes_fetched)},
+       {"fetched in total", size_text(static_cast<double>(v.bytes_fetched))},
        {"started", v.started},
        {"finished", v.finished}});
   if (!v.notes.empty()) s += "<h2>Notes</h2>\n" + list(v.notes, "");

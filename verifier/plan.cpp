@@ -6,6 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_number.h"
+#include "common/text.h"
+
 namespace vt::verifier {
 namespace {
 
@@ -19,18 +22,6 @@ double miss(double p, double n) {
 std::string fmt(const char* format, double a, double b = 0.0, double c = 0.0) {
   char buf[256];
   std::snprintf(buf, sizeof buf, format, a, b, c);
-  return buf;
-}
-
-std::string bytes_text(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (bytes >= 1024.0 && u < 4) {
-    bytes /= 1024.0;
-    ++u;
-  }
-  char buf[64];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", bytes, units[u]);
   return buf;
 }
 
@@ -210,22 +201,21 @@ std::string plan_text(const Plan& plan) {
   const ProbabilityDerivation& d = plan.probability;
   std::string s;
   s += "check probability  " + d.formula + "\n";
-  s += fmt(
-      "checks             %.2f expected of %.0f epochs, 99th percentile %.0f (at least one "
-      "always)\n",
-      plan.expected_checks, static_cast<double>(d.epochs), static_cast<double>(plan.checks_p99));
-  s += fmt("detection          %.4g for a provider cheating on %.0f epochs",
-           plan.detection_probability, static_cast<double>(d.cheated_epochs)) +
+  s += fmt("checks             %.2f expected of ", plan.expected_checks) +
+       count_text(static_cast<double>(d.epochs), "epoch") +
+       fmt(", 99th percentile %.0f (at least one always)\n", static_cast<double>(plan.checks_p99));
+  s += fmt("detection          %.4g for a provider cheating on ", plan.detection_probability) +
+       count_text(static_cast<double>(d.cheated_epochs), "epoch") +
        fmt(" (%.4g without the at-least-one fallback)\n", plan.detection_lower_bound);
   if (plan.per_check) {
     const CheckCost& c = *plan.per_check;
-    s += "per check          " + bytes_text(static_cast<double>(c.bytes_per_check)) + " fetched (" +
+    s += "per check          " + size_text(static_cast<double>(c.bytes_per_check)) + " fetched (" +
          std::to_string(c.states_per_check) + " x " +
-         bytes_text(static_cast<double>(c.raw_snapshot_bytes)) +
+         size_text(static_cast<double>(c.raw_snapshot_bytes)) +
          fmt(" x ratio %.3g), ", c.codec_ratio) + fmt("replay %.2f s on ", c.replay_seconds) +
-         c.device + ", " + bytes_text(static_cast<double>(c.device_bytes)) + " device, " +
-         bytes_text(static_cast<double>(c.host_bytes)) + " host memory\n";
-    s += "in total           " + bytes_text(plan.expected_bytes) +
+         c.device + ", " + size_text(static_cast<double>(c.device_bytes)) + " device, " +
+         size_text(static_cast<double>(c.host_bytes)) + " host memory\n";
+    s += "in total           " + size_text(plan.expected_bytes) +
          fmt(" and %.1f s of replay expected\n", plan.expected_replay_seconds);
   } else {
     s += "per check          unknown (no estimate)\n";
@@ -236,10 +226,9 @@ std::string plan_text(const Plan& plan) {
          " (" + e.cost_basis + ")\n";
     s += "                   " + e.conclusion + "\n";
     if (e.can_be_safe && e.cheating_pays != e.cheating_pays_exact) {
-      s +=
-          fmt("                   counting the at-least-one fallback, the best cheat (%.0f epochs) "
-              "gains %.4g\n",
-              static_cast<double>(e.best_cheat_epochs), e.best_cheat_gain);
+      s += "                   counting the at-least-one fallback, the best cheat (" +
+           count_text(static_cast<double>(e.best_cheat_epochs), "epoch") +
+           fmt(") gains %.4g\n", e.best_cheat_gain);
     }
     if (e.can_be_safe) {
       const double n = static_cast<double>(d.epochs);

@@ -59,6 +59,24 @@ nlohmann::json check_to_json(const EpochCheck& c) {
             {"eval", eval_json(c)}}}};
 }
 
+// The held-out metrics an epoch claims, and what the replay made of them.
+std::string held_out_line(const EpochCheck& c) {
+  char line[256];
+  const EvalClaim& e = *c.claimed_eval;
+  std::snprintf(line, sizeof line, "held-out loss %.6g", e.loss);
+  std::string s = line;
+  if (e.accuracy) {
+    std::snprintf(line, sizeof line, ", accuracy %.4g%%", *e.accuracy * 100.0);
+    s += line;
+  }
+  std::snprintf(line, sizeof line, " over %llu examples ",
+                static_cast<unsigned long long>(e.examples));
+  s += line;
+  if (c.eval_status == "verified") return s + "(verified: the replay's bits)";
+  if (c.eval_status == "within_tolerance") return s + "(within the tolerance-mode bounds)";
+  return s + "(claimed)";
+}
+
 std::string comparison_line(const char* what, const fp::Comparison& c) {
   char buf[320];
   // Exact mode has no thresholds to quote: its values are bit-identical or they are not.
@@ -268,8 +286,8 @@ std::string verdict_sentence(const Verdict& v) {
   std::size_t passed = 0;
   for (const EpochCheck& c : v.checks) passed += c.passed ? 1 : 0;
   const ProbabilityDerivation& d = v.plan.derivation;
-  const std::string replayed =
-      std::to_string(v.checks.size()) + " of " + std::to_string(v.epochs) + " epochs replayed";
+  const std::string replayed = std::to_string(v.checks.size()) + " of " +
+                               count_text(static_cast<double>(v.epochs), "epoch") + " replayed";
   if (v.accepted) {
     std::string s = "Accepted: " + replayed + ", each matching the provider's commitments";
     if (!d.method.empty()) s += "; " + detection_claim(d);
@@ -310,8 +328,8 @@ std::string verdict_summary(const Verdict& v, const std::filesystem::path& repor
   s += std::string(v.accepted       ? "ACCEPTED"
                    : v.inconclusive ? "INCONCLUSIVE"
                                     : "REJECTED") +
-       "  task " + v.task_id.substr(0, 16) + "..., " + std::to_string(v.epochs) + " epochs from " +
-       v.source + "\n";
+       "  task " + v.task_id.substr(0, 16) + "..., " +
+       count_text(static_cast<double>(v.epochs), "epoch") + " from " + v.source + "\n";
   s += "provider key " + (v.provider_key.empty() ? std::string("(unread)") : v.provider_key) +
        (v.provider_key_pinned ? " (pinned)\n" : " (NOT pinned: give --provider-key)\n");
   char line[256];
@@ -325,7 +343,7 @@ std::string verdict_summary(const Verdict& v, const std::filesystem::path& repor
   for (const EpochCheck& c : v.checks) {
     std::snprintf(line, sizeof line, "  epoch %llu  %s  replay %.2f s, %s fetched%s\n",
                   static_cast<unsigned long long>(c.epoch), c.passed ? "passed" : "FAILED",
-                  c.replay_seconds, html::bytes(c.bytes_fetched).c_str(),
+                  c.replay_seconds, size_text(static_cast<double>(c.bytes_fetched)).c_str(),
                   c.after_fetched ? "" : " (before state only)");
     s += line;
     if (c.fingerprint) s += "    " + comparison_line("fingerprint", *c.fingerprint) + "\n";
@@ -336,6 +354,7 @@ std::string verdict_summary(const Verdict& v, const std::filesystem::path& repor
                                     : "(claimed; the replay's is not compared in tolerance mode)");
       s += line;
     }
+    if (c.claimed_eval) s += "    " + held_out_line(c) + "\n";
     for (const std::string& n : c.replay_notes) s += "    note: " + n + "\n";
   }
   // Reasons quote provider-chosen values: one more pass so that none reaches the terminal raw.

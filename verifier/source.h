@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "protocol/log.h"
+#include "protocol/task.h"
 
 namespace vt::verifier {
 
@@ -49,6 +50,13 @@ class EvidenceSource {
 
 Result<std::unique_ptr<EvidenceSource>> open_workdir_source(const std::filesystem::path& workdir);
 
+// The caller pairs a task with a workdir. A workdir whose own task.json is another task is a
+// mismatch of the caller's inputs (Errc::kInvalidInput, exit 2: nothing of this task is there to
+// judge); a workdir that names this task but commits to another, or holds a task.json that does
+// not parse, is the provider's to answer for, and is left to the verifier's checks.
+Status check_workdir_task(EvidenceSource& workdir, const Task& task,
+                          const std::filesystem::path& where);
+
 // `inner`, except that asking again for the snapshot it returned last is answered from memory
 // (the state after a challenged epoch is the state before the next). `inner` must outlive it.
 std::unique_ptr<EvidenceSource> reuse_last_snapshot(EvidenceSource& inner);
@@ -64,8 +72,11 @@ namespace vt::verifier {
 // provider was never reached); once connected, the log or a snapshot not delivered within
 // `evidence_timeout` (retrying on fresh connections) is withheld: Errc::kRejected.
 inline constexpr std::chrono::milliseconds kDefaultEvidenceTimeout{std::chrono::minutes(10)};
+// `wait_until`: a provider that is still starting is waited for until then (its port polled
+// until it accepts connections); the default does not wait.
 Result<std::unique_ptr<EvidenceSource>> open_provider_source(
     const ClientConfig& config,
-    std::chrono::milliseconds evidence_timeout = kDefaultEvidenceTimeout);
+    std::chrono::milliseconds evidence_timeout = kDefaultEvidenceTimeout,
+    std::chrono::steady_clock::time_point wait_until = {});
 
 }  // namespace vt::verifier

@@ -1,5 +1,12 @@
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <thread>
 
+#include "common/fd.h"
 #include "protocol/net/client.h"
 #include "verifier/source.h"
 
@@ -104,17 +111,49 @@ class ProviderSource final : public EvidenceSource {
   std::uint64_t fetched_ = 0;
 };
 
+// Whether `host:port` accepts a TCP connection within about a second (nothing is sent).
+bool accepts_connections(const std::string& host, std::uint16_t port) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return false;
+  bool accepted = false;
+  for (addrinfo* a = found; a != nullptr && !accepted; a = a->ai_next) {
+    Fd fd(::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol));
+    if (fd.get() < 0) continue;
+    if (::connect(fd.get(), a->ai_addr, a->ai_addrlen) == 0) {
+      accepted = true;
+      break;
+    }
+    if (errno != EINPROGRESS) continue;
+    pollfd p{fd.get(), POLLOUT, 0};
+    int error = 0;
+    socklen_t size = sizeof error;
+    accepted = ::poll(&p, 1, 1000) == 1 &&
+               ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &size) == 0 && error == 0;
+  }
+  ::freeaddrinfo(found);
+  return accepted;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<EvidenceSource>> open_provider_source(
-    const ClientConfig& config, std::chrono::milliseconds evidence_timeout) {
+    const ClientConfig& config, std::chrono::milliseconds evidence_timeout,
+    std::chrono::steady_clock::time_point wait_until) {
   const std::string where = config.host + ":" + std::to_string(config.port);
+  while (std::chrono::steady_clock::now() < wait_until &&
+         !accepts_connections(config.host, config.port)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   auto client = Client::connect(config);
   if (!client) {
     // Never reached, or its hello was refused or malformed: nothing could be judged yet, so
     // there is nothing to sign a rejection about (exit 3). Only the caller's own settings (no
     // pin, an unreadable CA file, --insecure to a remote host) stay input errors (exit 2).
-    Error e = client.error().context("connecting to " + where);
+    // Connection errors name the address already; the others get it once.
+    Error e = client.error();
+    if (e.message.rfind("connecting to " + where, 0) != 0) e = e.context("connecting to " + where);
     if (e.code == Errc::kRejected) {
       e.code = Errc::kIo;
       e.message += " (the provider's hello is unusable: nothing could be judged)";

@@ -58,6 +58,19 @@ class WorkdirSource final : public EvidenceSource {
 
 }  // namespace
 
+Status check_workdir_task(EvidenceSource& workdir, const Task& task,
+                          const std::filesystem::path& where) {
+  Result<std::string> text = workdir.task_json();
+  if (!text) return {};
+  Result<Task> theirs = parse_task(*text, (where / "task.json").string());
+  if (!theirs) return {};
+  const std::string ours = hex_encode(task_id(task)), its = hex_encode(task_id(*theirs));
+  if (ours == its) return {};
+  return invalid_input("--workdir " + where.string() + " holds task " + its.substr(0, 16) +
+                       "... (its task.json), not the task of --task (" + ours.substr(0, 16) +
+                       "...): check that the two belong together");
+}
+
 Result<std::unique_ptr<EvidenceSource>> open_workdir_source(const std::filesystem::path& workdir) {
   VT_ASSIGN_OR_RETURN(provider::Workdir w, provider::Workdir::layout_of(workdir));
   return std::unique_ptr<EvidenceSource>(std::make_unique<WorkdirSource>(std::move(w)));

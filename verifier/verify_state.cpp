@@ -21,7 +21,8 @@ using nlohmann::json;
 
 constexpr std::size_t kMaxStateFile = 16u << 20;  // one check with its notes; generous
 
-json number(double v) { return json_number(v); }
+// The state must give back exactly what was judged: non-finite values keep their kind.
+json number(double v) { return json_number(v, NonFinite::kText); }
 
 json eval_claim_json(const std::optional<EvalClaim>& e) {
   if (!e) return nullptr;
@@ -106,8 +107,10 @@ nlohmann::json epoch_check_to_json(const EpochCheck& c) {
   return {{"epoch", c.epoch},
           {"passed", c.passed},
           {"failures", c.failures},
-          {"fingerprint", c.fingerprint ? fp::comparison_to_json(*c.fingerprint) : json(nullptr)},
-          {"full_state", c.full_state ? fp::comparison_to_json(*c.full_state) : json(nullptr)},
+          {"fingerprint", c.fingerprint ? fp::comparison_to_json(*c.fingerprint, NonFinite::kText)
+                                        : json(nullptr)},
+          {"full_state",
+           c.full_state ? fp::comparison_to_json(*c.full_state, NonFinite::kText) : json(nullptr)},
           {"replay_root_matches", c.replay_root_matches},
           {"replay_root", hex_encode(c.replay_root)},
           {"replay_seconds", number(c.replay_seconds)},
@@ -189,8 +192,9 @@ Result<VerifyState> load_state(const fs::path& dir) {
   std::string format;
   VT_RETURN_IF_ERROR(r.string("format", format, true));
   if (format != kVerifyStateFormat) {
-    return r.wrong("format", "\"" + std::string(kVerifyStateFormat) + "\" (start a new verify)",
-                   format);
+    std::string expected = "\"";  // built by append: GCC 12 warns falsely on "x" + string
+    expected.append(kVerifyStateFormat).append("\" (start a new verify)");
+    return r.wrong("format", expected, format);
   }
   sweep_temp_files(dir);
   VerifyState s;

@@ -47,7 +47,8 @@ class Session : public std::enable_shared_from_this<Session> {
                             ByteSpan payload = {});
   net::awaitable<void> send_error(const Reply& reply);
   // Writes one frame's buffers under the write deadline and counts them.
-  net::awaitable<void> write(const std::vector<net::asio::const_buffer>& buffers, std::size_t bytes);
+  net::awaitable<void> write(const std::vector<net::asio::const_buffer>& buffers,
+                             std::size_t bytes);
   // Reads and checks the client's hello within `deadline`; a reply when it is refused.
   net::awaitable<std::optional<Reply>> greet(std::chrono::steady_clock::time_point deadline);
   net::awaitable<void> send_hello();

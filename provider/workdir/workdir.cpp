@@ -63,7 +63,21 @@ Result<Workdir> Workdir::open_for(const fs::path& dir, const Task& task) {
   Workdir w;
   w.dir_ = dir;
   if (fs::exists(w.task_file())) {
-    VT_ASSIGN_OR_RETURN(w, open_existing(dir));
+    Result<Workdir> existing = open_existing(dir);
+    // A run that stopped before committing anything (a task this machine cannot train, a
+    // device it lacks) binds the folder to nothing: the corrected task takes it over.
+    std::error_code size_ec;
+    const bool committed_nothing =
+        !fs::exists(w.log_file()) || fs::file_size(w.log_file(), size_ec) == 0;
+    if (committed_nothing && (!existing || existing->task_id_ != id)) {
+      VT_RETURN_IF_ERROR(
+          write_file_atomic(w.task_file(), pretty_task_json(task) + "\n", 0644, Overwrite::kAllow));
+      w.task_ = task;
+      w.task_id_ = id;
+      return w;
+    }
+    if (!existing) return existing.error();
+    w = std::move(*existing);
     if (w.task_id_ != id) {
       return invalid_input("workdir " + dir.string() + " holds task " + hex_encode(w.task_id_) +
                            ", not this task " + hex_encode(id) + "; use another folder");

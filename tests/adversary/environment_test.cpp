@@ -129,7 +129,8 @@ TEST_P(EnvironmentCli, AVerifierBelowTheProvidersLevelIsInconclusiveNeverRejecti
     // What people read says so too, and accuses no one.
     auto text = run_command(Workdir::at(level) + veritrain_binary() + " verify --task " +
                                 run.task.string() + " --workdir " + run.wd.string() +
-                                " --check-probability 1 --report " + (run.dir / "human").string(),
+                                " --check-probability 1 --report " +
+                                (run.dir / ("human-" + std::string(level))).string(),
                             run.dir.path());
     EXPECT_EQ(text.exit_code, 5);
     EXPECT_NE(text.out.find("INCONCLUSIVE"), std::string::npos) << text.out;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -15,6 +16,7 @@
 
 #include "common/file_io.h"
 #include "common/process.h"
+#include "protocol/log.h"
 #include "tests/adversary/support.h"
 #include "tests/verifier/chromium.h"
 
@@ -29,9 +31,11 @@ struct Workdir {
   testing::ScratchDir dir;
   Task task = tiny_task(43, 12, 1);
   fs::path wd = dir / "wd";
+  std::vector<Digest> roots;  // committed per epoch
   explicit Workdir(const CheatPlan& plan = {}) {
     auto run = write_workdir(task, wd, plan, provider_key());
     EXPECT_TRUE(run.ok()) << run.error().message;
+    if (run.ok()) roots = run->roots;
   }
   // --json, when wanted, goes before the command (where every version of the CLI takes it).
   std::string verify(const std::string& flags, bool json = false) const {
@@ -42,15 +46,35 @@ struct Workdir {
   }
 };
 
+// The page logs nothing, does not scroll sideways and breaks no word, on a desktop (1280 px)
+// and on a phone (390 px).
 void check_page(const fs::path& page, const fs::path& scratch, const std::string& keep_as) {
   if (!testing::have_program("chromium")) return;
-  const testing::BrowserView view = testing::view_in_chromium(page, scratch);
-  EXPECT_EQ(view.console, "") << page;
-  EXPECT_EQ(view.inner_width, 1280);
-  EXPECT_LE(view.scroll_width, view.inner_width) << page << " scrolls horizontally";
+  for (int width : {1280, 390}) {
+    const testing::BrowserView view = testing::view_in_chromium(page, scratch, width);
+    EXPECT_EQ(view.console, "") << page;
+    EXPECT_EQ(view.inner_width, width);
+    EXPECT_LE(view.scroll_width, view.inner_width) << page << " scrolls horizontally at " << width;
+    EXPECT_EQ(view.broken_words, "") << page << " breaks these words at " << width << " px";
+  }
   if (const char* out = std::getenv("VT_SCREENSHOT_DIR"); out != nullptr && *out != '\0') {
     EXPECT_TRUE(testing::screenshot(page, fs::path(out) / keep_as, scratch, 1150, 0.625));
   }
+}
+
+// The rows of the report table whose caption starts with `caption`: the text of each row's
+// first cell.
+std::vector<std::string> first_cells(const std::string& html, const std::string& caption) {
+  std::vector<std::string> out;
+  const std::size_t at = html.find("<caption>" + caption);
+  if (at == std::string::npos) return out;
+  const std::size_t end = html.find("</table>", at);
+  for (std::size_t row = html.find("<tr><td>", at); row < end;
+       row = html.find("<tr><td>", row + 1)) {
+    const std::size_t from = row + 8;
+    out.push_back(html.substr(from, html.find("</td>", from) - from));
+  }
+  return out;
 }
 
 TEST(ReportCli, EconomicsSetsTheCheckProbabilityAndTheVerdictSaysWhatItGuarantees) {
@@ -139,6 +163,80 @@ TEST(ReportCli, ARejectionNamesTheAuditCommandAndItsPageReadsInABrowser) {
   EXPECT_NE(page->find("DIVERGES"), std::string::npos);
   EXPECT_NE(page->find("--check evidence-epoch-5.json"), std::string::npos);
   check_page(w.dir / "audit-epoch-5/report.html", w.dir.path(), "evidence.png");
+}
+
+// The provider trained honestly but the state it stores for epoch 5 is corrupt. The verdict keeps
+// every epoch's claims as committed, the report lists every challenged epoch once, and the
+// dispute path agrees with the verifier: the audit of epoch 5 proves the work and names the
+// corrupt state (exit 1), the audit of epoch 6 cannot start from it (exit 1, not a caller error).
+TEST(ReportCli, ACorruptStoredStateIsRejectedWithItsClaimsAndTheAuditAgrees) {
+  Workdir w;
+  ASSERT_EQ(w.roots.size(), 13u);
+  const fs::path stored = w.wd / "snapshots" / (hex_encode(w.roots[5]) + ".vtc");
+  Result<Bytes> bytes = read_file(stored);
+  ASSERT_TRUE(bytes.ok());
+  (*bytes)[bytes->size() / 2] ^= 0x10;
+  ASSERT_TRUE(write_file_atomic(stored, *bytes).ok());
+
+  auto r = run_command(w.verify("--check-probability 1 --report " + (w.dir / "report").string()),
+                       w.dir.path());
+  ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+  Result<LogFile> log = read_log(w.wd / "commitments.log");
+  ASSERT_TRUE(log.ok());
+  Result<std::string> signed_text = read_text_file(w.dir / "report/verdict.json");
+  ASSERT_TRUE(signed_text.ok());
+  const nlohmann::json verdict = nlohmann::json::parse(*signed_text)["verdict"];
+  ASSERT_EQ(verdict["checks"].size(), 12u);
+  for (const nlohmann::json& c : verdict["checks"]) {
+    const std::uint64_t e = c["epoch"].get<std::uint64_t>();
+    EXPECT_EQ(c["metrics"]["loss"]["claimed"].get<double>(), log->records.at(e).record.metrics.loss)
+        << "epoch " << e;
+    if (e <= 6) {
+      EXPECT_EQ(c["passed"].get<bool>(), e < 5) << c.dump();
+    }
+  }
+  Result<std::string> html = read_text_file(w.dir / "report/report.html");
+  ASSERT_TRUE(html.ok());
+  std::vector<std::string> every;
+  for (int e = 1; e <= 12; ++e) every.push_back(std::to_string(e));
+  EXPECT_EQ(first_cells(*html, "Each challenged epoch"), every);
+  const std::vector<std::string> compared = first_cells(*html, "What each replay was compared");
+  for (const std::string& e : every) {
+    EXPECT_NE(std::find(compared.begin(), compared.end(), e), compared.end()) << "epoch " << e;
+  }
+  check_page(w.dir / "report/report.html", w.dir.path(), "report-corrupt.png");
+
+  std::string next;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("next: ", 0) == 0) next = line.substr(6);
+  }
+  ASSERT_NE(next.find(" --epoch 5 "), std::string::npos) << r.out;
+  auto audit = run_command("cd " + w.dir.path().string() + " && " + veritrain_binary() +
+                               next.substr(std::string("veritrain").size()),
+                           w.dir.path());
+  EXPECT_EQ(audit.exit_code, 1) << audit.out << audit.err;
+  EXPECT_NE(audit.out.find("epoch 5 replays bit-identically"), std::string::npos) << audit.out;
+  EXPECT_NE(audit.out.find("the state the provider stores for it is unusable"), std::string::npos)
+      << audit.out;
+  Result<std::string> page = read_text_file(w.dir / "audit-epoch-5/report.html");
+  ASSERT_TRUE(page.ok());
+  EXPECT_NE(page->find("STORED STATE UNUSABLE"), std::string::npos);
+  EXPECT_EQ(page->find("#f0ad4e\"><title>"), std::string::npos) << "no divergence is drawn";
+  // The evidence re-checks, stored-state finding included.
+  auto recheck = run_command(veritrain_binary() + " audit --task " + (w.wd / "task.json").string() +
+                                 " --workdir " + w.wd.string() + " --check " +
+                                 (w.dir / "evidence-epoch-5.json").string(),
+                             w.dir.path());
+  EXPECT_EQ(recheck.exit_code, 0) << recheck.out << recheck.err;
+
+  auto six = run_command(veritrain_binary() + " audit --task " + (w.wd / "task.json").string() +
+                             " --workdir " + w.wd.string() + " --epoch 6",
+                         w.dir.path());
+  EXPECT_EQ(six.exit_code, 1) << six.out << six.err;
+  EXPECT_NE(six.err.find("the state stored for epoch 5, which it starts from, is unusable"),
+            std::string::npos)
+      << six.err;
 }
 
 }  // namespace

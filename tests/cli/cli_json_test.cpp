@@ -77,6 +77,23 @@ TEST(CliJson, UsageErrorsAreJsonWithAHint) {
   auto flag_typo = run_command(veritrain_binary() + " inspect --jsn x", dir.path());
   EXPECT_EQ(flag_typo.exit_code, 2);
   EXPECT_NE(flag_typo.err.find("did you mean --json?"), std::string::npos) << flag_typo.err;
+
+  // The hint names the word typed wrong and its fix, once; CLI11's complaint that a mistyped
+  // flag left a required one unset, or its list of unexpected words, does not hide it.
+  auto taks = run_command(veritrain_binary() + " train --taks task.json", dir.path());
+  EXPECT_EQ(taks.exit_code, 2);
+  EXPECT_NE(taks.err.find("veritrain: unknown option --taks of 'veritrain train'; did you mean "
+                          "--task?\n"),
+            std::string::npos)
+      << taks.err;
+  EXPECT_EQ(taks.err.find("required"), std::string::npos) << taks.err;
+  auto trian = run_command(veritrain_binary() + " trian --task task.json", dir.path());
+  EXPECT_EQ(trian.exit_code, 2);
+  EXPECT_NE(trian.err.find("veritrain: 'trian' is not a command of 'veritrain'; did you mean "
+                           "'veritrain train'?\n"),
+            std::string::npos)
+      << trian.err;
+  EXPECT_EQ(trian.err.find("not expected"), std::string::npos) << trian.err;
 }
 
 // `veritrain` itself must not load LibTorch: that is what makes these commands start at once.
@@ -124,6 +141,24 @@ TEST(CliLight, LinksNoLibtorchAndForwardsTheRest) {
                   dir.path());
   EXPECT_EQ(verdict.exit_code, 2) << verdict.err;
   EXPECT_EQ(verdict.err.find("needs LibTorch"), std::string::npos) << verdict.err;
+
+  // --help of every command answers without veritrain-torch (it used to load LibTorch), with the
+  // very text veritrain-torch prints, and no path of the machine veritrain was built on.
+  const std::string torch_program =
+      (std::filesystem::path(veritrain_binary()).parent_path() / "veritrain-torch").string();
+  for (const std::string command : {"verify", "train", "audit", "task init", "task check",
+                                    "estimate", "export", "plan", "task", "task show", "inspect"}) {
+    auto help = run_command("VERITRAIN_TORCH=" + (dir / "nothing").string() + " " +
+                                veritrain_binary() + " " + command + " --help",
+                            dir.path());
+    EXPECT_EQ(help.exit_code, 0) << command << ": " << help.err;
+    EXPECT_NE(help.out.find("Usage: veritrain " + command), std::string::npos)
+        << command << ": " << help.out;
+    EXPECT_EQ(help.out.find(VT_SOURCE_DIR), std::string::npos) << command << ": " << help.out;
+    if (command == "task" || command == "task show" || command == "inspect") continue;
+    auto torch = run_command(torch_program + " " + command + " --help", dir.path());
+    EXPECT_EQ(help.out, torch.out) << command;
+  }
 }
 
 // `make demo`'s command: a provider process inherits the listening socket (serve --listen fd:3),

@@ -69,7 +69,7 @@ testing::CommandResult train(const testing::ScratchDir& dir, const std::string& 
 testing::CommandResult verify(const testing::ScratchDir& dir, const std::string& task,
                               const fs::path& workdir) {
   return run_command(veritrain_binary() + " --json verify --task " + task + " --workdir " +
-                         workdir.string() + " --check-probability 1 --report " +
+                         workdir.string() + " --check-probability 1 --force --report " +
                          (dir / "report").string(),
                      dir.path());
 }

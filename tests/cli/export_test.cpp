@@ -3,6 +3,9 @@
 // load_state_dict, equal to veritrain's committed state.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/model_fixtures.h"
@@ -90,6 +93,115 @@ TEST_F(Export, ModelLossWithDropoutTrainsAndVerifies) {
   auto zoo = run_command(veritrain_binary() + " task init --model mlp --loss model", dir_.path());
   EXPECT_EQ(zoo.exit_code, 2);
   EXPECT_NE(zoo.err.find("loss: \"model\""), std::string::npos) << zoo.err;
+}
+
+// Evaluation of a module with its own loss calls forward(inputs, targets) too: the held-out
+// metric is that loss (no accuracy without logits). It used to call forward(inputs) and stop
+// after epoch 0 was committed.
+TEST_F(Export, ModelLossWithAHeldOutSplitTrainsAndVerifiesItsEvalLoss) {
+  auto made = run_command(testing::kPython + " " + VT_SOURCE_DIR + "/scripts/make_digits.py " +
+                              (dir_ / "data").string(),
+                          dir_.path());
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const std::string task =
+      train("digits_loss.pt", "--loss model --dataset tensors --data-file " +
+                                  (dir_ / "data/digits-train.safetensors").string() +
+                                  " --eval-fraction 0.2");
+  auto check = run_command(veritrain_binary() + " task check " + task, dir_.path());
+  EXPECT_EQ(check.exit_code, 0) << check.err;
+  auto v = run_command(veritrain_binary() + " verify --task " + task + " --workdir " +
+                           (dir_ / "w").string() + " --check-probability 1 --report " +
+                           (dir_ / "report").string(),
+                       dir_.path());
+  ASSERT_EQ(v.exit_code, 0) << v.out << v.err;
+  auto verdict = nlohmann::json::parse(*read_text_file(dir_ / "report/verdict.json"));
+  const nlohmann::json& checks = verdict["verdict"]["checks"];
+  ASSERT_EQ(checks.size(), 2u) << verdict.dump();
+  for (const auto& c : checks) {
+    const nlohmann::json& eval = c["metrics"]["eval"];
+    EXPECT_EQ(eval["status"], "verified") << c.dump();
+    EXPECT_TRUE(eval["claimed"]["accuracy"].is_null()) << c.dump();
+    EXPECT_GT(eval["claimed"]["loss"].get<double>(), 0.0) << c.dump();
+  }
+}
+
+// A built-in model on a requestor's own data: task init sizes it from the files (it used to keep
+// the defaults and fail at train), says what it filled, and lists every option; the exported
+// weights load into scripts/veritrain_zoo.py's module, whose held-out loss is the one veritrain
+// committed.
+TEST_F(Export, AZooModelSizesItselfFromOwnDataAndItsWeightsLoadInThePythonZoo) {
+  auto made = run_command(testing::kPython + " " + VT_SOURCE_DIR + "/scripts/make_digits.py " +
+                              (dir_ / "data").string(),
+                          dir_.path());
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const std::string task = (dir_ / "task.json").string();
+  auto init =
+      run_command(veritrain_binary() + " task init --model mlp --dataset tensors --data-file " +
+                      (dir_ / "data/digits-train.safetensors").string() + " --eval-file " +
+                      (dir_ / "data/digits-eval.safetensors").string() +
+                      " --epochs 2 --steps-per-epoch 6 --batch-size 32 --out " + task,
+                  dir_.path());
+  ASSERT_EQ(init.exit_code, 0) << init.err;
+  EXPECT_NE(init.err.find("model.options input_dim = 64, classes = 10 from the data"),
+            std::string::npos)
+      << init.err;
+  auto t = run_command(
+      veritrain_binary() + " train --task " + task + " --workdir " + (dir_ / "w").string(),
+      dir_.path());
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.err.find("held-out loss"), std::string::npos) << t.err;
+  EXPECT_NE(t.err.find("epoch 0 committed  root "), std::string::npos) << t.err;
+  EXPECT_EQ(t.err.find("loss 0.0000"), std::string::npos) << "epoch 0 trained nothing: " << t.err;
+  auto e = run_command(veritrain_binary() + " export --workdir " + (dir_ / "w").string() +
+                           " --epoch 2 --safetensors " + (dir_ / "model.safetensors").string(),
+                       dir_.path());
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  auto log = run_command(
+      veritrain_binary() + " --json inspect " + (dir_ / "w/commitments.log").string(), dir_.path());
+  ASSERT_EQ(log.exit_code, 0) << log.err;
+  const double committed =
+      nlohmann::json::parse(log.out)["records"][2]["eval"]["loss"].get<double>();
+
+  const std::string python = R"(import json, sys
+import torch, torch.nn.functional as F
+sys.path.insert(0, sys.argv[1])
+from ref_common import read_safetensors
+from veritrain_zoo import build
+task = json.load(open(sys.argv[2]))
+net = build(task["model"]["name"], task["model"]["options"])
+_, weights = read_safetensors(sys.argv[3])
+net.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()})
+net.eval()
+_, data = read_safetensors(sys.argv[4])
+with torch.no_grad():
+    logits = net(torch.from_numpy(data["inputs"]))
+loss = F.cross_entropy(logits.double(), torch.from_numpy(data["targets"]))
+print("%.17g" % loss.item())
+)";
+  ASSERT_TRUE(write_file_atomic(dir_ / "zoo.py", python).ok());
+  auto py = run_command(testing::kPython + " " + (dir_ / "zoo.py").string() + " " + VT_SOURCE_DIR +
+                            "/scripts " + task + " " + (dir_ / "model.safetensors").string() + " " +
+                            (dir_ / "data/digits-eval.safetensors").string(),
+                        dir_.path());
+  ASSERT_EQ(py.exit_code, 0) << py.err;
+  const double python_loss = std::stod(py.out);
+  EXPECT_NEAR(python_loss, committed, 1e-5 * std::max(1.0, committed))
+      << "veritrain committed " << committed << ", the Python zoo module gives " << python_loss;
+
+  auto list =
+      run_command(veritrain_binary() + " task init --model mlp --list-options", dir_.path());
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_NE(list.out.find("input_dim  default 32, 1..1048576"), std::string::npos) << list.out;
+  // A forward(inputs, targets) module without --loss model: the failure names the fix.
+  auto ts =
+      run_command(veritrain_binary() + " task init --model torchscript --model-file " +
+                      (fx_ / "model_loss.pt").string() + " --out " + (dir_ / "ts.json").string(),
+                  dir_.path());
+  if (ts.exit_code == 0)
+    ts =
+        run_command(veritrain_binary() + " task check " + (dir_ / "ts.json").string(), dir_.path());
+  EXPECT_EQ(ts.exit_code, 2) << ts.err;
+  EXPECT_NE(ts.err.find("task init --loss model"), std::string::npos) << ts.err;
 }
 
 TEST_F(Export, TorchScriptAndSafetensorsLoadBackInPython) {

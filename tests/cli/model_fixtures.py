@@ -64,11 +64,11 @@ class Counter(nn.Module):
 class SmoothedLoss(nn.Module):
     """forward(inputs, targets) -> scalar: dropout and a label-smoothed loss inside the module."""
 
-    def __init__(self):
+    def __init__(self, inputs: int = 32, classes: int = 4):
         super().__init__()
-        self.fc1 = nn.Linear(32, 32)
+        self.fc1 = nn.Linear(inputs, 32)
         self.drop = nn.Dropout(0.2)
-        self.fc2 = nn.Linear(32, 4)
+        self.fc2 = nn.Linear(32, classes)
         self.smoothing: float = 0.1
 
     def forward(self, x, y):
@@ -89,6 +89,7 @@ save(Classifier(3072, 10), "ts_cifar10.pt")
 save(nn.Linear(10, 4), "wrong_shape.pt")
 save(Counter(), "counter.pt")
 save(SmoothedLoss(), "model_loss.pt")
+save(SmoothedLoss(64, 10), "digits_loss.pt")  # for make_digits.py's [N, 64] inputs
 
 
 class HiddenState(nn.Module):

@@ -121,5 +121,47 @@ TEST(ReadmeTour, RunsAsWrittenOnCpu) {
       << "train --key keys made a second identity in the workdir";
 }
 
+// The tour as a reader pastes it into one shell script: the provider started with `&` and the
+// online verifier right after it, with no wait in between (the verifier waits for the provider's
+// token file and port). The placeholder becomes what the reader would paste: the certificate's
+// SHA-256, here computed with openssl from the file keygen wrote.
+TEST(ReadmeTour, RunsAsOneShellScript) {
+  auto readme = read_text_file(fs::path(VT_SOURCE_DIR) / "README.md");
+  ASSERT_TRUE(readme.ok());
+  testing::ScratchDir dir;
+  const std::uint16_t port = testing::free_port();
+  std::string port_text = std::to_string(port);
+  port_text.insert(0, ":");
+  std::string script = "set -e\ncd " + dir.path().string() +
+                       "\nexport HOME=" + dir.path().string() +
+                       " XDG_CONFIG_HOME=" + (dir / ".config").string() +
+                       "\nprovider=\ntrap 'test -z \"$provider\" || kill $provider' EXIT\n";
+  for (std::string command : tour_commands(*readme)) {
+    command.replace(0, std::string("veritrain").size(), testing::veritrain_binary());
+    command = std::regex_replace(command, std::regex("--device cuda"), "--device cpu");
+    command = std::regex_replace(command, std::regex(":7443\\b"), port_text);
+    command = std::regex_replace(
+        command, std::regex("<tls certificate sha256[^>]*>"),
+        "$(openssl x509 -in keys/tls.cert.pem -outform DER | sha256sum | cut -c1-64)");
+    ASSERT_EQ(command.find('<'), std::string::npos) << "an unknown placeholder: " << command;
+    if (command.back() == '&') {
+      // Its output to a file: a background job holding the test's pipes would outlive the script.
+      command.pop_back();
+      script += command + " >provider.log 2>&1 &\nprovider=$!\n";
+      continue;
+    }
+    script += command + "\n";
+  }
+  ASSERT_TRUE(write_file_atomic(dir / "tour.sh", script).ok());
+  const testing::CommandResult r =
+      testing::run_command("sh " + (dir / "tour.sh").string(), dir.path());
+  const Result<std::string> provider_log = read_text_file(dir / "provider.log");
+  ASSERT_EQ(r.exit_code, 0) << script << "\n"
+                            << r.out << r.err << (provider_log.ok() ? *provider_log : "");
+  auto verdict = read_text_file(dir / "report/verdict.json");
+  ASSERT_TRUE(verdict.ok());
+  EXPECT_NE(verdict->find("\"accepted\""), std::string::npos);
+}
+
 }  // namespace
 }  // namespace vt

@@ -167,6 +167,7 @@ TEST(ReferenceReplayTensors, ShardOrderOrHeldOutRowsChangedInACopyOfTheReference
   fs::copy_file(script("replay_ref.py"),
                 copy / "replay_ref.py");  // it imports its siblings, the changed reader
   fs::copy_file(script("ref_common.py"), copy / "ref_common.py");
+  fs::copy_file(script("veritrain_zoo.py"), copy / "veritrain_zoo.py");
   const std::vector<Case> reversed = {
       {"u8-shards", "--dtype u8 --shards 3", "--batch-size 32 --steps-per-epoch 8"}};
   const auto results = replay_cases(reversed, (copy / "replay_ref.py").string(), dir);

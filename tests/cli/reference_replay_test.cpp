@@ -157,6 +157,8 @@ std::string changed_reference(const testing::ScratchDir& dir) {
   fs::copy_file(script("replay_ref.py"), copy, fs::copy_options::overwrite_existing);
   fs::copy_file(script("replay_ref_data.py"), dir / "replay_ref_data.py",
                 fs::copy_options::overwrite_existing);
+  fs::copy_file(script("veritrain_zoo.py"), dir / "veritrain_zoo.py",
+                fs::copy_options::overwrite_existing);
   return copy;
 }
 

@@ -117,7 +117,15 @@ TEST(Provider, TamperingIsReportedPrecisely) {
   EXPECT_EQ(v.exit_code, 1);
   EXPECT_NE(v.err.find("epoch 1"), std::string::npos) << v.err;
   EXPECT_NE(v.err.find(root1), std::string::npos) << v.err;
+  // `inspect` of that container checks its payload too: exit 1, the damage named. It used to
+  // describe the header and exit 0.
+  auto described = run_command(veritrain_binary() + " inspect " + file.string(), dir.path());
+  EXPECT_EQ(described.exit_code, 1) << described.out << described.err;
+  EXPECT_NE(described.out.find("CORRUPT: "), std::string::npos) << described.out;
   flip_byte(file, size - 10);
+  described = run_command(veritrain_binary() + " inspect " + file.string(), dir.path());
+  EXPECT_EQ(described.exit_code, 0) << described.out << described.err;
+  EXPECT_NE(described.out.find("checksums hold"), std::string::npos) << described.out;
   ASSERT_EQ(log_verify(dir, dir / "wd").exit_code, 0);
 
   // One byte in the task: it no longer matches what the log commits to.
@@ -154,6 +162,25 @@ TEST(Provider, RefusesAWorkdirOfAnotherTaskOrWithAMissingSnapshot) {
   EXPECT_EQ(v.exit_code, 1);
   EXPECT_NE(v.err.find("epoch 2"), std::string::npos);
   EXPECT_NE(v.err.find("missing"), std::string::npos) << v.err;
+}
+
+// A run that stopped before committing anything (here a cuda task on a machine without CUDA)
+// leaves a folder bound to no commitment: the corrected task trains there. It used to be refused
+// as "a workdir of another task".
+TEST(Provider, AWorkdirWhoseRunCommittedNothingTakesTheCorrectedTask) {
+  testing::ScratchDir dir;
+  const std::string task = write_task(dir, 1);
+  auto j = nlohmann::json::parse(*read_text_file(task));
+  j["device"] = "cuda";
+  const std::string cuda = (dir / "cuda.json").string();
+  ASSERT_TRUE(write_file_atomic(cuda, j.dump(2)).ok());
+  auto failed = train(dir, cuda, dir / "wd");
+  if (failed.exit_code == 0) GTEST_SKIP() << "this machine trains cuda tasks";
+  EXPECT_FALSE(fs::exists(dir / "wd/commitments.log") &&
+               fs::file_size(dir / "wd/commitments.log") > 0);
+  auto fixed = train(dir, task, dir / "wd");
+  EXPECT_EQ(fixed.exit_code, 0) << fixed.err;
+  EXPECT_EQ(log_verify(dir, dir / "wd").exit_code, 0);
 }
 
 struct CrashCase {

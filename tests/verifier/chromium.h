@@ -21,15 +21,20 @@ struct BrowserView {
   std::string console;  // every "CONSOLE" line chromium logged for the page as written
   int scroll_width = -1;
   int inner_width = -1;
+  // Words (runs of two or more letters outside <code>, <pre> and charts) that the layout broke
+  // across lines: a table column squeezed narrower than a word shows up here.
+  std::string broken_words;
 };
 
 inline std::string chromium_command(const std::filesystem::path& profile, const std::string& action,
-                                    const std::filesystem::path& page, int height = 1000) {
+                                    const std::filesystem::path& page, int height = 1000,
+                                    int width = 1280) {
   return "timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
          "--disable-background-networking --disable-component-update --disable-sync "
          "--user-data-dir=" +
-         profile.string() + " --window-size=1280," + std::to_string(height) +
-         " --enable-logging=stderr --v=0 " + action + " file://" + page.string();
+         profile.string() + " --window-size=" + std::to_string(width) + "," +
+         std::to_string(height) + " --enable-logging=stderr --v=0 " + action + " file://" +
+         page.string();
 }
 
 inline std::string console_lines(const std::string& err) {
@@ -41,12 +46,44 @@ inline std::string console_lines(const std::string& err) {
   return out;
 }
 
-// Loads `page` (and a measuring copy of it in `scratch`); fails the test on a chromium error.
+// Run in the measuring copy. Widths: the layout width (the window's; headless Chromium's is at
+// least 500 px wide, so a narrower one is posed by a style "vt-pose" giving the root that width)
+// and how far right any content reaches, not counting what scrolls inside its own box. Words:
+// in every whitespace-separated token of letters (hyphens and apostrophes inside, punctuation
+// around) outside <code>, <pre> and charts, each part between hyphens (a line may end after a
+// hyphen) that is laid out on more than one line (a Range over it has client rectangles at more
+// than one height). Paths and hex are no words; they may break.
+inline constexpr const char* kMeasureScript =
+    "<script>(function(){var b=document.body,d=document.documentElement;"
+    "var W=document.getElementById('vt-pose')?Math.round(d.getBoundingClientRect().width)"
+    ":window.innerWidth;"
+    "function right(e){var r=e.getBoundingClientRect().right;"
+    "if(getComputedStyle(e).overflowX!='visible')return r;"
+    "for(var c=e.firstElementChild;c;c=c.nextElementSibling)r=Math.max(r,right(c));return r;}"
+    "var R=Math.ceil(right(b));if(W==window.innerWidth)R=Math.max(R,d.scrollWidth);"
+    "b.setAttribute('data-vt-width',R+' '+W);"
+    "var broken=[],w=document.createTreeWalker(b,NodeFilter.SHOW_TEXT),n;"
+    "var word=/^[(\"']?([A-Za-z]+(['-][A-Za-z]+)*)[)\"',.;:!?]*$/;"
+    "while((n=w.nextNode())){var p=n.parentElement;"
+    "if(!p||p.closest('code,pre,svg,script,title,style'))continue;"
+    "var re=/\\S+/g,m;while((m=re.exec(n.textContent))){if(!word.test(m[0]))continue;"
+    "var pr=/[A-Za-z']+/g,q;while((q=pr.exec(m[0]))){var at=m.index+q.index;"
+    "var r=document.createRange();r.setStart(n,at);r.setEnd(n,at+q[0].length);"
+    "var tops={},k=0,rs=r.getClientRects();for(var i=0;i<rs.length;i++){"
+    "if(rs[i].width>0&&!tops[Math.round(rs[i].top)]){tops[Math.round(rs[i].top)]=1;k++;}}"
+    "if(k>1&&broken.length<20)broken.push(q[0]);}}}"
+    "b.setAttribute('data-vt-broken',broken.join(' '));})()</script>";
+
+// Headless Chromium's narrowest window.
+inline constexpr int kNarrowestWindow = 500;
+
+// Loads `page` (and a measuring copy of it in `scratch`) in a window `width` CSS pixels wide;
+// fails the test on a chromium error.
 inline BrowserView view_in_chromium(const std::filesystem::path& page,
-                                    const std::filesystem::path& scratch) {
+                                    const std::filesystem::path& scratch, int width = 1280) {
   BrowserView v;
   CommandResult plain =
-      run_command(chromium_command(scratch / "profile", "--dump-dom", page), scratch);
+      run_command(chromium_command(scratch / "profile", "--dump-dom", page, 1000, width), scratch);
   EXPECT_EQ(plain.exit_code, 0) << plain.err;
   v.console = console_lines(plain.err);
   Result<std::string> text = read_text_file(page);
@@ -60,20 +97,26 @@ inline BrowserView view_in_chromium(const std::filesystem::path& page,
   copy.insert(at + csp.size(), "; script-src 'unsafe-inline'");
   const std::size_t body_end = copy.rfind("</body>");
   EXPECT_NE(body_end, std::string::npos);
-  copy.insert(body_end,
-              "<script>document.body.setAttribute('data-vt-width', "
-              "document.documentElement.scrollWidth + ' ' + "
-              "window.innerWidth)</script>");
+  copy.insert(body_end, kMeasureScript);
+  if (width < kNarrowestWindow) {
+    const std::size_t head_end = copy.find("</head>");
+    EXPECT_NE(head_end, std::string::npos);
+    if (head_end != std::string::npos)
+      copy.insert(head_end,
+                  "<style id=\"vt-pose\">html{width:" + std::to_string(width) + "px}</style>");
+  }
   const std::filesystem::path measured = scratch / ("measured-" + page.filename().string());
   EXPECT_TRUE(write_file_atomic(measured, copy).ok());
-  CommandResult dom =
-      run_command(chromium_command(scratch / "profile", "--dump-dom", measured), scratch);
+  CommandResult dom = run_command(
+      chromium_command(scratch / "profile", "--dump-dom", measured, 1000, width), scratch);
   EXPECT_EQ(dom.exit_code, 0) << dom.err;
   std::smatch m;
   if (std::regex_search(dom.out, m, std::regex("data-vt-width=\"([0-9]+) ([0-9]+)\""))) {
     v.scroll_width = std::stoi(m[1]);
     v.inner_width = std::stoi(m[2]);
   }
+  if (std::regex_search(dom.out, m, std::regex("data-vt-broken=\"([^\"]*)\"")))
+    v.broken_words = m[1];
   return v;
 }
 

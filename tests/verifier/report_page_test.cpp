@@ -5,6 +5,7 @@
 
 #include <regex>
 
+#include "common/text.h"
 #include "test_records.h"
 #include "verifier/evidence_page.h"
 #include "verifier/html_report.h"
@@ -83,9 +84,9 @@ TEST(ReportPage, EveryTableHasAHeadingAndBytesHaveUnits) {
   EXPECT_EQ(html.find("3670016"), std::string::npos);
   EXPECT_NE(html.find("verifier key (SHA-256)"), std::string::npos);
   EXPECT_NE(html.find(std::string(64, 'c')), std::string::npos);  // the provider's key
-  EXPECT_EQ(html::bytes(1023), "1023 B");
-  EXPECT_EQ(html::bytes(1536), "1.50 KiB");
-  EXPECT_EQ(html::bytes(5ull << 30), "5.00 GiB");
+  EXPECT_EQ(size_text(1023), "1023 B");
+  EXPECT_EQ(size_text(1536), "1.50 KiB");
+  EXPECT_EQ(size_text(5.0 * (1ull << 30)), "5.00 GiB");
 }
 
 TEST(ReportPage, ExactModeSaysBitIdenticalNotZeroOverZero) {
