@@ -64,9 +64,9 @@ std::string printable(std::string_view text, std::size_t max_bytes) {
 }
 
 std::string size_text(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   int u = 0;
-  while (bytes >= 1024.0 && u < 4) {
+  while (bytes >= 1024.0 && u < 6) {
     bytes /= 1024.0;
     ++u;
   }

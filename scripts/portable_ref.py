@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ref_common import (GOLDEN, blobs, epoch_order, images, learning_rate, mix, power,  # noqa: E402
-                        read_safetensors, tokens, volumes, write_safetensors)
+                        read_safetensors, split_jobs, tokens, volumes, write_safetensors)
 
 F = np.float32
 NOT_COVERED, BAD_INPUT = 3, 2
@@ -739,16 +739,7 @@ def run(job):
 
 
 def main(args):
-    jobs = []
-    while args:
-        size = 4 if args[0] == "--init" else 3
-        if len(args) < size:
-            raise SystemExit(__doc__)
-        jobs.append(args[:size])
-        args = args[size:]
-    if not jobs:
-        raise SystemExit(__doc__)
-    for job in jobs:
+    for job in split_jobs(args, __doc__):
         try:
             run(job)
         except NotCovered as e:

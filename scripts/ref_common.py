@@ -217,3 +217,18 @@ def write_safetensors(path, tensors, meta):
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+
+
+def split_jobs(args, usage):
+    """The jobs of a reference's command line: [--init] TASK BEFORE AFTER, one after another
+    (one interpreter start for all). Exits with `usage` when they do not add up."""
+    jobs = []
+    while args:
+        size = 4 if args[0] == "--init" else 3
+        if len(args) < size:
+            raise SystemExit(usage)
+        jobs.append(args[:size])
+        args = args[size:]
+    if not jobs:
+        raise SystemExit(usage)
+    return jobs

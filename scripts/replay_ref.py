@@ -283,16 +283,7 @@ def main(args):
     data_dir = None
     if args[:1] == ["--data-dir"] and len(args) > 1:
         data_dir, args = args[1], args[2:]
-    jobs = []
-    while args:
-        size = 4 if args[0] == "--init" else 3
-        if len(args) < size:
-            raise SystemExit(__doc__)
-        jobs.append(args[:size])
-        args = args[size:]
-    if not jobs:
-        raise SystemExit(__doc__)
-    for job in jobs:
+    for job in ref_common.split_jobs(args, __doc__):
         try:
             run(job, data_dir)
         except NotCovered as e:

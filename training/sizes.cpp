@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/text.h"
 #include "fingerprint/sampling.h"
 #include "protocol/log.h"
 #include "training/data.h"
@@ -41,18 +42,9 @@ std::uint64_t add(std::uint64_t a, std::uint64_t b) {
 }
 std::uint64_t u(std::int64_t v) { return v < 0 ? 0 : static_cast<std::uint64_t>(v); }
 
+// kAll stands for a sum that overflowed.
 std::string show_bytes(std::uint64_t n) {
-  if (n == kAll) return "more than 16 EiB";
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  double v = static_cast<double>(n);
-  int i = 0;
-  while (v >= 1024.0 && i < 6) {
-    v /= 1024.0;
-    ++i;
-  }
-  char text[32];
-  std::snprintf(text, sizeof text, i == 0 ? "%.0f %s" : "%.1f %s", v, units[i]);
-  return text;
+  return n == kAll ? "more than 16 EiB" : size_text(static_cast<double>(n));
 }
 
 std::string options_text(const Options& options) {

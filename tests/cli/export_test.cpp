@@ -75,18 +75,22 @@ class Export : public ::testing::Test {
     EXPECT_EQ(t.exit_code, 0) << t.err;
     return task;
   }
+  // `task check`, then a verify that challenges every epoch; returns the verify.
+  testing::CommandResult check_and_verify(const std::string& task) {
+    auto check = run_command(veritrain_binary() + " task check " + task, dir_.path());
+    EXPECT_EQ(check.exit_code, 0) << check.err;
+    return run_command(veritrain_binary() + " verify --task " + task + " --workdir " +
+                           (dir_ / "w").string() + " --check-probability 1 --report " +
+                           (dir_ / "report").string(),
+                       dir_.path());
+  }
   fs::path fx_;
   testing::ScratchDir dir_;
 };
 
 TEST_F(Export, ModelLossWithDropoutTrainsAndVerifies) {
   const std::string task = train("model_loss.pt", "--loss model --optimizer adam");
-  auto check = run_command(veritrain_binary() + " task check " + task, dir_.path());
-  EXPECT_EQ(check.exit_code, 0) << check.err;
-  auto v = run_command(veritrain_binary() + " verify --task " + task + " --workdir " +
-                           (dir_ / "w").string() + " --check-probability 1 --report " +
-                           (dir_ / "report").string(),
-                       dir_.path());
+  auto v = check_and_verify(task);
   EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
   EXPECT_NE(v.out.find("ACCEPTED"), std::string::npos) << v.out;
   // A zoo model has no forward(inputs, targets).
@@ -107,12 +111,7 @@ TEST_F(Export, ModelLossWithAHeldOutSplitTrainsAndVerifiesItsEvalLoss) {
       train("digits_loss.pt", "--loss model --dataset tensors --data-file " +
                                   (dir_ / "data/digits-train.safetensors").string() +
                                   " --eval-fraction 0.2");
-  auto check = run_command(veritrain_binary() + " task check " + task, dir_.path());
-  EXPECT_EQ(check.exit_code, 0) << check.err;
-  auto v = run_command(veritrain_binary() + " verify --task " + task + " --workdir " +
-                           (dir_ / "w").string() + " --check-probability 1 --report " +
-                           (dir_ / "report").string(),
-                       dir_.path());
+  auto v = check_and_verify(task);
   ASSERT_EQ(v.exit_code, 0) << v.out << v.err;
   auto verdict = nlohmann::json::parse(*read_text_file(dir_ / "report/verdict.json"));
   const nlohmann::json& checks = verdict["verdict"]["checks"];

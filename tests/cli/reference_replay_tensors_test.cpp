@@ -187,16 +187,21 @@ TEST(ReferenceReplayTensors, ShardOrderOrHeldOutRowsChangedInACopyOfTheReference
   EXPECT_NE(ignored[1].reference, ignored[1].committed) << ignored[1].what;
 }
 
+// sklearn's digits written by make_digits.py `args` into `dir`/data.
+void digits_task_start(const testing::ScratchDir& dir, const std::string& args) {
+  ASSERT_EQ(testing::run_command(kPython + " " + script("make_digits.py") + " " +
+                                     (dir / "data").string() + " " + args,
+                                 dir.path())
+                .exit_code,
+            0);
+}
+
 // The reference checks every file against its pin before reading it (exit 2, naming the file).
 TEST(ReferenceReplayTensors, ReferenceRefusesAFileThatDoesNotMatchItsPin) {
   if (!have_reference())
     GTEST_SKIP() << "python3-torch / numpy / sklearn not installed (scripts/setup.sh)";
   testing::ScratchDir dir;
-  ASSERT_EQ(testing::run_command(kPython + " " + script("make_digits.py") + " " +
-                                     (dir / "data").string() + " --shards 3",
-                                 dir.path())
-                .exit_code,
-            0);
+  ASSERT_NO_FATAL_FAILURE(digits_task_start(dir, "--shards 3"));
   auto init = testing::run_command(
       "cd " + dir.path().string() + " && " + testing::veritrain_binary() +
           " task init --model mlp --dataset tensors --option input_dim=64 --option classes=10"
@@ -236,11 +241,7 @@ TEST(ReferenceReplayTensors, AuditSecondOpinionOnOwnDataAgrees) {
   if (!have_reference())
     GTEST_SKIP() << "python3-torch / numpy / sklearn not installed (scripts/setup.sh)";
   testing::ScratchDir dir;
-  ASSERT_EQ(testing::run_command(kPython + " " + script("make_digits.py") + " " +
-                                     (dir / "data").string() + " --dtype u8",
-                                 dir.path())
-                .exit_code,
-            0);
+  ASSERT_NO_FATAL_FAILURE(digits_task_start(dir, "--dtype u8"));
   auto init = testing::run_command(
       "cd " + dir.path().string() + " && " + testing::veritrain_binary() +
           " task init --model mlp --dataset tensors --option input_dim=64 --option classes=10"
