@@ -38,8 +38,8 @@ namespace {
 
 // Fits any window from a phone's 390 px to 1280 px: the body is capped; words wrap between
 // words only (overflow-wrap:anywhere would let a table squeeze a column to one letter per line);
-// hex in <code> breaks anywhere; a table wider than the window scrolls inside its own box, never
-// the page.
+// hex in <code> breaks where it must, a word in it only when it is longer than the line; a table
+// wider than the window scrolls inside its own box, never the page.
 constexpr std::string_view kStyle = R"(
 body{font-family:sans-serif;margin:20px auto;padding:0 16px;color:#222;max-width:1150px;line-height:1.4;overflow-wrap:break-word}
 h1{font-size:22px;margin-bottom:6px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ccc}
@@ -50,7 +50,7 @@ table{border-collapse:collapse;font-size:13px;margin:8px 0}
 caption{text-align:left;font-weight:bold;padding:4px 0;font-size:14px}
 td,th{border:1px solid #ccc;padding:3px 7px;text-align:right;vertical-align:top}
 th{background:#f2f2f2}td.l,th.l{text-align:left}
-code{font-size:12px;overflow-wrap:anywhere;word-break:break-all}
+code{font-size:12px;overflow-wrap:anywhere}
 pre{background:#f6f6f6;border:1px solid #ddd;padding:8px;white-space:pre-wrap;overflow-wrap:anywhere;font-size:13px}
 svg.chart{width:100%;height:auto;background:#fff}.legend span{margin-right:18px;font-size:13px}
 .sw{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle}

@@ -304,7 +304,21 @@ std::string render_html_report(const Verdict& v, std::span<const double> loss,
   if (!v.environment_unmatched.empty()) s += environment_section(v);
   if (!v.accepted && !v.inconclusive) {
     s += "<h2>What to do next</h2>\n";
-    if (!next_step.empty()) {
+    // The first failed epoch decides what its audit is for: a replay that diverged, or evidence
+    // that could not be used (never replayed, or replayed to the committed root).
+    const EpochCheck* first = nullptr;
+    for (const EpochCheck& c : v.checks) {
+      if (!c.passed && first == nullptr) first = &c;
+    }
+    const bool evidence = first != nullptr && (!first->fingerprint || first->replay_root_matches);
+    if (!next_step.empty() && evidence) {
+      s += "<p>The provider's evidence for epoch " + u64(first->epoch) +
+           " could not be used (a stored state that is corrupt, missing or not the committed "
+           "one), so the epoch failed on its evidence, not on its work. The auditor replays it "
+           "where it can, checks each stored state it needs, and writes signed evidence of what "
+           "it found that a third party can re-check:</p>\n<pre>" +
+           html_escape(next_step) + "</pre>\n";
+    } else if (!next_step.empty()) {
       s += "<p>Replay the disputed epoch from the provider's stored artifacts; the auditor locates "
            "the first step "
            "where it diverges and writes signed evidence a third party can re-check:</p>\n<pre>" +

@@ -59,6 +59,11 @@ void check_page(const fs::path& page, const fs::path& scratch, const std::string
   }
   if (const char* out = std::getenv("VT_SCREENSHOT_DIR"); out != nullptr && *out != '\0') {
     EXPECT_TRUE(testing::screenshot(page, fs::path(out) / keep_as, scratch, 1150, 0.625));
+    // The phone's view: the copy measured last, laid out 390 px wide in the narrowest window.
+    const fs::path posed = scratch / ("measured-" + page.filename().string());
+    const std::string narrow = fs::path(keep_as).stem().string() + "-390.png";
+    EXPECT_TRUE(testing::screenshot(posed, fs::path(out) / narrow, scratch, 1400, 1.0,
+                                    testing::kNarrowestWindow));
   }
 }
 
@@ -200,6 +205,9 @@ TEST(ReportCli, ACorruptStoredStateIsRejectedWithItsClaimsAndTheAuditAgrees) {
   std::vector<std::string> every;
   for (int e = 1; e <= 12; ++e) every.push_back(std::to_string(e));
   EXPECT_EQ(first_cells(*html, "Each challenged epoch"), every);
+  // The next step fits the reason: evidence, not a diverging replay.
+  EXPECT_NE(html->find("failed on its evidence, not on its work"), std::string::npos);
+  EXPECT_EQ(html->find("locates the first step"), std::string::npos);
   const std::vector<std::string> compared = first_cells(*html, "What each replay was compared");
   for (const std::string& e : every) {
     EXPECT_NE(std::find(compared.begin(), compared.end(), e), compared.end()) << "epoch " << e;

@@ -50,7 +50,7 @@ inline std::string console_lines(const std::string& err) {
 // least 500 px wide, so a narrower one is posed by a style "vt-pose" giving the root that width)
 // and how far right any content reaches, not counting what scrolls inside its own box. Words:
 // in every whitespace-separated token of letters (hyphens and apostrophes inside, punctuation
-// around) outside <code>, <pre> and charts, each part between hyphens (a line may end after a
+// around) outside <pre> and charts, each part between hyphens (a line may end after a
 // hyphen) that is laid out on more than one line (a Range over it has client rectangles at more
 // than one height). Paths and hex are no words; they may break.
 inline constexpr const char* kMeasureScript =
@@ -65,7 +65,7 @@ inline constexpr const char* kMeasureScript =
     "var broken=[],w=document.createTreeWalker(b,NodeFilter.SHOW_TEXT),n;"
     "var word=/^[(\"']?([A-Za-z]+(['-][A-Za-z]+)*)[)\"',.;:!?]*$/;"
     "while((n=w.nextNode())){var p=n.parentElement;"
-    "if(!p||p.closest('code,pre,svg,script,title,style'))continue;"
+    "if(!p||p.closest('pre,svg,script,title,style'))continue;"
     "var re=/\\S+/g,m;while((m=re.exec(n.textContent))){if(!word.test(m[0]))continue;"
     "var pr=/[A-Za-z']+/g,q;while((q=pr.exec(m[0]))){var at=m.index+q.index;"
     "var r=document.createRange();r.setStart(n,at);r.setEnd(n,at+q[0].length);"
@@ -123,11 +123,12 @@ inline BrowserView view_in_chromium(const std::filesystem::path& page,
 // A PNG of the page's first `height` CSS pixels laid out 1280 px wide, drawn at `scale` (0.625:
 // an 800 px wide image, small enough for docs/).
 inline bool screenshot(const std::filesystem::path& page, const std::filesystem::path& png,
-                       const std::filesystem::path& scratch, int height, double scale = 1.0) {
+                       const std::filesystem::path& scratch, int height, double scale = 1.0,
+                       int width = 1280) {
   const std::string action =
       "--force-device-scale-factor=" + std::to_string(scale) + " --screenshot=" + png.string();
   CommandResult r =
-      run_command(chromium_command(scratch / "profile", action, page, height), scratch);
+      run_command(chromium_command(scratch / "profile", action, page, height, width), scratch);
   return r.exit_code == 0 && std::filesystem::exists(png);
 }
 
