@@ -3,7 +3,7 @@
 #include "cli/app.h"
 #include "common/file_io.h"
 #include "verifier/log_check.h"
-#include "verifier/report.h"
+#include "verifier/verdict.h"
 
 namespace vt::cli {
 namespace {

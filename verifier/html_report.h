@@ -14,7 +14,7 @@
 
 #include "protocol/log.h"
 #include "verifier/html_page.h"
-#include "verifier/report.h"
+#include "verifier/verdict.h"
 
 namespace vt::verifier {
 

@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "protocol/keys.h"
-#include "verifier/report.h"
+#include "verifier/verdict.h"
 
 namespace vt::verifier {
 

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "training/environment.h"
-#include "verifier/report.h"
 #include "verifier/source.h"
+#include "verifier/verdict.h"
 
 namespace vt::verifier {
 

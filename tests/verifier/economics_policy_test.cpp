@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "verifier/plan.h"
+#include "verifier/cost_plan.h"
 #include "verifier/policy.h"
 
 namespace vt::verifier {

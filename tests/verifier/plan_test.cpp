@@ -1,7 +1,5 @@
 // The planner: its numbers against closed forms, design.md's economics, and its detection
 // probability against a simulation of the challenge policy itself.
-#include "verifier/plan.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +7,8 @@
 #include <set>
 
 #include <nlohmann/json.hpp>
+
+#include "verifier/cost_plan.h"
 
 namespace vt::verifier {
 namespace {

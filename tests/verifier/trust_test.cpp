@@ -7,7 +7,7 @@
 #include "common/json.h"
 #include "tests/test_util.h"
 #include "verifier/log_check.h"
-#include "verifier/report.h"
+#include "verifier/verdict.h"
 
 namespace vt::verifier {
 namespace {

@@ -1,4 +1,4 @@
-#include "verifier/plan.h"
+#include "verifier/cost_plan.h"
 
 #include <cmath>
 #include <cstdio>

@@ -1,6 +1,6 @@
 // Verdicts: acceptance rules, the signed file format and its checks, the summary and the HTML
 // report's content and escaping.
-#include "verifier/report.h"
+#include "verifier/verdict.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "verifier/report.h"
+#include "verifier/verdict.h"
 
 #include <cstdio>
 #include <set>
