@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,41 +34,61 @@ void remember_arguments(int argc, char** argv) {
   g_argv.assign(argv, argv + argc + 1);
 }  // with the null
 
-bool needs_torch(int argc, char** argv) {
-  // command_table() says where each command runs; everything else, a command added to
-  // veritrain-torch later or a typo included, goes on to veritrain-torch, which knows every
-  // command.
-  std::vector<std::string> words;  // the command words, in order
-  bool plan_has_cost = false, help = false;
+namespace {
+
+// What needs_torch() and stored_help() read of a command line, in one pass.
+struct CommandLine {
+  std::vector<std::string> words;  // every word that is no flag (command words, then values)
+  bool help = false;               // --help or -h anywhere
+  // Decided by the first --help (false: the list of commands is here) or --version (true) that
+  // comes before any word.
+  std::optional<bool> before_words;
+  bool cost = false;  // --cost given (plan runs light then)
+};
+
+CommandLine scan(int argc, char** argv) {
+  CommandLine c;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--") break;
     if (a == "--help" || a == "-h") {
-      if (words.empty()) return false;  // the list of commands: this program has it
-      help = true;
+      c.help = true;
+      if (c.words.empty() && !c.before_words) c.before_words = false;
       continue;
     }
-    if (a == "--version" && words.empty()) return true;
+    if (a == "--version" && c.words.empty() && !c.before_words) c.before_words = true;
     if (a == "--log-level") {
       ++i;
       continue;
     }
-    if (a == "--cost" || a.rfind("--cost=", 0) == 0) plan_has_cost = true;
+    if (a == "--cost" || a.rfind("--cost=", 0) == 0) c.cost = true;
     if (a.rfind('-', 0) == 0) continue;
-    if (words.size() < 2) words.push_back(a);
+    c.words.push_back(a);
   }
+  return c;
+}
+
+}  // namespace
+
+bool needs_torch(int argc, char** argv) {
+  // command_table() says where each command runs; everything else, a command added to
+  // veritrain-torch later or a typo included, goes on to veritrain-torch, which knows every
+  // command.
+  const CommandLine line = scan(argc, argv);
+  const std::vector<std::string>& words = line.words;
+  if (line.before_words) return *line.before_words;
   if (words.empty()) return false;  // no command: usage (or a flag error) from this program
   const Command* command = find_command(words[0], words.size() > 1 ? words[1] : "");
   if (command == nullptr) return true;
   // A group's own --help (`task --help`) lists its subcommands, which this program registers.
-  if (help && words.size() == 1 && command->runs == Runs::kLight) return false;
+  if (line.help && words.size() == 1 && command->runs == Runs::kLight) return false;
   switch (command->runs) {
     case Runs::kLight:
       // `task` holds torch subcommands (task init): a word after it that names none of its
       // light ones goes on, so that veritrain-torch's did-you-mean answers a typo.
       return command->path == "task" && words.size() > 1;
     case Runs::kLightWithCost:
-      return !plan_has_cost;
+      return !line.cost;
     case Runs::kTorch:
       break;
   }
@@ -75,17 +96,10 @@ bool needs_torch(int argc, char** argv) {
 }
 
 const StoredHelp* stored_help(int argc, char** argv) {
-  bool help = false;
+  const CommandLine line = scan(argc, argv);
+  if (!line.help) return nullptr;
   std::string words;  // the command words, space-separated
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--") break;
-    if (a == "--help" || a == "-h") help = true;
-    if (a == "--log-level") ++i;
-    if (a.rfind('-', 0) == 0) continue;
-    words += (words.empty() ? "" : " ") + a;
-  }
-  if (!help) return nullptr;
+  for (const std::string& w : line.words) words += (words.empty() ? "" : " ") + w;
   // The longest stored command the words start with: `task init --model mlp --help` is task
   // init's. A value word after the command ("--out x") cannot make a longer match.
   const StoredHelp* best = nullptr;
