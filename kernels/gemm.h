@@ -14,11 +14,18 @@
 
 namespace vt::kernels {
 
-// Element (r, c) of a strided matrix is data[r * row_stride + c * col_stride].
+// Element (r, c) of a matrix is data[r * row_stride + c * col_stride], or, where row_offsets is
+// set, data[row_offsets[r] + c * col_stride]: a convolution's column matrix read where it lies in
+// the zero-padded input (conv.cpp). A right operand with row offsets has col_stride 1.
 struct MatrixRef {
   const float* data = nullptr;
   std::int64_t row_stride = 0;
   std::int64_t col_stride = 1;
+  const std::int64_t* row_offsets = nullptr;
+
+  const float* row(std::int64_t r) const {
+    return data + (row_offsets != nullptr ? row_offsets[r] : r * row_stride);
+  }
 };
 
 // `batch` independent products C_b = A_b · B_b (A_b: M×K, B_b: K×N, C_b: M×N row-major with

@@ -3,17 +3,19 @@
 
 #include <cstdint>
 
+#include "kernels/gemm.h"
+
 namespace vt::kernels {
 
 // One tile of C: rows i < mr and columns j < nr of C[i][j] = chain over k < kc of
-// a[i·a_row + k·a_col] · b[k·b_row + j]. A is read where it lies (a packed panel has a_row 1,
-// a_col MR); B's rows must be contiguous and hold all NR columns (a packed panel: b_row NR).
+// A[i][k] · B[k][j]. A is read where it lies (a packed panel: row stride 1, column stride MR);
+// B's rows must be contiguous (col_stride 1) and readable for all NR columns (a packed panel:
+// row stride NR). At most one of the two has row offsets.
 struct MicroKernel {
   int mr = 0;  // rows of C per tile
   int nr = 0;  // columns of C per tile
-  void (*run)(std::int64_t kc, const float* a, std::int64_t a_row, std::int64_t a_col,
-              const float* b, std::int64_t b_row, float* c, std::int64_t ldc, bool load_c, int mr,
-              int nr) = nullptr;
+  void (*run)(std::int64_t kc, const MatrixRef& a, const MatrixRef& b, float* c, std::int64_t ldc,
+              bool load_c, int mr, int nr) = nullptr;
 };
 
 namespace generic {
@@ -23,6 +25,9 @@ namespace avx2 {
 MicroKernel micro_kernel();
 }
 namespace avx512 {
+MicroKernel micro_kernel();
+}
+namespace avx512_narrow {  // one vector wide: products with at most 16 columns
 MicroKernel micro_kernel();
 }
 

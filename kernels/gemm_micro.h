@@ -1,7 +1,7 @@
-#pragma once
 // The register-blocked inner loop of gemm, written once and compiled once per instruction set
-// (gemm_generic.cpp, gemm_avx2.cpp, gemm_avx512.cpp, each with its own -m flags and its own
-// namespace, so the linker never merges an AVX-512 copy into a generic caller).
+// and tile shape (gemm_generic.cpp, gemm_avx2.cpp, gemm_avx512.cpp, each with its own -m flags;
+// each inclusion in its own namespace, so the linker never merges an AVX-512 copy into a generic
+// caller). No include guard: a file may include it once per tile shape, with other macros.
 //
 // It multiplies an MR×kc panel of A by a kc×NR panel of B (gemm_kernel.h says where they lie)
 // into an MR×NR tile of C. acc[i][j] holds C[i][j]'s chain: for each k in order,
@@ -32,9 +32,31 @@ inline Vec load(const float* p) {
 }
 inline void store(float* p, Vec v) { __builtin_memcpy(p, &v, sizeof v); }
 
-void micro(std::int64_t kc, const float* pa, std::int64_t a_row, std::int64_t a_col,
-           const float* pb, std::int64_t b_row, float* c, std::int64_t ldc, bool load_c, int mr,
-           int nr) {
+// A[i][k] and B's row k where the operands lie: at a fixed stride, or at an offset per row.
+struct StridedA {
+  const float* a;
+  std::int64_t row, col;
+  float at(int i, std::int64_t k) const { return a[i * row + k * col]; }
+};
+struct OffsetA {
+  const float* a;
+  const std::int64_t* offsets;
+  std::int64_t col;
+  float at(int i, std::int64_t k) const { return a[offsets[i] + k * col]; }
+};
+struct StridedB {
+  const float* b;
+  std::int64_t row;
+  const float* at(std::int64_t k) const { return b + k * row; }
+};
+struct OffsetB {
+  const float* b;
+  const std::int64_t* offsets;
+  const float* at(std::int64_t k) const { return b + offsets[k]; }
+};
+
+template <class A, class B>
+void micro(std::int64_t kc, A a, B b, float* c, std::int64_t ldc, bool load_c, int mr, int nr) {
   Vec acc[kMR][kNV];
   const bool full = mr == kMR && nr == kNR;
   alignas(64) float edge[kMR][kNR];
@@ -53,12 +75,12 @@ void micro(std::int64_t kc, const float* pa, std::int64_t a_row, std::int64_t a_
     }
   }
   for (std::int64_t k = 0; k < kc; ++k) {
-    Vec b[kNV];
-    for (int v = 0; v < kNV; ++v) b[v] = load(pb + k * b_row + v * kW);
-    const float* ak = pa + k * a_col;
+    Vec bk[kNV];
+    const float* row = b.at(k);
+    for (int v = 0; v < kNV; ++v) bk[v] = load(row + v * kW);
     for (int i = 0; i < kMR; ++i) {
-      const float a = ak[i * a_row];
-      for (int v = 0; v < kNV; ++v) acc[i][v] = acc[i][v] + a * b[v];
+      const float ai = a.at(i, k);
+      for (int v = 0; v < kNV; ++v) acc[i][v] = acc[i][v] + ai * bk[v];
     }
   }
   if (full) {
@@ -75,8 +97,23 @@ void micro(std::int64_t kc, const float* pa, std::int64_t a_row, std::int64_t a_
   }
 }
 
+// One instantiation per way the operands lie, chosen once per tile.
+void run(std::int64_t kc, const MatrixRef& a, const MatrixRef& b, float* c, std::int64_t ldc,
+         bool load_c, int mr, int nr) {
+  if (a.row_offsets != nullptr) {
+    micro(kc, OffsetA{a.data, a.row_offsets, a.col_stride}, StridedB{b.data, b.row_stride}, c, ldc,
+          load_c, mr, nr);
+  } else if (b.row_offsets != nullptr) {
+    micro(kc, StridedA{a.data, a.row_stride, a.col_stride}, OffsetB{b.data, b.row_offsets}, c, ldc,
+          load_c, mr, nr);
+  } else {
+    micro(kc, StridedA{a.data, a.row_stride, a.col_stride}, StridedB{b.data, b.row_stride}, c, ldc,
+          load_c, mr, nr);
+  }
+}
+
 }  // namespace
 
-MicroKernel micro_kernel() { return {kMR, kNR, &micro}; }
+MicroKernel micro_kernel() { return {kMR, kNR, &run}; }
 
 }  // namespace vt::kernels::VT_GEMM_NAMESPACE

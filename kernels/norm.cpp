@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kernels/parallel.h"
+#include "kernels/wide.h"
 
 namespace vt::kernels {
 namespace {
@@ -28,12 +29,150 @@ void moments(const float* x, std::int64_t segments, std::int64_t length, std::in
   var = squares / count;
 }
 
-}  // namespace
-
-// Batch norm's chains run over (b, s) within one channel; the channels of a group of kGroup
-// advance side by side, so that independent chains fill the adder's pipeline while each keeps
-// its own order.
+// Batch norm's sums (docs/portable.md, "BatchNorm2d, training"): a channel's n values in (b, s)
+// order go to kLanes lanes by their index mod kLanes, each lane one chain; then the lanes are
+// summed pairwise, (0 ⊕ 1), (2 ⊕ 3), ..., and those pairwise again, down to one. Sixteen lanes
+// fill one AVX-512 register, two AVX2 ones, four SSE ones: the same sums at every width. The
+// channels of a group of kGroup advance side by side, so that independent chains fill the
+// adder's pipeline.
 constexpr std::int64_t kGroup = 8;
+constexpr int kLanes = 16;
+typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
+
+// (Lanes pass by reference: by value, their ABI would depend on the instruction set.)
+float lane_total(const Lanes& lanes) {
+  float t[kLanes];
+  __builtin_memcpy(t, &lanes, sizeof t);
+  for (int width = kLanes / 2; width >= 1; width /= 2) {
+    for (int l = 0; l < width; ++l) t[l] = t[2 * l] + t[2 * l + 1];
+  }
+  return t[0];
+}
+
+// Lanes lo ≤ l < hi hold row[l − lo]; the others `absent`, a value whose part in every sum is
+// a zero: adding +0.0 or −0.0 changes no lane, whose chain from +0.0 is never −0.0.
+inline void lanes_of(const float* row, int lo, int hi, float absent, Lanes& v) {
+  if (lo == 0 && hi == kLanes) {
+    __builtin_memcpy(&v, row, sizeof v);
+    return;
+  }
+  for (int l = 0; l < kLanes; ++l) v[l] = l >= lo && l < hi ? row[l - lo] : absent;
+}
+
+// Row b of a channel (channel-wide indices b·S + s) cut at lane-chunk borders: fold(p, lo, hi)
+// takes positions p ... p + (hi − lo) − 1 into lanes lo ... hi − 1.
+template <class Fold>
+inline void lane_chunks(std::int64_t b, std::int64_t spatial, Fold fold) {
+  int lane = static_cast<int>(b * spatial % kLanes);
+  for (std::int64_t p = 0; p < spatial; lane = 0) {
+    const int hi = static_cast<int>(std::min<std::int64_t>(kLanes, lane + (spatial - p)));
+    fold(p, lane, hi);
+    p += hi - lane;
+  }
+}
+
+// Where channel c0 + u of example b starts; channels past the group's g stand in for channel
+// c0, so that every group runs kGroup chains in registers (their sums are dropped).
+inline const float* channel_row(const BatchNormShape& s, const float* x, std::int64_t b,
+                                std::int64_t c0, std::int64_t u, std::int64_t g) {
+  return x + (b * s.channels + c0 + (u < g ? u : 0)) * s.spatial;
+}
+
+// Σ x and then Σ (x ⊖ mean)² for channels [c0, c0 + g).
+VT_WIDE void moments_by_lanes(const BatchNormShape& s, const float* x, std::int64_t c0,
+                              std::int64_t g, float* mean, float* var) {
+  const float count = static_cast<float>(s.batch * s.spatial);
+  Lanes sum[kGroup] = {}, squares[kGroup] = {};
+  float m[kGroup] = {};
+  for (std::int64_t b = 0; b < s.batch; ++b) {
+    lane_chunks(b, s.spatial, [&](std::int64_t p, int lo, int hi) {
+      for (std::int64_t u = 0; u < kGroup; ++u) {
+        Lanes v;
+        lanes_of(channel_row(s, x, b, c0, u, g) + p, lo, hi, 0.0f, v);
+        sum[u] = sum[u] + v;
+      }
+    });
+  }
+  for (std::int64_t u = 0; u < kGroup; ++u) m[u] = lane_total(sum[u]) / count;
+  for (std::int64_t b = 0; b < s.batch; ++b) {
+    lane_chunks(b, s.spatial, [&](std::int64_t p, int lo, int hi) {
+      for (std::int64_t u = 0; u < kGroup; ++u) {
+        Lanes v;
+        lanes_of(channel_row(s, x, b, c0, u, g) + p, lo, hi, m[u], v);
+        const Lanes d = v - m[u];
+        squares[u] = squares[u] + d * d;
+      }
+    });
+  }
+  for (std::int64_t u = 0; u < g; ++u) {
+    mean[u] = m[u];
+    var[u] = lane_total(squares[u]) / count;
+  }
+}
+
+// y = ((x ⊖ mean) ⊗ inv) ⊗ w ⊕ bias over one channel's values.
+VT_WIDE void normalize(const BatchNormShape& s, const float* x, std::int64_t c, float m, float inv,
+                       float w, float bias, float* y) {
+  for (std::int64_t b = 0; b < s.batch; ++b) {
+    const float* __restrict in = x + (b * s.channels + c) * s.spatial;
+    float* __restrict out = y + (b * s.channels + c) * s.spatial;
+    for (std::int64_t p = 0; p < s.spatial; ++p) out[p] = ((in[p] - m) * inv) * w + bias;
+  }
+}
+
+// Backward's four sums for channels [c0, c0 + g): Σ dy, Σ dy ⊗ x̂, Σ dx̂, Σ dx̂ ⊗ x̂, four
+// channels at a time (sixteen chains in registers).
+VT_WIDE void gradient_sums(const BatchNormShape& s, const float* x, const float* dy,
+                           std::int64_t c0, std::int64_t g, const float* m, const float* inv,
+                           const float* w, float (*sums)[kGroup]) {
+  constexpr std::int64_t kAtOnce = 4;
+  for (std::int64_t u0 = 0; u0 < g; u0 += kAtOnce) {
+    Lanes sum_dy[kAtOnce] = {}, sum_dy_xhat[kAtOnce] = {}, sum_dxhat[kAtOnce] = {},
+          sum_dxhat_xhat[kAtOnce] = {};
+    for (std::int64_t b = 0; b < s.batch; ++b) {
+      lane_chunks(b, s.spatial, [&](std::int64_t p, int lo, int hi) {
+        for (std::int64_t k = 0; k < kAtOnce; ++k) {
+          const std::int64_t u = u0 + k < g ? u0 + k : 0;
+          // An absent lane has x = mean and dy = 0: x̂ = 0, and every term a zero.
+          Lanes xv, gv;
+          lanes_of(channel_row(s, x, b, c0, u, g) + p, lo, hi, m[u], xv);
+          lanes_of(channel_row(s, dy, b, c0, u, g) + p, lo, hi, 0.0f, gv);
+          const Lanes xhat = (xv - m[u]) * inv[u];
+          const Lanes dxhat = gv * w[u];
+          sum_dy[k] = sum_dy[k] + gv;
+          sum_dy_xhat[k] = sum_dy_xhat[k] + gv * xhat;
+          sum_dxhat[k] = sum_dxhat[k] + dxhat;
+          sum_dxhat_xhat[k] = sum_dxhat_xhat[k] + dxhat * xhat;
+        }
+      });
+    }
+    for (std::int64_t k = 0; k < kAtOnce && u0 + k < g; ++k) {
+      sums[0][u0 + k] = lane_total(sum_dy[k]);
+      sums[1][u0 + k] = lane_total(sum_dy_xhat[k]);
+      sums[2][u0 + k] = lane_total(sum_dxhat[k]);
+      sums[3][u0 + k] = lane_total(sum_dxhat_xhat[k]);
+    }
+  }
+}
+
+// dx = (inv ⊘ n) ⊗ (((n ⊗ dx̂) ⊖ S1) ⊖ x̂ ⊗ S2) over one channel's values.
+VT_WIDE void input_gradient(const BatchNormShape& s, const float* x, const float* dy,
+                            std::int64_t c, float m, float inv, float w, float s1, float s2,
+                            float* dx) {
+  const float count = static_cast<float>(s.batch * s.spatial);
+  const float k = inv / count;
+  for (std::int64_t b = 0; b < s.batch; ++b) {
+    const float* __restrict in = x + (b * s.channels + c) * s.spatial;
+    const float* __restrict gr = dy + (b * s.channels + c) * s.spatial;
+    float* __restrict out = dx + (b * s.channels + c) * s.spatial;
+    for (std::int64_t p = 0; p < s.spatial; ++p) {
+      const float xhat = (in[p] - m) * inv;
+      out[p] = k * ((count * (gr[p] * w) - s1) - xhat * s2);
+    }
+  }
+}
+
+}  // namespace
 
 void batch_norm_train(const BatchNormShape& s, const float* x, const float* weight,
                       const float* bias, float eps, float momentum, float* running_mean,
@@ -45,39 +184,18 @@ void batch_norm_train(const BatchNormShape& s, const float* x, const float* weig
   parallel_for(groups, 1, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t group = begin; group < end; ++group) {
       const std::int64_t c0 = group * kGroup, g = std::min(kGroup, s.channels - c0);
-      float sum[kGroup] = {}, squares[kGroup] = {}, m[kGroup] = {};
-      for (std::int64_t b = 0; b < s.batch; ++b) {
-        const float* in = x + (b * s.channels + c0) * s.spatial;
-        for (std::int64_t p = 0; p < s.spatial; ++p) {
-          for (std::int64_t u = 0; u < g; ++u) sum[u] = sum[u] + in[u * s.spatial + p];
-        }
-      }
-      for (std::int64_t u = 0; u < g; ++u) m[u] = sum[u] / count;
-      for (std::int64_t b = 0; b < s.batch; ++b) {
-        const float* in = x + (b * s.channels + c0) * s.spatial;
-        for (std::int64_t p = 0; p < s.spatial; ++p) {
-          for (std::int64_t u = 0; u < g; ++u) {
-            const float d = in[u * s.spatial + p] - m[u];
-            squares[u] = squares[u] + d * d;
-          }
-        }
-      }
+      float m[kGroup] = {}, var[kGroup] = {};
+      moments_by_lanes(s, x, c0, g, m, var);
       for (std::int64_t u = 0; u < g; ++u) {
         const std::int64_t c = c0 + u;
-        const float var = squares[u] / count;
-        const float inv = 1.0f / std::sqrt(var + eps);
+        const float inv = 1.0f / std::sqrt(var[u] + eps);
         mean[c] = m[u];
         invstd[c] = inv;
-        const float w = weight != nullptr ? weight[c] : 1.0f;
-        const float bb = bias != nullptr ? bias[c] : 0.0f;
-        for (std::int64_t b = 0; b < s.batch; ++b) {
-          const float* in = x + (b * s.channels + c) * s.spatial;
-          float* out = y + (b * s.channels + c) * s.spatial;
-          for (std::int64_t p = 0; p < s.spatial; ++p) out[p] = ((in[p] - m[u]) * inv) * w + bb;
-        }
+        normalize(s, x, c, m[u], inv, weight != nullptr ? weight[c] : 1.0f,
+                  bias != nullptr ? bias[c] : 0.0f, y);
         if (running_mean != nullptr) running_mean[c] = keep * running_mean[c] + momentum * m[u];
         if (running_var != nullptr)
-          running_var[c] = keep * running_var[c] + momentum * (var * unbias);
+          running_var[c] = keep * running_var[c] + momentum * (var[u] * unbias);
       }
     }
   });
@@ -104,7 +222,6 @@ void batch_norm_eval(const BatchNormShape& s, const float* x, const float* weigh
 void batch_norm_backward(const BatchNormShape& s, const float* x, const float* weight,
                          const float* mean, const float* invstd, const float* dy, float* dx,
                          float* dweight, float* dbias) {
-  const float count = static_cast<float>(s.batch * s.spatial);
   const std::int64_t groups = (s.channels + kGroup - 1) / kGroup;
   parallel_for(groups, 1, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t group = begin; group < end; ++group) {
@@ -115,39 +232,14 @@ void batch_norm_backward(const BatchNormShape& s, const float* x, const float* w
         inv[u] = invstd[c0 + u];
         w[u] = weight != nullptr ? weight[c0 + u] : 1.0f;
       }
-      // Chains over (b, s): Σ dy, Σ dy·x̂, Σ dx̂ and Σ dx̂·x̂ with dx̂ = dy·w.
-      float sum_dy[kGroup] = {}, sum_dy_xhat[kGroup] = {}, sum_dxhat[kGroup] = {},
-            sum_dxhat_xhat[kGroup] = {};
-      for (std::int64_t b = 0; b < s.batch; ++b) {
-        const float* in = x + (b * s.channels + c0) * s.spatial;
-        const float* gr = dy + (b * s.channels + c0) * s.spatial;
-        for (std::int64_t p = 0; p < s.spatial; ++p) {
-          for (std::int64_t u = 0; u < g; ++u) {
-            const float gv = gr[u * s.spatial + p];
-            const float xhat = (in[u * s.spatial + p] - m[u]) * inv[u];
-            const float dxhat = gv * w[u];
-            sum_dy[u] = sum_dy[u] + gv;
-            sum_dy_xhat[u] = sum_dy_xhat[u] + gv * xhat;
-            sum_dxhat[u] = sum_dxhat[u] + dxhat;
-            sum_dxhat_xhat[u] = sum_dxhat_xhat[u] + dxhat * xhat;
-          }
-        }
-      }
+      float sums[4][kGroup] = {};
+      gradient_sums(s, x, dy, c0, g, m, inv, w, sums);
       for (std::int64_t u = 0; u < g; ++u) {
         const std::int64_t c = c0 + u;
-        if (dbias != nullptr) dbias[c] = sum_dy[u];
-        if (dweight != nullptr) dweight[c] = sum_dy_xhat[u];
-        if (dx == nullptr) continue;
-        const float k = inv[u] / count;
-        for (std::int64_t b = 0; b < s.batch; ++b) {
-          const float* in = x + (b * s.channels + c) * s.spatial;
-          const float* gr = dy + (b * s.channels + c) * s.spatial;
-          float* out = dx + (b * s.channels + c) * s.spatial;
-          for (std::int64_t p = 0; p < s.spatial; ++p) {
-            const float xhat = (in[p] - m[u]) * inv[u];
-            out[p] = k * ((count * (gr[p] * w[u]) - sum_dxhat[u]) - xhat * sum_dxhat_xhat[u]);
-          }
-        }
+        if (dbias != nullptr) dbias[c] = sums[0][u];
+        if (dweight != nullptr) dweight[c] = sums[1][u];
+        if (dx != nullptr)
+          input_gradient(s, x, dy, c, m[u], inv[u], w[u], sums[2][u], sums[3][u], dx);
       }
     }
   });

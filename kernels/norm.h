@@ -1,14 +1,15 @@
 #pragma once
-// Normalizations in the portable arithmetic (docs/portable.md, "Batch norm", "Layer norm").
-// Every mean and variance is one sequential chain in the order the elements are stored; threads
-// split channels (batch norm) or rows (layer norm), never one sum.
+// Normalizations in the portable arithmetic (docs/portable.md, "BatchNorm2d", "LayerNorm").
+// A layer norm's sums are each one sequential chain along its row; a batch norm's run in 16
+// lanes by index mod 16, summed pairwise at the end (norm.cpp). Threads split channels (batch
+// norm) or rows (layer norm), never one sum.
 
 #include <cstdint>
 
 namespace vt::kernels {
 
 // Batch norm over x [B, C, S] (S: the spatial positions, contiguous), per channel c, over its
-// n = B·S values in (b, s) order.
+// n = B·S values in (b, s) order: value b·S + s goes to lane (b·S + s) mod 16.
 struct BatchNormShape {
   std::int64_t batch = 1, channels = 1, spatial = 1;
 };

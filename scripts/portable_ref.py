@@ -216,12 +216,27 @@ def conv_backward(x, w, dy, stride, pad, want_dx, has_bias):
     return dx, dw.reshape(w.shape), db
 
 
-def moments(v, n):
-    """mean and biased variance along the last axis, as two chains."""
+def lanes(v):
+    """A batch norm's sum along the last axis: value n to lane n mod 16, each lane a chain, then
+    the lanes summed pairwise, (0 + 1), (2 + 3), ..., and those pairwise again."""
+    pad = -v.shape[-1] % 16  # +0.0 added to a lane changes nothing
+    v = np.concatenate([v, np.zeros(v.shape[:-1] + (pad,), F)], axis=-1)
+    t = chain(v.reshape(v.shape[:-1] + (-1, 16)), -2)
+    while t.shape[-1] > 1:
+        t = t[..., 0::2] + t[..., 1::2]
+    return t[..., 0]
+
+
+def row_chain(v):
+    return chain(v, -1)
+
+
+def moments(v, n, total=row_chain):
+    """mean and biased variance along the last axis, as two sums (chains unless told)."""
     count = F(n)
-    mean = chain(v, -1) / count
+    mean = total(v) / count
     d = v - mean[..., None]
-    return mean, chain(d * d, -1) / count
+    return mean, total(d * d) / count
 
 
 def batch_norm(x, p, prefix, state, training, eps=F(1e-5), momentum=F(0.1)):
@@ -234,7 +249,7 @@ def batch_norm(x, p, prefix, state, training, eps=F(1e-5), momentum=F(0.1)):
         inv = F(1.0) / np.sqrt(rv + eps)
         y = ((v - rm[:, None]) * inv[:, None]) * w[:, None] + b[:, None]
         return y.reshape(c, x.shape[0], *x.shape[2:]).transpose(1, 0, 2, 3), None
-    mean, var = moments(v, n)
+    mean, var = moments(v, n, lanes)
     inv = F(1.0) / np.sqrt(var + eps)
     xhat = (v - mean[:, None]) * inv[:, None]
     y = xhat * w[:, None] + b[:, None]
@@ -248,13 +263,13 @@ def batch_norm(x, p, prefix, state, training, eps=F(1e-5), momentum=F(0.1)):
     return y.reshape(c, x.shape[0], *x.shape[2:]).transpose(1, 0, 2, 3), (v, mean, inv, w)
 
 
-def norm_backward(v, mean, inv, w, g, n):
+def norm_backward(v, mean, inv, w, g, n, total=row_chain):
     """Rows of v ([rows, n]) normalized with per-row mean/inv and per-row (BN) or per-column
-    (LN) weight `w` broadcast as given; returns dx, Σ dy, Σ dy·x̂ along the last axis."""
+    (LN) weight `w` broadcast as given; returns dx and x̂, S1 and S2 summed by `total`."""
     count = F(n)
     xhat = (v - mean[:, None]) * inv[:, None]
     dxhat = g * w
-    s1, s2 = chain(dxhat, -1), chain(dxhat * xhat, -1)
+    s1, s2 = total(dxhat), total(dxhat * xhat)
     dx = (inv / count)[:, None] * (((count * dxhat) - s1[:, None]) - xhat * s2[:, None])
     return dx, xhat
 
@@ -263,9 +278,9 @@ def batch_norm_backward(saved, dy, grads, prefix):
     v, mean, inv, w = saved
     c = dy.shape[1]
     g = dy.transpose(1, 0, 2, 3).reshape(c, -1)
-    dx, xhat = norm_backward(v, mean, inv, w[:, None], g, v.shape[1])
-    grads[prefix + "bias"] = chain(g, -1)
-    grads[prefix + "weight"] = chain(g * xhat, -1)
+    dx, xhat = norm_backward(v, mean, inv, w[:, None], g, v.shape[1], lanes)
+    grads[prefix + "bias"] = lanes(g)
+    grads[prefix + "weight"] = lanes(g * xhat)
     return dx.reshape(c, dy.shape[0], *dy.shape[2:]).transpose(1, 0, 2, 3)
 
 

@@ -10,6 +10,7 @@
 
 #include "kernels/conv.h"
 #include "kernels/gemm.h"
+#include "kernels/norm.h"
 #include "kernels/parallel.h"
 #include "kernels/scalar.h"
 
@@ -141,6 +142,173 @@ TEST(Conv, ForwardIsTheDocumentedChainOverChannelsAndTaps) {
       }
     }
   }
+}
+
+// conv.h's definitions written out one value at a time: x[b, c, ·] at the column matrix's
+// entry (q, p), or +0.0 in the padding.
+float column_entry(const ConvShape& s, const std::vector<float>& x, std::int64_t b, std::int64_t q,
+                   std::int64_t p) {
+  const std::int64_t v = q % s.kernel[2], u = q / s.kernel[2] % s.kernel[1];
+  const std::int64_t t = q / (s.kernel[2] * s.kernel[1]) % s.kernel[0], c = q / s.taps();
+  const std::int64_t j = p % s.out(2), i = p / s.out(2) % s.out(1), z = p / (s.out(2) * s.out(1));
+  const std::int64_t zz = z * s.stride[0] + t - s.padding[0];
+  const std::int64_t ii = i * s.stride[1] + u - s.padding[1];
+  const std::int64_t jj = j * s.stride[2] + v - s.padding[2];
+  if (zz < 0 || zz >= s.in[0] || ii < 0 || ii >= s.in[1] || jj < 0 || jj >= s.in[2]) return 0.0f;
+  return x[static_cast<std::size_t>((b * s.in_channels + c) * s.in_positions() +
+                                    (zz * s.in[1] + ii) * s.in[2] + jj)];
+}
+
+TEST(Conv, StrideOneAndThreeDimensionsForwardAndBackwardAreTheDocumentedChains) {
+  ConvShape shapes[3];
+  shapes[0].batch = 3, shapes[0].in_channels = 5, shapes[0].out_channels = 17;  // 2-d, pad 1
+  shapes[0].in[1] = 9, shapes[0].in[2] = 37;
+  shapes[0].kernel[1] = shapes[0].kernel[2] = 3;
+  shapes[0].padding[1] = shapes[0].padding[2] = 1;
+  shapes[1].batch = 2, shapes[1].in_channels = 2, shapes[1].out_channels = 3;  // 3-d, pad 1
+  shapes[1].in[0] = 5, shapes[1].in[1] = 6, shapes[1].in[2] = 7;
+  shapes[1].kernel[0] = shapes[1].kernel[1] = shapes[1].kernel[2] = 3;
+  shapes[1].padding[0] = shapes[1].padding[1] = shapes[1].padding[2] = 1;
+  shapes[2].batch = 2, shapes[2].in_channels = 4, shapes[2].out_channels = 32;  // 1×1, stride 2
+  shapes[2].in[1] = 8, shapes[2].in[2] = 8;
+  shapes[2].stride[1] = shapes[2].stride[2] = 2;
+  for (int threads : {1, 3}) {
+    set_threads(threads);
+    for (const ConvShape& s : shapes) {
+      const std::int64_t positions = s.out_positions(), rows = s.rows();
+      const auto x =
+          random_floats(static_cast<std::size_t>(s.batch * s.in_channels * s.in_positions()), 11);
+      const auto w = random_floats(static_cast<std::size_t>(s.out_channels * rows), 12);
+      const auto bias = random_floats(static_cast<std::size_t>(s.out_channels), 13);
+      const auto dy =
+          random_floats(static_cast<std::size_t>(s.batch * s.out_channels * positions), 14);
+      std::vector<float> y(dy.size()), dx(x.size()), dw(w.size()), dbias(bias.size());
+      conv_forward(s, x.data(), w.data(), bias.data(), y.data());
+      conv_backward(s, x.data(), w.data(), dy.data(), dx.data(), dw.data(), dbias.data());
+      std::vector<float> want_y(y.size()), want_dw(w.size(), 0.0f), want_dx(x.size(), 0.0f);
+      for (std::int64_t b = 0; b < s.batch; ++b) {
+        for (std::int64_t o = 0; o < s.out_channels; ++o) {
+          for (std::int64_t p = 0; p < positions; ++p) {
+            volatile float acc = 0.0f;
+            for (std::int64_t q = 0; q < rows; ++q) {
+              volatile float prod =
+                  w[static_cast<std::size_t>(o * rows + q)] * column_entry(s, x, b, q, p);
+              acc = acc + prod;
+            }
+            want_y[static_cast<std::size_t>((b * s.out_channels + o) * positions + p)] =
+                acc + bias[static_cast<std::size_t>(o)];
+          }
+        }
+      }
+      for (std::int64_t o = 0; o < s.out_channels; ++o) {
+        for (std::int64_t q = 0; q < rows; ++q) {
+          volatile float acc = 0.0f;
+          for (std::int64_t b = 0; b < s.batch; ++b) {
+            for (std::int64_t p = 0; p < positions; ++p) {
+              volatile float prod =
+                  dy[static_cast<std::size_t>((b * s.out_channels + o) * positions + p)] *
+                  column_entry(s, x, b, q, p);
+              acc = acc + prod;
+            }
+          }
+          want_dw[static_cast<std::size_t>(o * rows + q)] = acc;
+        }
+      }
+      // dx: dcol (a chain over o), then added tap by tap into the input position it read.
+      for (std::int64_t b = 0; b < s.batch; ++b) {
+        for (std::int64_t c = 0; c < s.in_channels; ++c) {
+          for (std::int64_t tap = 0; tap < s.taps(); ++tap) {
+            const std::int64_t q = c * s.taps() + tap;
+            for (std::int64_t p = 0; p < positions; ++p) {
+              volatile float dcol = 0.0f;
+              for (std::int64_t o = 0; o < s.out_channels; ++o) {
+                volatile float prod =
+                    w[static_cast<std::size_t>(o * rows + q)] *
+                    dy[static_cast<std::size_t>((b * s.out_channels + o) * positions + p)];
+                dcol = dcol + prod;
+              }
+              // Which input position column entry (q, p) reads, if any: perturb-free lookup.
+              const std::int64_t v = q % s.kernel[2], u = q / s.kernel[2] % s.kernel[1];
+              const std::int64_t t = q / (s.kernel[2] * s.kernel[1]) % s.kernel[0];
+              const std::int64_t j = p % s.out(2), i = p / s.out(2) % s.out(1);
+              const std::int64_t z = p / (s.out(2) * s.out(1));
+              const std::int64_t zz = z * s.stride[0] + t - s.padding[0];
+              const std::int64_t ii = i * s.stride[1] + u - s.padding[1];
+              const std::int64_t jj = j * s.stride[2] + v - s.padding[2];
+              if (zz < 0 || zz >= s.in[0] || ii < 0 || ii >= s.in[1] || jj < 0 || jj >= s.in[2])
+                continue;
+              float& to = want_dx[static_cast<std::size_t>(
+                  (b * s.in_channels + c) * s.in_positions() + (zz * s.in[1] + ii) * s.in[2] + jj)];
+              to = to + dcol;
+            }
+          }
+        }
+      }
+      const std::string where = std::to_string(s.in[0]) + "x" + std::to_string(s.in[1]) + "x" +
+                                std::to_string(s.in[2]) + ", " + std::to_string(threads) +
+                                " threads";
+      EXPECT_TRUE(same_bits(y, want_y)) << "forward " << where;
+      EXPECT_TRUE(same_bits(dw, want_dw)) << "dw " << where;
+      EXPECT_TRUE(same_bits(dx, want_dx)) << "dx " << where;
+    }
+  }
+  set_threads(1);
+}
+
+// docs/portable.md, "BatchNorm2d, training": 16 lanes by index mod 16, each a chain, then the
+// lanes summed pairwise.
+float lane_sum(const std::vector<float>& values) {
+  float lanes[16] = {};
+  for (std::size_t n = 0; n < values.size(); ++n) {
+    volatile float sum = lanes[n % 16] + values[n];
+    lanes[n % 16] = sum;
+  }
+  for (int width = 8; width >= 1; width /= 2) {
+    for (int l = 0; l < width; ++l) lanes[l] = lanes[2 * l] + lanes[2 * l + 1];
+  }
+  return lanes[0];
+}
+
+TEST(BatchNorm, SumsRunInSixteenLanesSummedPairwiseAtAnySpatialSize) {
+  for (const BatchNormShape s : {BatchNormShape{3, 10, 35}, BatchNormShape{2, 3, 256},
+                                 BatchNormShape{5, 17, 1}, BatchNormShape{4, 9, 20}}) {
+    const std::size_t size = static_cast<std::size_t>(s.batch * s.channels * s.spatial);
+    const auto x = random_floats(size, 21), dy = random_floats(size, 22);
+    const auto weight = random_floats(static_cast<std::size_t>(s.channels), 23);
+    const auto bias = random_floats(static_cast<std::size_t>(s.channels), 24);
+    std::vector<float> y(size), dx(size), mean(weight.size()), invstd(weight.size());
+    std::vector<float> dweight(weight.size()), dbias(weight.size());
+    std::vector<float> running_mean(weight.size(), 0.0f), running_var(weight.size(), 1.0f);
+    for (int threads : {1, 3}) {
+      set_threads(threads);
+      batch_norm_train(s, x.data(), weight.data(), bias.data(), 1e-5f, 0.1f, running_mean.data(),
+                       running_var.data(), y.data(), mean.data(), invstd.data());
+      batch_norm_backward(s, x.data(), weight.data(), mean.data(), invstd.data(), dy.data(),
+                          dx.data(), dweight.data(), dbias.data());
+      const float count = static_cast<float>(s.batch * s.spatial);
+      for (std::int64_t c = 0; c < s.channels; ++c) {
+        std::vector<float> v, g;
+        for (std::int64_t b = 0; b < s.batch; ++b) {
+          for (std::int64_t p = 0; p < s.spatial; ++p) {
+            v.push_back(x[static_cast<std::size_t>((b * s.channels + c) * s.spatial + p)]);
+            g.push_back(dy[static_cast<std::size_t>((b * s.channels + c) * s.spatial + p)]);
+          }
+        }
+        const float m = lane_sum(v) / count;
+        std::vector<float> squares, dy_xhat;
+        for (float value : v) squares.push_back((value - m) * (value - m));
+        const float inv = 1.0f / std::sqrt(lane_sum(squares) / count + 1e-5f);
+        for (std::size_t n = 0; n < v.size(); ++n) dy_xhat.push_back(g[n] * ((v[n] - m) * inv));
+        const std::string where = std::to_string(s.spatial) + " positions, channel " +
+                                  std::to_string(c) + ", " + std::to_string(threads) + " threads";
+        EXPECT_EQ(mean[static_cast<std::size_t>(c)], m) << where;
+        EXPECT_EQ(invstd[static_cast<std::size_t>(c)], inv) << where;
+        EXPECT_EQ(dbias[static_cast<std::size_t>(c)], lane_sum(g)) << where;
+        EXPECT_EQ(dweight[static_cast<std::size_t>(c)], lane_sum(dy_xhat)) << where;
+      }
+    }
+  }
+  set_threads(1);
 }
 
 // Not correctly rounded, but close: what training needs from them.
