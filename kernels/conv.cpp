@@ -150,6 +150,15 @@ bool stride_one(const ConvShape& s) {
   return s.stride[0] == 1 && s.stride[1] == 1 && s.stride[2] == 1;
 }
 
+// Whether dx is the transposed convolution of conv.h: stride 1, and padding that leaves the
+// transposed one a padding of its own (k − 1 − p ≥ 0).
+bool transposed_is_stride_one(const ConvShape& s) {
+  for (int d = 0; d < 3; ++d) {
+    if (s.padding[d] > s.kernel[d] - 1) return false;
+  }
+  return stride_one(s);
+}
+
 // One input plane into its zero-padded copy.
 VT_WIDE void pad_plane(const ConvShape& s, const Padded& grid, const float* in, float* out) {
   std::fill(out, out + grid.plane, 0.0f);
@@ -190,35 +199,6 @@ Padded pad_input(const ConvShape& s, const float* x, std::vector<float>& buffer)
       pad_plane(s, grid, x + bc * s.in_positions(), grid.data + bc * grid.plane);
   });
   return grid;
-}
-
-// col2im for a stride-1 convolution: the same additions in the same tap order, into a padded
-// grid where every column lands inside (no bounds to test per row); the additions that land in
-// the padding are dropped with it.
-VT_WIDE void col2im_stride1(const ConvShape& s, const Padded& grid, const float* dcol,
-                            std::int64_t ld, std::int64_t c0, std::int64_t c1, float* dx) {
-  const std::int64_t oh = s.out(1), ow = s.out(2), out_rows = s.out(0) * oh;
-  float* padded = scratch(1, grid.plane);
-  for (std::int64_t c = c0; c < c1; ++c) {
-    std::fill(padded, padded + grid.plane, 0.0f);
-    for (std::int64_t tap = 0; tap < s.taps(); ++tap) {
-      const float* row = dcol + ((c - c0) * s.taps() + tap) * ld;
-      float* at = padded + grid.offsets[static_cast<std::size_t>(tap)];
-      for (std::int64_t r = 0; r < out_rows; ++r) {
-        float* __restrict o = at + (r / oh * grid.hp + r % oh) * grid.wp;
-        const float* __restrict g = row + r * ow;
-        for (std::int64_t j = 0; j < ow; ++j) o[j] = o[j] + g[j];
-      }
-    }
-    float* plane = dx + c * s.in_positions();
-    for (std::int64_t z = 0; z < s.in[0]; ++z) {
-      for (std::int64_t i = 0; i < s.in[1]; ++i) {
-        const float* from =
-            padded + ((z + s.padding[0]) * grid.hp + i + s.padding[1]) * grid.wp + s.padding[2];
-        std::copy(from, from + s.in[2], plane + (z * s.in[1] + i) * s.in[2]);
-      }
-    }
-  }
 }
 
 // The product runs over p' from 0 to the last output; the p' with j ≥ OW or i ≥ OH are no
@@ -342,11 +322,30 @@ void conv_backward(const ConvShape& s, const float* x, const float* w, const flo
     });
     transpose(rows, s.out_channels, dw_t, s.out_channels, dw, rows);
   }
-  if (dx != nullptr) {
+  if (dx != nullptr && transposed_is_stride_one(s)) {
+    // dx is itself a stride-1 convolution (conv.h): of dy, by the transposed, flipped weights.
+    ConvShape t = s;
+    t.in_channels = s.out_channels;
+    t.out_channels = s.in_channels;
+    for (int d = 0; d < 3; ++d) {
+      t.in[d] = s.out(d);
+      t.padding[d] = s.kernel[d] - 1 - s.padding[d];
+    }
+    thread_local std::vector<float> flipped;
+    flipped.resize(static_cast<std::size_t>(s.out_channels * rows));
+    const std::int64_t taps = s.taps();
+    for (std::int64_t o = 0; o < s.out_channels; ++o) {
+      for (std::int64_t c = 0; c < s.in_channels; ++c) {
+        const float* from = w + (o * s.in_channels + c) * taps;
+        float* to = flipped.data() + (c * s.out_channels + o) * taps;
+        for (std::int64_t tap = 0; tap < taps; ++tap) to[taps - 1 - tap] = from[tap];
+      }
+    }
+    forward_stride1(t, dy, flipped.data(), nullptr, dx);
+  } else if (dx != nullptr) {
     // dcol[q][p] = chain over o of w[o][q]·dy[b][o][p], a group of input channels at a time,
     // then those channels of dx from it.
     const std::int64_t groups = (s.in_channels + kChannelTile - 1) / kChannelTile;
-    const Padded grid = grid_of(s);
     parallel_for(s.batch * groups, 1, [&](std::int64_t begin, std::int64_t end) {
       float* dcol = scratch(0, kChannelTile * s.taps() * positions);
       for (std::int64_t item = begin; item < end; ++item) {
@@ -355,12 +354,7 @@ void conv_backward(const ConvShape& s, const float* x, const float* w, const flo
         const std::int64_t q0 = c0 * s.taps(), nq = (c1 - c0) * s.taps();
         gemm(nq, positions, s.out_channels, {w + q0, 1, rows},
              {dy + b * s.out_channels * positions, positions, 1}, dcol, positions);
-        float* dx_b = dx + b * s.in_channels * s.in_positions();
-        if (stride_one(s)) {
-          col2im_stride1(s, grid, dcol, positions, c0, c1, dx_b);
-        } else {
-          col2im(s, dcol, positions, c0, c1, dx_b);
-        }
+        col2im(s, dcol, positions, c0, c1, dx + b * s.in_channels * s.in_positions());
       }
     });
   }

@@ -10,8 +10,11 @@
 //   y[b, o, p]  = chain over q of w[o, q]·col[q, p], then + bias[o]
 //   dw[o, q]    = chain over (b, then p) of dy[b, o, p]·col_b[q, p]
 //   dbias[o]    = chain over (b, then p) of dy[b, o, p]
-//   dcol[q, p]  = chain over o of w[o, q]·dy[b, o, p]
-//   dx[b, c, ·] = +0.0, then for (t, u, v) in order, + dcol at the column that reads it.
+//   dx, stride 1 and padding p ≤ k − 1 in every dimension: the convolution above of dy
+//                 (O channels in, C out) with padding k − 1 − p and the weights transposed and
+//                 flipped, w'[c, o, t, u, v] = w[o, c, kD − 1 − t, kH − 1 − u, kW − 1 − v];
+//   dx, otherwise: dcol[q, p] = chain over o of w[o, q]·dy[b, o, p]; dx[b, c, ·] = +0.0, then
+//                 for (t, u, v) in order, + dcol at the column that reads it.
 
 #include <cstdint>
 

@@ -4,6 +4,7 @@
 
 #include "kernels/parallel.h"
 #include "kernels/scalar.h"
+#include "kernels/wide.h"
 
 namespace vt::kernels {
 namespace {
@@ -35,23 +36,26 @@ void add_bias(std::int64_t rows, std::int64_t cols, float* y, const float* bias)
   });
 }
 
+namespace {
+VT_WIDE void relu_range(std::int64_t begin, std::int64_t end, const float* __restrict in,
+                        float* __restrict out) {
+  for (std::int64_t i = begin; i < end; ++i) out[i] = in[i] <= 0.0f ? 0.0f : in[i];
+}
+VT_WIDE void relu_backward_range(std::int64_t begin, std::int64_t end, const float* __restrict out,
+                                 const float* __restrict g, float* __restrict d) {
+  for (std::int64_t i = begin; i < end; ++i) {
+    const float grad = g[i];  // loaded unconditionally: the select needs no branch
+    d[i] = out[i] <= 0.0f ? 0.0f : grad;
+  }
+}
+}  // namespace
+
 void relu(std::int64_t n, const float* x, float* y) {
-  chunks(n, [=](std::int64_t begin, std::int64_t end) {
-    const float* __restrict in = x;
-    float* __restrict out = y;
-    for (std::int64_t i = begin; i < end; ++i) out[i] = in[i] <= 0.0f ? 0.0f : in[i];
-  });
+  chunks(n, [=](std::int64_t begin, std::int64_t end) { relu_range(begin, end, x, y); });
 }
 void relu_backward(std::int64_t n, const float* y, const float* dy, float* dx) {
-  chunks(n, [=](std::int64_t begin, std::int64_t end) {
-    const float* __restrict out = y;
-    const float* __restrict g = dy;
-    float* __restrict d = dx;
-    for (std::int64_t i = begin; i < end; ++i) {
-      const float grad = g[i];  // loaded unconditionally: the select needs no branch
-      d[i] = out[i] <= 0.0f ? 0.0f : grad;
-    }
-  });
+  chunks(n,
+         [=](std::int64_t begin, std::int64_t end) { relu_backward_range(begin, end, y, dy, dx); });
 }
 
 void gelu(std::int64_t n, const float* x, float* y) {

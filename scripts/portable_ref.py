@@ -202,8 +202,14 @@ def conv_backward(x, w, dy, stride, pad, want_dx, has_bias):
         dw = mm(dy3[i], columns(x[i], w, stride, pad, out).T, dw)
     db = chain(dy3.transpose(1, 0, 2).reshape(dy.shape[1], -1), 1) if has_bias else None
     dx = None
-    if want_dx:
-        dims, k = len(out), w.shape[2:]
+    k = w.shape[2:]
+    if want_dx and all(st == 1 for st in stride) and all(p <= kk - 1 for p, kk in zip(pad, k)):
+        # The convolution of dy by the transposed, flipped weights, padding k - 1 - p.
+        spatial = tuple(range(2, w.ndim))
+        flipped = np.ascontiguousarray(np.flip(w.transpose((1, 0) + spatial), axis=spatial))
+        dx = conv(dy, flipped, None, stride, [kk - 1 - p for kk, p in zip(k, pad)])
+    elif want_dx:
+        dims = len(out)
         dx = np.zeros(x.shape, F)
         for i in range(x.shape[0]):
             dcol = mm(w2.T, dy3[i]).reshape((x.shape[1], -1) + tuple(out))

@@ -214,8 +214,42 @@ TEST(Conv, StrideOneAndThreeDimensionsForwardAndBackwardAreTheDocumentedChains) 
           want_dw[static_cast<std::size_t>(o * rows + q)] = acc;
         }
       }
-      // dx: dcol (a chain over o), then added tap by tap into the input position it read.
-      for (std::int64_t b = 0; b < s.batch; ++b) {
+      // dx at stride 1: the convolution of dy by the transposed, flipped weights (padding
+      // k − 1 − p), one chain over (o, t, u, v).
+      const bool transposed = s.stride[0] == 1 && s.stride[1] == 1 && s.stride[2] == 1;
+      for (std::int64_t b = 0; transposed && b < s.batch; ++b) {
+        for (std::int64_t c = 0; c < s.in_channels; ++c) {
+          for (std::int64_t pos = 0; pos < s.in_positions(); ++pos) {
+            const std::int64_t jj = pos % s.in[2], ii = pos / s.in[2] % s.in[1];
+            const std::int64_t zz = pos / (s.in[2] * s.in[1]);
+            volatile float acc = 0.0f;
+            for (std::int64_t o = 0; o < s.out_channels; ++o) {
+              for (std::int64_t tap = 0; tap < s.taps(); ++tap) {
+                const std::int64_t v = tap % s.kernel[2], u = tap / s.kernel[2] % s.kernel[1];
+                const std::int64_t t = tap / (s.kernel[2] * s.kernel[1]);
+                const std::int64_t z = zz + t - (s.kernel[0] - 1 - s.padding[0]);
+                const std::int64_t i = ii + u - (s.kernel[1] - 1 - s.padding[1]);
+                const std::int64_t j = jj + v - (s.kernel[2] - 1 - s.padding[2]);
+                const bool inside =
+                    z >= 0 && z < s.out(0) && i >= 0 && i < s.out(1) && j >= 0 && j < s.out(2);
+                const float g =
+                    inside ? dy[static_cast<std::size_t>((b * s.out_channels + o) * positions +
+                                                         (z * s.out(1) + i) * s.out(2) + j)]
+                           : 0.0f;
+                volatile float prod =
+                    w[static_cast<std::size_t>((o * s.in_channels + c) * s.taps() + s.taps() - 1 -
+                                               tap)] *
+                    g;
+                acc = acc + prod;
+              }
+            }
+            want_dx[static_cast<std::size_t>((b * s.in_channels + c) * s.in_positions() + pos)] =
+                acc;
+          }
+        }
+      }
+      // dx otherwise: dcol (a chain over o), then added tap by tap into the position it read.
+      for (std::int64_t b = 0; !transposed && b < s.batch; ++b) {
         for (std::int64_t c = 0; c < s.in_channels; ++c) {
           for (std::int64_t tap = 0; tap < s.taps(); ++tap) {
             const std::int64_t q = c * s.taps() + tap;
