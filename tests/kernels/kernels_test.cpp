@@ -159,8 +159,8 @@ float column_entry(const ConvShape& s, const std::vector<float>& x, std::int64_t
                                     (zz * s.in[1] + ii) * s.in[2] + jj)];
 }
 
-TEST(Conv, StrideOneAndThreeDimensionsForwardAndBackwardAreTheDocumentedChains) {
-  ConvShape shapes[3];
+TEST(Conv, AnyStrideAndThreeDimensionsForwardAndBackwardAreTheDocumentedChains) {
+  ConvShape shapes[5];
   shapes[0].batch = 3, shapes[0].in_channels = 5, shapes[0].out_channels = 17;  // 2-d, pad 1
   shapes[0].in[1] = 9, shapes[0].in[2] = 37;
   shapes[0].kernel[1] = shapes[0].kernel[2] = 3;
@@ -172,6 +172,16 @@ TEST(Conv, StrideOneAndThreeDimensionsForwardAndBackwardAreTheDocumentedChains) 
   shapes[2].batch = 2, shapes[2].in_channels = 4, shapes[2].out_channels = 32;  // 1×1, stride 2
   shapes[2].in[1] = 8, shapes[2].in[2] = 8;
   shapes[2].stride[1] = shapes[2].stride[2] = 2;
+  shapes[3].batch = 2, shapes[3].in_channels = 3, shapes[3].out_channels = 5;  // 3×3, stride 2
+  shapes[3].in[1] = 7, shapes[3].in[2] = 9;
+  shapes[3].kernel[1] = shapes[3].kernel[2] = 3;
+  shapes[3].stride[1] = shapes[3].stride[2] = 2;
+  shapes[3].padding[1] = shapes[3].padding[2] = 1;
+  shapes[4].batch = 2, shapes[4].in_channels = 2, shapes[4].out_channels = 3;  // 3-d, mixed
+  shapes[4].in[0] = 5, shapes[4].in[1] = 4, shapes[4].in[2] = 7;
+  shapes[4].kernel[0] = shapes[4].kernel[1] = shapes[4].kernel[2] = 3;
+  shapes[4].stride[0] = 2, shapes[4].stride[2] = 2;
+  shapes[4].padding[0] = shapes[4].padding[1] = 1;
   for (int threads : {1, 3}) {
     set_threads(threads);
     for (const ConvShape& s : shapes) {
