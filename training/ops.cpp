@@ -34,6 +34,9 @@ class TorchOps final : public Ops {
     return tok.forward(tokens) + pos.forward(positions).unsqueeze(0);
   }
   at::Tensor dropout(nn::DropoutImpl& m, const at::Tensor& x) override { return m.forward(x); }
+  at::Tensor dropout(const at::Tensor& x, double p, bool training) override {
+    return torch::dropout(x, p, training);
+  }
   at::Tensor relu(const at::Tensor& x) override { return torch::relu(x); }
   at::Tensor gelu(const at::Tensor& x) override { return torch::gelu(x); }
   at::Tensor spatial_mean(const at::Tensor& x) override { return x.mean({2, 3}); }
@@ -102,9 +105,9 @@ class PortableOps final : public Ops {
     return portable::add_rows(portable::embedding(tokens, tok.weight),
                               portable::embedding(positions, pos.weight));
   }
-  at::Tensor dropout(nn::DropoutImpl& m, const at::Tensor& x) override {
-    const double p = m.options.p();
-    if (!m.is_training() || p == 0.0) return x;
+  using Ops::dropout;
+  at::Tensor dropout(const at::Tensor& x, double p, bool training) override {
+    if (!training || p == 0.0) return x;
     return portable::dropout(x, p, dropout_state_, calls_++);
   }
   at::Tensor relu(const at::Tensor& x) override { return portable::relu(x); }

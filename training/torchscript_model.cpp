@@ -9,6 +9,8 @@
 #include "common/file_io.h"
 #include "common/sha256.h"
 #include "training/internal/network.h"
+#include "training/internal/ops.h"
+#include "training/internal/script_portable.h"
 
 namespace vt::training {
 
@@ -44,15 +46,27 @@ std::string model_message(const std::string& what) {
 
 namespace {
 
+// Runs `module` itself, or in portable arithmetic a rewritten clone of it (make_portable) that
+// shares its parameters and buffers; `module` stays as loaded, for export.
 class ScriptNetwork final : public Network {
  public:
-  explicit ScriptNetwork(const torch::jit::Module& module) : module_(module) {}
+  ScriptNetwork(const torch::jit::Module& module, std::unique_ptr<Ops> portable_ops,
+                const torch::jit::Module& run)
+      : module_(module), run_(run), ops_(std::move(portable_ops)) {}
   at::Tensor forward(const at::Tensor& input) override {
     return call({input}, "forward(inputs) on inputs " + describe_tensor(input));
   }
   at::Tensor forward_loss(const at::Tensor& input, const at::Tensor& target) override {
     return call({input, target}, "forward(inputs, targets) on inputs " + describe_tensor(input) +
                                      " and targets " + describe_tensor(target));
+  }
+  at::Tensor loss(const std::string& loss, const at::Tensor& output,
+                  const at::Tensor& target) override {
+    return ops_ ? ops_->loss(loss, output, target) : compute_loss(loss, output, target);
+  }
+  bool portable() const override { return ops_ != nullptr; }
+  void begin_forward(std::int64_t global_step, std::int64_t group) override {
+    if (ops_) ops_->begin_forward(global_step, group);
   }
   NamedTensors parameters() override {
     NamedTensors out;
@@ -64,8 +78,14 @@ class ScriptNetwork final : public Network {
     for (const auto& b : module_.named_buffers(true)) out.emplace_back(b.name, b.value);
     return out;
   }
-  void to(const at::Device& device) override { module_.to(device); }
-  void set_training(bool training) override { module_.train(training); }
+  void to(const at::Device& device) override {
+    module_.to(device);
+    if (ops_) run_.to(device);
+  }
+  void set_training(bool training) override {
+    module_.train(training);
+    run_.train(training);
+  }
   Status save_torchscript(const std::filesystem::path& file) override {
     std::ostringstream out;
     module_.save(out);
@@ -77,8 +97,11 @@ class ScriptNetwork final : public Network {
     const std::size_t arity = args.size();
     c10::IValue result;
     try {
-      result = module_.forward(std::move(args));
+      set_script_ops(ops_.get());
+      result = run_.forward(std::move(args));
+      set_script_ops(nullptr);
     } catch (const std::exception& e) {
+      set_script_ops(nullptr);
       const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
       std::string message =
           model_message(c10_error ? c10_error->what_without_backtrace() : e.what());
@@ -97,6 +120,8 @@ class ScriptNetwork final : public Network {
     return result.toTensor();
   }
   torch::jit::Module module_;
+  torch::jit::Module run_;
+  std::unique_ptr<Ops> ops_;  // portable arithmetic's; null in LibTorch's
 };
 
 // State a snapshot does not hold breaks replay: an attribute that is not a parameter or buffer
@@ -174,7 +199,13 @@ Result<std::unique_ptr<Network>> load_torchscript(const Task& task,
   }
   VT_RETURN_IF_ERROR(check_no_mutable_attributes(module, file.string()));
   for (const auto& p : module.parameters(true)) p.set_requires_grad(true);
-  return std::unique_ptr<Network>(std::make_unique<ScriptNetwork>(module));
+  if (task.determinism != "portable") {
+    return std::unique_ptr<Network>(std::make_unique<ScriptNetwork>(module, nullptr, module));
+  }
+  torch::jit::Module run = module.clone(/*inplace=*/true);
+  VT_RETURN_IF_ERROR(make_portable(run, file.string()));
+  return std::unique_ptr<Network>(
+      std::make_unique<ScriptNetwork>(module, portable_ops(task.seed), run));
 }
 
 }  // namespace vt::training

@@ -181,7 +181,94 @@ TEST(PortableReferenceControl, AnotherSummationOrderDisagrees) {
 }
 
 // What portable arithmetic does not cover is refused before anything is committed, with why.
-TEST(PortableRefusals, CudaTorchScriptAndOtherPrecisionsAreRefusedNamingTheField) {
+// A requestor's own TorchScript module: convolutions (one 1×1 of stride 2), batch norm, relu
+// through F.relu's inplace branch, a residual add, adaptive pooling, dropout and a linear head;
+// and one whose forward runs operators without portable kernels.
+const char* kScriptModules = R"PY(
+import sys, torch, torch.nn as nn, torch.nn.functional as F
+torch.manual_seed(0)
+class Net(nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.c1 = nn.Conv2d(2, 8, 3, padding=1, bias=False); s.b1 = nn.BatchNorm2d(8)
+        s.c2 = nn.Conv2d(8, 16, 3, stride=2, padding=1, bias=False); s.b2 = nn.BatchNorm2d(16)
+        s.short = nn.Conv2d(8, 16, 1, stride=2)
+        s.fc = nn.Linear(16, 4); s.drop = nn.Dropout(0.2); s.pool = nn.AdaptiveAvgPool2d(1)
+    def forward(s, x):
+        y = F.relu(s.b1(s.c1(x.view(-1, 2, 4, 4))))
+        z = F.relu(s.b2(s.c2(y)) + s.short(y))
+        return s.fc(s.drop(s.pool(z).flatten(1)))
+class Squash(nn.Module):
+    def __init__(s):
+        super().__init__(); s.fc = nn.Linear(32, 4)
+    def forward(s, x):
+        return torch.sigmoid(s.fc(x)).sum(1, keepdim=True) * s.fc(x)
+torch.jit.script(Net()).save(sys.argv[1] + "/net.pt")
+torch.jit.script(Squash()).save(sys.argv[1] + "/squash.pt")
+)PY";
+
+TEST(PortableTorchScript, ItsOperatorsRunOnPortableKernelsAlikeEverywhere) {
+  if (!reference::have_modules("torch")) GTEST_SKIP() << "python3-torch not installed";
+  testing::ScratchDir dir;
+  const std::string in = "cd '" + dir.path().string() + "' && ";  // relative files are dir's
+  ASSERT_TRUE(write_file_atomic(dir / "modules.py", std::string(kScriptModules)).ok());
+  auto made = run_command(in + kPython + " modules.py " + dir.path().string(), dir.path());
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const std::string flags =
+      " --model torchscript --model-file net.pt --epochs 2 --steps-per-epoch 3 --batch-size 8";
+  for (const char* determinism : {"portable", "exact"}) {
+    auto init = run_command(in + veritrain_binary() + " task init --determinism " + determinism +
+                                flags + " --out " + determinism + ".json",
+                            dir.path());
+    ASSERT_EQ(init.exit_code, 0) << init.err;
+  }
+  const std::vector<Setting> all = settings();
+  std::vector<std::string> reference;
+  for (const Setting& s : all) {
+    const fs::path wd = dir / ("w-" + s.name());
+    auto r =
+        run_command(in + s.env() + veritrain_binary() + " train --task portable.json --workdir " +
+                        wd.string() + " --threads " + std::to_string(s.threads),
+                    dir.path());
+    ASSERT_EQ(r.exit_code, 0) << s.name() << ": " << r.err;
+    const auto roots = committed_roots(wd / "commitments.log");
+    ASSERT_EQ(roots.size(), 3u) << s.name();
+    if (reference.empty()) reference = roots;
+    EXPECT_EQ(roots, reference) << s.name() << " against " << all.front().name();
+  }
+  const Setting& first = all.front();
+  const Setting& last = all.back();
+  auto v = run_command(in + last.env() + veritrain_binary() +
+                           " verify --task portable.json --workdir w-" + first.name() +
+                           " --check-probability 1 --jobs 1 --report report",
+                       dir.path());
+  EXPECT_EQ(v.exit_code, 0) << first.name() << " verified at " << last.name() << ": " << v.out
+                            << v.err;
+  // The control: LibTorch's own kernels (exact mode) commit other bits at another CPU level.
+  std::vector<std::vector<std::string>> exact;
+  for (const Setting& s : {first, last}) {
+    const fs::path wd = dir / ("exact-" + s.name());
+    auto r = run_command(
+        in + s.env() + veritrain_binary() + " train --task exact.json --workdir " + wd.string(),
+        dir.path());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    exact.push_back(committed_roots(wd / "commitments.log"));
+  }
+  EXPECT_NE(exact[0].back(), exact[1].back())
+      << "exact mode at " << first.name() << " and " << last.name();
+  // A module whose forward runs operators without portable kernels: refused, each named, before
+  // any task is written.
+  auto refused = run_command(in + veritrain_binary() +
+                                 " task init --determinism portable --model torchscript "
+                                 "--model-file squash.pt --out squash.json",
+                             dir.path());
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("aten::sigmoid, aten::sum.dim_IntList"), std::string::npos)
+      << refused.err;
+  EXPECT_FALSE(fs::exists(dir / "squash.json"));
+}
+
+TEST(PortableRefusals, CudaAndOtherPrecisionsAreRefusedNamingTheField) {
   testing::ScratchDir dir;
   struct Refusal {
     const char* flags;

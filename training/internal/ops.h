@@ -25,7 +25,11 @@ class Ops {
   // tok(tokens) + pos(0..T−1), the positions broadcast over the batch: [B, T] -> [B, T, D].
   virtual at::Tensor embed(torch::nn::EmbeddingImpl& tok, torch::nn::EmbeddingImpl& pos,
                            const at::Tensor& tokens) = 0;
-  virtual at::Tensor dropout(torch::nn::DropoutImpl& m, const at::Tensor& x) = 0;
+  virtual at::Tensor dropout(torch::nn::DropoutImpl& m, const at::Tensor& x) {
+    return dropout(x, m.options.p(), m.is_training());
+  }
+  // Dropout with probability p where `training` (a TorchScript module's aten::dropout).
+  virtual at::Tensor dropout(const at::Tensor& x, double p, bool training) = 0;
   virtual at::Tensor relu(const at::Tensor& x) = 0;
   virtual at::Tensor gelu(const at::Tensor& x) = 0;
   // [B, C, H, W] -> [B, C]: the mean over the spatial positions.
