@@ -54,12 +54,7 @@ struct Grid {
   std::int64_t stride[3] = {1, 1, 1}, dims[3] = {1, 1, 1};  // Dq, Hq, Wq
   std::int64_t phases = 1, plane = 1, example = 1;          // floats per phase, per example
   std::vector<std::int64_t> offsets;                        // offset[q]
-  float* data = nullptr;
 
-  // Where output row (z, i)'s p' = 0 lies in example b's grid.
-  const float* row(std::int64_t b, std::int64_t z, std::int64_t i) const {
-    return data + b * example + (z * dims[1] + i) * dims[2];
-  }
   // Where padded position (zz, ii, jj) of channel c lies (no division at stride 1: this runs
   // once per row of every copy).
   std::int64_t at(std::int64_t c, std::int64_t zz, std::int64_t ii, std::int64_t jj) const {
@@ -96,6 +91,24 @@ Grid grid_of(const ConvShape& s) {
 // Channel c of one example into its grid: zeros, then every input value where it lies.
 VT_WIDE void fill_channel(const ConvShape& s, const Grid& grid, const float* in, std::int64_t c,
                           float* out) {
+  if (grid.phases == 1) {  // stride 1: each grid row written once, padding and values
+    float* plane = out + c * grid.plane;
+    for (std::int64_t zz = 0; zz < grid.dims[0]; ++zz) {
+      for (std::int64_t ii = 0; ii < grid.dims[1]; ++ii) {
+        float* __restrict to = plane + (zz * grid.dims[1] + ii) * grid.dims[2];
+        const std::int64_t z = zz - s.padding[0], i = ii - s.padding[1];
+        if (z < 0 || z >= s.in[0] || i < 0 || i >= s.in[1]) {
+          std::fill(to, to + grid.dims[2], 0.0f);
+          continue;
+        }
+        const float* __restrict from = in + (z * s.in[1] + i) * s.in[2];
+        std::fill(to, to + s.padding[2], 0.0f);
+        for (std::int64_t j = 0; j < s.in[2]; ++j) to[s.padding[2] + j] = from[j];
+        std::fill(to + s.padding[2] + s.in[2], to + grid.dims[2], 0.0f);
+      }
+    }
+    return;
+  }
   std::fill(out + c * grid.phases * grid.plane, out + (c + 1) * grid.phases * grid.plane, 0.0f);
   for (std::int64_t z = 0; z < s.in[0]; ++z) {
     for (std::int64_t i = 0; i < s.in[1]; ++i) {
@@ -111,19 +124,11 @@ VT_WIDE void fill_channel(const ConvShape& s, const Grid& grid, const float* in,
   }
 }
 
-// x's grid in `buffer` (the caller's, kept for its next call: the workers see it through
-// grid.data, where a thread_local named inside a lambda would be each worker's own).
-Grid grid_input(const ConvShape& s, const float* x, std::vector<float>& buffer) {
-  Grid grid = grid_of(s);
-  buffer.resize(static_cast<std::size_t>(s.batch * grid.example));
-  grid.data = buffer.data();
-  parallel_for(s.batch * s.in_channels, 1, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t bc = begin; bc < end; ++bc) {
-      const std::int64_t b = bc / s.in_channels, c = bc % s.in_channels;
-      fill_channel(s, grid, x + bc * s.in_positions(), c, grid.data + b * grid.example);
-    }
-  });
-  return grid;
+// Example b's grid (all its channels) at `out`: the products read it while it is in the cache.
+void fill_example(const ConvShape& s, const Grid& grid, const float* x, std::int64_t b,
+                  float* out) {
+  for (std::int64_t c = 0; c < s.in_channels; ++c)
+    fill_channel(s, grid, x + (b * s.in_channels + c) * s.in_positions(), c, out);
 }
 
 // dx of input channels [c0, c1) of one example from their rows of dcol (row (c − c0, tap) at
@@ -161,19 +166,23 @@ VT_WIDE void col2im(const ConvShape& s, const Grid& grid, const float* dcol, std
 // y = the convolution, one product per tile of grid positions p'; the p' with j ≥ OW or i ≥ OH
 // are no outputs: computed in vain (2 of every 34 columns at 32 × 32) and dropped.
 void forward(const ConvShape& s, const float* x, const float* w, const float* bias, float* y) {
-  thread_local std::vector<float> buffer;
-  const Grid grid = grid_input(s, x, buffer);
+  const Grid grid = grid_of(s);
   const std::int64_t od = s.out(0), oh = s.out(1), ow = s.out(2), positions = s.out_positions();
   const std::int64_t hq = grid.dims[1], wq = grid.dims[2];
   const std::int64_t span = ((od - 1) * hq + (oh - 1)) * wq + ow;  // last p' + 1
   const std::int64_t tiles = (span + kPositionTile - 1) / kPositionTile;
+  // Threads take (example, tile) pairs in order; each fills the grid of the examples it reaches.
   parallel_for(s.batch * tiles, 1, [&](std::int64_t begin, std::int64_t end) {
     float* tile = scratch(0, s.out_channels * kPositionTile);
+    float* own = scratch(1, grid.example);
+    std::int64_t filled = -1;
     for (std::int64_t item = begin; item < end; ++item) {
       const std::int64_t b = item / tiles, p0 = item % tiles * kPositionTile;
       const std::int64_t n = std::min(kPositionTile, span - p0);
-      gemm(s.out_channels, n, s.rows(), {w, s.rows(), 1},
-           {grid.row(b, 0, 0) + p0, 0, 1, grid.offsets.data()}, tile, n);
+      if (b != filled) fill_example(s, grid, x, b, own);
+      filled = b;
+      gemm(s.out_channels, n, s.rows(), {w, s.rows(), 1}, {own + p0, 0, 1, grid.offsets.data()},
+           tile, n);
       // The outputs among p' in [p0, p0 + n), one grid row at a time.
       for (std::int64_t r = p0 / wq; r * wq < p0 + n; ++r) {
         const std::int64_t z = r / hq, i = r % hq;
@@ -194,19 +203,18 @@ void forward(const ConvShape& s, const float* x, const float* w, const float* bi
   });
 }
 
-// dwᵀ[q][o] for rows [q0, q0 + nq): the chain over (b, then p) continued from dwᵀ, one output
-// row (z, i) per product (its positions lie side by side in the grid), the column matrix the
-// left operand and dyᵀ the right one.
-void weight_gradient_rows(const ConvShape& s, const Grid& grid, const float* dy_t, std::int64_t q0,
-                          std::int64_t nq, float* dw_t) {
+// dwᵀ[q][o] for rows [q0, q0 + nq), example b's part of the chain over (b, then p), continued
+// from dwᵀ: one output row (z, i) per product (its positions lie side by side in the grid at
+// `own`), the column matrix the left operand and dyᵀ the right one.
+void weight_gradient_rows(const ConvShape& s, const Grid& grid, const float* own, std::int64_t b,
+                          const float* dy_t, std::int64_t q0, std::int64_t nq, float* dw_t) {
   const std::int64_t positions = s.out_positions(), out = s.out_channels;
   const std::int64_t oh = s.out(1), ow = s.out(2);
-  for (std::int64_t b = 0; b < s.batch; ++b) {
-    for (std::int64_t r = 0; r < s.out(0) * oh; ++r) {
-      const MatrixRef col{grid.row(b, r / oh, r % oh), 0, 1, grid.offsets.data() + q0};
-      gemm(nq, out, ow, col, {dy_t + (b * positions + r * ow) * out, out, 1}, dw_t + q0 * out, out,
-           /*accumulate=*/b > 0 || r > 0);
-    }
+  for (std::int64_t r = 0; r < s.out(0) * oh; ++r) {
+    const float* row = own + (r / oh * grid.dims[1] + r % oh) * grid.dims[2];
+    gemm(nq, out, ow, {row, 0, 1, grid.offsets.data() + q0},
+         {dy_t + (b * positions + r * ow) * out, out, 1}, dw_t + q0 * out, out,
+         /*accumulate=*/b > 0 || r > 0);
   }
 }
 
@@ -232,9 +240,11 @@ void conv_backward(const ConvShape& s, const float* x, const float* w, const flo
     // dw[o][q] is computed as its transpose, so that the column matrix is read where it lies
     // and only dy, O values per position, moves: threads split q.
     thread_local std::vector<float> buffer, dy_t_buffer, dw_t_buffer;
-    const Grid grid = grid_input(s, x, buffer);
+    const Grid grid = grid_of(s);
+    buffer.resize(static_cast<std::size_t>(grid.example));
     dy_t_buffer.resize(static_cast<std::size_t>(s.batch * positions * s.out_channels));
     dw_t_buffer.resize(static_cast<std::size_t>(rows * s.out_channels));
+    float* const own = buffer.data();
     float* const dy_t = dy_t_buffer.data();
     float* const dw_t = dw_t_buffer.data();
     parallel_for(s.batch, 1, [&](std::int64_t begin, std::int64_t end) {
@@ -243,12 +253,19 @@ void conv_backward(const ConvShape& s, const float* x, const float* w, const flo
                   dy_t + b * positions * s.out_channels, s.out_channels);
       }
     });
-    parallel_for((rows + kRowTile - 1) / kRowTile, 1, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t q0 = begin * kRowTile; q0 < std::min(rows, end * kRowTile);
-           q0 += kRowTile) {
-        weight_gradient_rows(s, grid, dy_t, q0, std::min(kRowTile, rows - q0), dw_t);
-      }
-    });
+    // Example by example (the chain's order), its grid filled once and read while cached.
+    for (std::int64_t b = 0; b < s.batch; ++b) {
+      parallel_for(s.in_channels, 1, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t c = begin; c < end; ++c)
+          fill_channel(s, grid, x + (b * s.in_channels + c) * s.in_positions(), c, own);
+      });
+      parallel_for((rows + kRowTile - 1) / kRowTile, 1, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t q0 = begin * kRowTile; q0 < std::min(rows, end * kRowTile);
+             q0 += kRowTile) {
+          weight_gradient_rows(s, grid, own, b, dy_t, q0, std::min(kRowTile, rows - q0), dw_t);
+        }
+      });
+    }
     transpose(rows, s.out_channels, dw_t, s.out_channels, dw, rows);
   }
   if (dx != nullptr && transposed_is_stride_one(s)) {
