@@ -21,11 +21,40 @@ constexpr std::int64_t kChannelTile = 8;     // input channels per strided-dx pr
 
 // dst (cols × rows, leading dimension ld_dst) = srcᵀ for a rows × cols src (leading dimension
 // ld_src), in 8 × 8 tiles so that both sides stay in the cache.
+typedef float Row8 __attribute__((vector_size(8 * sizeof(float))));
+
+// An 8 × 8 block in three rounds of two-input shuffles (pairs, then quads, then halves).
+__attribute__((always_inline)) inline void transpose8(const float* src, std::int64_t ld_src,
+                                                      float* dst, std::int64_t ld_dst) {
+  Row8 r[8], t[8], u[8];
+  for (int i = 0; i < 8; ++i) __builtin_memcpy(&r[i], src + i * ld_src, sizeof(Row8));
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = __builtin_shufflevector(t[i], t[i + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+    u[i + 1] = __builtin_shufflevector(t[i], t[i + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+    u[i + 2] = __builtin_shufflevector(t[i + 1], t[i + 3], 0, 1, 8, 9, 4, 5, 12, 13);
+    u[i + 3] = __builtin_shufflevector(t[i + 1], t[i + 3], 2, 3, 10, 11, 6, 7, 14, 15);
+  }
+  for (int i = 0; i < 4; ++i) {
+    const Row8 low = __builtin_shufflevector(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+    const Row8 high = __builtin_shufflevector(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+    __builtin_memcpy(dst + i * ld_dst, &low, sizeof(Row8));
+    __builtin_memcpy(dst + (i + 4) * ld_dst, &high, sizeof(Row8));
+  }
+}
+
 VT_WIDE void transpose(std::int64_t rows, std::int64_t cols, const float* src, std::int64_t ld_src,
                        float* dst, std::int64_t ld_dst) {
   constexpr std::int64_t kTile = 8;
   for (std::int64_t r0 = 0; r0 < rows; r0 += kTile) {
     for (std::int64_t c0 = 0; c0 < cols; c0 += kTile) {
+      if (r0 + kTile <= rows && c0 + kTile <= cols) {
+        transpose8(src + r0 * ld_src + c0, ld_src, dst + c0 * ld_dst + r0, ld_dst);
+        continue;
+      }
       for (std::int64_t r = r0; r < std::min(rows, r0 + kTile); ++r) {
         for (std::int64_t c = c0; c < std::min(cols, c0 + kTile); ++c)
           dst[c * ld_dst + r] = src[r * ld_src + c];
