@@ -112,19 +112,26 @@ VT_WIDE void moments_by_lanes(const BatchNormShape& s, const float* x, std::int6
 
 // y = ((x ⊖ mean) ⊗ inv) ⊗ w ⊕ bias over one channel's values.
 VT_WIDE void normalize(const BatchNormShape& s, const float* x, std::int64_t c, float m, float inv,
-                       float w, float bias, float* y) {
+                       float w, float bias, bool relu, float* y) {
   for (std::int64_t b = 0; b < s.batch; ++b) {
     const float* __restrict in = x + (b * s.channels + c) * s.spatial;
     float* __restrict out = y + (b * s.channels + c) * s.spatial;
-    for (std::int64_t p = 0; p < s.spatial; ++p) out[p] = ((in[p] - m) * inv) * w + bias;
+    if (relu) {  // pointwise.h's relu of the same values
+      for (std::int64_t p = 0; p < s.spatial; ++p) {
+        const float v = ((in[p] - m) * inv) * w + bias;
+        out[p] = v <= 0.0f ? 0.0f : v;
+      }
+    } else {
+      for (std::int64_t p = 0; p < s.spatial; ++p) out[p] = ((in[p] - m) * inv) * w + bias;
+    }
   }
 }
 
 // Backward's four sums for channels [c0, c0 + g): Σ dy, Σ dy ⊗ x̂, Σ dx̂, Σ dx̂ ⊗ x̂, four
 // channels at a time (sixteen chains in registers).
 VT_WIDE void gradient_sums(const BatchNormShape& s, const float* x, const float* dy,
-                           std::int64_t c0, std::int64_t g, const float* m, const float* inv,
-                           const float* w, float (*sums)[kGroup]) {
+                           const float* relu_y, std::int64_t c0, std::int64_t g, const float* m,
+                           const float* inv, const float* w, float (*sums)[kGroup]) {
   constexpr std::int64_t kAtOnce = 4;
   for (std::int64_t u0 = 0; u0 < g; u0 += kAtOnce) {
     Lanes sum_dy[kAtOnce] = {}, sum_dy_xhat[kAtOnce] = {}, sum_dxhat[kAtOnce] = {},
@@ -137,6 +144,11 @@ VT_WIDE void gradient_sums(const BatchNormShape& s, const float* x, const float*
           Lanes xv, gv;
           lanes_of(channel_row(s, x, b, c0, u, g) + p, lo, hi, m[u], xv);
           lanes_of(channel_row(s, dy, b, c0, u, g) + p, lo, hi, 0.0f, gv);
+          if (relu_y != nullptr) {  // relu_backward: +0.0 where the relu's output is <= 0
+            Lanes yv;
+            lanes_of(channel_row(s, relu_y, b, c0, u, g) + p, lo, hi, 1.0f, yv);
+            gv = yv <= 0.0f ? Lanes{} : gv;
+          }
           const Lanes xhat = (xv - m[u]) * inv[u];
           const Lanes dxhat = gv * w[u];
           sum_dy[k] = sum_dy[k] + gv;
@@ -157,17 +169,27 @@ VT_WIDE void gradient_sums(const BatchNormShape& s, const float* x, const float*
 
 // dx = (inv ⊘ n) ⊗ (((n ⊗ dx̂) ⊖ S1) ⊖ x̂ ⊗ S2) over one channel's values.
 VT_WIDE void input_gradient(const BatchNormShape& s, const float* x, const float* dy,
-                            std::int64_t c, float m, float inv, float w, float s1, float s2,
-                            float* dx) {
+                            const float* relu_y, std::int64_t c, float m, float inv, float w,
+                            float s1, float s2, float* dx) {
   const float count = static_cast<float>(s.batch * s.spatial);
   const float k = inv / count;
   for (std::int64_t b = 0; b < s.batch; ++b) {
-    const float* __restrict in = x + (b * s.channels + c) * s.spatial;
-    const float* __restrict gr = dy + (b * s.channels + c) * s.spatial;
-    float* __restrict out = dx + (b * s.channels + c) * s.spatial;
-    for (std::int64_t p = 0; p < s.spatial; ++p) {
-      const float xhat = (in[p] - m) * inv;
-      out[p] = k * ((count * (gr[p] * w) - s1) - xhat * s2);
+    const std::int64_t at = (b * s.channels + c) * s.spatial;
+    const float* __restrict in = x + at;
+    const float* __restrict gr = dy + at;
+    float* __restrict out = dx + at;
+    if (relu_y != nullptr) {
+      const float* __restrict y = relu_y + at;
+      for (std::int64_t p = 0; p < s.spatial; ++p) {
+        const float g = y[p] <= 0.0f ? 0.0f : gr[p];
+        const float xhat = (in[p] - m) * inv;
+        out[p] = k * ((count * (g * w) - s1) - xhat * s2);
+      }
+    } else {
+      for (std::int64_t p = 0; p < s.spatial; ++p) {
+        const float xhat = (in[p] - m) * inv;
+        out[p] = k * ((count * (gr[p] * w) - s1) - xhat * s2);
+      }
     }
   }
 }
@@ -176,7 +198,7 @@ VT_WIDE void input_gradient(const BatchNormShape& s, const float* x, const float
 
 void batch_norm_train(const BatchNormShape& s, const float* x, const float* weight,
                       const float* bias, float eps, float momentum, float* running_mean,
-                      float* running_var, float* y, float* mean, float* invstd) {
+                      float* running_var, float* y, float* mean, float* invstd, bool relu) {
   const float count = static_cast<float>(s.batch * s.spatial);
   const float keep = 1.0f - momentum;
   const float unbias = count / (count - 1.0f);
@@ -192,7 +214,7 @@ void batch_norm_train(const BatchNormShape& s, const float* x, const float* weig
         mean[c] = m[u];
         invstd[c] = inv;
         normalize(s, x, c, m[u], inv, weight != nullptr ? weight[c] : 1.0f,
-                  bias != nullptr ? bias[c] : 0.0f, y);
+                  bias != nullptr ? bias[c] : 0.0f, relu, y);
         if (running_mean != nullptr) running_mean[c] = keep * running_mean[c] + momentum * m[u];
         if (running_var != nullptr)
           running_var[c] = keep * running_var[c] + momentum * (var[u] * unbias);
@@ -221,7 +243,7 @@ void batch_norm_eval(const BatchNormShape& s, const float* x, const float* weigh
 
 void batch_norm_backward(const BatchNormShape& s, const float* x, const float* weight,
                          const float* mean, const float* invstd, const float* dy, float* dx,
-                         float* dweight, float* dbias) {
+                         float* dweight, float* dbias, const float* relu_y) {
   const std::int64_t groups = (s.channels + kGroup - 1) / kGroup;
   parallel_for(groups, 1, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t group = begin; group < end; ++group) {
@@ -233,13 +255,13 @@ void batch_norm_backward(const BatchNormShape& s, const float* x, const float* w
         w[u] = weight != nullptr ? weight[c0 + u] : 1.0f;
       }
       float sums[4][kGroup] = {};
-      gradient_sums(s, x, dy, c0, g, m, inv, w, sums);
+      gradient_sums(s, x, dy, relu_y, c0, g, m, inv, w, sums);
       for (std::int64_t u = 0; u < g; ++u) {
         const std::int64_t c = c0 + u;
         if (dbias != nullptr) dbias[c] = sums[0][u];
         if (dweight != nullptr) dweight[c] = sums[1][u];
         if (dx != nullptr)
-          input_gradient(s, x, dy, c, m[u], inv[u], w[u], sums[2][u], sums[3][u], dx);
+          input_gradient(s, x, dy, relu_y, c, m[u], inv[u], w[u], sums[2][u], sums[3][u], dx);
       }
     }
   });

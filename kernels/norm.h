@@ -16,18 +16,20 @@ struct BatchNormShape {
 
 // Training: batch statistics (biased variance), saved as mean[c] and invstd[c] for backward;
 // running_mean/running_var (may be null) move by `momentum` toward the batch mean and the
-// unbiased variance. Needs n > 1.
+// unbiased variance. Needs n > 1. With `relu`, y is relu(batch norm) (pointwise.h's relu), in
+// the same pass.
 void batch_norm_train(const BatchNormShape& s, const float* x, const float* weight,
                       const float* bias, float eps, float momentum, float* running_mean,
-                      float* running_var, float* y, float* mean, float* invstd);
+                      float* running_var, float* y, float* mean, float* invstd, bool relu = false);
 // Evaluation: the running statistics.
 void batch_norm_eval(const BatchNormShape& s, const float* x, const float* weight,
                      const float* bias, const float* running_mean, const float* running_var,
                      float eps, float* y);
-// Gradients of batch_norm_train; dweight/dbias may be null.
+// Gradients of batch_norm_train; dweight/dbias may be null. relu_y: batch_norm_train's output
+// with `relu` (dy is then the relu's output gradient, masked here as relu_backward does).
 void batch_norm_backward(const BatchNormShape& s, const float* x, const float* weight,
                          const float* mean, const float* invstd, const float* dy, float* dx,
-                         float* dweight, float* dbias);
+                         float* dweight, float* dbias, const float* relu_y = nullptr);
 
 // Layer norm over the last dimension: `rows` rows of `width`; weight and bias per column.
 // Saves mean[r] and rstd[r] for backward.

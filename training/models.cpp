@@ -60,7 +60,7 @@ struct BasicBlockImpl : nn::Module {
     }
   }
   torch::Tensor forward(torch::Tensor x) {
-    auto y = ops.relu(ops.batch_norm(*bn1, ops.conv2d(*conv1, x)));
+    auto y = ops.batch_norm_relu(*bn1, ops.conv2d(*conv1, x));
     y = ops.batch_norm(*bn2, ops.conv2d(*conv2, y));
     if (shortcut->is_empty()) return ops.relu(y + x);
     auto s = ops.conv2d(*shortcut[0]->as<nn::Conv2d>(), x);
@@ -88,7 +88,7 @@ struct ResNetImpl : nn::Module {
     register_module("head", head);
   }
   torch::Tensor forward(torch::Tensor x) {
-    x = ops.relu(ops.batch_norm(*stem_bn, ops.conv2d(*stem, x)));
+    x = ops.batch_norm_relu(*stem_bn, ops.conv2d(*stem, x));
     x = stages->forward(x);
     return ops.linear(*head, ops.spatial_mean(x));
   }

@@ -88,13 +88,10 @@ class PortableOps final : public Ops {
                           padding_of<3>(m.options));
   }
   at::Tensor batch_norm(nn::BatchNorm2dImpl& m, const at::Tensor& x) override {
-    // As BatchNorm2d's own forward: the counter moves with every training pass.
-    if (m.is_training()) {
-      at::NoGradGuard no_grad;
-      m.num_batches_tracked += 1;
-    }
-    return portable::batch_norm(x, m.weight, m.bias, m.running_mean, m.running_var, m.is_training(),
-                                m.options.momentum().value(), m.options.eps());
+    return norm(m, x, /*relu=*/false);
+  }
+  at::Tensor batch_norm_relu(nn::BatchNorm2dImpl& m, const at::Tensor& x) override {
+    return norm(m, x, /*relu=*/true);
   }
   at::Tensor layer_norm(nn::LayerNormImpl& m, const at::Tensor& x) override {
     return portable::layer_norm(x, m.weight, m.bias, m.options.eps());
@@ -137,6 +134,16 @@ class PortableOps final : public Ops {
   }
 
  private:
+  at::Tensor norm(nn::BatchNorm2dImpl& m, const at::Tensor& x, bool relu) {
+    // As BatchNorm2d's own forward: the counter moves with every training pass.
+    if (m.is_training()) {
+      at::NoGradGuard no_grad;
+      m.num_batches_tracked += 1;
+    }
+    return portable::batch_norm(x, m.weight, m.bias, m.running_mean, m.running_var, m.is_training(),
+                                m.options.momentum().value(), m.options.eps(), relu);
+  }
+
   std::uint64_t seed_;
   std::uint64_t dropout_state_ = 0;
   std::uint64_t calls_ = 0;

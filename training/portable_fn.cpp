@@ -133,8 +133,9 @@ struct BatchNormFn : torch::autograd::Function<BatchNormFn> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x_in, const at::Tensor& w,
                             const at::Tensor& b, const at::Tensor& running_mean,
                             const at::Tensor& running_var, bool training, double momentum,
-                            double eps) {
+                            double eps, bool relu) {
     const at::Tensor x = operand(x_in, "batch_norm");
+    TORCH_CHECK(training || !relu, "portable batch_norm: relu fused in training passes only");
     const kernels::BatchNormShape s = bn_shape(x);
     TORCH_CHECK(running_mean.is_contiguous() && running_var.is_contiguous(),
                 "portable batch_norm: running statistics must be contiguous");
@@ -151,8 +152,9 @@ struct BatchNormFn : torch::autograd::Function<BatchNormFn> {
     at::Tensor invstd = at::empty({s.channels}, x.options());
     kernels::batch_norm_train(s, ptr(x), ptr_or_null(w), ptr_or_null(b), static_cast<float>(eps),
                               static_cast<float>(momentum), ptr(running_mean), ptr(running_var),
-                              ptr(y), ptr(mean), ptr(invstd));
-    ctx->save_for_backward({x, w, mean, invstd});
+                              ptr(y), ptr(mean), ptr(invstd), relu);
+    // The relu's output masks the gradient: the relu's own input is never kept.
+    ctx->save_for_backward({x, w, mean, invstd, relu ? y : at::Tensor()});
     ctx->saved_data["training"] = true;
     return y;
   }
@@ -161,13 +163,16 @@ struct BatchNormFn : torch::autograd::Function<BatchNormFn> {
                 "portable batch_norm: no gradient in evaluation mode");
     const auto saved = ctx->get_saved_variables();
     const at::Tensor &x = saved[0], &w = saved[1], &mean = saved[2], &invstd = saved[3];
+    const at::Tensor& relu_y = saved[4];
     const at::Tensor dy = grads[0].contiguous();
     at::Tensor dx = at::empty_like(x);
     at::Tensor dw = w.numel() > 0 ? at::empty_like(w) : at::Tensor();
     at::Tensor db = w.numel() > 0 ? at::empty_like(w) : at::Tensor();
     kernels::batch_norm_backward(bn_shape(x), ptr(x), ptr_or_null(w), ptr(mean), ptr(invstd),
-                                 ptr(dy), ptr(dx), ptr_or_null(dw), ptr_or_null(db));
-    return {dx, dw, db, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+                                 ptr(dy), ptr(dx), ptr_or_null(dw), ptr_or_null(db),
+                                 ptr_or_null(relu_y));
+    return {dx,           dw,           db,           at::Tensor(), at::Tensor(),
+            at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -457,9 +462,12 @@ at::Tensor conv(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
 }
 at::Tensor batch_norm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                       const at::Tensor& running_mean, const at::Tensor& running_var, bool training,
-                      double momentum, double eps) {
+                      double momentum, double eps, bool relu) {
+  if (relu && !training)
+    return ReluFn::apply(
+        batch_norm(x, w, b, running_mean, running_var, training, momentum, eps, false));
   return BatchNormFn::apply(x, optional_input(w), optional_input(b), running_mean, running_var,
-                            training, momentum, eps);
+                            training, momentum, eps, relu);
 }
 at::Tensor layer_norm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, double eps) {
   return LayerNormFn::apply(x, optional_input(w), optional_input(b), eps);

@@ -21,6 +21,10 @@ class Ops {
   virtual at::Tensor conv2d(torch::nn::Conv2dImpl& m, const at::Tensor& x) = 0;
   virtual at::Tensor conv3d(torch::nn::Conv3dImpl& m, const at::Tensor& x) = 0;
   virtual at::Tensor batch_norm(torch::nn::BatchNorm2dImpl& m, const at::Tensor& x) = 0;
+  // relu(batch_norm(m, x)), which an arithmetic may compute in one pass.
+  virtual at::Tensor batch_norm_relu(torch::nn::BatchNorm2dImpl& m, const at::Tensor& x) {
+    return relu(batch_norm(m, x));
+  }
   virtual at::Tensor layer_norm(torch::nn::LayerNormImpl& m, const at::Tensor& x) = 0;
   // tok(tokens) + pos(0..T−1), the positions broadcast over the batch: [B, T] -> [B, T, D].
   virtual at::Tensor embed(torch::nn::EmbeddingImpl& tok, torch::nn::EmbeddingImpl& pos,

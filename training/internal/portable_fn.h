@@ -17,9 +17,10 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b)
 at::Tensor conv(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                 at::IntArrayRef stride, at::IntArrayRef padding);
 // Batch statistics and a running-statistics update when training, else the running statistics.
+// relu: relu(batch norm), fused in training (one pass, and the gradient masked in the norm's).
 at::Tensor batch_norm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                       const at::Tensor& running_mean, const at::Tensor& running_var, bool training,
-                      double momentum, double eps);
+                      double momentum, double eps, bool relu = false);
 at::Tensor layer_norm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, double eps);
 at::Tensor embedding(const at::Tensor& ids, const at::Tensor& table);
 // a [N, ...] + b, b broadcast over a's first dimension; b's gradient is one chain over it.
