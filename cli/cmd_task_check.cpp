@@ -59,12 +59,13 @@ std::string differing_tensors(const Bytes& a, const Bytes& b) {
   return names.empty() ? "(metadata only)" : names;
 }
 
-// Starts `veritrain task check-steps ...` (this binary); finish() waits for it.
+// Starts `veritrain task check-steps-worker ...` (this binary); finish() waits for it.
 Result<ChildProcess> spawn_self(const std::vector<std::string>& args, const fs::path& log) {
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (ec) return io_error("task check: cannot find this program's own file: " + ec.message());
-  std::vector<std::string> argv{self.string(), "--log-level", "error", "task", "check-steps"};
+  std::vector<std::string> argv{self.string(), "--log-level", "error", "task",
+                                "check-steps-worker"};
   argv.insert(argv.end(), args.begin(), args.end());
   return ChildProcess::spawn(argv, log);
 }
@@ -179,7 +180,7 @@ void register_task_check(CLI::App* task, Context& ctx) {
   });
 
   // The worker of `task check`: not for people, so not listed in --help.
-  auto* steps = task->add_subcommand("check-steps", "")->group("");
+  auto* steps = task->add_subcommand("check-steps-worker", "")->group("");
   steps->add_option("task", a->task)->required();
   steps->add_option("--steps", a->steps)->required();
   steps->add_option("--from", a->from);

@@ -25,7 +25,7 @@ void add_hyper_options(CLI::App* init, HyperArgs& args);
 // Writes the given flags over the task's defaults; validate_task judges the result.
 void apply_hyper_args(const HyperArgs& args, Task& task);
 
-// `task check` and its hidden worker `task check-steps` (cmd_task_check.cpp).
+// `task check` and its hidden worker `task check-steps-worker` (cmd_task_check.cpp).
 void register_task_check(CLI::App* task, Context& ctx);
 
 // Every field of the task, one "path value" line each, in canonical order.

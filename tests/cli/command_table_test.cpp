@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <regex>
 #include <set>
 #include <string>
@@ -64,6 +65,43 @@ TEST(CommandTable, DocsNameTheLightCommandsAsTheTableDoes) {
       *read_text_file(fs::path(VT_SOURCE_DIR) / "docs/architecture.md");
   EXPECT_EQ(named(architecture, "the commands that neither train nor replay (", "it execs"),
             leaves(true));
+}
+
+// cli/CMakeLists.txt compiles into both executables (VT_CLI_SHARED) exactly the files that
+// define the commands the light `veritrain` runs, and leaves the others to veritrain-torch.
+TEST(CommandTable, TheBuildSplitFollowsTheTable) {
+  const fs::path cli_dir = fs::path(VT_SOURCE_DIR) / "cli";
+  const std::string cmake = *read_text_file(cli_dir / "CMakeLists.txt");
+  const std::size_t begin = cmake.find("set(VT_CLI_SHARED");
+  ASSERT_NE(begin, std::string::npos);
+  const std::string list = cmake.substr(begin, cmake.find(')', begin) - begin);
+  std::set<std::string> shared;
+  const std::regex source("([a-z_]+\\.cpp)");
+  for (auto it = std::sregex_iterator(list.begin(), list.end(), source);
+       it != std::sregex_iterator(); ++it)
+    shared.insert((*it)[1]);
+  // Where each command is defined: the file that registers it with its table summary.
+  std::map<std::string, std::string> defined_in;
+  const std::regex registers("summary_of\\(\"([a-z -]+)\"\\)");
+  for (const auto& entry : fs::directory_iterator(cli_dir)) {
+    const std::string file = entry.path().filename().string();
+    if (entry.path().extension() != ".cpp" || file == "commands_light.cpp" ||
+        file == "command_table.cpp")
+      continue;
+    const std::string text = *read_text_file(entry.path());
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), registers);
+         it != std::sregex_iterator(); ++it)
+      defined_in[(*it)[1]] = file;
+  }
+  for (const bool light : {true, false}) {
+    for (const std::string& command : leaves(light)) {
+      ASSERT_TRUE(defined_in.count(command)) << command << " is registered nowhere";
+      EXPECT_EQ(shared.count(defined_in[command]) == 1, light)
+          << command << " (" << defined_in[command] << ") runs "
+          << (light ? "in both executables" : "in veritrain-torch only") << ", so its file is "
+          << (light ? "" : "not ") << "in VT_CLI_SHARED";
+    }
+  }
 }
 
 TEST(CommandTable, BothExecutablesListTheSameCommandsAndSummaries) {
