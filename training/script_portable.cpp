@@ -147,17 +147,18 @@ constexpr Rewrite kRewrites[] = {
 
 // Operators on tensors that round nothing (views, copies, shapes) or one IEEE operation per
 // element, the same on every CPU at every vector width: element-wise add, sub, mul, div (alpha
-// 1, no rounding mode). Their gradients are of the same kinds.
+// 1, no rounding mode), dtype conversions (uint8 images to float). Their gradients are of the
+// same kinds.
 const std::set<std::string> kExact = {
-    "aten::add",         "aten::add_",       "aten::sub",      "aten::sub_",
-    "aten::mul",         "aten::mul_",       "aten::div",      "aten::div_",
-    "aten::neg",         "aten::flatten",    "aten::view",     "aten::reshape",
-    "aten::permute",     "aten::transpose",  "aten::t",        "aten::contiguous",
-    "aten::unsqueeze",   "aten::squeeze",    "aten::slice",    "aten::select",
-    "aten::cat",         "aten::stack",      "aten::clone",    "aten::detach",
-    "aten::expand",      "aten::chunk",      "aten::split",    "aten::narrow",
-    "aten::size",        "aten::dim",        "aten::numel",    "aten::len",
-    "aten::__getitem__", "aten::zeros_like", "aten::ones_like"};
+    "aten::add",         "aten::add_",       "aten::sub",       "aten::sub_",
+    "aten::mul",         "aten::mul_",       "aten::div",       "aten::div_",
+    "aten::neg",         "aten::flatten",    "aten::view",      "aten::reshape",
+    "aten::permute",     "aten::transpose",  "aten::t",         "aten::contiguous",
+    "aten::unsqueeze",   "aten::squeeze",    "aten::slice",     "aten::select",
+    "aten::cat",         "aten::stack",      "aten::clone",     "aten::detach",
+    "aten::expand",      "aten::chunk",      "aten::split",     "aten::narrow",
+    "aten::size",        "aten::dim",        "aten::numel",     "aten::len",
+    "aten::__getitem__", "aten::zeros_like", "aten::ones_like", "aten::to"};
 
 bool touches_tensors(const torch::jit::Node* n) {
   for (const torch::jit::Value* v : n->inputs()) {
@@ -296,8 +297,9 @@ Status make_portable(torch::jit::Module& module, const std::string& file) {
       names +
       ". Portable kernels: linear, conv2d, conv3d (dilation 1, groups 1), batch_norm, "
       "layer_norm (last dimension), relu, gelu, dropout, adaptive_avg_pool2d(1), mean over the "
-      "spatial dimensions, cross_entropy, mse_loss; and views, copies and element-wise add, sub, "
-      "mul, div, which round alike everywhere (docs/portable.md, \"TorchScript modules\"). "
+      "spatial dimensions, cross_entropy, mse_loss; and views, copies, conversions and "
+      "element-wise add, sub, mul, div, which round alike everywhere (docs/portable.md, "
+      "\"TorchScript modules\"). "
       "Train this module with determinism exact or tolerance, or write it with those.");
 }
 

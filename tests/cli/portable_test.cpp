@@ -195,7 +195,7 @@ class Net(nn.Module):
         s.short = nn.Conv2d(8, 16, 1, stride=2)
         s.fc = nn.Linear(16, 4); s.drop = nn.Dropout(0.2); s.pool = nn.AdaptiveAvgPool2d(1)
     def forward(s, x):
-        y = F.relu(s.b1(s.c1(x.view(-1, 2, 4, 4))))
+        y = F.relu(s.b1(s.c1(x.float().view(-1, 2, 4, 4))))
         z = F.relu(s.b2(s.c2(y)) + s.short(y))
         return s.fc(s.drop(s.pool(z).flatten(1)))
 class Squash(nn.Module):
