@@ -192,9 +192,35 @@ VT_WIDE void col2im(const ConvShape& s, const Grid& grid, const float* dcol, std
   }
 }
 
+// dwᵀ[q][o] for rows [q0, q0 + nq), example b's part of the chain over (b, then p), continued
+// from dwᵀ: one output row (z, i) per product (its positions lie side by side in the grid at
+// `own`), the column matrix the left operand and dyᵀ the right one.
+void weight_gradient_rows(const ConvShape& s, const Grid& grid, const float* own, std::int64_t b,
+                          const float* dy_t, std::int64_t q0, std::int64_t nq, float* dw_t) {
+  const std::int64_t positions = s.out_positions(), out = s.out_channels;
+  const std::int64_t oh = s.out(1), ow = s.out(2);
+  for (std::int64_t r = 0; r < s.out(0) * oh; ++r) {
+    const float* row = own + (r / oh * grid.dims[1] + r % oh) * grid.dims[2];
+    gemm(nq, out, ow, {row, 0, 1, grid.offsets.data() + q0},
+         {dy_t + (b * positions + r * ow) * out, out, 1}, dw_t + q0 * out, out,
+         /*accumulate=*/b > 0 || r > 0);
+  }
+}
+
+// Whether dx is the transposed convolution of conv.h: stride 1, and padding that leaves the
+// transposed one a padding of its own (k − 1 − p ≥ 0).
+bool transposed_is_stride_one(const ConvShape& s) {
+  for (int d = 0; d < 3; ++d) {
+    if (s.stride[d] != 1 || s.padding[d] > s.kernel[d] - 1) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 // y = the convolution, one product per tile of grid positions p'; the p' with j ≥ OW or i ≥ OH
 // are no outputs: computed in vain (2 of every 34 columns at 32 × 32) and dropped.
-void forward(const ConvShape& s, const float* x, const float* w, const float* bias, float* y) {
+void conv_forward(const ConvShape& s, const float* x, const float* w, const float* bias, float* y) {
   const Grid grid = grid_of(s);
   const std::int64_t od = s.out(0), oh = s.out(1), ow = s.out(2), positions = s.out_positions();
   const std::int64_t hq = grid.dims[1], wq = grid.dims[2];
@@ -230,36 +256,6 @@ void forward(const ConvShape& s, const float* x, const float* w, const float* bi
       }
     }
   });
-}
-
-// dwᵀ[q][o] for rows [q0, q0 + nq), example b's part of the chain over (b, then p), continued
-// from dwᵀ: one output row (z, i) per product (its positions lie side by side in the grid at
-// `own`), the column matrix the left operand and dyᵀ the right one.
-void weight_gradient_rows(const ConvShape& s, const Grid& grid, const float* own, std::int64_t b,
-                          const float* dy_t, std::int64_t q0, std::int64_t nq, float* dw_t) {
-  const std::int64_t positions = s.out_positions(), out = s.out_channels;
-  const std::int64_t oh = s.out(1), ow = s.out(2);
-  for (std::int64_t r = 0; r < s.out(0) * oh; ++r) {
-    const float* row = own + (r / oh * grid.dims[1] + r % oh) * grid.dims[2];
-    gemm(nq, out, ow, {row, 0, 1, grid.offsets.data() + q0},
-         {dy_t + (b * positions + r * ow) * out, out, 1}, dw_t + q0 * out, out,
-         /*accumulate=*/b > 0 || r > 0);
-  }
-}
-
-// Whether dx is the transposed convolution of conv.h: stride 1, and padding that leaves the
-// transposed one a padding of its own (k − 1 − p ≥ 0).
-bool transposed_is_stride_one(const ConvShape& s) {
-  for (int d = 0; d < 3; ++d) {
-    if (s.stride[d] != 1 || s.padding[d] > s.kernel[d] - 1) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
-void conv_forward(const ConvShape& s, const float* x, const float* w, const float* bias, float* y) {
-  forward(s, x, w, bias, y);
 }
 
 void conv_backward(const ConvShape& s, const float* x, const float* w, const float* dy, float* dx,
@@ -316,7 +312,7 @@ void conv_backward(const ConvShape& s, const float* x, const float* w, const flo
         for (std::int64_t tap = 0; tap < taps; ++tap) to[taps - 1 - tap] = from[tap];
       }
     }
-    forward(t, dy, flipped.data(), nullptr, dx);
+    conv_forward(t, dy, flipped.data(), nullptr, dx);
   } else if (dx != nullptr) {
     // dcol[q][p] = chain over o of w[o][q]·dy[b][o][p], a group of input channels at a time,
     // then those channels of dx from it.

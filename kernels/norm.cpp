@@ -9,22 +9,17 @@
 namespace vt::kernels {
 namespace {
 
-// Mean and variance of the `segments` runs of `length` values at x, x + stride, ...: two chains
-// in that order, the second over the squared deviations from the first's mean.
-void moments(const float* x, std::int64_t segments, std::int64_t length, std::int64_t stride,
-             float& mean, float& var) {
-  const float count = static_cast<float>(segments * length);
+// Mean and variance of the n values at x: two chains in order, the second over the squared
+// deviations from the first's mean.
+void moments(const float* x, std::int64_t n, float& mean, float& var) {
+  const float count = static_cast<float>(n);
   float sum = 0.0f;
-  for (std::int64_t g = 0; g < segments; ++g) {
-    for (std::int64_t i = 0; i < length; ++i) sum = sum + x[g * stride + i];
-  }
+  for (std::int64_t i = 0; i < n; ++i) sum = sum + x[i];
   mean = sum / count;
   float squares = 0.0f;
-  for (std::int64_t g = 0; g < segments; ++g) {
-    for (std::int64_t i = 0; i < length; ++i) {
-      const float d = x[g * stride + i] - mean;
-      squares = squares + d * d;
-    }
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float d = x[i] - mean;
+    squares = squares + d * d;
   }
   var = squares / count;
 }
@@ -44,7 +39,8 @@ float lane_total(const Lanes& lanes) {
   float t[kLanes];
   __builtin_memcpy(t, &lanes, sizeof t);
   for (int width = kLanes / 2; width >= 1; width /= 2) {
-    for (int l = 0; l < width; ++l) t[l] = t[2 * l] + t[2 * l + 1];
+    for (std::size_t l = 0; l < static_cast<std::size_t>(width); ++l)
+      t[l] = t[2 * l] + t[2 * l + 1];
   }
   return t[0];
 }
@@ -273,7 +269,7 @@ void layer_norm(std::int64_t rows, std::int64_t width, const float* x, const flo
     for (std::int64_t r = begin; r < end; ++r) {
       const float* in = x + r * width;
       float m = 0.0f, var = 0.0f;
-      moments(in, 1, width, width, m, var);
+      moments(in, width, m, var);
       const float inv = 1.0f / std::sqrt(var + eps);
       mean[r] = m;
       rstd[r] = inv;
