@@ -10,8 +10,10 @@
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "training/internal/ops.h"
@@ -161,13 +163,10 @@ const std::set<std::string> kExact = {
     "aten::__getitem__", "aten::zeros_like", "aten::ones_like", "aten::to"};
 
 bool touches_tensors(const torch::jit::Node* n) {
-  for (const torch::jit::Value* v : n->inputs()) {
-    if (v->type()->kind() == c10::TypeKind::TensorType) return true;
-  }
-  for (const torch::jit::Value* v : n->outputs()) {
-    if (v->type()->kind() == c10::TypeKind::TensorType) return true;
-  }
-  return false;
+  const auto tensor = [](const torch::jit::Value* v) {
+    return v->type()->kind() == c10::TypeKind::TensorType;
+  };
+  return std::ranges::any_of(n->inputs(), tensor) || std::ranges::any_of(n->outputs(), tensor);
 }
 
 // What keeps an operator of kExact from being exact: an alpha other than 1 (a product rounded
@@ -194,18 +193,22 @@ std::string describe(const torch::jit::Node* n) {
   return std::string(n->kind().toQualString()) + (overload.empty() ? "" : "." + overload);
 }
 
-void collect(torch::jit::Block* block, std::vector<torch::jit::Node*>& rewrite,
+// The nodes to rewrite, each with the operator it becomes, and the operators refused.
+using Rewrites = std::vector<std::pair<torch::jit::Node*, const char*>>;
+void collect(torch::jit::Block* block, Rewrites& rewrite,
              std::map<std::string, std::string>& refused) {
   for (torch::jit::Node* n : block->nodes()) {
     for (torch::jit::Block* inner : n->blocks()) collect(inner, rewrite, refused);
     const std::string kind = n->kind().toQualString();
     if (kind.rfind("prim::", 0) == 0 || !touches_tensors(n)) continue;
-    bool mapped = false;
-    for (const Rewrite& r : kRewrites) mapped |= kind == r.aten && overload_of(n) == r.overload;
-    if (mapped && kind == "aten::relu_" && n->input(0)->uses().size() > 1) {
+    const char* ours = nullptr;
+    for (const Rewrite& r : kRewrites) {
+      if (kind == r.aten && overload_of(n) == r.overload) ours = r.ours;
+    }
+    if (ours != nullptr && kind == "aten::relu_" && n->input(0)->uses().size() > 1) {
       refused.emplace(describe(n), "in place on a tensor used again");
-    } else if (mapped) {
-      rewrite.push_back(n);
+    } else if (ours != nullptr) {
+      rewrite.emplace_back(n, ours);
     } else if (kExact.count(kind) == 0) {
       refused.emplace(describe(n), "");
     } else if (const std::string caveat = exact_caveat(n); !caveat.empty()) {
@@ -257,27 +260,18 @@ TORCH_LIBRARY_IMPL(veritrain, CompositeImplicitAutograd, m) {
 void set_script_ops(Ops* ops) { t_script_ops = ops; }
 
 Status make_portable(torch::jit::Module& module, const std::string& file) {
-  std::vector<torch::jit::Function*> methods;
-  for (const char* name : {"forward"}) {
-    if (auto method = module.find_method(name)) methods.push_back(&method->function());
-  }
+  std::shared_ptr<torch::jit::Graph> graph =
+      torch::jit::toGraphFunction(module.get_method("forward").function()).graph();
+  torch::jit::Inline(*graph);
+  // Branches on constants (F.relu's `if inplace`) folded away, so that only the operators that
+  // can run are judged. Tensors are never folded: that would be LibTorch's arithmetic.
+  torch::jit::ConstantPropagationImmutableTypes(graph);
+  torch::jit::EliminateDeadCode(graph);
+  Rewrites rewrite;
   std::map<std::string, std::string> refused;
-  for (torch::jit::Function* function : methods) {
-    std::shared_ptr<torch::jit::Graph> graph = torch::jit::toGraphFunction(*function).graph();
-    torch::jit::Inline(*graph);
-    // Branches on constants (F.relu's `if inplace`) folded away, so that only the operators
-    // that can run are judged. Tensors are never folded: that would be LibTorch's arithmetic.
-    torch::jit::ConstantPropagationImmutableTypes(graph);
-    torch::jit::EliminateDeadCode(graph);
-    std::vector<torch::jit::Node*> rewrite;
-    collect(graph->block(), rewrite, refused);
-    if (!refused.empty()) continue;
-    for (torch::jit::Node* n : rewrite) {
-      const std::string kind = n->kind().toQualString();
-      const char* ours = nullptr;
-      for (const Rewrite& r : kRewrites) {
-        if (kind == r.aten) ours = r.ours;
-      }
+  collect(graph->block(), rewrite, refused);
+  if (refused.empty()) {
+    for (const auto& [n, ours] : rewrite) {
       torch::jit::Node* replacement =
           graph->create(c10::Symbol::fromQualString(ours), n->inputs(), n->outputs().size());
       replacement->insertBefore(n);

@@ -78,13 +78,15 @@ class ScriptNetwork final : public Network {
     for (const auto& b : module_.named_buffers(true)) out.emplace_back(b.name, b.value);
     return out;
   }
+  // run_ is module_ itself in LibTorch's arithmetic, a clone with its own attributes in the
+  // portable one.
   void to(const at::Device& device) override {
     module_.to(device);
     if (ops_) run_.to(device);
   }
   void set_training(bool training) override {
     module_.train(training);
-    run_.train(training);
+    if (ops_) run_.train(training);
   }
   Status save_torchscript(const std::filesystem::path& file) override {
     std::ostringstream out;
@@ -97,11 +99,9 @@ class ScriptNetwork final : public Network {
     const std::size_t arity = args.size();
     c10::IValue result;
     try {
-      set_script_ops(ops_.get());
+      const ScriptOpsScope scope(ops_.get());
       result = run_.forward(std::move(args));
-      set_script_ops(nullptr);
     } catch (const std::exception& e) {
-      set_script_ops(nullptr);
       const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
       std::string message =
           model_message(c10_error ? c10_error->what_without_backtrace() : e.what());

@@ -24,4 +24,12 @@ Status make_portable(torch::jit::Module& module, const std::string& file);
 // thread, until the next call (nullptr: none; dropout in training then fails).
 void set_script_ops(Ops* ops);
 
+// set_script_ops(ops) for one forward pass, however it ends.
+struct ScriptOpsScope {
+  explicit ScriptOpsScope(Ops* ops) { set_script_ops(ops); }
+  ~ScriptOpsScope() { set_script_ops(nullptr); }
+  ScriptOpsScope(const ScriptOpsScope&) = delete;
+  ScriptOpsScope& operator=(const ScriptOpsScope&) = delete;
+};
+
 }  // namespace vt::training
