@@ -66,7 +66,7 @@ const Config kConfigs[] = {
 
 std::string write_task(const testing::ScratchDir& dir, const Config& c, const std::string& extra,
                        int batch = 8) {
-  const std::string file = (dir / (std::string(c.name) + ".json")).string();
+  std::string file = (dir / (std::string(c.name) + ".json")).string();
   auto init = run_command(veritrain_binary() + " task init --determinism portable " + c.flags +
                               " --epochs 3 --steps-per-epoch 2 --batch-size " +
                               std::to_string(batch) + " " + extra + " --out " + file,
@@ -75,11 +75,10 @@ std::string write_task(const testing::ScratchDir& dir, const Config& c, const st
   return file;
 }
 
-class PortableAcrossMachines : public ::testing::TestWithParam<Config> {};
-
-TEST_P(PortableAcrossMachines, EverySettingCommitsTheSameRootsAndVerifiesEveryOther) {
-  testing::ScratchDir dir;
-  const std::string task = write_task(dir, GetParam(), "");
+// Trains `task` under every setting into dir/w-<setting>: each commits `roots` roots (epoch 0
+// included), the same as the first setting's.
+void train_under_every_setting(const testing::ScratchDir& dir, const std::string& task,
+                               std::size_t roots) {
   const std::vector<Setting> all = settings();
   std::vector<std::string> reference;
   for (const Setting& s : all) {
@@ -88,11 +87,20 @@ TEST_P(PortableAcrossMachines, EverySettingCommitsTheSameRootsAndVerifiesEveryOt
                              wd.string() + " --threads " + std::to_string(s.threads),
                          dir.path());
     ASSERT_EQ(r.exit_code, 0) << s.name() << ": " << r.err;
-    const auto roots = committed_roots(wd / "commitments.log");
-    ASSERT_EQ(roots.size(), 4u) << s.name();
-    if (reference.empty()) reference = roots;
-    EXPECT_EQ(roots, reference) << s.name() << " against " << all.front().name();
+    const auto committed = committed_roots(wd / "commitments.log");
+    ASSERT_EQ(committed.size(), roots) << s.name();
+    if (reference.empty()) reference = committed;
+    EXPECT_EQ(committed, reference) << s.name() << " against " << all.front().name();
   }
+}
+
+class PortableAcrossMachines : public ::testing::TestWithParam<Config> {};
+
+TEST_P(PortableAcrossMachines, EverySettingCommitsTheSameRootsAndVerifiesEveryOther) {
+  testing::ScratchDir dir;
+  const std::string task = write_task(dir, GetParam(), "");
+  const std::vector<Setting> all = settings();
+  ASSERT_NO_FATAL_FAILURE(train_under_every_setting(dir, task, 4));
   // Each workdir verified under the next setting: another capability or thread count.
   for (std::size_t i = 0; i < all.size(); ++i) {
     const Setting& at = all[(i + 1) % all.size()];
@@ -113,7 +121,7 @@ INSTANTIATE_TEST_SUITE_P(Zoo, PortableAcrossMachines, ::testing::ValuesIn(kConfi
 // The state a workdir committed for `epoch`, as canonical safetensors.
 fs::path extract(const testing::ScratchDir& dir, const fs::path& wd, int epoch,
                  const std::string& name) {
-  const fs::path out = dir / name;
+  fs::path out = dir / name;
   auto r = run_command(veritrain_binary() + " inspect " + wd.string() + " --epoch " +
                            std::to_string(epoch) + " --out " + out.string(),
                        dir.path());
@@ -217,25 +225,13 @@ TEST(PortableTorchScript, ItsOperatorsRunOnPortableKernelsAlikeEverywhere) {
   const std::string flags =
       " --model torchscript --model-file net.pt --epochs 2 --steps-per-epoch 3 --batch-size 8";
   for (const char* determinism : {"portable", "exact"}) {
-    auto init = run_command(in + veritrain_binary() + " task init --determinism " + determinism +
-                                flags + " --out " + determinism + ".json",
-                            dir.path());
+    std::string command = in + veritrain_binary() + " task init --determinism ";
+    command += std::string(determinism) + flags + " --out " + determinism + ".json";
+    auto init = run_command(command, dir.path());
     ASSERT_EQ(init.exit_code, 0) << init.err;
   }
   const std::vector<Setting> all = settings();
-  std::vector<std::string> reference;
-  for (const Setting& s : all) {
-    const fs::path wd = dir / ("w-" + s.name());
-    auto r =
-        run_command(in + s.env() + veritrain_binary() + " train --task portable.json --workdir " +
-                        wd.string() + " --threads " + std::to_string(s.threads),
-                    dir.path());
-    ASSERT_EQ(r.exit_code, 0) << s.name() << ": " << r.err;
-    const auto roots = committed_roots(wd / "commitments.log");
-    ASSERT_EQ(roots.size(), 3u) << s.name();
-    if (reference.empty()) reference = roots;
-    EXPECT_EQ(roots, reference) << s.name() << " against " << all.front().name();
-  }
+  ASSERT_NO_FATAL_FAILURE(train_under_every_setting(dir, (dir / "portable.json").string(), 3));
   const Setting& first = all.front();
   const Setting& last = all.back();
   auto v = run_command(in + last.env() + veritrain_binary() +
