@@ -85,13 +85,17 @@ int main(int argc, char** argv) {
   std::int64_t steps = 10;
   app.add_option("--rounds", rounds, "Epochs timed per side (best of)")->capture_default_str();
   app.add_option("--steps", steps, "Steps per timed epoch")->capture_default_str();
+  std::vector<std::string> models = {"gpt", "mlp", "cnn"};
+  app.add_option("--models", models, "Zoo models whose steps are timed")
+      ->delimiter(',')
+      ->capture_default_str();
   if (auto code = vt::bench::parse_flags(app, argc, argv)) return *code;
   Report report(argc, argv);
   at::set_num_threads(1);
   vt::kernels::set_threads(1);
   report.add("threads", 1);
   report.add("gemm_vs_torch_mm", gemm_vs_torch(report));
-  for (const char* model : {"gpt", "mlp", "cnn"}) {
+  for (const std::string& model : models) {
     auto task = vt::training::default_task(model, "synthetic");
     if (!task.ok()) {
       std::cerr << "bench_portable: " << task.error().message << "\n";
@@ -99,9 +103,9 @@ int main(int argc, char** argv) {
     }
     task->steps_per_epoch = steps;
     const auto [exact, ours] = step_seconds(*task, rounds);
-    report.add(std::string("step_ms_exact_") + model, exact * 1e3);
-    report.add(std::string("step_ms_portable_") + model, ours * 1e3);
-    report.add(std::string("step_vs_exact_") + model, exact / ours);
+    report.add("step_ms_exact_" + model, exact * 1e3);
+    report.add("step_ms_portable_" + model, ours * 1e3);
+    report.add("step_vs_exact_" + model, exact / ours);
   }
   return 0;
 }

@@ -27,6 +27,8 @@ const MicroKernel& kernel(std::int64_t n) {
         return avx2::micro_kernel();
       case Isa::kGeneric:
         break;
+      case Isa::kScalar:
+        return scalar::micro_kernel();
     }
 #endif
     return generic::micro_kernel();

@@ -1,4 +1,4 @@
-// The gemm inner loop for AVX2 (compiled with -mavx2 and without -mfma): 8 lanes.
+// The gemm inner loop for AVX2 with FMA (compiled with -mavx2 -mfma): 8 lanes.
 #define VT_GEMM_NAMESPACE avx2
 #define VT_GEMM_W 8
 #define VT_GEMM_MR 6

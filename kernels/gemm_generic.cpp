@@ -1,4 +1,5 @@
-// The gemm inner loop for any x86-64 (SSE2) or other CPU: 4 lanes.
+// The gemm inner loop with 4 lanes: on x86-64 for CPUs with FMA but without AVX2 (compiled with
+// -mfma), elsewhere for any CPU (aarch64 has the fused multiply-add in its base set).
 #define VT_GEMM_NAMESPACE generic
 #define VT_GEMM_W 4
 #define VT_GEMM_MR 4

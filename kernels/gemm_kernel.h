@@ -18,6 +18,9 @@ struct MicroKernel {
               bool load_c, int mr, int nr) = nullptr;
 };
 
+namespace scalar {  // x86-64 without FMA instructions: the C library's fmaf
+MicroKernel micro_kernel();
+}
 namespace generic {
 MicroKernel micro_kernel();
 }

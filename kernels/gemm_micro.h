@@ -1,14 +1,18 @@
 // The register-blocked inner loop of gemm, written once and compiled once per instruction set
-// and tile shape (gemm_generic.cpp, gemm_avx2.cpp, gemm_avx512.cpp, each with its own -m flags;
-// each inclusion in its own namespace, so the linker never merges an AVX-512 copy into a generic
-// caller). No include guard: a file may include it once per tile shape, with other macros.
+// and tile shape (gemm_scalar.cpp, gemm_generic.cpp, gemm_avx2.cpp, gemm_avx512.cpp, each with
+// its own -m flags; each inclusion in its own namespace, so the linker never merges an AVX-512
+// copy into a generic caller). No include guard: a file may include it once per tile shape, with
+// other macros.
 //
 // It multiplies an MR×kc panel of A by a kc×NR panel of B (gemm_kernel.h says where they lie)
 // into an MR×NR tile of C. acc[i][j] holds C[i][j]'s chain: for each k in order,
-// acc = acc + a*b, a GCC vector holding W consecutive j. The build forbids contraction
-// (-ffp-contract=off), so the product and the sum round separately, as docs/portable.md says.
+// acc = fma(a, b, acc), rounded once, a GCC vector holding W consecutive j. The fusion is
+// written out (`fused`), never left to the compiler, which the build forbids to contract.
 
 #include <cstdint>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "kernels/gemm_kernel.h"
 
@@ -31,6 +35,39 @@ inline Vec load(const float* p) {
   return v;
 }
 inline void store(float* p, Vec v) { __builtin_memcpy(p, &v, sizeof v); }
+
+// The vector of x in every lane, and a·b + c rounded once (IEEE 754 fusedMultiplyAdd) lane by
+// lane: the instruction where the target has one, else the C library's fmaf (exact, and slow).
+#if VT_GEMM_W == 16 && defined(__AVX512F__)
+inline Vec broadcast(float x) { return reinterpret_cast<Vec>(_mm512_set1_ps(x)); }
+inline Vec fused(Vec a, Vec b, Vec c) {
+  return reinterpret_cast<Vec>(_mm512_fmadd_ps(
+      reinterpret_cast<__m512>(a), reinterpret_cast<__m512>(b), reinterpret_cast<__m512>(c)));
+}
+#elif VT_GEMM_W == 8 && defined(__FMA__)
+inline Vec broadcast(float x) { return reinterpret_cast<Vec>(_mm256_set1_ps(x)); }
+inline Vec fused(Vec a, Vec b, Vec c) {
+  return reinterpret_cast<Vec>(_mm256_fmadd_ps(
+      reinterpret_cast<__m256>(a), reinterpret_cast<__m256>(b), reinterpret_cast<__m256>(c)));
+}
+#elif VT_GEMM_W == 4 && defined(__FMA__)
+inline Vec broadcast(float x) { return reinterpret_cast<Vec>(_mm_set1_ps(x)); }
+inline Vec fused(Vec a, Vec b, Vec c) {
+  return reinterpret_cast<Vec>(_mm_fmadd_ps(
+      reinterpret_cast<__m128>(a), reinterpret_cast<__m128>(b), reinterpret_cast<__m128>(c)));
+}
+#else
+inline Vec broadcast(float x) {
+  Vec v;
+  for (int l = 0; l < kW; ++l) v[l] = x;
+  return v;
+}
+inline Vec fused(Vec a, Vec b, Vec c) {
+  Vec r;
+  for (int l = 0; l < kW; ++l) r[l] = __builtin_fmaf(a[l], b[l], c[l]);
+  return r;
+}
+#endif
 
 // A[i][k] and B's row k where the operands lie: at a fixed stride, or at an offset per row.
 struct StridedA {
@@ -80,7 +117,8 @@ void micro(std::int64_t kc, A a, B b, float* c, std::int64_t ldc, bool load_c, i
     for (int v = 0; v < kNV; ++v) bk[v] = load(row + v * kW);
     for (int i = 0; i < kMR; ++i) {
       const float ai = a.at(i, k);
-      for (int v = 0; v < kNV; ++v) acc[i][v] = acc[i][v] + ai * bk[v];
+      const Vec av = broadcast(ai);
+      for (int v = 0; v < kNV; ++v) acc[i][v] = fused(av, bk[v], acc[i][v]);
     }
   }
   if (full) {

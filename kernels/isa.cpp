@@ -10,6 +10,7 @@ Isa detect() {
 #if defined(__x86_64__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f")) return Isa::kAvx512;
+  if (!__builtin_cpu_supports("fma")) return Isa::kScalar;
   if (__builtin_cpu_supports("avx2")) return Isa::kAvx2;
 #endif
   return Isa::kGeneric;
@@ -21,6 +22,7 @@ Isa cap(Isa best) {
     if (v == nullptr) continue;
     const std::string s(v);
     Isa wanted = best;
+    if (s == "scalar") wanted = Isa::kScalar;
     if (s == "generic" || s == "default") wanted = Isa::kGeneric;
     if (s == "avx2") wanted = Isa::kAvx2;
     if (s == "avx512") wanted = Isa::kAvx512;
@@ -43,9 +45,11 @@ const char* isa_name(Isa isa) {
     case Isa::kAvx2:
       return "avx2";
     case Isa::kGeneric:
+      return "generic";
+    case Isa::kScalar:
       break;
   }
-  return "generic";
+  return "scalar";
 }
 
 }  // namespace vt::kernels

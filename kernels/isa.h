@@ -5,10 +5,11 @@
 
 namespace vt::kernels {
 
-enum class Isa { kGeneric, kAvx2, kAvx512 };
+// kScalar: an x86-64 CPU without FMA instructions, whose products call the C library's fmaf.
+enum class Isa { kScalar, kGeneric, kAvx2, kAvx512 };
 
 // The best this CPU runs, lowered by VT_KERNELS_ISA or ATEN_CPU_CAPABILITY when either is set
-// (generic/default, avx2, avx512): tests use them to run every code path on one machine.
+// (scalar, generic/default, avx2, avx512): tests use them to run every code path on one machine.
 Isa isa();
 const char* isa_name(Isa isa);
 

@@ -9,8 +9,9 @@ safetensors (docs/snapshot.md); --init builds epoch 0 from the task seed, taking
 `__metadata__` and the LibTorch generator bytes (`rng/cpu`, carried but never drawn from in
 portable mode) of EPOCH0. Covers the zoo models mlp, cnn, conv3d and gpt on synthetic data with
 every optimizer, schedule and gradient-group count. Every sum is a chain in the documented
-order, every operation one rounded binary32 operation, written from the docs page and sharing
-no code with veritrain: agreeing with it bit for bit means the page is complete.
+order, every operation one rounded binary32 operation (a product chain's fused multiply-add
+computed exactly in float64 and rounded once to binary32, `fma` below), written from the docs
+page and sharing no code with veritrain: agreeing with it bit for bit means the page is complete.
 Exit status: 0 written, 3 a task it does not cover, 2 bad input.
 """
 import json
@@ -42,11 +43,31 @@ def chain(x, axis=0):
     return np.add.accumulate(np.concatenate([zero, x]), axis=0, dtype=F)[-1]
 
 
+def fma(a, b, c):
+    """a·b + c in float32 rounded once (IEEE 754 fusedMultiplyAdd), from float64 operations.
+
+    a·b is exact in float64 (24 + 24 bits). Rounding a·b + c to float64 and then to float32 could
+    round twice the wrong way, so the float64 sum is taken *to odd* first: an inexact sum whose
+    last bit is even moves one float64 step towards the exact value (TwoSum gives the sign of
+    what was lost). Rounding to odd at 53 bits and then to nearest at 24 is the correctly
+    rounded result (53 >= 24 + 2; Boldo and Melquiond, "Emulation of FMA and correctly rounded
+    sums: proved algorithms using rounding to odd", IEEE TC 2008)."""
+    p = np.asarray(a, np.float64) * np.asarray(b, np.float64)
+    c = np.asarray(c, np.float64)
+    s = p + c
+    virtual_c = s - p
+    lost = (p - (s - virtual_c)) + (c - virtual_c)
+    even = (s.view(np.int64) & 1) == 0
+    to_odd = (lost != 0) & even & np.isfinite(s)
+    s = np.where(to_odd, np.nextafter(s, np.where(lost > 0, np.inf, -np.inf)), s)
+    return s.astype(F)
+
+
 def mm(a, b, start=None):
-    """a [..., M, K] · b [..., K, N]: every output one chain over k."""
+    """a [..., M, K] · b [..., K, N]: every output one chain over k of fused multiply-adds."""
     out = np.zeros(a.shape[:-1] + (b.shape[-1],), F) if start is None else start.astype(F)
     for k in range(a.shape[-1]):
-        out = out + a[..., :, k:k + 1] * b[..., k:k + 1, :]
+        out = fma(a[..., :, k:k + 1], b[..., k:k + 1, :], out)
     return out
 
 

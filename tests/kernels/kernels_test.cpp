@@ -29,17 +29,19 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
+// a·b + c rounded once: the step of a product's chain (docs/portable.md, "Matrix products").
+float fused(float a, float b, float c) { return std::fma(a, b, c); }
+
 // docs/portable.md, "Matrix products": one chain per output, k ascending.
 std::vector<float> naive_product(std::int64_t m, std::int64_t n, std::int64_t k, MatrixRef a,
                                  MatrixRef b, const std::vector<float>* start = nullptr) {
   std::vector<float> c(static_cast<std::size_t>(m * n));
   for (std::int64_t i = 0; i < m; ++i) {
     for (std::int64_t j = 0; j < n; ++j) {
-      volatile float s = start ? (*start)[static_cast<std::size_t>(i * n + j)] : 0.0f;
+      float s = start ? (*start)[static_cast<std::size_t>(i * n + j)] : 0.0f;
       for (std::int64_t q = 0; q < k; ++q) {
-        volatile float p = a.data[i * a.row_stride + q * a.col_stride] *
-                           b.data[q * b.row_stride + j * b.col_stride];
-        s = s + p;
+        s = fused(a.data[i * a.row_stride + q * a.col_stride],
+                  b.data[q * b.row_stride + j * b.col_stride], s);
       }
       c[static_cast<std::size_t>(i * n + j)] = s;
     }
@@ -123,7 +125,7 @@ TEST(Conv, ForwardIsTheDocumentedChainOverChannelsAndTaps) {
     for (std::int64_t o = 0; o < s.out_channels; ++o) {
       for (std::int64_t i = 0; i < oh; ++i) {
         for (std::int64_t j = 0; j < ow; ++j) {
-          volatile float acc = 0.0f;
+          float acc = 0.0f;
           for (std::int64_t c = 0; c < s.in_channels; ++c) {
             for (std::int64_t u = 0; u < 3; ++u) {
               for (std::int64_t v = 0; v < 3; ++v) {
@@ -131,8 +133,7 @@ TEST(Conv, ForwardIsTheDocumentedChainOverChannelsAndTaps) {
                 const float in = h >= 0 && h < 7 && ww >= 0 && ww < 6
                                      ? x[static_cast<std::size_t>(((b * 3 + c) * 7 + h) * 6 + ww)]
                                      : 0.0f;
-                volatile float p = w[static_cast<std::size_t>(o * 27 + (c * 3 + u) * 3 + v)] * in;
-                acc = acc + p;
+                acc = fused(w[static_cast<std::size_t>(o * 27 + (c * 3 + u) * 3 + v)], in, acc);
               }
             }
           }
@@ -199,11 +200,10 @@ TEST(Conv, AnyStrideAndThreeDimensionsForwardAndBackwardAreTheDocumentedChains) 
       for (std::int64_t b = 0; b < s.batch; ++b) {
         for (std::int64_t o = 0; o < s.out_channels; ++o) {
           for (std::int64_t p = 0; p < positions; ++p) {
-            volatile float acc = 0.0f;
+            float acc = 0.0f;
             for (std::int64_t q = 0; q < rows; ++q) {
-              volatile float prod =
-                  w[static_cast<std::size_t>(o * rows + q)] * column_entry(s, x, b, q, p);
-              acc = acc + prod;
+              acc = fused(w[static_cast<std::size_t>(o * rows + q)], column_entry(s, x, b, q, p),
+                          acc);
             }
             want_y[static_cast<std::size_t>((b * s.out_channels + o) * positions + p)] =
                 acc + bias[static_cast<std::size_t>(o)];
@@ -212,13 +212,11 @@ TEST(Conv, AnyStrideAndThreeDimensionsForwardAndBackwardAreTheDocumentedChains) 
       }
       for (std::int64_t o = 0; o < s.out_channels; ++o) {
         for (std::int64_t q = 0; q < rows; ++q) {
-          volatile float acc = 0.0f;
+          float acc = 0.0f;
           for (std::int64_t b = 0; b < s.batch; ++b) {
             for (std::int64_t p = 0; p < positions; ++p) {
-              volatile float prod =
-                  dy[static_cast<std::size_t>((b * s.out_channels + o) * positions + p)] *
-                  column_entry(s, x, b, q, p);
-              acc = acc + prod;
+              acc = fused(dy[static_cast<std::size_t>((b * s.out_channels + o) * positions + p)],
+                          column_entry(s, x, b, q, p), acc);
             }
           }
           want_dw[static_cast<std::size_t>(o * rows + q)] = acc;
@@ -232,7 +230,7 @@ TEST(Conv, AnyStrideAndThreeDimensionsForwardAndBackwardAreTheDocumentedChains) 
           for (std::int64_t pos = 0; pos < s.in_positions(); ++pos) {
             const std::int64_t jj = pos % s.in[2], ii = pos / s.in[2] % s.in[1];
             const std::int64_t zz = pos / (s.in[2] * s.in[1]);
-            volatile float acc = 0.0f;
+            float acc = 0.0f;
             for (std::int64_t o = 0; o < s.out_channels; ++o) {
               for (std::int64_t tap = 0; tap < s.taps(); ++tap) {
                 const std::int64_t v = tap % s.kernel[2], u = tap / s.kernel[2] % s.kernel[1];
@@ -246,11 +244,9 @@ TEST(Conv, AnyStrideAndThreeDimensionsForwardAndBackwardAreTheDocumentedChains) 
                     inside ? dy[static_cast<std::size_t>((b * s.out_channels + o) * positions +
                                                          (z * s.out(1) + i) * s.out(2) + j)]
                            : 0.0f;
-                volatile float prod =
-                    w[static_cast<std::size_t>((o * s.in_channels + c) * s.taps() + s.taps() - 1 -
-                                               tap)] *
-                    g;
-                acc = acc + prod;
+                acc = fused(w[static_cast<std::size_t>((o * s.in_channels + c) * s.taps() +
+                                                       s.taps() - 1 - tap)],
+                            g, acc);
               }
             }
             want_dx[static_cast<std::size_t>((b * s.in_channels + c) * s.in_positions() + pos)] =
@@ -264,12 +260,11 @@ TEST(Conv, AnyStrideAndThreeDimensionsForwardAndBackwardAreTheDocumentedChains) 
           for (std::int64_t tap = 0; tap < s.taps(); ++tap) {
             const std::int64_t q = c * s.taps() + tap;
             for (std::int64_t p = 0; p < positions; ++p) {
-              volatile float dcol = 0.0f;
+              float dcol = 0.0f;
               for (std::int64_t o = 0; o < s.out_channels; ++o) {
-                volatile float prod =
-                    w[static_cast<std::size_t>(o * rows + q)] *
-                    dy[static_cast<std::size_t>((b * s.out_channels + o) * positions + p)];
-                dcol = dcol + prod;
+                dcol = fused(w[static_cast<std::size_t>(o * rows + q)],
+                             dy[static_cast<std::size_t>((b * s.out_channels + o) * positions + p)],
+                             dcol);
               }
               // Which input position column entry (q, p) reads, if any: perturb-free lookup.
               const std::int64_t v = q % s.kernel[2], u = q / s.kernel[2] % s.kernel[1];
