@@ -87,7 +87,7 @@ struct Task {
   std::uint64_t seed = 0;
   std::int64_t intra_op_threads = 1;
   std::string device = "cpu";         // "cpu" | "cuda"
-  std::string determinism = "exact";  // "exact" | "tolerance"
+  std::string determinism = "exact";  // "portable" | "exact" | "tolerance"
   std::string precision = "fp32";     // "fp32" | "tf32" | "bf16"
   FingerprintSpec fingerprint;
   ToleranceSpec tolerance;
@@ -106,6 +106,10 @@ Result<Task> load_task(const std::string& path);
 // Checks ranges, enumerations, digests and fields that only make sense together, for a task
 // parsed from JSON or built in code (`task init`); errors read like parse_task's.
 Status validate_task(const Task& task, std::string_view where = "task");
+
+// Whether a replay must reproduce the committed bits (portable and exact), rather than come
+// within the task's tolerance.
+inline bool replays_bit_for_bit(const Task& task) { return task.determinism != "tolerance"; }
 
 std::string canonical_task_json(const Task& task);  // sorted keys, no whitespace
 std::string pretty_task_json(

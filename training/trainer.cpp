@@ -275,20 +275,22 @@ Status check_snapshot_metadata(const Metadata& meta, Trainer::Impl& impl) {
     return invalid_input("snapshot: precision " + meta.at("precision") +
                          " differs from the task's " + impl.task.precision);
   }
-  const bool exact = impl.task.determinism == "exact";
+  const bool exact = replays_bit_for_bit(impl.task);
   const std::string threads = std::to_string(snapshot_threads(impl));
   if (meta.at("intra_op_threads") != threads) {
     std::string msg = "snapshot was made with " + meta.at("intra_op_threads") +
                       " intra-op threads, this replay uses " + threads;
     if (exact)
-      return invalid_input(
-          msg + "; exact mode needs the same count (run with the task's intra_op_threads)");
+      return invalid_input(msg + "; " + impl.task.determinism +
+                           " mode needs the same count (run with the task's intra_op_threads)");
     impl.notes.push_back(msg);
   }
   if (meta.at("device") != impl.device_class) {
     std::string msg =
         "snapshot was made on " + meta.at("device") + ", this replay runs on " + impl.device_class;
-    if (exact) return invalid_input(msg + "; exact mode needs the same device class");
+    if (exact)
+      return invalid_input(msg + "; " + impl.task.determinism +
+                           " mode needs the same device class");
     impl.notes.push_back(msg);
   }
   char* end = nullptr;

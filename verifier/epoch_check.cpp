@@ -162,7 +162,7 @@ bool eval_agrees(const EvalClaim& claimed, const EvalClaim& replayed, bool exact
 }
 
 fp::CompareMode compare_mode(const Task& task) {
-  return task.determinism == "exact" ? fp::CompareMode::kExact : fp::CompareMode::kTolerance;
+  return replays_bit_for_bit(task) ? fp::CompareMode::kExact : fp::CompareMode::kTolerance;
 }
 
 fp::Tolerance tolerance_of(const Task& task) {

@@ -27,7 +27,7 @@ std::string quoted(const std::string& v) { return printable(v).insert(0, 1, '"')
 void check_metadata(const SafetensorsView& view, std::uint64_t epoch, const CheckContext& ctx,
                     std::vector<std::string>& out) {
   const Task& task = *ctx.task;
-  const bool exact = task.determinism == "exact";
+  const bool exact = replays_bit_for_bit(task);
   auto get = [&](const char* key) -> const std::string* {
     auto it = view.metadata.find(key);
     if (it != view.metadata.end()) return &it->second;

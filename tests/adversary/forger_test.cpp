@@ -246,26 +246,29 @@ TEST(Forger, WithheldSnapshotIsARejection) {
       << reasons(v);
 }
 
-// Exact mode: the replay is the epoch, so the claimed loss must be its bits.
+// Exact and portable mode: the replay is the epoch, so the claimed loss must be its bits.
 TEST(Forger, WrongClaimedLossIsRejectedAndHonestLossIsVerified) {
-  Forged f(tiny_task(17));
-  const verifier::Verdict honest = verify_all(f);
-  ASSERT_TRUE(honest.accepted) << reasons(honest);
-  for (const auto& c : honest.checks) {
-    EXPECT_TRUE(c.loss_verified) << "epoch " << c.epoch;
-    ASSERT_TRUE(c.replay_loss.has_value());
-    EXPECT_EQ(*c.replay_loss, c.claimed_loss);
+  for (const char* determinism : {"exact", "portable"}) {
+    SCOPED_TRACE(determinism);
+    Forged f(tiny_task(17, 3, 0, determinism));
+    const verifier::Verdict honest = verify_all(f);
+    ASSERT_TRUE(honest.accepted) << reasons(honest);
+    for (const auto& c : honest.checks) {
+      EXPECT_TRUE(c.loss_verified) << "epoch " << c.epoch;
+      ASSERT_TRUE(c.replay_loss.has_value());
+      EXPECT_EQ(*c.replay_loss, c.claimed_loss);
+    }
+    Status s = reforge_workdir(
+        f.wd, provider_key(), [&](std::uint64_t e, CommitRecord& r, Bytes&) -> Status {
+          if (e == 2) r.metrics.loss = std::nextafter(r.metrics.loss, 0.0);  // one ulp lower
+          return {};
+        });
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    const verifier::Verdict v = verify_all(f);
+    EXPECT_FALSE(v.accepted);
+    EXPECT_NE(reasons(v).find("epoch 2: committed loss"), std::string::npos) << reasons(v);
+    EXPECT_EQ(v.reasons.size(), 1u) << reasons(v);  // epochs 1 and 3 still verify
   }
-  Status s = reforge_workdir(
-      f.wd, provider_key(), [&](std::uint64_t e, CommitRecord& r, Bytes&) -> Status {
-        if (e == 2) r.metrics.loss = std::nextafter(r.metrics.loss, 0.0);  // one ulp lower
-        return {};
-      });
-  ASSERT_TRUE(s.ok()) << s.error().message;
-  const verifier::Verdict v = verify_all(f);
-  EXPECT_FALSE(v.accepted);
-  EXPECT_NE(reasons(v).find("epoch 2: committed loss"), std::string::npos) << reasons(v);
-  EXPECT_EQ(v.reasons.size(), 1u) << reasons(v);  // epochs 1 and 3 still verify
 }
 
 // Exact mode: the trail must be the replay's, bit for bit; and its plans the task's, in any mode.
