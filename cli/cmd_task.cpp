@@ -120,6 +120,15 @@ Status cover_every_tensor(Task& task, const InitArgs& a) {
   return {};
 }
 
+// Portable arithmetic (the same bits on any CPU) unless --determinism says otherwise or the task
+// needs what portable does not cover (docs/portable.md, "Scope"): a GPU, another precision, or
+// the machine pinned by --pin-environment, which is exact mode's.
+std::string chosen_determinism(const Task& task, const InitArgs& a) {
+  if (!a.determinism.empty()) return a.determinism;
+  const bool covered = task.device == "cpu" && task.precision == "fp32" && !a.pin_environment;
+  return covered ? "portable" : "exact";
+}
+
 Result<Task> build_task(const InitArgs& a) {
   VT_ASSIGN_OR_RETURN(Task task, training::default_task(a.model, a.dataset));
   // An optimizer or schedule chosen on the command line comes with its own defaults: sgd's
@@ -143,7 +152,7 @@ Result<Task> build_task(const InitArgs& a) {
   if (a.trail >= 0) task.fingerprint.trail_interval = a.trail;
   if (!a.device.empty()) task.device = a.device;
   if (!a.precision.empty()) task.precision = a.precision;
-  if (!a.determinism.empty()) task.determinism = a.determinism;
+  task.determinism = chosen_determinism(task, a);
   if (task.determinism == "tolerance" && task.tolerance.rel_l2 == 0.0) {
     // The calibrated thresholds of docs/tolerance.md: honest cross-thread-count spread times a
     // margin of 10. Convolutions spread most; the cnn row covers them, the gpt row the rest.
@@ -178,7 +187,18 @@ Result<Task> build_task(const InitArgs& a) {
   }
   VT_RETURN_IF_ERROR(validate_task(task));
   VT_RETURN_IF_ERROR(training::validate_for_training(task));
-  VT_RETURN_IF_ERROR(cover_every_tensor(task, a));
+  if (Status covered = cover_every_tensor(task, a); !covered.ok()) {
+    // A TorchScript module with an operator that has no portable kernel trains in exact mode
+    // when nobody asked for portable: said on stderr, with the operators, not refused.
+    if (!a.determinism.empty() || task.determinism != "portable" ||
+        task.model.name != "torchscript") {
+      return covered.error();
+    }
+    task.determinism = "exact";
+    VT_RETURN_IF_ERROR(cover_every_tensor(task, a));
+    std::cerr << "task init: determinism exact, so a replay needs this machine's kind of CPU: "
+              << covered.error().message << "\n";
+  }
   if (a.pin_environment) {
     if (task.determinism != "exact" || task.device != "cpu") {
       return invalid_input(
@@ -222,8 +242,8 @@ void register_task(CLI::App& app, Context& ctx) {
                    "Intra-op threads (part of the task: CPU results depend on it)");
   init->add_option("--precision", a->precision, "fp32 | tf32 | bf16");
   init->add_option("--determinism", a->determinism,
-                   "portable (veritrain's own arithmetic: the same bits on any CPU) | exact | "
-                   "tolerance");
+                   "portable (veritrain's own arithmetic: the same bits on any CPU; the "
+                   "default on CPUs in fp32) | exact | tolerance");
   init->add_option("--optimizer", a->optimizer, "sgd | adam | adamw");
   init->add_option("--schedule", a->schedule, "constant | step | cosine");
   init->add_option("--lr", a->lr, "Base learning rate");

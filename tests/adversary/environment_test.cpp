@@ -38,7 +38,7 @@ struct Workdir {
   fs::path wd = dir / "wd";
 
   explicit Workdir(const std::string& model, const std::string& extra = "") {
-    auto init = run_command(veritrain_binary() + " task init --model " + model +
+    auto init = run_command(veritrain_binary() + " task init --determinism exact --model " + model +
                                 " --epochs 2 --steps-per-epoch 2 --batch-size 8 " + extra +
                                 " --out " + task.string(),
                             dir.path());
@@ -273,11 +273,12 @@ TEST(EnvironmentCliTask, ExactTasksWarnUntilPinnedAndThePinIsWhatThisMachineRepl
   EXPECT_NE(plan.out.find(warning), std::string::npos) << plan.out;
 
   const fs::path pinned = run.dir / "pinned.json";
-  auto init = run_command(veritrain_binary() +
-                              " task init --model mlp --epochs 2 --steps-per-epoch 2 "
-                              "--batch-size 8 --pin-environment --out " +
-                              pinned.string(),
-                          run.dir.path());
+  auto init =
+      run_command(veritrain_binary() +
+                      " task init --determinism exact --model mlp --epochs 2 --steps-per-epoch 2 "
+                      "--batch-size 8 --pin-environment --out " +
+                      pinned.string(),
+                  run.dir.path());
   ASSERT_EQ(init.exit_code, 0) << init.err;
   EXPECT_EQ(init.err.find(warning), std::string::npos) << init.err;
   auto task = load_task(pinned.string());

@@ -22,14 +22,15 @@ class ModelCheck : public ::testing::Test {
   }
 
   // A valid torchscript task whose module is then swapped for `module` (pinned by digest), as
-  // a requestor editing task.json by hand would: init itself refuses a broken module.
+  // a requestor editing task.json by hand would: init itself refuses a broken module. Exact
+  // mode, where LibTorch's kernels say what went wrong (portable mode's say it in their words).
   std::string task_with(const std::string& module, const std::string& extra = "") {
     std::string task = (dir_ / "task.json").string();
-    auto init = run_command(veritrain_binary() + " task init --model torchscript --model-file " +
-                                (fx_ / "ts_synthetic.pt").string() +
-                                " --epochs 2 --steps-per-epoch 3 --batch-size 8 " + extra +
-                                " --out " + task,
-                            dir_.path());
+    auto init = run_command(
+        veritrain_binary() + " task init --determinism exact --model torchscript --model-file " +
+            (fx_ / "ts_synthetic.pt").string() + " --epochs 2 --steps-per-epoch 3 --batch-size 8 " +
+            extra + " --out " + task,
+        dir_.path());
     EXPECT_EQ(init.exit_code, 0) << init.err;
     auto j = nlohmann::json::parse(*read_text_file(task));
     j["model"]["path"] = (fx_ / module).string();

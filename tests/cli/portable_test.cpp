@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/file_io.h"
 #include "tests/cli/reference_util.h"
 #include "tests/test_util.h"
@@ -262,6 +264,36 @@ TEST(PortableTorchScript, ItsOperatorsRunOnPortableKernelsAlikeEverywhere) {
   EXPECT_NE(refused.err.find("aten::sigmoid, aten::sum.dim_IntList"), std::string::npos)
       << refused.err;
   EXPECT_FALSE(fs::exists(dir / "squash.json"));
+  // Unasked, the same module gets exact mode, and task init says why.
+  auto fallback = run_command(in + veritrain_binary() +
+                                  " task init --model torchscript --model-file squash.pt --out " +
+                                  "squash.json",
+                              dir.path());
+  ASSERT_EQ(fallback.exit_code, 0) << fallback.err;
+  EXPECT_NE(fallback.err.find("determinism exact"), std::string::npos) << fallback.err;
+  EXPECT_NE(fallback.err.find("aten::sigmoid"), std::string::npos) << fallback.err;
+  auto written = nlohmann::json::parse(*read_text_file(dir / "squash.json"));
+  EXPECT_EQ(written["determinism"], "exact");
+}
+
+TEST(PortableDefault, TaskInitChoosesPortableOnCpusInFp32AndExactWhereItDoesNotReach) {
+  testing::ScratchDir dir;
+  struct Case {
+    const char* flags;
+    const char* determinism;
+  };
+  for (const Case& c :
+       {Case{"--model cnn", "portable"}, Case{"--model gpt --threads 4", "portable"},
+        Case{"--model mlp --precision bf16", "exact"}, Case{"--model mlp --device cuda", "exact"},
+        Case{"--model mlp --pin-environment", "exact"},
+        Case{"--model mlp --determinism tolerance", "tolerance"}}) {
+    const fs::path out = dir / "task.json";
+    auto init = run_command(veritrain_binary() + " task init " + c.flags + " --out " + out.string(),
+                            dir.path());
+    ASSERT_EQ(init.exit_code, 0) << c.flags << ": " << init.err;
+    auto task = nlohmann::json::parse(*read_text_file(out));
+    EXPECT_EQ(task["determinism"], c.determinism) << c.flags;
+  }
 }
 
 TEST(PortableRefusals, CudaAndOtherPrecisionsAreRefusedNamingTheField) {
@@ -278,7 +310,8 @@ TEST(PortableRefusals, CudaAndOtherPrecisionsAreRefusedNamingTheField) {
     EXPECT_NE(init.err.find(r.message), std::string::npos) << r.flags << ": " << init.err;
   }
   // train's --threads is the provider's choice only where bits do not depend on it.
-  auto init = run_command(veritrain_binary() + " task init --model mlp --epochs 1 --out " +
+  auto init = run_command(veritrain_binary() +
+                              " task init --determinism exact --model mlp --epochs 1 --out " +
                               (dir / "exact.json").string(),
                           dir.path());
   ASSERT_EQ(init.exit_code, 0);

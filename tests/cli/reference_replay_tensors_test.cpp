@@ -61,11 +61,11 @@ std::vector<Compared> replay_cases(const std::vector<Case>& cases, const std::st
                                          (work / "data").string() + " " + c.digits_args,
                                      dir.path());
     EXPECT_EQ(made.exit_code, 0) << made.err;
-    auto init =
-        testing::run_command("cd " + work.string() + " && " + testing::veritrain_binary() +
-                                 " task init --dataset tensors --epochs 2 --seed 5" + c.model +
-                                 data_files(c.digits_args) + " " + c.init_args + " --out task.json",
-                             dir.path());
+    auto init = testing::run_command(
+        "cd " + work.string() + " && " + testing::veritrain_binary() +
+            " task init --determinism exact --dataset tensors --epochs 2 --seed 5" + c.model +
+            data_files(c.digits_args) + " " + c.init_args + " --out task.json",
+        dir.path());
     EXPECT_EQ(init.exit_code, 0) << c.name << ": " << init.err;
     const fs::path task = work / "task.json";
     json t = json::parse(*read_text_file(task));
@@ -202,12 +202,13 @@ TEST(ReferenceReplayTensors, ReferenceRefusesAFileThatDoesNotMatchItsPin) {
     GTEST_SKIP() << "python3-torch / numpy / sklearn not installed (scripts/setup.sh)";
   testing::ScratchDir dir;
   ASSERT_NO_FATAL_FAILURE(digits_task_start(dir, "--shards 3"));
-  auto init = testing::run_command(
-      "cd " + dir.path().string() + " && " + testing::veritrain_binary() +
-          " task init --model mlp --dataset tensors --option input_dim=64 --option classes=10"
-          " --epochs 1 --steps-per-epoch 1 --batch-size 8 --k 16" +
-          data_files("--shards 3") + " --out task.json",
-      dir.path());
+  auto init =
+      testing::run_command("cd " + dir.path().string() + " && " + testing::veritrain_binary() +
+                               " task init --determinism exact --model mlp --dataset tensors "
+                               "--option input_dim=64 --option classes=10"
+                               " --epochs 1 --steps-per-epoch 1 --batch-size 8 --k 16" +
+                               data_files("--shards 3") + " --out task.json",
+                           dir.path());
   ASSERT_EQ(init.exit_code, 0) << init.err;
   ASSERT_EQ(
       testing::run_command(testing::veritrain_binary() + " train --task " +
@@ -244,7 +245,8 @@ TEST(ReferenceReplayTensors, AuditSecondOpinionOnOwnDataAgrees) {
   ASSERT_NO_FATAL_FAILURE(digits_task_start(dir, "--dtype u8"));
   auto init = testing::run_command(
       "cd " + dir.path().string() + " && " + testing::veritrain_binary() +
-          " task init --model mlp --dataset tensors --option input_dim=64 --option classes=10"
+          " task init --determinism exact --model mlp --dataset tensors --option input_dim=64 "
+          "--option classes=10"
           " --option hidden=16 --option layers=1 --epochs 1 --steps-per-epoch 10 --batch-size 32"
           " --eval-fraction 0.2 --optimizer adam --lr 1e-3 --k 16" +
           data_files("") + " --out task.json",

@@ -49,7 +49,7 @@ json tiny_task(const std::string& model, const Combo& c, const testing::ScratchD
   const std::string options = model == "mlp" ? " --option hidden=8 --option layers=1"
                                              : " --option width=4 --option blocks=1";
   auto init = testing::run_command(
-      testing::veritrain_binary() + " task init --model " + model +
+      testing::veritrain_binary() + " task init --determinism exact --model " + model +
           " --epochs 2 --steps-per-epoch 3 --batch-size 4 --data-option samples=16 --seed 11 --k " +
           k + options + " --out " + file,
       dir.path());
@@ -254,7 +254,7 @@ TEST(ReferenceReplay, AuditSecondOpinionSaysWhatItDoesNotCover) {
   const fs::path task = dir / "task.json", work = dir / "w";
   ASSERT_EQ(testing::run_command(
                 testing::veritrain_binary() +
-                    " task init --model conv3d --option size=4 --epochs 1 "
+                    " task init --determinism exact --model conv3d --option size=4 --epochs 1 "
                     "--steps-per-epoch 1 --batch-size 2 --data-option samples=2 --k 32 --out " +
                     task.string(),
                 dir.path())
