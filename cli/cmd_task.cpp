@@ -35,8 +35,11 @@ Status parse_options(const std::vector<std::string>& pairs, Options& into,
                      const std::string& what) {
   for (const std::string& p : pairs) {
     auto eq = p.find('=');
-    if (eq == std::string::npos || eq == 0)
-      return invalid_input(what + ": expected key=value, got \"" + p + "\"");
+    if (eq == std::string::npos || eq == 0) {
+      std::string message = what;
+      message += ": expected key=value, got \"" + p + "\"";
+      return invalid_input(message);
+    }
     const std::optional<std::int64_t> v =
         parse_integer<std::int64_t>(std::string_view(p).substr(eq + 1));
     if (!v) return invalid_input(what + ": value of \"" + p.substr(0, eq) + "\" is not an integer");

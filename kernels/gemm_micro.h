@@ -23,10 +23,10 @@
 namespace vt::kernels::VT_GEMM_NAMESPACE {
 namespace {
 
-constexpr int kW = VT_GEMM_W;
+constexpr std::int64_t kW = VT_GEMM_W;  // 64-bit: it scales pointer offsets
 constexpr int kMR = VT_GEMM_MR;
 constexpr int kNV = VT_GEMM_NV;
-constexpr int kNR = kW * kNV;
+constexpr int kNR = VT_GEMM_W * VT_GEMM_NV;
 typedef float Vec __attribute__((vector_size(kW * sizeof(float))));
 
 inline Vec load(const float* p) {

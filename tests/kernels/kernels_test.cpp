@@ -302,8 +302,8 @@ float lane_sum(const std::vector<float>& values) {
     volatile float sum = lanes[n % 16] + values[n];
     lanes[n % 16] = sum;
   }
-  for (int width = 8; width >= 1; width /= 2) {
-    for (int l = 0; l < width; ++l) lanes[l] = lanes[2 * l] + lanes[2 * l + 1];
+  for (std::size_t width = 8; width >= 1; width /= 2) {
+    for (std::size_t l = 0; l < width; ++l) lanes[l] = lanes[2 * l] + lanes[2 * l + 1];
   }
   return lanes[0];
 }
