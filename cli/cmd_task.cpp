@@ -242,7 +242,8 @@ void register_task(CLI::App& app, Context& ctx) {
   init->add_option("--seed", a->seed,
                    "Seed for initialisation, data and order (u64, 0x... allowed)");
   init->add_option("--threads", a->threads,
-                   "Intra-op threads (part of the task: CPU results depend on it)");
+                   "Intra-op threads (part of the task: exact mode's bits depend on it, "
+                   "portable mode's do not)");
   init->add_option("--precision", a->precision, "fp32 | tf32 | bf16");
   init->add_option("--determinism", a->determinism,
                    "portable (veritrain's own arithmetic: the same bits on any CPU; the "
