@@ -3,13 +3,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/conv.h"
 #include "kernels/gemm.h"
+#include "kernels/isa.h"
 #include "kernels/norm.h"
 #include "kernels/parallel.h"
 #include "kernels/scalar.h"
@@ -27,6 +30,22 @@ std::vector<float> random_floats(std::size_t n, std::uint32_t seed) {
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// ctest runs these tests again under each VT_KERNELS_ISA (tests/kernels/CMakeLists.txt): the cap
+// must be the path the kernels take, or those runs would only repeat the widest one.
+TEST(Isa, TheCapInTheEnvironmentIsThePathTaken) {
+  const char* cap = std::getenv("VT_KERNELS_ISA");
+  if (cap == nullptr) GTEST_SKIP() << "VT_KERNELS_ISA not set: the widest path the CPU has";
+  const std::string wanted(cap);
+  const std::string taken = isa_name(isa());
+  if (wanted == "scalar") {
+    EXPECT_EQ(taken, "scalar");
+  } else if (wanted == "generic") {
+    EXPECT_TRUE(taken == "generic" || taken == "scalar") << taken;
+  } else if (wanted == "avx2") {
+    EXPECT_NE(taken, "avx512");
+  }
 }
 
 // a·b + c rounded once: the step of a product's chain (docs/portable.md, "Matrix products").
