@@ -38,8 +38,8 @@ Result<int> run_demo(Context& ctx, const std::string& out_dir, std::int64_t epoc
   task.steps_per_epoch = 6;
   task.model.options["width"] = 8;
   task.device = cuda ? "cuda" : "cpu";
-  // As task init chooses: portable arithmetic on CPUs (any verifier's CPU replays its bits).
-  task.determinism = cuda ? "exact" : "portable";
+  // As task init chooses: portable arithmetic where it reaches (any verifier's CPU replays it).
+  task.determinism = training::portable_reaches(task).ok() ? "portable" : "exact";
   const fs::path task_file = out / "task.json";
   VT_RETURN_IF_ERROR(write_file_atomic(task_file, pretty_task_json(task) + "\n"));
   say("task " + hex_encode(task_id(task)).substr(0, 16) +

@@ -123,13 +123,12 @@ Status cover_every_tensor(Task& task, const InitArgs& a) {
   return {};
 }
 
-// Portable arithmetic (the same bits on any CPU) unless --determinism says otherwise or the task
-// needs what portable does not cover (docs/portable.md, "Scope"): a GPU, another precision, or
-// the machine pinned by --pin-environment, which is exact mode's.
+// Portable arithmetic (the same bits on any CPU) unless --determinism says otherwise, portable
+// does not reach the task's device or precision, or --pin-environment asks for exact mode's
+// pinned machine.
 std::string chosen_determinism(const Task& task, const InitArgs& a) {
   if (!a.determinism.empty()) return a.determinism;
-  const bool covered = task.device == "cpu" && task.precision == "fp32" && !a.pin_environment;
-  return covered ? "portable" : "exact";
+  return !a.pin_environment && training::portable_reaches(task).ok() ? "portable" : "exact";
 }
 
 Result<Task> build_task(const InitArgs& a) {
@@ -191,8 +190,9 @@ Result<Task> build_task(const InitArgs& a) {
   VT_RETURN_IF_ERROR(validate_task(task));
   VT_RETURN_IF_ERROR(training::validate_for_training(task));
   if (Status covered = cover_every_tensor(task, a); !covered.ok()) {
-    // A TorchScript module with an operator that has no portable kernel trains in exact mode
-    // when nobody asked for portable: said on stderr, with the operators, not refused.
+    // A TorchScript module portable mode cannot run (an operator without a portable kernel)
+    // trains in exact mode when nobody asked for portable: said on stderr with the reason, not
+    // refused. A module exact mode cannot run either is refused with exact mode's reason.
     if (!a.determinism.empty() || task.determinism != "portable" ||
         task.model.name != "torchscript") {
       return covered.error();

@@ -151,12 +151,9 @@ Result<Options> resolve_dataset_options(const Task& task) {
   return o;
 }
 
-namespace {
-
-// What portable arithmetic covers today (docs/portable.md): float32 on CPUs. A TorchScript
-// module's operators are checked when it is loaded (script_portable.cpp).
-Status validate_portable(const Task& task) {
-  if (task.determinism != "portable") return {};
+// Float32 on CPUs, today. A TorchScript module's operators are checked when it is loaded
+// (script_portable.cpp).
+Status portable_reaches(const Task& task) {
   if (task.device != "cpu") {
     return invalid_input(
         "device: portable arithmetic runs on CPUs for now (its CUDA kernels are "
@@ -169,8 +166,6 @@ Status validate_portable(const Task& task) {
   }
   return {};
 }
-
-}  // namespace
 
 Status validate_for_training(const Task& task) {
   VT_ASSIGN_OR_RETURN(Options model, resolve_model_options(task.model));
@@ -224,7 +219,7 @@ Status validate_for_training(const Task& task) {
   if (files && (task.dataset.path.empty() || task.dataset.files.empty())) {
     return invalid_input("dataset: " + ds + " needs a path and the SHA-256 of each file in files");
   }
-  return validate_portable(task);
+  return task.determinism == "portable" ? portable_reaches(task) : Status{};
 }
 
 OptimizerSpec default_optimizer(const std::string& model, const std::string& optimizer) {

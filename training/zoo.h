@@ -49,6 +49,11 @@ Result<std::vector<OptionSpec>> dataset_option_specs(const Task& task);
 // and a device this build can use.
 Status validate_for_training(const Task& task);
 
+// Whether portable arithmetic reaches the task's device and precision (docs/portable.md,
+// "Scope"), whatever its determinism: what a portable task must pass, and so what decides the
+// determinism task init and the demo choose when none is asked for.
+Status portable_reaches(const Task& task);
+
 // A valid task for `model` on `dataset` with sensible defaults, as `task init` writes it.
 Result<Task> default_task(const std::string& model, const std::string& dataset);
 
