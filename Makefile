@@ -45,6 +45,7 @@ bench: setup
 	@cmake -S . -B $(BUILD)-bench -DCMAKE_BUILD_TYPE=Release -DVT_BUILD_BENCH=ON -DVT_BUILD_TESTS=OFF >/dev/null
 	@cmake --build $(BUILD)-bench -j $(JOBS)
 	@for b in $(BUILD)-bench/bench/bench_*; do echo "== $$b"; $$b || exit 1; done
+	@echo "== bench/script_executor.py"; /usr/bin/python3 bench/script_executor.py
 
 sanitize: setup
 	@echo "== sanitize: ASan + UBSan build and tests"

@@ -146,14 +146,19 @@ void register_task_check(CLI::App* task, Context& ctx) {
       VT_ASSIGN_OR_RETURN(Bytes first, read_file(scratch / "b"));
       VT_ASSIGN_OR_RETURN(Bytes second, read_file(scratch / "b2"));
       if (first != second) {
+        // veritrain's own executor is fixed (docs/training.md), so what is left is the
+        // module's: the causes in the order they turn up in real modules.
         return invalid_input(
             a->task + ": not replayable: " + n +
-            " steps from one snapshot gave different states in "
-            "two processes (differing: " +
+            " steps from one snapshot gave different states in two processes (differing: " +
             differing_tensors(first, second) +
-            "). A verifier "
-            "would reject an honest provider. Look for state outside parameters and buffers, "
-            "or randomness outside torch's generators.");
+            "). A verifier would reject an honest provider. Likely causes, most likely first: "
+            "(1) a tensor attribute that is neither a parameter nor a buffer and that forward() "
+            "changes in place (register it with register_buffer, so that snapshots hold it); "
+            "(2) randomness drawn outside torch's generators (Python's random, the clock, a "
+            "counter); (3) an operator whose result depends on thread timing (scatter_add_ or "
+            "index_add_ with repeated indices; try the task with intra_op_threads 1). If none "
+            "applies, the fault is veritrain's: please report it with this task and module.");
       }
       // Last, as `train` checks it before epoch 0: every commitment must fit one record.
       VT_RETURN_IF_ERROR(training::check_fingerprint_sizes(t, epoch_steps, layout));

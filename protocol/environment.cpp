@@ -27,6 +27,9 @@ const std::vector<EnvironmentField>& environment_fields() {
       {"cudnn", false, true, "cuDNN version"},
       {"cuda_driver", false, false, "CUDA driver version"},
       {"tf32", false, true, "TF32 allowed in cuBLAS and cuDNN (the task's precision)"},
+      {"script_executor", true, true,
+       "how TorchScript runs the module (graph-executor-optimize-off: op by op on every call)",
+       /*torchscript_only=*/true},
   };
   return kFields;
 }
@@ -42,6 +45,7 @@ bool is_exactness_condition(std::string_view field, const Task& task) {
   if (task.determinism != "exact") return false;
   const EnvironmentField* f = find_environment_field(field);
   if (f == nullptr) return false;
+  if (f->torchscript_only && task.model.name != "torchscript") return false;
   return task.device == "cuda" ? f->cuda_condition : f->cpu_condition;
 }
 
@@ -63,12 +67,16 @@ Result<Environment> environment_from_json(const nlohmann::json& value, std::stri
     if (name.empty() || name.size() > 64)
       return invalid_input(w + ": a field name of " + std::to_string(name.size()) +
                            " bytes (expected 1-64)");
-    if (!v.is_string()) return invalid_input(w + "." + name + ": expected a string");
+    std::string path = w;
+    path.append(".").append(name);
+    if (!v.is_string()) return invalid_input(path.append(": expected a string"));
     const auto& text = v.get_ref<const std::string&>();
     if (text.size() > kMaxEnvironmentValue) {
-      return invalid_input(w + "." + name + ": " + std::to_string(text.size()) +
-                           " bytes, more than the " + std::to_string(kMaxEnvironmentValue) +
-                           " allowed");
+      return invalid_input(path.append(": ")
+                               .append(std::to_string(text.size()))
+                               .append(" bytes, more than the ")
+                               .append(std::to_string(kMaxEnvironmentValue))
+                               .append(" allowed"));
     }
     env.emplace(name, text);
   }
@@ -96,8 +104,11 @@ Status validate_environment_pin(const Task& task, std::string_view where) {
     if (find_environment_field(field) == nullptr) {
       std::string known;
       for (const EnvironmentField& f : environment_fields())
-        known += (known.empty() ? "" : ", ") + std::string(f.name);
-      return invalid_input(path + ": unknown field (an environment has: " + known + ")");
+        known.append(known.empty() ? "" : ", ").append(f.name);
+      return invalid_input(std::string(path)
+                               .append(": unknown field (an environment has: ")
+                               .append(known)
+                               .append(")"));
     }
     if (values.empty() || values.size() > 64)
       return invalid_input(path + ": expected 1-64 accepted values, got " +
@@ -118,11 +129,16 @@ std::vector<std::string> pin_violations(const Environment& committed, const Task
     const std::string got = it == committed.end() ? std::string() : it->second;
     if (std::find(accepted.begin(), accepted.end(), got) != accepted.end()) continue;
     std::string list;
-    for (const std::string& v : accepted) list += (list.empty() ? "\"" : ", \"") + v + "\"";
-    out.push_back(it == committed.end()
-                      ? field + " is not committed; the task pins it to " + list
-                      : field + " \"" + got + "\" is not among the values the task pins (" + list +
-                            ")");
+    for (const std::string& v : accepted)
+      list.append(list.empty() ? "\"" : ", \"").append(v) += '"';
+    std::string line = field;
+    if (it == committed.end()) {
+      line.append(" is not committed; the task pins it to ").append(list);
+    } else {
+      line.append(" \"").append(got).append("\" is not among the values the task pins (");
+      line.append(list) += ')';
+    }
+    out.push_back(std::move(line));
   }
   return out;
 }
@@ -143,7 +159,7 @@ std::string exact_mode_warning(
     if (here == replayable_here.end()) continue;
     for (const std::string& v : values) {
       if (std::find(here->second.begin(), here->second.end(), v) == here->second.end())
-        beyond += (beyond.empty() ? "" : ", ") + field + " " + v;
+        beyond.append(beyond.empty() ? "" : ", ").append(field).append(" ").append(v);
     }
   }
   if (beyond.empty()) return "";

@@ -27,6 +27,8 @@ struct EnvironmentField {
   bool cpu_condition = false;
   bool cuda_condition = false;
   std::string_view meaning;
+  // Recorded, and a condition, only for tasks whose model is a TorchScript module.
+  bool torchscript_only = false;
 };
 
 // Every field a provider records, in the order docs/environment.md lists them.

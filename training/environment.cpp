@@ -227,6 +227,7 @@ Environment measure_environment(const Task& task, const TrainerOptions& options)
   env["blas_sha256"] = blas.sha256;
   env["cpu_model"] = cpu_model();
   if (task.determinism == "portable") env["kernels"] = kernels::isa_name(kernels::isa());
+  if (task.model.name == "torchscript") env["script_executor"] = kScriptExecutor;
   if (cuda) {
     add_cuda_fields(device, env);
     env["tf32"] = task.precision == "fp32" ? "off" : "on";
@@ -291,6 +292,7 @@ std::map<std::string, std::vector<std::string>> replayable_environments(
   out["torch"] = {runtime_info().torch_version};
   out["blas_sha256"] = {loaded_blas().sha256};
   out["intra_op_threads"] = {std::to_string(threads_of(task, options))};
+  if (task.model.name == "torchscript") out["script_executor"] = {kScriptExecutor};
   return out;
 }
 

@@ -14,6 +14,11 @@ struct RuntimeInfo {
 
 RuntimeInfo runtime_info();
 
+// How every process runs a TorchScript module (torchscript_model.cpp): LibTorch's graph
+// executor with its optimisation off, so that call 1000 computes as call 1. Committed as the
+// environment's `script_executor` for TorchScript tasks (docs/environment.md).
+inline constexpr const char* kScriptExecutor = "graph-executor-optimize-off";
+
 // The CPU kernel level ATen dispatches to, lower case ("default", "avx2", "avx512"). ATen
 // chooses it once per process, at its first kernel (ATEN_CPU_CAPABILITY may set it), so asking
 // fixes it for the rest of the process.

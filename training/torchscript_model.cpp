@@ -1,6 +1,7 @@
 // User TorchScript modules (docs/models.md): loading, the mutable-attribute check, calls that
 // turn the interpreter's errors into the module's own message, and saving for `export`.
 #include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/python/update_graph_executor_opt.h>
 #include <torch/script.h>
 
 #include <set>
@@ -45,6 +46,27 @@ std::string model_message(const std::string& what) {
 }
 
 namespace {
+
+// The one executor configuration every process runs a module under (docs/training.md,
+// "TorchScript's executor"). LibTorch's default profiling executor runs a module's first calls
+// op by op, then swaps in a graph specialised on what it profiled, with its own autodiff
+// formulas and fusions: call 3 gives other gradients than call 1 on the same inputs, so a replay
+// in a fresh process would not reach an honest provider's bits. With the executor's
+// optimisation off every call runs the module's operators one by one, each differentiated by
+// LibTorch's autograd, as on its first call. The switch is per thread, so it is set around every
+// call, on the thread that makes it.
+class FixedScriptExecutor {
+ public:
+  FixedScriptExecutor() : was_(torch::jit::getGraphExecutorOptimize()) {
+    torch::jit::setGraphExecutorOptimize(false);
+  }
+  ~FixedScriptExecutor() { torch::jit::setGraphExecutorOptimize(was_); }
+  FixedScriptExecutor(const FixedScriptExecutor&) = delete;
+  FixedScriptExecutor& operator=(const FixedScriptExecutor&) = delete;
+
+ private:
+  bool was_;
+};
 
 // Runs `module` itself, or in portable arithmetic a rewritten clone of it (make_portable) that
 // shares its parameters and buffers; `module` stays as loaded, for export.
@@ -99,6 +121,7 @@ class ScriptNetwork final : public Network {
     const std::size_t arity = args.size();
     c10::IValue result;
     try {
+      const FixedScriptExecutor executor;
       const ScriptOpsScope scope(ops_.get());
       result = run_.forward(std::move(args));
     } catch (const std::exception& e) {

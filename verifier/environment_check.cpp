@@ -88,6 +88,13 @@ std::string what_would_judge(const std::vector<EnvironmentDifference>& unmatched
                                           " SMs) with CUDA " + value("cuda_runtime") + ", cuBLAS " +
                                           value("cublas") + " and cuDNN " + value("cudnn")
                                     : "a CPU replay");
+    } else if (d.field == "script_executor") {
+      add(d.committed.empty()
+              ? "none: the log commits no TorchScript executor, so it was trained by a veritrain "
+                "whose TorchScript arithmetic changed after a module's first calls, and the bits "
+                "of an epoch depend on how often the module had run before it, which no log "
+                "records; train it again with this veritrain"
+              : "a veritrain that runs TorchScript as " + printable(d.committed));
     } else {
       add(d.field + " " + printable(d.committed));
     }

@@ -15,6 +15,7 @@
 #include "common/file_io.h"
 #include "protocol/keys.h"
 #include "tests/adversary/forger.h"
+#include "tests/cli/model_fixtures.h"
 #include "tests/test_util.h"
 
 namespace vt::adversary {
@@ -236,6 +237,29 @@ TEST(EnvironmentCliForged, AResumeInAnotherEnvironmentIsRefused) {
   if (first_resumed < 2) {
     EXPECT_TRUE(run.committed(first_resumed + 1).empty());
   }
+}
+
+// A TorchScript workdir trained before veritrain fixed TorchScript's executor commits no
+// `script_executor`: its bits depended on how often the module had run, which no log records, so
+// a replay's difference says nothing about the provider. Inconclusive, never rejected.
+TEST(EnvironmentCliForged, ATorchScriptLogFromBeforeTheFixedExecutorIsInconclusive) {
+  const fs::path fixtures = testing::model_fixtures();
+  if (fixtures.empty()) GTEST_SKIP() << "python3-torch not installed";
+  Workdir run("torchscript --model-file " + (fixtures / "ts_synthetic.pt").string());
+  ASSERT_EQ(run.train("").exit_code, 0);
+  EXPECT_EQ(run.committed(0)["script_executor"], "graph-executor-optimize-off");
+  auto honest = run.verify("", "honest");
+  EXPECT_EQ(honest.exit_code, 0) << honest.out << honest.err;
+  run.reforge([](std::uint64_t e, CommitRecord& r) {
+    if (e == 0) r.environment->erase("script_executor");
+  });
+  auto r = run.verify("", "report");
+  EXPECT_EQ(r.exit_code, 5) << r.out << r.err;
+  const nlohmann::json verdict = run.verdict("report");
+  EXPECT_EQ(verdict["result"], "inconclusive");
+  EXPECT_NE(verdict.dump().find("script_executor"), std::string::npos) << verdict.dump(1);
+  EXPECT_NE(verdict.dump().find("how often the module had run"), std::string::npos)
+      << verdict.dump(1);
 }
 
 // What the provider says about its environment is signed: changing it without the provider's

@@ -6,6 +6,7 @@
 #include "common/file_io.h"
 #include "common/sha256.h"
 #include "tests/test_util.h"
+#include "training/internal/network.h"
 #include "training/trainer.h"
 #include "training/zoo.h"
 
@@ -49,6 +50,44 @@ TEST(TorchScript, TrainsAndReplaysIdentically) {
   ASSERT_TRUE(replay.ok()) << replay.error().message;
   ASSERT_TRUE((*replay)->train_epoch().ok());
   EXPECT_TRUE(*(*replay)->snapshot() == after);
+}
+
+// LeNet-5 in TorchScript source (tanh, avg_pool2d): LibTorch's default executor runs a module's
+// first calls op by op and later ones through a graph optimised on what it profiled, whose
+// gradients differ. Every call must compute as the first (docs/training.md).
+TEST(TorchScript, ForwardAndBackwardGiveTheSameBitsOnEveryCall) {
+  testing::ScratchDir dir;
+  torch::manual_seed(0);
+  torch::jit::Module m("LeNet");
+  const std::vector<std::pair<const char*, std::vector<std::int64_t>>> shapes = {
+      {"c1w", {6, 3, 5, 5}}, {"c1b", {6}},   {"c2w", {16, 6, 5, 5}}, {"c2b", {16}},
+      {"f1w", {120, 400}},   {"f1b", {120}}, {"f2w", {84, 120}},     {"f2b", {84}},
+      {"f3w", {10, 84}},     {"f3b", {10}}};
+  for (const auto& [name, shape] : shapes)
+    m.register_parameter(name, torch::randn(shape) * 0.1, false);
+  m.define(R"(
+def forward(self, x):
+    x = torch.avg_pool2d(torch.tanh(torch.conv2d(x, self.c1w, self.c1b)), [2, 2])
+    x = torch.avg_pool2d(torch.tanh(torch.conv2d(x, self.c2w, self.c2b)), [2, 2])
+    x = torch.tanh(torch.linear(x.flatten(1), self.f1w, self.f1b))
+    return torch.linear(torch.tanh(torch.linear(x, self.f2w, self.f2b)), self.f3w, self.f3b)
+)");
+  m.save((dir / "lenet.pt").string());
+  Task task = script_task("lenet.pt", hex_encode(sha256(*read_file(dir / "lenet.pt"))));
+  task.determinism = "exact";
+  auto net = load_torchscript(task, dir.path());
+  ASSERT_TRUE(net.ok()) << net.error().message;
+  const at::Tensor x = torch::rand({8, 3, 32, 32});
+  const at::Tensor y = torch::arange(8) % 10;
+  std::vector<at::Tensor> grads;
+  for (int call = 0; call < 5; ++call) {
+    for (auto& [name, p] : (*net)->parameters()) p.mutable_grad() = at::Tensor();
+    torch::nn::functional::cross_entropy((*net)->forward(x), y).backward();
+    std::vector<at::Tensor> flat;
+    for (auto& [name, p] : (*net)->parameters()) flat.push_back(p.grad().flatten());
+    grads.push_back(torch::cat(flat));
+    EXPECT_TRUE(torch::equal(grads.front(), grads.back())) << "call " << call + 1;
+  }
 }
 
 TEST(TorchScript, DigestMismatchAndMissingForwardAreClearErrors) {
