@@ -29,7 +29,7 @@ void SlowWork::submit(const std::string& address, std::function<void()> job) {
     std::lock_guard lock(mutex_);
     if (stopped_) return;
     auto& queue = queues_[address];
-    if (queue.empty()) turns_.push_back(address);
+    if (queue.empty() && !running_.count(address)) turns_.push_back(address);
     queue.push_back(std::move(job));
   }
   wake_.notify_one();
@@ -38,22 +38,32 @@ void SlowWork::submit(const std::string& address, std::function<void()> job) {
 void SlowWork::work() {
   for (;;) {
     std::function<void()> job;
+    std::string address;
     {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [&] { return stopped_ || !turns_.empty(); });
       if (stopped_) return;
-      std::string address = std::move(turns_.front());
+      address = std::move(turns_.front());
       turns_.pop_front();
       auto queue = queues_.find(address);
       job = std::move(queue->second.front());
       queue->second.pop_front();
-      if (queue->second.empty()) {
-        queues_.erase(queue);
-      } else {
-        turns_.push_back(std::move(address));  // its next job waits for the others' turns
-      }
+      if (queue->second.empty()) queues_.erase(queue);
+      running_.insert(address);
     }
     job();
+    job = nullptr;  // what the job holds goes before the next one starts
+    bool more = false;
+    {
+      std::lock_guard lock(mutex_);
+      running_.erase(address);
+      // Its next job waits for the turns of the addresses queued meanwhile.
+      if (!stopped_ && queues_.count(address)) {
+        turns_.push_back(std::move(address));
+        more = true;
+      }
+    }
+    if (more) wake_.notify_one();
   }
 }
 
@@ -65,6 +75,7 @@ void SlowWork::stop() {
     stopped_ = true;
     dropped.swap(queues_);
     turns_.clear();
+    running_.clear();
   }
   wake_.notify_all();
   for (auto& t : threads_) t.join();

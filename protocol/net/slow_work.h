@@ -4,16 +4,19 @@
 // client whose requests are expensive delays its own answers, not everyone's get_task.
 //
 // Jobs queue per peer address and the addresses take turns: a peer's backlog delays another
-// peer's job by at most one job per address ahead of it. A session has at most one job at a
-// time (it reads its next request only after the answer), so an address has at most as many
-// jobs as it has connections. The threads run at a lower CPU priority than the I/O threads, so
-// on a machine with few cores a busy encoder still leaves them the time to answer.
+// peer's job by at most one job per address ahead of it. An address has at most one job running
+// at a time, however many connections it opens (a session has one job at a time; an address as
+// many as it has connections): expensive requests from one client machine take at most one
+// thread, so they cannot take every core from the I/O threads that answer everyone else. The
+// threads run at a lower CPU priority than the I/O threads, so on a machine with few cores a busy
+// encoder still leaves them the time to answer.
 
 #include <condition_variable>
 #include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,7 +44,9 @@ class SlowWork {
   std::condition_variable wake_;
   bool stopped_ = false;                                             // GUARDED_BY(mutex_)
   std::map<std::string, std::deque<std::function<void()>>> queues_;  // GUARDED_BY(mutex_)
-  std::deque<std::string> turns_;  // GUARDED_BY(mutex_): addresses with a queued job, in turn
+  // GUARDED_BY(mutex_): addresses with a queued job and none running, in turn.
+  std::deque<std::string> turns_;
+  std::set<std::string> running_;  // GUARDED_BY(mutex_): addresses with a job running
   std::vector<std::thread> threads_;
 };
 

@@ -112,8 +112,29 @@ TEST(SlowWork, AddressesTakeTurns) {
     std::this_thread::sleep_for(milliseconds(10));
   }
   work.stop();
-  // 10.0.0.2 waits for one job of 10.0.0.1 at a time, not for its whole backlog.
-  EXPECT_EQ(order, (std::vector<std::string>{"a0", "b0", "a1", "b1", "a2", "a3"}));
+  // 10.0.0.2 waits for one job of 10.0.0.1 at a time, not for its whole backlog; and having
+  // waited while 10.0.0.1's first job ran, it goes first.
+  EXPECT_EQ(order, (std::vector<std::string>{"b0", "a0", "b1", "a1", "a2", "a3"}));
+}
+
+// One client machine's expensive requests take one thread at a time, however many connections it
+// opens: with two threads, a second job of the same address waits while another address's runs.
+TEST(SlowWork, AnAddressRunsOneJobAtATime) {
+  SlowWork work(2);
+  Door first;
+  std::atomic<bool> second_ran{false}, other_ran{false};
+  work.submit("10.0.0.1", [&] { first.pass(); });
+  ASSERT_TRUE(first.someone_waits(milliseconds(10'000)));
+  work.submit("10.0.0.1", [&] { second_ran = true; });
+  work.submit("10.0.0.2", [&] { other_ran = true; });
+  for (int i = 0; i < 500 && !other_ran; ++i) std::this_thread::sleep_for(milliseconds(10));
+  EXPECT_TRUE(other_ran);
+  std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_FALSE(second_ran) << "a second job of 10.0.0.1 ran beside its first";
+  first.open();
+  for (int i = 0; i < 500 && !second_ran; ++i) std::this_thread::sleep_for(milliseconds(10));
+  EXPECT_TRUE(second_ran);
+  work.stop();
 }
 
 TEST(SlowWork, StopDestroysQueuedJobsWithoutRunningThem) {
