@@ -101,6 +101,7 @@ vt::Result<std::uint64_t> isolated_check_bytes(const vt::Task& task, const fs::p
                                                std::uint64_t epoch,
                                                vt::verifier::FetchAfter fetch_after) {
   VT_ASSIGN_OR_RETURN(auto source, vt::verifier::open_workdir_source(workdir));
+  source->set_limits(vt::verifier::limits_for(task));
   VT_ASSIGN_OR_RETURN(auto log, source->log());
   VT_ASSIGN_OR_RETURN(vt::verifier::CheckContext ctx,
                       vt::verifier::make_check_context(task, {}, fetch_after));
@@ -146,6 +147,7 @@ int main(int argc, char** argv) {
   std::uint64_t state_bytes = 0;
   {
     auto source = vt::verifier::open_workdir_source(workdir);
+    if (source.ok()) (*source)->set_limits(vt::verifier::limits_for(*task));
     auto log =
         source.ok() ? (*source)->log() : vt::Result<std::vector<vt::SignedRecord>>(source.error());
     if (!log) return fail("log", log.error());

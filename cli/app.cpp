@@ -7,6 +7,7 @@
 
 #include "cli/environment.h"
 #include "cli/suggest.h"
+#include "common/activity.h"
 
 namespace vt::cli {
 namespace {
@@ -21,18 +22,15 @@ void setup_logging(const std::string& level) {
 }
 
 // The one place an exception that escaped a module becomes an exit code: errors are values
-// across module edges, so anything caught here is a bug (exit 4), reported, never a signal.
+// across module edges, so anything caught here is this machine's want of memory (exit 3) or a
+// bug (exit 4), said with what the thread was doing, never a signal. Other threads end the same
+// way through the terminate handler (common/activity.h).
 Result<int> run_action(const Context& ctx) {
+  handle_uncaught_exceptions("veritrain");
   try {
     return ctx.action();
-  } catch (const std::bad_alloc&) {
-    return internal_error(
-        "out of memory (an allocation failed); this is a bug: every size a peer "
-        "declares should be bounded before it is allocated");
-  } catch (const std::exception& e) {
-    return internal_error(std::string("unexpected exception: ") + e.what());
   } catch (...) {
-    return internal_error("unexpected exception of unknown type");
+    return error_from_exception(std::current_exception());
   }
 }
 

@@ -51,6 +51,7 @@ Result<int> run_audit(Context& ctx, const AuditArgs& a) {
   VT_ASSIGN_OR_RETURN(std::optional<std::string> pinned,
                       pinned_provider_key(a.provider_key, "audit"));
   VT_ASSIGN_OR_RETURN(auto source, verifier::open_workdir_source(a.workdir));
+  source->set_limits(verifier::limits_for(task));
   VT_RETURN_IF_ERROR(verifier::check_workdir_task(*source, task, a.workdir));
   VT_RETURN_IF_ERROR(check_log_signer(*source, task, pinned));
   training::TrainerOptions t;

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "cli/app.h"
+#include "common/activity.h"
 #include "common/file_io.h"
 #include "common/safetensors.h"
 #include "common/text.h"
@@ -52,6 +53,7 @@ std::string report_text(const provider::WorkdirReport& r) {
 Result<int> inspect_file(const Context& ctx, const fs::path& path, int extract,
                          const std::string& out) {
   VT_RETURN_IF_ERROR(check_input_file(path, "inspect:"));
+  const Activity reading("reading " + path.string() + " whole");
   VT_ASSIGN_OR_RETURN(Bytes bytes, read_file(path));
   if (auto info = comp::read_container_info(bytes); info.ok()) {
     if (extract >= 0) {

@@ -150,6 +150,7 @@ Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
                          "replace it");
   }
   VT_ASSIGN_OR_RETURN(auto source, open_source(a.source, evidence_timeout, deadline, a.online));
+  source->set_limits(verifier::limits_for(task));
   if (!a.source.workdir.empty())
     VT_RETURN_IF_ERROR(verifier::check_workdir_task(*source, task, a.source.workdir));
   verifier::VerifyOptions o;

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -93,6 +94,23 @@ Result<Bytes> read_file(const fs::path& path, std::uint64_t max_bytes) {
   Fd fd(open_for_reading(path));
   if (fd.get() < 0) return io_error(errno_text(errno, "opening", path));
   return read_opened(fd, path, max_bytes, /*secret=*/false);
+}
+
+Result<Bytes> read_file_head(const fs::path& path, std::uint64_t max_bytes) {
+  Fd fd(open_for_reading(path));
+  if (fd.get() < 0) return io_error(errno_text(errno, "opening", path));
+  Bytes out;
+  std::uint8_t chunk[1 << 16];
+  while (out.size() < max_bytes) {
+    const std::size_t want =
+        static_cast<std::size_t>(std::min<std::uint64_t>(sizeof chunk, max_bytes - out.size()));
+    const ssize_t n = ::read(fd.get(), chunk, want);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return io_error(errno_text(errno, "reading", path));
+    if (n == 0) break;
+    out.insert(out.end(), chunk, chunk + n);
+  }
+  return out;
 }
 
 Result<Bytes> read_open_file(int fd, const fs::path& path, std::uint64_t max_bytes) {

@@ -20,6 +20,9 @@ Status check_input_file(const std::filesystem::path& path, std::string_view what
 // Reads a whole file; refuses files larger than `max_bytes` before allocating.
 Result<Bytes> read_file(const std::filesystem::path& path,
                         std::uint64_t max_bytes = std::uint64_t{1} << 40);
+// The first `max_bytes` bytes of a file (all of it when it is shorter): a bounded look at the
+// start of a file that may be large.
+Result<Bytes> read_file_head(const std::filesystem::path& path, std::uint64_t max_bytes);
 // read_file for a file open as `fd` (named `path` in errors), read from its current offset.
 Result<Bytes> read_open_file(int fd, const std::filesystem::path& path, std::uint64_t max_bytes);
 Result<std::string> read_text_file(const std::filesystem::path& path,

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -129,6 +130,46 @@ struct LogCheck {
 Result<LogCheck> verify_log(const std::vector<SignedRecord>& records, const Digest& task_id,
                             const std::optional<PublicKey>& signer = std::nullopt,
                             std::string_view where = "log");
+
+// What a reader holds a provider's log to while it reads (docs/reliability.md, "A log is read
+// within the task's bounds"), so that it stops at the first record that cannot belong to the
+// task instead of holding whatever arrives: at most `records` records (a task commits epochs + 1),
+// each line at most `record_bytes` (what the task's fingerprints and environment can take), and
+// epochs in order, each chained to the one before and signed by the log's key, the first
+// record's signer. Which task a record names, and whose key that is, are the caller's to judge
+// (verify_log, the pinned provider key): they are bounded here by everything else.
+struct LogBounds {
+  LogBounds(std::uint64_t most_records = std::numeric_limits<std::uint64_t>::max(),
+            std::uint64_t most_record_bytes = kMaxRecordBytes)
+      : records(most_records), record_bytes(most_record_bytes) {}
+  std::uint64_t records;
+  std::uint64_t record_bytes;
+  // Reaching `records` ends the read with what it holds (the head of a log) rather than
+  // rejecting a provider that sends more.
+  bool head_only = false;
+};
+
+class LogStreamCheck {
+ public:
+  explicit LogStreamCheck(LogBounds bounds, std::uint64_t first_epoch = 0)
+      : bounds_(bounds), first_(first_epoch), next_(first_epoch) {}
+  // Before a line of `bytes` bytes (newline included) is parsed: the count, then the size.
+  Status admit(std::uint64_t bytes, std::string_view where) const;
+  // After it is parsed: its epoch, its signature under the log's key, and the chain.
+  Status accept(const SignedRecord& record, std::string_view where);
+  std::uint64_t next_epoch() const { return next_; }
+  // Whether the bounds' records are all read (the end of a head_only read).
+  bool full() const { return next_ - first_ >= bounds_.records; }
+
+ private:
+  LogBounds bounds_;
+  std::uint64_t first_, next_;
+  std::optional<PublicKey> signer_;
+  Digest prev_{};
+};
+
+// "epoch 5 (line 6)": where a record of a log read from its start stands.
+std::string log_position(std::uint64_t epoch);
 
 enum class LogMode { kReadOnly, kAppend };
 

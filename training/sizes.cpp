@@ -343,19 +343,49 @@ Status check_local_ranks(const Task& task, const Options& model, std::int64_t ra
                        "--world-size");
 }
 
+namespace {
+
+// What one record of a task with this layout takes at most: the most one sampled value takes
+// (its index in decimal, a comma, its bytes in hex) and what each fingerprint costs besides (its
+// seed, and a name, dtype and numel per tensor, since every floating-point tensor is sampled).
+struct RecordCost {
+  std::uint64_t per_value = 0, per_fingerprint = 128, values = 0;
+
+  explicit RecordCost(std::span<const TensorEntry> layout) {
+    for (const TensorEntry& t : layout) {
+      if (!is_floating(t.dtype) || t.numel() == 0) continue;
+      per_value =
+          std::max<std::uint64_t>(per_value, digits(t.numel() - 1) + 1 + 2 * dtype_size(t.dtype));
+      per_fingerprint += 96 + nlohmann::json(t.name).dump().size() + digits(t.numel());
+      values = add(values, t.numel());
+    }
+  }
+  // Fingerprints, tracking fingerprint and trail, and 4 KiB for the record's other fields.
+  std::uint64_t record(std::uint64_t k, std::uint64_t tracking, std::int64_t steps,
+                       std::int64_t interval) const {
+    const std::uint64_t trail = interval > 0 ? u(steps / interval) : 0;
+    const std::uint64_t sampled = add(k, mul(tracking, add(1, trail)));
+    return add(4096, add(mul(per_fingerprint, add(2, trail)), mul(per_value, sampled)));
+  }
+};
+
+}  // namespace
+
+std::uint64_t record_bytes_bound(const Task& task, std::int64_t steps,
+                                 std::span<const TensorEntry> layout) {
+  const RecordCost cost(layout);
+  const FingerprintSpec& f = task.fingerprint;
+  // The environment a record may carry: every field at its longest, each byte of its name and
+  // value escaped at JSON's longest (\u00XX, 6 bytes), quoted and separated.
+  const std::uint64_t environment = kMaxEnvironmentFields * (6 * (64 + kMaxEnvironmentValue) + 8);
+  return std::min(kMaxRecordBytes,
+                  add(environment, cost.record(u(f.k), u(f.tracking_k), steps, f.trail_interval)));
+}
+
 Status check_fingerprint_sizes(const Task& task, std::int64_t steps,
                                std::span<const TensorEntry> layout) {
-  // The most one sampled value takes in a record (its index in decimal, a comma, its bytes in
-  // hex) and what each fingerprint costs besides (its seed, and a name, dtype and numel per
-  // tensor, since every floating-point tensor is sampled).
-  std::uint64_t per_value = 0, per_fingerprint = 128, values = 0;
-  for (const TensorEntry& t : layout) {
-    if (!is_floating(t.dtype) || t.numel() == 0) continue;
-    per_value =
-        std::max<std::uint64_t>(per_value, digits(t.numel() - 1) + 1 + 2 * dtype_size(t.dtype));
-    per_fingerprint += 96 + nlohmann::json(t.name).dump().size() + digits(t.numel());
-    values = add(values, t.numel());
-  }
+  const RecordCost cost(layout);
+  const std::uint64_t per_value = cost.per_value, values = cost.values;
   // plan_samples' own rules, in its words: more positions than values, fewer than one a tensor.
   // Past the values it refuses before it allocates; below, the record's bound comes first.
   auto plan = [&](const char* field, std::int64_t k) -> Status {
@@ -370,9 +400,7 @@ Status check_fingerprint_sizes(const Task& task, std::int64_t steps,
     return plan("fingerprint.tracking_k", task.fingerprint.tracking_k);
   const FingerprintSpec& f = task.fingerprint;
   auto record = [&](std::uint64_t k, std::uint64_t tracking, std::int64_t interval) {
-    const std::uint64_t trail = interval > 0 ? u(steps / interval) : 0;
-    const std::uint64_t values = add(k, mul(tracking, add(1, trail)));
-    return add(4096, add(mul(per_fingerprint, add(2, trail)), mul(per_value, values)));
+    return cost.record(k, tracking, steps, interval);
   };
   const std::uint64_t k = u(f.k), tracking = u(f.tracking_k);
   if (record(k, tracking, f.trail_interval) > kMaxRecordBytes) {

@@ -73,4 +73,11 @@ Status check_local_ranks(const Task& task, const Options& model, std::int64_t ra
 Status check_fingerprint_sizes(const Task& task, std::int64_t steps,
                                std::span<const TensorEntry> layout);
 
+// The most bytes one record of an honest run of `task` takes (epochs of `steps` steps, a state
+// of `layout`): its fingerprints and trail as check_fingerprint_sizes counts them, and the
+// largest environment a record may carry; never more than kMaxRecordBytes. What a verifier
+// reads of one record of that task.
+std::uint64_t record_bytes_bound(const Task& task, std::int64_t steps,
+                                 std::span<const TensorEntry> layout);
+
 }  // namespace vt::training

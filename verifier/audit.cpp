@@ -5,6 +5,7 @@
 #include "fingerprint/fingerprint.h"
 #include "fingerprint/merkle.h"
 #include "training/live_fingerprint.h"
+#include "training/sizes.h"
 #include "verifier/epoch_check.h"
 
 namespace vt::verifier {
@@ -60,6 +61,10 @@ Result<AuditFinding> audit_epoch(EvidenceSource& source, const Task& task, std::
     return invalid_input("--epoch: epoch 0 is the initial state; audit epochs 1.." +
                          std::to_string(task.epochs));
   const Digest id = task_id(task);
+  VT_ASSIGN_OR_RETURN(CheckContext ctx, make_check_context(task, trainer_options));
+  SourceLimits limits = limits_for(task);
+  limits.log.record_bytes = training::record_bytes_bound(task, ctx.steps_per_epoch, ctx.layout);
+  source.set_limits(limits);
   VT_ASSIGN_OR_RETURN(std::vector<SignedRecord> records, source.log());
   if (auto checked = verify_log(records, id); !checked) return rejected(checked.error().message);
   const SignedRecord* before = find_epoch(records, epoch - 1);
@@ -70,7 +75,6 @@ Result<AuditFinding> audit_epoch(EvidenceSource& source, const Task& task, std::
   }
   // The same checks a verifier makes before replaying (epoch_check.h): what the provider got
   // wrong in the state it committed or stores is a rejection naming the epoch, not an input error.
-  VT_ASSIGN_OR_RETURN(CheckContext ctx, make_check_context(task, trainer_options));
   Result<Bytes> stored_start = source.snapshot(epoch - 1, before->record.root, std::nullopt);
   if (!stored_start) {
     if (!is_provider_fault(stored_start.error())) return stored_start.error();

@@ -19,12 +19,13 @@ Result<std::optional<training::EnvironmentMatch>> adopt_committed_environment(
         },
         wait);
   } else {
-    auto records = source.log();
-    if (!records) {
-      if (records.error().code == Errc::kIo) return records.error();
+    // Epoch 0's record alone: the rest of the log is read once the task's model bounds it.
+    auto head = source.first_record();
+    if (!head) {
+      if (head.error().code == Errc::kIo) return head.error();
       return std::optional<training::EnvironmentMatch>();
     }
-    if (!records->empty()) first = records->front();
+    first = std::move(*head);
   }
   if (!first || first->record.epoch != 0 || !first->record.environment)
     return std::optional<training::EnvironmentMatch>();

@@ -30,6 +30,7 @@ struct CheckContext {
   // The tensors (name, dtype, shape) of every state the task defines, from the verifier's own
   // initial state: what fingerprint positions are drawn over and what a snapshot must hold.
   std::vector<TensorEntry> layout;
+  std::int64_t steps_per_epoch = 0;
 };
 
 // A context for `task` with its layout derived here (builds the task's initial state once).

@@ -7,6 +7,7 @@
 #include "common/text.h"
 #include "fingerprint/fingerprint.h"
 #include "fingerprint/merkle.h"
+#include "training/sizes.h"
 #include "verifier/environment_check.h"
 
 namespace vt::verifier {
@@ -110,12 +111,16 @@ Result<LogFacts> check_log(EvidenceSource& source, const Task& task,
   // bounds what the provider may send from here on.
   VT_ASSIGN_OR_RETURN(auto initial, training::Trainer::create(task, trainer));
   VT_ASSIGN_OR_RETURN(Bytes initial_bytes, initial->snapshot());
-  source.set_limits(SourceLimits{static_cast<std::uint64_t>(task.epochs) + 1,
-                                 snapshot_size_bound(initial_bytes.size())});
+  SourceLimits limits;
+  limits.log =
+      LogBounds(static_cast<std::uint64_t>(task.epochs) + 1,
+                training::record_bytes_bound(task, initial->steps_per_epoch(), initial->layout()));
+  limits.snapshot_bytes = snapshot_size_bound(initial_bytes.size());
+  source.set_limits(limits);
   auto records = source.log();
   if (!records) {
     if (records.error().code == Errc::kIo) return records.error();
-    facts.failures.push_back("the commitment log is unreadable: " + records.error().message);
+    facts.failures.push_back("the commitment log: " + records.error().message);
     return facts;
   }
   facts.records = std::move(*records);

@@ -20,21 +20,30 @@
 namespace vt::verifier {
 
 struct SourceLimits {
-  std::uint64_t log_records = std::numeric_limits<std::uint64_t>::max();  // task epochs + 1
+  LogBounds log;  // the task's epochs + 1 records, each of what its records can take
   std::uint64_t snapshot_bytes = std::uint64_t{64} << 30;  // canonical bytes of one snapshot
 };
+
+// What `task` alone bounds, before its model is built: epochs + 1 records of at most
+// kMaxRecordBytes each. check_log tightens both bounds once the task's state is known.
+SourceLimits limits_for(const Task& task);
 
 class EvidenceSource {
  public:
   virtual ~EvidenceSource() = default;
   virtual Result<std::string> task_json() = 0;
+  // The whole log, read within the limits (set_limits must come first: a source refuses to
+  // read a log it cannot bound).
   virtual Result<std::vector<SignedRecord>> log() = 0;
+  // The log's first record alone, read no further (nullopt: the log is empty): what a verifier
+  // matches its arithmetic environment to before anything else runs.
+  virtual Result<std::optional<SignedRecord>> first_record();
   // Canonical bytes of the snapshot committed for `epoch` with `root`. `base` (the bytes of a
   // snapshot the caller already holds) lets a network source fetch a delta instead.
   virtual Result<Bytes> snapshot(std::uint64_t epoch, const Digest& root,
                                  const std::optional<std::pair<Digest, ByteSpan>>& base) = 0;
-  // What the task implies a provider may send: more records, or a snapshot declared or decoded
-  // larger, is refused as the provider's fault before it is allocated.
+  // What the task implies a provider may send: more records, a longer record, or a snapshot
+  // declared or decoded larger, is refused as the provider's fault before it is allocated.
   virtual void set_limits(const SourceLimits& limits) { (void)limits; }
   virtual std::uint64_t bytes_fetched() const = 0;  // on the wire, or read from disk
   virtual std::string describe() const = 0;         // for reports: "workdir /x" or "provider h:p"

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <thread>
 
+#include "common/activity.h"
 #include "common/fd.h"
 #include "protocol/net/client.h"
 #include "verifier/source.h"
@@ -31,7 +32,9 @@ class ProviderSource final : public EvidenceSource {
                 std::chrono::milliseconds wait) override {
     auto watcher = Client::connect(config_);
     if (!watcher) return watcher.error().context("subscribing to " + where_);
-    return watcher->subscribe(from, on_commit, wait);
+    LogBounds bounds = limits_.log;
+    if (from > 0) bounds.records = bounds.records > from ? bounds.records - from : 0;
+    return watcher->subscribe(from, on_commit, wait, bounds);
   }
 
   Result<std::string> task_json() override {
@@ -40,8 +43,19 @@ class ProviderSource final : public EvidenceSource {
   }
 
   Result<std::vector<SignedRecord>> log() override {
-    return until_withheld("the commitment log",
-                          [&] { return client_.get_log(0, limits_.log_records); });
+    VT_RETURN_IF_ERROR(check_limited());
+    return until_withheld("the commitment log", [&] { return client_.get_log(0, limits_.log); });
+  }
+
+  Result<std::optional<SignedRecord>> first_record() override {
+    VT_RETURN_IF_ERROR(check_limited());
+    LogBounds head(1, limits_.log.record_bytes);
+    head.head_only = true;
+    VT_ASSIGN_OR_RETURN(
+        std::vector<SignedRecord> records,
+        until_withheld("the commitment log", [&] { return client_.get_log(0, head); }));
+    if (records.empty()) return std::optional<SignedRecord>();
+    return std::optional<SignedRecord>(std::move(records.front()));
   }
 
   Result<Bytes> snapshot(std::uint64_t epoch, const Digest& root,
@@ -52,6 +66,7 @@ class ProviderSource final : public EvidenceSource {
 
   void set_limits(const SourceLimits& limits) override {
     limits_ = limits;
+    limited_ = true;
     // Kept in the config too, so a connection made after a broken transfer keeps the bound.
     config_.max_snapshot_bytes = limits.snapshot_bytes;
     client_.set_max_snapshot_bytes(limits.snapshot_bytes);
@@ -63,6 +78,7 @@ class ProviderSource final : public EvidenceSource {
  private:
   template <typename Fetch>
   auto until_withheld(const std::string& what, const Fetch& fetch) -> decltype(fetch()) {
+    const Activity reading("reading " + what + " from provider " + where_);
     const auto deadline = std::chrono::steady_clock::now() + evidence_timeout_;
     for (;;) {
       auto got = fetch();
@@ -103,11 +119,17 @@ class ProviderSource final : public EvidenceSource {
     return bytes;
   }
 
+  Status check_limited() const {
+    if (limited_) return {};
+    return internal_error("the log of " + where_ + " was asked for before the task bounded it");
+  }
+
   Client client_;
   ClientConfig config_;
   std::string where_;
   std::chrono::milliseconds evidence_timeout_;
   SourceLimits limits_;
+  bool limited_ = false;
   std::uint64_t fetched_ = 0;
 };
 

@@ -13,6 +13,7 @@ class ReuseLastSnapshot final : public EvidenceSource {
 
   Result<std::string> task_json() override { return inner_.task_json(); }
   Result<std::vector<SignedRecord>> log() override { return inner_.log(); }
+  Result<std::optional<SignedRecord>> first_record() override { return inner_.first_record(); }
 
   Result<Bytes> snapshot(std::uint64_t epoch, const Digest& root,
                          const std::optional<std::pair<Digest, ByteSpan>>& base) override {
@@ -36,6 +37,18 @@ class ReuseLastSnapshot final : public EvidenceSource {
 };
 
 }  // namespace
+
+SourceLimits limits_for(const Task& task) {
+  SourceLimits limits;
+  limits.log = LogBounds(static_cast<std::uint64_t>(task.epochs) + 1, kMaxRecordBytes);
+  return limits;
+}
+
+Result<std::optional<SignedRecord>> EvidenceSource::first_record() {
+  VT_ASSIGN_OR_RETURN(std::vector<SignedRecord> records, log());
+  if (records.empty()) return std::optional<SignedRecord>();
+  return std::optional<SignedRecord>(std::move(records.front()));
+}
 
 std::unique_ptr<EvidenceSource> reuse_last_snapshot(EvidenceSource& inner) {
   return std::make_unique<ReuseLastSnapshot>(inner);

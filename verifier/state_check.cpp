@@ -143,6 +143,7 @@ Result<CheckContext> make_check_context(const Task& task, const training::Traine
   ctx.fetch_after = fetch_after;
   VT_ASSIGN_OR_RETURN(auto initial, training::Trainer::create(task, trainer));
   ctx.layout = initial->layout();
+  ctx.steps_per_epoch = initial->steps_per_epoch();
   return ctx;
 }
 

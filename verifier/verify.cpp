@@ -6,6 +6,7 @@
 #include <deque>
 #include <set>
 
+#include "training/sizes.h"
 #include "verifier/environment_check.h"
 #include "verifier/log_check.h"
 #include "verifier/replay_jobs.h"
@@ -80,7 +81,12 @@ class Run {
   Result<Verdict> online() {
     VT_ASSIGN_OR_RETURN(CheckContext derived,
                         make_check_context(task_, options_.trainer, options_.fetch_after));
+    SourceLimits limits = limits_for(task_);
+    limits.log.record_bytes =
+        training::record_bytes_bound(task_, derived.steps_per_epoch, derived.layout);
+    source_.set_limits(limits);
     ctx_.layout = std::move(derived.layout);
+    ctx_.steps_per_epoch = derived.steps_per_epoch;
     VT_ASSIGN_OR_RETURN(ProbabilityDerivation derivation,
                         derive_probability(options_.policy, verdict_.epochs));
     VT_ASSIGN_OR_RETURN(ChallengeRandom random, make_random());

@@ -118,40 +118,49 @@ Result<Bytes> Client::get_task() {
 }
 
 Result<std::vector<SignedRecord>> Client::get_log(std::uint64_t from_epoch,
-                                                  std::uint64_t max_records) {
-  return in_sync(get_log_frames(from_epoch, max_records));
+                                                  const LogBounds& bounds) {
+  return in_sync(get_log_frames(from_epoch, bounds));
 }
 
 Result<std::vector<SignedRecord>> Client::get_log_frames(std::uint64_t from_epoch,
-                                                         std::uint64_t max_records) {
+                                                         const LogBounds& bounds) {
   std::string what = "get_log from " + (connection_ ? connection_->where() : config_.host);
   VT_ASSIGN_OR_RETURN(
       Frame frame, request(MessageType::kGetLog, {{"from_epoch", from_epoch}}, MessageType::kLog));
   std::vector<SignedRecord> records;
+  LogStreamCheck check(bounds, from_epoch);
+  // A provider that breaks the bounds is not read any further: what it would send next is
+  // unread bytes in the stream, so the connection goes.
+  auto stop = [&](Status s) {
+    connection_.reset();
+    return s.error();
+  };
   for (;;) {
     ByteSpan payload = frame.payload;
     const std::size_t held = records.size();
     std::size_t start = 0;
     for (std::size_t i = 0; i < payload.size(); ++i) {
       if (payload[i] != '\n') continue;
-      std::uint64_t epoch = from_epoch + records.size();
-      if (records.size() >= max_records) {
+      if (bounds.head_only && check.full()) {
         connection_.reset();
-        return rejected(what + ": the provider sends more than the " + std::to_string(max_records) +
-                        " records the task allows (epoch " + std::to_string(epoch) + " and on)");
+        return records;
       }
-      VT_ASSIGN_OR_RETURN(SignedRecord record,
-                          decode_record(payload.subspan(start, i + 1 - start),
-                                        what + ": epoch " + std::to_string(epoch)));
-      if (record.record.epoch != epoch)
-        return invalid_input(what + ": expected the record of epoch " + std::to_string(epoch) +
-                             ", got epoch " + std::to_string(record.record.epoch));
-      records.push_back(std::move(record));
+      const std::uint64_t line = i + 1 - start;
+      if (auto admitted = check.admit(line, what); !admitted) return stop(admitted);
+      auto record = decode_record(payload.subspan(start, line),
+                                  what + ": " + log_position(check.next_epoch()));
+      if (!record) return stop(rejected(record.error().message));
+      if (auto accepted = check.accept(*record, what); !accepted) return stop(accepted);
+      records.push_back(std::move(*record));
       start = i + 1;
     }
     if (start != payload.size()) return invalid_input(what + ": a log frame ends inside a record");
     auto more = frame.header.find("more");
     if (more == frame.header.end() || !more->is_boolean() || !more->get<bool>()) break;
+    if (bounds.head_only && check.full()) {
+      connection_.reset();
+      return records;
+    }
     if (records.size() == held) {
       connection_.reset();
       return rejected(what + ": a log frame after epoch " + std::to_string(from_epoch + held) +
@@ -209,35 +218,32 @@ Result<std::vector<VerifiedChunk>> Client::get_chunk_frames(
 
 Status Client::subscribe(std::uint64_t from_epoch,
                          const std::function<bool(const SignedRecord&)>& on_commit,
-                         std::chrono::milliseconds wait) {
+                         std::chrono::milliseconds wait, const LogBounds& bounds) {
   VT_RETURN_IF_ERROR(ensure_connected());
   std::string what = "subscription at " + connection_->where();
   VT_RETURN_IF_ERROR(connection_->send(MessageType::kSubscribe, {{"from_epoch", from_epoch}}));
-  std::uint64_t expect = from_epoch;
+  LogStreamCheck check(bounds, from_epoch);
+  auto stop = [&](const Error& e) {
+    connection_.reset();
+    return e;
+  };
   for (;;) {
     auto frame = connection_->read_frame(wait);
     if (!frame.ok()) {
-      connection_.reset();
-      return frame.error().context(what + " (waiting for epoch " + std::to_string(expect) + ")");
+      return stop(frame.error().context(what + " (waiting for epoch " +
+                                        std::to_string(check.next_epoch()) + ")"));
     }
-    if (frame->type == MessageType::kError) {
-      connection_.reset();
-      return server_error(*frame, what);
-    }
+    if (frame->type == MessageType::kError) return stop(server_error(*frame, what));
     if (frame->type != MessageType::kCommit) {
-      connection_.reset();
-      return io_error(what + ": expected commit, got " +
-                      std::string(wire::message_name(frame->type)));
+      return stop(io_error(what + ": expected commit, got " +
+                           std::string(wire::message_name(frame->type))));
     }
-    VT_ASSIGN_OR_RETURN(SignedRecord record,
-                        decode_record(frame->payload, what + ": epoch " + std::to_string(expect)));
-    if (record.record.epoch != expect) {
-      connection_.reset();
-      return invalid_input(what + ": expected the commitment of epoch " + std::to_string(expect) +
-                           ", got " + std::to_string(record.record.epoch));
-    }
-    ++expect;
-    if (!on_commit(record)) break;
+    if (auto admitted = check.admit(frame->payload.size(), what); !admitted)
+      return stop(admitted.error());
+    auto record = decode_record(frame->payload, what + ": " + log_position(check.next_epoch()));
+    if (!record) return stop(rejected(record.error().message));
+    if (auto accepted = check.accept(*record, what); !accepted) return stop(accepted.error());
+    if (!on_commit(*record)) break;
   }
   connection_.reset();
   return {};

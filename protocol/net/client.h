@@ -75,12 +75,13 @@ class Client {
   void set_max_snapshot_bytes(std::uint64_t n) { config_.max_snapshot_bytes = n; }
 
   Result<Bytes> get_task();
-  // Records with epoch >= from_epoch, decoded and in order; signatures and the chain are the
-  // caller's to check (verify_log). More than `max_records` (a task has epochs + 1), or a frame
-  // that promises more but carries none, is rejected: an endless log cannot fill memory.
-  Result<std::vector<SignedRecord>> get_log(
-      std::uint64_t from_epoch = 0,
-      std::uint64_t max_records = std::numeric_limits<std::uint64_t>::max());
+  // Records with epoch >= from_epoch, decoded and in order, each checked as it arrives
+  // (LogStreamCheck: count, size, epoch, signature under the log's key, chain): the first that
+  // breaks `bounds` ends the read, rejected, naming its epoch and line, and so does a frame that
+  // promises more but carries none. An endless or forged log cannot fill memory. Which task the
+  // records name and whose key signed them are the caller's to judge (verify_log).
+  Result<std::vector<SignedRecord>> get_log(std::uint64_t from_epoch = 0,
+                                            const LogBounds& bounds = {});
 
   // The container bytes as stored, with the committed root checked against the container's
   // header; on plain TCP each chunk is also checked against its xxh3 (TLS authenticates every
@@ -100,11 +101,11 @@ class Client {
 
   // Calls on_commit with each record of epoch >= from_epoch as the server pushes it (the ones
   // already durable first), until on_commit returns false (ok) or no commitment arrives within
-  // `wait` (an I/O error naming the wait). The subscription uses the connection up: the next
-  // call reconnects.
+  // `wait` (an I/O error naming the wait), or a record breaks `bounds` (rejected, as get_log).
+  // The subscription uses the connection up: the next call reconnects.
   Status subscribe(std::uint64_t from_epoch,
                    const std::function<bool(const SignedRecord&)>& on_commit,
-                   std::chrono::milliseconds wait);
+                   std::chrono::milliseconds wait, const LogBounds& bounds = {});
 
  private:
   Client(ClientConfig config, Connection connection, ServerHello hello);
@@ -116,7 +117,7 @@ class Client {
   Result<wire::Frame> next(wire::MessageType expect, std::string_view what,
                            Bytes* payload_sink = nullptr);
   Result<std::vector<SignedRecord>> get_log_frames(std::uint64_t from_epoch,
-                                                   std::uint64_t max_records);
+                                                   const LogBounds& bounds);
   Result<std::vector<VerifiedChunk>> get_chunk_frames(std::uint64_t epoch, const Digest& root,
                                                       std::span<const std::uint64_t> indices);
   // A call that failed before reading its whole answer leaves frames in the stream; only an

@@ -7,8 +7,8 @@
 //                                           unauthenticated sockets open
 //   abuse_measure VERITRAIN DIR verify MODE SECONDS
 //                                           `verify --deadline SECONDS` against a hostile
-//                                           provider (MODE drip, endless or empty): wall time,
-//                                           exit code, verdict, peak RSS
+//                                           provider (MODE drip, endless, forged or empty): wall
+//                                           time, exit code, verdict, peak RSS
 //
 // DIR keeps the workdir between runs (a task with a ~50 MB snapshot, trained once).
 
@@ -176,9 +176,10 @@ Result<int> idle_sockets(const std::string& veritrain, const CheatRun& run) {
 Result<int> hostile_verify(const std::string& veritrain, const CheatRun& run,
                            const std::string& mode, const std::string& seconds) {
   testing::HostileOptions o;
-  o.mode = mode == "endless" ? testing::Hostility::kEndlessLog
-           : mode == "empty" ? testing::Hostility::kEmptyLogFrames
-                             : testing::Hostility::kDrip;
+  o.mode = mode == "endless"  ? testing::Hostility::kEndlessLog
+           : mode == "forged" ? testing::Hostility::kForgedEndlessLog
+           : mode == "empty"  ? testing::Hostility::kEmptyLogFrames
+                              : testing::Hostility::kDrip;
   VT_ASSIGN_OR_RETURN(o.task, read_file(run.workdir / "task.json"));
   VT_ASSIGN_OR_RETURN(LogFile log, read_log(run.workdir / "commitments.log"));
   for (const auto& r : log.records) o.log_lines.push_back(encode_record(r));
@@ -233,8 +234,8 @@ Result<int> hostile_verify(const std::string& veritrain, const CheatRun& run,
 int main(int argc, char** argv) {
   using namespace vt::adversary;
   if (argc < 4) {
-    std::cerr
-        << "usage: abuse_measure VERITRAIN DIR stalled|idle|verify [drip|endless|empty SECONDS]\n";
+    std::cerr << "usage: abuse_measure VERITRAIN DIR stalled|idle|verify "
+                 "[drip|endless|forged|empty SECONDS]\n";
     return 2;
   }
   const std::string veritrain = argv[1], what = argv[3];

@@ -27,6 +27,7 @@ void make_run(AuditedRun& r, const CheatPlan& plan) {
   auto source = verifier::open_workdir_source(r.dir / "wd");
   ASSERT_TRUE(source.ok());
   r.source = std::move(*source);
+  r.source->set_limits(verifier::limits_for(r.task));
   r.records = *r.source->log();
 }
 

@@ -22,6 +22,7 @@ struct Stored : StoredRun {
 std::string challenge(const Stored& s, std::uint64_t epoch) {
   auto source = verifier::open_workdir_source(s.dir / "wd");
   if (!source) return "error: " + source.error().message;
+  (*source)->set_limits(verifier::limits_for(s.task));
   auto log = (*source)->log();
   if (!log) return "error: " + log.error().message;
   // A storage audit: the "after" state is fetched even when the replay proves it.

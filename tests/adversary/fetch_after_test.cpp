@@ -25,6 +25,7 @@ Checked challenge(const fs::path& wd, const Task& task, std::uint64_t epoch,
   Checked out;
   auto source = verifier::open_workdir_source(wd);
   EXPECT_TRUE(source.ok());
+  (*source)->set_limits(verifier::limits_for(task));
   auto log = (*source)->log();
   EXPECT_TRUE(log.ok());
   auto ctx = verifier::make_check_context(task, {}, fetch_after);

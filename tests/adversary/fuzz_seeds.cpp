@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   if (!run) return fail(run.error().message);
   auto source = vt::verifier::open_workdir_source(work);
   if (!source) return fail(source.error().message);
+  (*source)->set_limits(vt::verifier::limits_for(task));
 
   for (std::uint64_t e = 0; e < run->roots.size(); ++e) {
     auto bytes = (*source)->snapshot(e, run->roots[e], std::nullopt);

@@ -113,6 +113,7 @@ class CountingSource final : public verifier::EvidenceSource {
     ++asked[hex_encode(root)];
     return inner_.snapshot(epoch, root, base);
   }
+  void set_limits(const verifier::SourceLimits& limits) override { inner_.set_limits(limits); }
   std::uint64_t bytes_fetched() const override { return inner_.bytes_fetched(); }
   std::string describe() const override { return inner_.describe(); }
   std::map<std::string, int> asked;

@@ -124,14 +124,12 @@ class ScriptExecutor : public ::testing::Test {
         dir_->path());
     ASSERT_EQ(train.exit_code, 0) << train.err;
     for (const char* jobs : {"1", "2"}) {
-      auto verify = run_command(in() + veritrain_binary() + " verify --task " + model +
-                                    ".json --workdir w-" + model +
-                                    " --check-probability 1 --jobs " + jobs + " --report r-" + model +
-                                    "-" + jobs,
-                                dir_->path());
-      EXPECT_EQ(verify.exit_code, 0)
-          << model << ", --jobs " << jobs << ":\n"
-          << verify.out << verify.err;
+      auto verify = run_command(
+          in() + veritrain_binary() + " verify --task " + model + ".json --workdir w-" + model +
+              " --check-probability 1 --jobs " + jobs + " --report r-" + model + "-" + jobs,
+          dir_->path());
+      EXPECT_EQ(verify.exit_code, 0) << model << ", --jobs " << jobs << ":\n"
+                                     << verify.out << verify.err;
     }
     // The executor is committed with the arithmetic environment.
     const std::string log = *read_text_file(dir_->path() / ("w-" + model) / "commitments.log");

@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/sha256.h"
+#include "protocol/log.h"
 #include "protocol/net/frame.h"
 
 namespace vt::testing {
@@ -29,6 +31,10 @@ enum class Hostility {
   kDeepHello,  // hello: a header nested 100,000 deep
   kHugeHelloHeader,  // hello: a frame prefix that declares a 4 GiB header
   kMalformedLog,     // get_log: a frame with a bad magic
+  // get_log: the real records before epoch `forge_from`, then fabricated ones for ever, in frames
+  // of about `frame_bytes`: consecutive epochs, chained, each a copy of the last real record's
+  // body under a bogus 64-byte signature.
+  kForgedEndlessLog,
 };
 
 struct HostileOptions {
@@ -40,7 +46,9 @@ struct HostileOptions {
   std::vector<std::string> roots_hex;           // the requested epoch has one here
   std::size_t drip_bytes = 1;
   std::chrono::milliseconds drip_every{100};
-  std::uint16_t port = 0;  // 0: any free port
+  std::uint16_t port = 0;                          // 0: any free port
+  std::uint64_t forge_from = 1;                    // kForgedEndlessLog
+  std::size_t frame_bytes = std::size_t{4} << 20;  // kForgedEndlessLog
 };
 
 class HostileProvider {
@@ -164,7 +172,44 @@ class HostileProvider {
     }
   }
 
+  // Frames of fabricated records, each a well-formed line with a signature nobody made.
+  void serve_forged_log(int fd) {
+    std::uint64_t epoch = 0;
+    Digest prev{};
+    for (; epoch < options_.forge_from && epoch < options_.log_lines.size(); ++epoch) {
+      const Bytes& line = options_.log_lines[epoch];
+      if (!send_frame(fd, wire::MessageType::kLog,
+                      {{"from_epoch", epoch}, {"count", 1}, {"more", true}}, line))
+        return;
+      prev = sha256(line);
+    }
+    auto model = decode_record(options_.log_lines.at(epoch - 1));
+    if (!model.ok()) return;
+    const std::string bogus(128, 'a');  // 64 bytes in hex
+    while (!stop_) {
+      Bytes frame;
+      const std::uint64_t first = epoch;
+      while (frame.size() < options_.frame_bytes) {
+        CommitRecord r = model->record;
+        r.epoch = epoch++;
+        r.prev = prev;
+        auto body = commit_body_json(r);
+        if (!body.ok()) return;
+        const std::size_t at = frame.size();
+        frame.insert(frame.end(), body->begin(), body->end());
+        frame.push_back('\t');
+        frame.insert(frame.end(), bogus.begin(), bogus.end());
+        frame.push_back('\n');
+        prev = sha256(ByteSpan(frame).subspan(at));
+      }
+      if (!send_frame(fd, wire::MessageType::kLog,
+                      {{"from_epoch", first}, {"count", epoch - first}, {"more", true}}, frame))
+        return;
+    }
+  }
+
   void serve_log(int fd) {
+    if (options_.mode == Hostility::kForgedEndlessLog) return serve_forged_log(fd);
     if (options_.mode == Hostility::kMalformedLog) {
       const std::string garbage = "NOPE not a frame at all";
       ::send(fd, garbage.data(), garbage.size(), MSG_NOSIGNAL);

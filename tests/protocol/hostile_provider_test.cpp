@@ -81,9 +81,45 @@ TEST(HostileProvider, EndlessLogStopsAtTheRecordsTheTaskAllows) {
   auto log = client->get_log(0, /*max_records=*/4);  // a task of 3 epochs: records 0..3
   ASSERT_FALSE(log.ok());
   EXPECT_EQ(log.error().code, Errc::kRejected);
-  EXPECT_NE(log.error().message.find("more than the 4 records the task allows (epoch 4 and on)"),
+  EXPECT_NE(log.error().message.find("epoch 4 (line 5): the log goes on past the 4 records the "
+                                     "task allows (epochs 0 to 3)"),
             std::string::npos)
       << log.error().message;
+}
+
+// A record longer than any of the task's can be is refused before it is parsed, however well
+// formed.
+TEST(HostileProvider, ARecordLongerThanTheTaskAllowsIsRefusedBeforeItIsParsed) {
+  HostileProvider provider(with_log(Hostility::kEndlessLog));
+  auto client = Client::connect(plain_config(provider.port()));
+  ASSERT_TRUE(client.ok()) << client.error().message;
+  auto log = client->get_log(0, LogBounds(4, 256));
+  ASSERT_FALSE(log.ok());
+  EXPECT_EQ(log.error().code, Errc::kRejected);
+  EXPECT_NE(log.error().message.find("epoch 0 (line 1): a record of "), std::string::npos)
+      << log.error().message;
+  EXPECT_NE(log.error().message.find("bytes, more than a record of this task can take (256)"),
+            std::string::npos)
+      << log.error().message;
+}
+
+// Records whose signatures do not verify under the log's key end the read at the first of them.
+TEST(HostileProvider, AForgedRecordEndsTheReadAtItsEpoch) {
+  HostileOptions o = with_log(Hostility::kForgedEndlessLog);
+  o.forge_from = 2;
+  o.frame_bytes = 1 << 16;
+  HostileProvider provider(o);
+  auto client = Client::connect(plain_config(provider.port()));
+  ASSERT_TRUE(client.ok()) << client.error().message;
+  auto log = client->get_log(0, 100);
+  ASSERT_FALSE(log.ok());
+  EXPECT_EQ(log.error().code, Errc::kRejected);
+  EXPECT_NE(log.error().message.find(
+                "epoch 2 (line 3): signature does not verify (the record was changed after "
+                "signing)"),
+            std::string::npos)
+      << log.error().message;
+  EXPECT_LT(provider.frames_sent(), 20u);
 }
 
 TEST(HostileProvider, EmptyLogFramesForEverAreRejected) {

@@ -5,6 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <iostream>
+
+#include "common/safetensors.h"
+#include "fingerprint/fingerprint.h"
+#include "protocol/keys.h"
+#include "protocol/log.h"
 #include "training/data.h"
 #include "training/trainer.h"
 #include "training/zoo.h"
@@ -267,6 +273,55 @@ TEST(Sizes, FingerprintKBeyondTheRecordOrTheStateNamesTheField) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().message.rfind("fingerprint.k: expected at most ", 0), 0u)
       << s.error().message;
+}
+
+// A verifier reads no record longer than record_bytes_bound, so every honest record must fit it:
+// records built as the provider builds them (fingerprints over the real state, a tracking
+// fingerprint and a trail point every step, held-out metrics, the largest environment a record
+// may carry, signed), for every zoo model.
+TEST(Sizes, EveryHonestRecordFitsTheBoundAVerifierReadsItWithin) {
+  auto key = SigningKey::generate();
+  ASSERT_TRUE(key.ok());
+  for (const char* model : {"mlp", "cnn", "conv3d", "gpt"}) {
+    Task task = synthetic(model);
+    task.steps_per_epoch = 4;
+    task.fingerprint.trail_interval = 1;
+    auto trainer = Trainer::create(task);
+    ASSERT_TRUE(trainer.ok()) << trainer.error().message;
+    const Bytes state = *(*trainer)->snapshot();
+    const auto view = parse_safetensors(state);
+    ASSERT_TRUE(view.ok());
+    auto fingerprint = [&](std::int64_t k, std::uint8_t seed) {
+      Digest d{};
+      d.fill(seed);
+      auto f = fp::fingerprint_snapshot(*view, d, static_cast<std::uint64_t>(k));
+      EXPECT_TRUE(f.ok()) << f.error().message;
+      return fp::fingerprint_to_json(*f);
+    };
+    CommitRecord r;
+    r.epoch = 123456;
+    r.fingerprint = fingerprint(task.fingerprint.k, 1);
+    r.tracking_fingerprint = fingerprint(task.fingerprint.tracking_k, 2);
+    for (std::uint8_t step = 0; step < 4; ++step)
+      r.trail.push_back(
+          fingerprint(task.fingerprint.tracking_k, static_cast<std::uint8_t>(3 + step)));
+    r.metrics = {1.0 / 3.0, 4, 12345.678, 1u << 30, EvalClaim{2.0 / 3.0, 0.123456789, 1u << 30}};
+    Environment env;
+    for (std::size_t i = 0; i < kMaxEnvironmentFields; ++i) {
+      std::string name = std::to_string(i);
+      // Control characters: JSON's longest escape, 6 bytes each.
+      env[name + std::string(64 - name.size(), '\x01')] = std::string(kMaxEnvironmentValue, '\x02');
+    }
+    r.environment = env;
+    r.time = utc_now_iso8601();
+    auto signed_record = sign_record(r, *key);
+    ASSERT_TRUE(signed_record.ok()) << signed_record.error().message;
+    const std::uint64_t line = encode_record(*signed_record).size();
+    const std::uint64_t bound =
+        record_bytes_bound(task, (*trainer)->steps_per_epoch(), (*trainer)->layout());
+    EXPECT_LE(line, bound) << model;
+    std::cerr << model << ": a record of " << line << " bytes, bound " << bound << "\n";
+  }
 }
 
 // The trainer runs the same checks before it builds anything: `train`, `task check`, `verify`
