@@ -70,8 +70,7 @@ Error error_from_exception(std::exception_ptr e) {
                     "what the work needs; every size a peer sends is bounded before it is "
                     "allocated (docs/reliability.md)");
   } catch (const std::exception& ex) {
-    return internal_error(std::string("unexpected exception") + at + ": " + ex.what() +
-                          " (a bug)");
+    return internal_error(std::string("unexpected exception") + at + ": " + ex.what() + " (a bug)");
   } catch (...) {
     return internal_error("unexpected exception of unknown type" + at + " (a bug)");
   }

@@ -25,9 +25,8 @@ Status LogStreamCheck::admit(std::uint64_t bytes, std::string_view where) const 
 Status LogStreamCheck::accept(const SignedRecord& r, std::string_view where) {
   const std::string at = std::string(where) + ": " + log_position(next_);
   if (r.record.epoch != next_) {
-    return rejected(at + ": commits epoch " + std::to_string(r.record.epoch) +
-                    " where epoch " + std::to_string(next_) +
-                    " belongs (epochs run 0, 1, 2, ... without gaps)");
+    return rejected(at + ": commits epoch " + std::to_string(r.record.epoch) + " where epoch " +
+                    std::to_string(next_) + " belongs (epochs run 0, 1, 2, ... without gaps)");
   }
   auto key = PublicKey::from_raw(r.record.signer);
   if (!key) return rejected(at + ": signer is not a valid Ed25519 key");

@@ -2,10 +2,9 @@
 // unwound, an exit code for whose fault it was, and no SIGABRT from any thread.
 #include "common/activity.h"
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <new>
 #include <thread>

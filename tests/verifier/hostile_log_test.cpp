@@ -6,11 +6,10 @@
 // tests/protocol/hostile_provider_test.cpp.
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <chrono>
 
@@ -62,8 +61,7 @@ Outcome verify_limited(const testing::ScratchDir& dir, const std::vector<std::st
   rusage usage{};
   ::wait4(pid, &status, 0, &usage);
   Outcome o;
-  o.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   o.peak_kib = usage.ru_maxrss;
   if (auto text = read_text_file(err); text.ok()) o.err = *text;
@@ -133,8 +131,8 @@ TEST_F(HostileLog, ForgedRecordsForEverEndAtTheFirstBadSignature) {
   EXPECT_EQ(result, "rejected");
   EXPECT_NE(failures.find("epoch 1 (line 2): signature does not verify"), std::string::npos)
       << failures;
-  std::cerr << "forged from epoch 1: exit " << out.exit_code << " in " << out.seconds
-            << " s, peak " << out.peak_kib / 1024 << " MiB\n";
+  std::cerr << "forged from epoch 1: exit " << out.exit_code << " in " << out.seconds << " s, peak "
+            << out.peak_kib / 1024 << " MiB\n";
 }
 
 // The same stream after the whole honest log: the first record past the task's last epoch ends
