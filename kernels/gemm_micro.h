@@ -29,40 +29,45 @@ constexpr int kNV = VT_GEMM_NV;
 constexpr int kNR = VT_GEMM_W * VT_GEMM_NV;
 typedef float Vec __attribute__((vector_size(kW * sizeof(float))));
 
-inline Vec load(const float* p) {
+// Always inlined, at every optimisation level: the fused multiply-adds must lie in the product
+// loops themselves (kernels_fuse_only_in_products reads the machine code), and at -O0 a plain
+// inline helper would be a function of its own.
+#define VT_INLINE [[gnu::always_inline]] inline
+
+VT_INLINE Vec load(const float* p) {
   Vec v;
   __builtin_memcpy(&v, p, sizeof v);
   return v;
 }
-inline void store(float* p, Vec v) { __builtin_memcpy(p, &v, sizeof v); }
+VT_INLINE void store(float* p, Vec v) { __builtin_memcpy(p, &v, sizeof v); }
 
 // The vector of x in every lane, and a·b + c rounded once (IEEE 754 fusedMultiplyAdd) lane by
 // lane: the instruction where the target has one, else the C library's fmaf (exact, and slow).
 #if VT_GEMM_W == 16 && defined(__AVX512F__)
-inline Vec broadcast(float x) { return reinterpret_cast<Vec>(_mm512_set1_ps(x)); }
-inline Vec fused(Vec a, Vec b, Vec c) {
+VT_INLINE Vec broadcast(float x) { return reinterpret_cast<Vec>(_mm512_set1_ps(x)); }
+VT_INLINE Vec fused(Vec a, Vec b, Vec c) {
   return reinterpret_cast<Vec>(_mm512_fmadd_ps(
       reinterpret_cast<__m512>(a), reinterpret_cast<__m512>(b), reinterpret_cast<__m512>(c)));
 }
 #elif VT_GEMM_W == 8 && defined(__FMA__)
-inline Vec broadcast(float x) { return reinterpret_cast<Vec>(_mm256_set1_ps(x)); }
-inline Vec fused(Vec a, Vec b, Vec c) {
+VT_INLINE Vec broadcast(float x) { return reinterpret_cast<Vec>(_mm256_set1_ps(x)); }
+VT_INLINE Vec fused(Vec a, Vec b, Vec c) {
   return reinterpret_cast<Vec>(_mm256_fmadd_ps(
       reinterpret_cast<__m256>(a), reinterpret_cast<__m256>(b), reinterpret_cast<__m256>(c)));
 }
 #elif VT_GEMM_W == 4 && defined(__FMA__)
-inline Vec broadcast(float x) { return reinterpret_cast<Vec>(_mm_set1_ps(x)); }
-inline Vec fused(Vec a, Vec b, Vec c) {
+VT_INLINE Vec broadcast(float x) { return reinterpret_cast<Vec>(_mm_set1_ps(x)); }
+VT_INLINE Vec fused(Vec a, Vec b, Vec c) {
   return reinterpret_cast<Vec>(_mm_fmadd_ps(
       reinterpret_cast<__m128>(a), reinterpret_cast<__m128>(b), reinterpret_cast<__m128>(c)));
 }
 #else
-inline Vec broadcast(float x) {
+VT_INLINE Vec broadcast(float x) {
   Vec v;
   for (int l = 0; l < kW; ++l) v[l] = x;
   return v;
 }
-inline Vec fused(Vec a, Vec b, Vec c) {
+VT_INLINE Vec fused(Vec a, Vec b, Vec c) {
   Vec r;
   for (int l = 0; l < kW; ++l) r[l] = __builtin_fmaf(a[l], b[l], c[l]);
   return r;

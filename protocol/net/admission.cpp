@@ -189,6 +189,22 @@ void Admission::leave(std::uint64_t id) {
   entries_.erase(it);
 }
 
+void Admission::clear() {
+  std::unordered_map<std::uint64_t, Entry> entries;
+  {
+    std::lock_guard lock(mutex_);
+    entries.swap(entries_);
+    for (Pool* pool : {&silent_, &handshaking_}) {
+      pool->members.clear();
+      pool->holders.clear();
+      pool->size = 0;
+    }
+    authenticated_ = 0;
+    authenticated_by_.clear();
+  }
+  // The callbacks go here, outside the lock: they may hold the last reference to a strand.
+}
+
 std::size_t Admission::silent() const {
   std::lock_guard lock(mutex_);
   return silent_.size;

@@ -69,6 +69,11 @@ class Admission {
   // The connection ended, in whichever stage it was.
   void leave(std::uint64_t id);
 
+  // Forgets every connection and destroys its pushed_out callback: for a server that stops,
+  // whose sessions end without leaving. Call it while the executors the callbacks hold are
+  // alive (before the io_context goes): a callback outliving them would touch freed memory.
+  void clear();
+
   std::size_t silent() const;
   std::size_t handshaking() const;
   std::size_t authenticated() const;

@@ -228,6 +228,9 @@ void Server::stop() {
   // Sessions waiting on slow work are destroyed with their queued jobs; a job still running
   // posts its result to the stopped io_context, which discards it below.
   impl_->slow->stop();
+  // The sessions the io_context abandoned never left their admission slots, whose callbacks
+  // hold their strands: they go now, while the io_context that owns the strands still lives.
+  impl_->admission->clear();
   impl_->acceptor.reset();
   impl_->accept_pause.reset();
   impl_->io.reset();
