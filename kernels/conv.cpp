@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/conv_paths.h"
 #include "kernels/gemm.h"
 #include "kernels/parallel.h"
 #include "kernels/wide.h"
@@ -220,7 +221,8 @@ bool transposed_is_stride_one(const ConvShape& s) {
 
 // y = the convolution, one product per tile of grid positions p'; the p' with j ≥ OW or i ≥ OH
 // are no outputs: computed in vain (2 of every 34 columns at 32 × 32) and dropped.
-void conv_forward(const ConvShape& s, const float* x, const float* w, const float* bias, float* y) {
+void undilated_conv_forward(const ConvShape& s, const float* x, const float* w, const float* bias,
+                            float* y) {
   const Grid grid = grid_of(s);
   const std::int64_t od = s.out(0), oh = s.out(1), ow = s.out(2), positions = s.out_positions();
   const std::int64_t hq = grid.dims[1], wq = grid.dims[2];
@@ -258,8 +260,8 @@ void conv_forward(const ConvShape& s, const float* x, const float* w, const floa
   });
 }
 
-void conv_backward(const ConvShape& s, const float* x, const float* w, const float* dy, float* dx,
-                   float* dw, float* dbias) {
+void undilated_conv_backward(const ConvShape& s, const float* x, const float* w, const float* dy,
+                             float* dx, float* dw, float* dbias) {
   const std::int64_t positions = s.out_positions(), rows = s.rows();
   if (dw != nullptr) {
     // dw[o][q] is computed as its transpose, so that the column matrix is read where it lies
@@ -312,7 +314,7 @@ void conv_backward(const ConvShape& s, const float* x, const float* w, const flo
         for (std::int64_t tap = 0; tap < taps; ++tap) to[taps - 1 - tap] = from[tap];
       }
     }
-    conv_forward(t, dy, flipped.data(), nullptr, dx);
+    undilated_conv_forward(t, dy, flipped.data(), nullptr, dx);
   } else if (dx != nullptr) {
     // dcol[q][p] = chain over o of w[o][q]·dy[b][o][p], a group of input channels at a time,
     // then those channels of dx from it.

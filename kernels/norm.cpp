@@ -327,4 +327,79 @@ void layer_norm_backward(std::int64_t rows, std::int64_t width, const float* x, 
   });
 }
 
+void group_norm(std::int64_t batch, std::int64_t channels, std::int64_t spatial,
+                std::int64_t groups, const float* x, const float* weight, const float* bias,
+                float eps, float* y, float* mean, float* rstd) {
+  const std::int64_t per = channels / groups, width = per * spatial;
+  parallel_for(batch * groups, 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t r = begin; r < end; ++r) {
+      const float* in = x + r * width;
+      float m = 0.0f, var = 0.0f;
+      moments(in, width, m, var);
+      const float inv = 1.0f / std::sqrt(var + eps);
+      mean[r] = m;
+      rstd[r] = inv;
+      float* out = y + r * width;
+      const std::int64_t c0 = (r % groups) * per;
+      for (std::int64_t j = 0; j < width; ++j) {
+        const std::int64_t c = c0 + j / spatial;
+        const float w = weight != nullptr ? weight[c] : 1.0f;
+        const float b = bias != nullptr ? bias[c] : 0.0f;
+        out[j] = ((in[j] - m) * inv) * w + b;
+      }
+    }
+  });
+}
+
+void group_norm_backward(std::int64_t batch, std::int64_t channels, std::int64_t spatial,
+                         std::int64_t groups, const float* x, const float* weight,
+                         const float* mean, const float* rstd, const float* dy, float* dx,
+                         float* dweight, float* dbias) {
+  const std::int64_t per = channels / groups, width = per * spatial;
+  const float count = static_cast<float>(width);
+  auto w_of = [&](std::int64_t c) { return weight != nullptr ? weight[c] : 1.0f; };
+  if (dx != nullptr) {
+    parallel_for(batch * groups, 1, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t r = begin; r < end; ++r) {
+        const float* in = x + r * width;
+        const float* g = dy + r * width;
+        const float m = mean[r], inv = rstd[r];
+        const std::int64_t c0 = (r % groups) * per;
+        float sum_dxhat = 0.0f, sum_dxhat_xhat = 0.0f;
+        for (std::int64_t j = 0; j < width; ++j) {
+          const float xhat = (in[j] - m) * inv;
+          const float dxhat = g[j] * w_of(c0 + j / spatial);
+          sum_dxhat = sum_dxhat + dxhat;
+          sum_dxhat_xhat = sum_dxhat_xhat + dxhat * xhat;
+        }
+        const float k = inv / count;
+        float* out = dx + r * width;
+        for (std::int64_t j = 0; j < width; ++j) {
+          const float xhat = (in[j] - m) * inv;
+          const float dxhat = g[j] * w_of(c0 + j / spatial);
+          out[j] = k * ((count * dxhat - sum_dxhat) - xhat * sum_dxhat_xhat);
+        }
+      }
+    });
+  }
+  if (dweight == nullptr && dbias == nullptr) return;
+  parallel_for(channels, 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t c = begin; c < end; ++c) {
+      float dw = 0.0f, db = 0.0f;
+      const std::int64_t g = c / per;
+      for (std::int64_t b = 0; b < batch; ++b) {
+        const std::int64_t r = b * groups + g;
+        const float* in = x + (b * channels + c) * spatial;
+        const float* d = dy + (b * channels + c) * spatial;
+        for (std::int64_t p = 0; p < spatial; ++p) {
+          dw = dw + d[p] * ((in[p] - mean[r]) * rstd[r]);
+          db = db + d[p];
+        }
+      }
+      if (dweight != nullptr) dweight[c] = dw;
+      if (dbias != nullptr) dbias[c] = db;
+    }
+  });
+}
+
 }  // namespace vt::kernels

@@ -40,4 +40,16 @@ void layer_norm_backward(std::int64_t rows, std::int64_t width, const float* x, 
                          const float* mean, const float* rstd, const float* dy, float* dx,
                          float* dweight, float* dbias);
 
+// Group norm over x [B, C, S] in `groups` groups: row (b, g) holds its C/G channels' values in
+// (c, s) order, normalized as a layer norm's row (one chain each), then w[c], bias[c] per channel.
+// Saves mean and rstd per row (B·G). weight and bias may be null.
+void group_norm(std::int64_t batch, std::int64_t channels, std::int64_t spatial,
+                std::int64_t groups, const float* x, const float* weight, const float* bias,
+                float eps, float* y, float* mean, float* rstd);
+// dweight[c], dbias[c]: chains over (b, then s); any output may be null.
+void group_norm_backward(std::int64_t batch, std::int64_t channels, std::int64_t spatial,
+                         std::int64_t groups, const float* x, const float* weight,
+                         const float* mean, const float* rstd, const float* dy, float* dx,
+                         float* dweight, float* dbias);
+
 }  // namespace vt::kernels

@@ -85,6 +85,31 @@ void dropout_backward(std::int64_t n, const float* dy, float p, std::uint64_t st
   });
 }
 
+void feature_dropout(std::int64_t batch, std::int64_t channels, std::int64_t spatial,
+                     const float* x, float p, std::uint64_t state, std::uint64_t call, float* y) {
+  const float scale = dropout_scale(p);
+  parallel_for(batch * channels, 1, [=](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t bc = begin; bc < end; ++bc) {
+      const bool keep = kept(state, call, bc, p);
+      for (std::int64_t i = bc * spatial; i < (bc + 1) * spatial; ++i)
+        y[i] = keep ? x[i] * scale : 0.0f;
+    }
+  });
+}
+void feature_dropout_backward(std::int64_t batch, std::int64_t channels, std::int64_t spatial,
+                              const float* dy, float p, std::uint64_t state, std::uint64_t call,
+                              float* dx) {
+  feature_dropout(batch, channels, spatial, dy, p, state, call, dx);
+}
+
+void bernoulli(std::int64_t n, float p, std::uint64_t state, std::uint64_t call, float* y) {
+  chunks(n, [=](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i)
+      y[i] = uniform_of(stream_at(state, (call << 40) + static_cast<std::uint64_t>(i))) < p ? 1.0f
+                                                                                            : 0.0f;
+  });
+}
+
 void row_mean(std::int64_t rows, std::int64_t width, const float* x, float* y) {
   const float count = static_cast<float>(width);
   parallel_for(rows, 16, [&](std::int64_t begin, std::int64_t end) {

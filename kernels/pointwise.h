@@ -26,6 +26,16 @@ void dropout(std::int64_t n, const float* x, float p, std::uint64_t state, std::
 void dropout_backward(std::int64_t n, const float* dy, float p, std::uint64_t state,
                       std::uint64_t call, float* dx);
 
+// Feature dropout over x [B, C, S]: channel (b, c) is kept when uniform_of(draw (call << 40) +
+// b·C + c) >= p, all its S values alike; kept values are scaled by 1 / (1 − p).
+void feature_dropout(std::int64_t batch, std::int64_t channels, std::int64_t spatial,
+                     const float* x, float p, std::uint64_t state, std::uint64_t call, float* y);
+void feature_dropout_backward(std::int64_t batch, std::int64_t channels, std::int64_t spatial,
+                              const float* dy, float p, std::uint64_t state, std::uint64_t call,
+                              float* dx);
+// y[j] = 1 when uniform_of(draw (call << 40) + j) < p, else 0 (bernoulli_(p): stochastic depth).
+void bernoulli(std::int64_t n, float p, std::uint64_t state, std::uint64_t call, float* y);
+
 // The mean over the last dimension: y[r] = (chain over j of x[r][j]) / width.
 void row_mean(std::int64_t rows, std::int64_t width, const float* x, float* y);
 // dx[r][j] = dy[r] / width.

@@ -118,6 +118,43 @@ VT_HD inline float vt_gelu_grad(float x) {
   return 0.5f * (1.0f + e) + x * density;
 }
 
+// --- the functions of real models (docs/portable.md, "More functions") ------------------------
+
+VT_HD inline bool sign_bit(float x) { return (float_to_bits(x) >> 31) != 0; }
+
+// 1 / (1 + e^−x).
+VT_HD inline float vt_sigmoid(float x) { return 1.0f / (1.0f + vt_exp(-x)); }
+
+// tanh(x): Cephes' odd polynomial below 0.625, 1 − 2/(e^2a + 1) above; the sign of x's bit.
+VT_HD inline float vt_tanh(float x) {
+  if (x != x) return x;
+  const float a = sign_bit(x) ? -x : x;
+  float y;
+  if (a < 0.625f) {
+    const float z = a * a;
+    float p = -5.70498872745e-3f;
+    p = p * z + 2.06390887954e-2f;
+    p = p * z + -5.37397155531e-2f;
+    p = p * z + 1.33314422036e-1f;
+    p = p * z + -3.33332819422e-1f;
+    y = (p * z) * a + a;
+  } else {
+    y = 1.0f - 2.0f / (vt_exp(a + a) + 1.0f);
+  }
+  return sign_bit(x) ? -y : y;
+}
+
+// GELU's tanh form and its derivative, in docs/portable.md's order.
+VT_HD inline float vt_gelu_tanh(float x) {
+  const float t = vt_tanh(0.797884583f * (x + 0.044715f * (x * (x * x))));
+  return (0.5f * x) * (1.0f + t);
+}
+VT_HD inline float vt_gelu_tanh_grad(float x) {
+  const float t = vt_tanh(0.797884583f * (x + 0.044715f * (x * (x * x))));
+  return 0.5f * (1.0f + t) +
+         ((0.5f * x) * (1.0f - t * t)) * (0.797884583f * (1.0f + 0.134145f * (x * x)));
+}
+
 // --- random numbers: SplitMix64 read at a counter (docs/training.md, "PRNG") ------------------
 
 VT_HD inline std::uint64_t splitmix_mix(std::uint64_t z) {

@@ -58,6 +58,34 @@ void softmax_backward(std::int64_t rows, std::int64_t width, const float* y, con
   });
 }
 
+void log_softmax(std::int64_t rows, std::int64_t width, const float* x, float* y) {
+  parallel_for(rows, 16, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t r = begin; r < end; ++r) {
+      const float* in = x + r * width;
+      float* out = y + r * width;
+      const float m = row_maximum(in, width);
+      float sum = 0.0f;
+      for (std::int64_t j = 0; j < width; ++j) sum = sum + vt_exp(in[j] - m);
+      const float lse = m + vt_log(sum);
+      for (std::int64_t j = 0; j < width; ++j) out[j] = in[j] - lse;
+    }
+  });
+}
+
+void log_softmax_backward(std::int64_t rows, std::int64_t width, const float* y, const float* dy,
+                          float* dx) {
+  parallel_for(rows, 16, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t r = begin; r < end; ++r) {
+      const float* out = y + r * width;
+      const float* g = dy + r * width;
+      float* d = dx + r * width;
+      float sum = 0.0f;
+      for (std::int64_t j = 0; j < width; ++j) sum = sum + g[j];
+      for (std::int64_t j = 0; j < width; ++j) d[j] = g[j] - vt_exp(out[j]) * sum;
+    }
+  });
+}
+
 float cross_entropy(std::int64_t rows, std::int64_t classes, const float* logits,
                     const std::int64_t* targets, float* row_max, float* row_sum) {
   // Each row's loss first (threads split rows), then their mean as one chain in row order.

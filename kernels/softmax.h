@@ -17,6 +17,12 @@ void softmax(std::int64_t rows, std::int64_t width, const float* x, float diviso
 void softmax_backward(std::int64_t rows, std::int64_t width, const float* y, const float* dy,
                       float divisor, bool causal, float* dx);
 
+// y = x − (m + log Σ exp(x − m)) per row (m the row's largest); backward
+// dx = dy − exp(y)·(chain of dy).
+void log_softmax(std::int64_t rows, std::int64_t width, const float* x, float* y);
+void log_softmax_backward(std::int64_t rows, std::int64_t width, const float* y, const float* dy,
+                          float* dx);
+
 // Mean cross-entropy of logits [rows, classes] against class ids; ids outside [0, classes)
 // must be refused by the caller. Saves each row's max and Σ exp for backward.
 float cross_entropy(std::int64_t rows, std::int64_t classes, const float* logits,

@@ -1,0 +1,41 @@
+#pragma once
+// Element-wise activations in the portable arithmetic (docs/portable.md, "More functions"),
+// forward and backward. Threads and vector lanes split elements: no value depends on another.
+
+#include <cstdint>
+
+namespace vt::kernels {
+
+enum class Activation {
+  kSigmoid,
+  kTanh,
+  kSilu,
+  kHardtanh,
+  kHardsigmoid,
+  kHardswish,
+  kLeakyRelu,
+  kElu,
+  kGeluTanh,
+  kSoftplus,
+};
+
+// The activation's parameters (binary32): hardtanh's bounds, leaky_relu's slope, elu's alpha,
+// softplus's beta and threshold. The others read none.
+struct ActivationParams {
+  float min_val = -1.0f, max_val = 1.0f;
+  float slope = 0.01f;
+  float alpha = 1.0f;
+  float beta = 1.0f, threshold = 20.0f;
+};
+
+// y = f(x).
+void activation(Activation f, const ActivationParams& p, std::int64_t n, const float* x, float* y);
+// dx from dy and what the backward reads: the output y for sigmoid and tanh (docs: "from the
+// output"), the input x for the others.
+void activation_backward(Activation f, const ActivationParams& p, std::int64_t n, const float* x,
+                         const float* y, const float* dy, float* dx);
+
+// Whether the backward of f reads its output (sigmoid, tanh) rather than its input.
+bool backward_reads_output(Activation f);
+
+}  // namespace vt::kernels

@@ -1,0 +1,52 @@
+#include "kernels/products.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "kernels/gemm.h"
+#include "kernels/parallel.h"
+
+namespace vt::kernels {
+namespace {
+
+void scaled(std::int64_t n, const float* x, float factor, float* out) {
+  parallel_for(n, 16384, [=](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) out[i] = x[i] * factor;
+  });
+}
+
+}  // namespace
+
+void baddbmm(std::int64_t batch, std::int64_t M, std::int64_t N, std::int64_t K, const float* a,
+             const float* b, const float* c, float alpha, float beta, float* y) {
+  gemm(batch, M, N, K, {a, K, 1}, M * K, {b, N, 1}, K * N, y, N, M * N, /*accumulate=*/false);
+  const std::int64_t n = batch * M * N;
+  if (alpha != 1.0f) scaled(n, y, alpha, y);
+  if (c == nullptr) return;
+  parallel_for(n, 16384, [=](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) y[i] = y[i] + (beta == 1.0f ? c[i] : beta * c[i]);
+  });
+}
+
+void baddbmm_backward(std::int64_t batch, std::int64_t M, std::int64_t N, std::int64_t K,
+                      const float* a, const float* b, const float* dy, float alpha, float beta,
+                      float* da, float* db, float* dc) {
+  const std::int64_t n = batch * M * N;
+  std::vector<float> scaled_dy;
+  const float* g = dy;
+  if (alpha != 1.0f && (da != nullptr || db != nullptr)) {
+    scaled_dy.resize(static_cast<std::size_t>(n));
+    scaled(n, dy, alpha, scaled_dy.data());
+    g = scaled_dy.data();
+  }
+  if (da != nullptr) gemm(batch, M, K, N, {g, N, 1}, M * N, {b, 1, N}, K * N, da, K, M * K, false);
+  if (db != nullptr) gemm(batch, K, N, M, {a, 1, K}, M * K, {g, N, 1}, M * N, db, N, K * N, false);
+  if (dc == nullptr) return;
+  if (beta == 1.0f) {
+    std::copy(dy, dy + n, dc);
+  } else {
+    scaled(n, dy, beta, dc);
+  }
+}
+
+}  // namespace vt::kernels

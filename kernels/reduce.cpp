@@ -1,0 +1,102 @@
+#include "kernels/reduce.h"
+
+#include "kernels/parallel.h"
+#include "kernels/scalar.h"
+
+namespace vt::kernels {
+namespace {
+
+// Every offset of the elements of the dimensions flagged `pick`, in row-major order.
+std::vector<std::int64_t> offsets_of(const std::vector<std::int64_t>& sizes,
+                                     const std::vector<bool>& pick) {
+  std::vector<std::int64_t> strides(sizes.size(), 1);
+  for (std::size_t d = sizes.size(); d-- > 1;) strides[d - 1] = strides[d] * sizes[d];
+  std::vector<std::int64_t> out = {0};
+  for (std::size_t d = 0; d < sizes.size(); ++d) {
+    if (!pick[d]) continue;
+    std::vector<std::int64_t> next;
+    next.reserve(out.size() * static_cast<std::size_t>(sizes[d]));
+    for (const std::int64_t base : out) {
+      for (std::int64_t i = 0; i < sizes[d]; ++i) next.push_back(base + i * strides[d]);
+    }
+    out.swap(next);
+  }
+  return out;
+}
+
+bool is_nan(float v) { return v != v; }
+constexpr float kInf = __builtin_inff();
+
+float max_of(const float* x, const std::vector<std::int64_t>& offsets) {
+  float m = x[offsets[0]];
+  for (std::size_t i = 1; i < offsets.size(); ++i) {
+    const float v = x[offsets[i]];
+    if (v > m || is_nan(v)) m = v;
+  }
+  return m;
+}
+
+}  // namespace
+
+ReduceShape::ReduceShape(const std::vector<std::int64_t>& sizes, const std::vector<bool>& reduced) {
+  std::vector<bool> kept(reduced.size());
+  for (std::size_t d = 0; d < reduced.size(); ++d) kept[d] = !reduced[d];
+  bases_ = offsets_of(sizes, kept);
+  offsets_ = offsets_of(sizes, reduced);
+}
+
+void reduce(Reduction r, const ReduceShape& s, const float* x, float* y) {
+  const std::vector<std::int64_t>& off = s.offsets();
+  const float count = static_cast<float>(s.count());
+  parallel_for(s.outputs(), 64, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t o = begin; o < end; ++o) {
+      const float* xo = x + s.base(o);
+      if (r == Reduction::kAmax) {
+        y[o] = max_of(xo, off);
+        continue;
+      }
+      float m = 0.0f;
+      if (r == Reduction::kLogsumexp) {
+        m = max_of(xo, off);
+        if (m == kInf || m == -kInf) m = 0.0f;
+      }
+      float sum = 0.0f;
+      for (const std::int64_t i : off)
+        sum = sum + (r == Reduction::kLogsumexp ? vt_exp(xo[i] - m) : xo[i]);
+      y[o] = r == Reduction::kSum ? sum : r == Reduction::kMean ? sum / count : vt_log(sum) + m;
+    }
+  });
+}
+
+void reduce_backward(Reduction r, const ReduceShape& s, const float* x, const float* y,
+                     const float* dy, float* dx) {
+  const std::vector<std::int64_t>& off = s.offsets();
+  const float count = static_cast<float>(s.count());
+  parallel_for(s.outputs(), 64, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t o = begin; o < end; ++o) {
+      const std::int64_t b = s.base(o);
+      switch (r) {
+        case Reduction::kSum:
+          for (const std::int64_t i : off) dx[b + i] = dy[o];
+          break;
+        case Reduction::kMean: {
+          const float share = dy[o] / count;
+          for (const std::int64_t i : off) dx[b + i] = share;
+          break;
+        }
+        case Reduction::kAmax: {
+          std::int64_t ties = 0;
+          for (const std::int64_t i : off) ties += x[b + i] == y[o];
+          const float share = dy[o] / static_cast<float>(ties);
+          for (const std::int64_t i : off) dx[b + i] = x[b + i] == y[o] ? share : 0.0f;
+          break;
+        }
+        case Reduction::kLogsumexp:
+          for (const std::int64_t i : off) dx[b + i] = dy[o] * vt_exp(x[b + i] - y[o]);
+          break;
+      }
+    }
+  });
+}
+
+}  // namespace vt::kernels

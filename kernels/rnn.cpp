@@ -1,0 +1,169 @@
+#include "kernels/rnn.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "kernels/gemm.h"
+#include "kernels/parallel.h"
+#include "kernels/pointwise.h"
+#include "kernels/scalar.h"
+
+namespace vt::kernels {
+namespace {
+
+// Linear's arithmetic: out [rows, n] = in [rows, k] · wᵀ (w [n, k]), then + bias.
+void linear(std::int64_t rows, std::int64_t n, std::int64_t k, const float* in, const float* w,
+            const float* bias, float* out) {
+  gemm(rows, n, k, {in, k, 1}, {w, 1, k}, out, n);
+  if (bias != nullptr) add_bias(rows, n, out, bias);
+}
+
+// The time index of step `step` of the pass.
+std::int64_t time_of(const RnnShape& s, std::int64_t step) {
+  return s.reverse ? s.steps - 1 - step : step;
+}
+
+// The hidden state step `step` starts from: h0, or the output of the step before.
+const float* h_before(const RnnShape& s, std::int64_t step, const float* h0, const float* y) {
+  return step == 0 ? h0 : y + time_of(s, step - 1) * s.batch * s.hidden;
+}
+const float* c_before(const RnnShape& s, std::int64_t step, const float* c0, const float* cs) {
+  return step == 0 ? c0 : cs + time_of(s, step - 1) * s.batch * s.hidden;
+}
+
+}  // namespace
+
+void rnn_forward(const RnnShape& s, const float* x, const float* h0, const float* c0,
+                 const float* w_ih, const float* w_hh, const float* b_ih, const float* b_hh,
+                 float* y, float* hn, float* cn, float* saved) {
+  const std::int64_t H = s.hidden, G = s.gate_rows(), B = s.batch, TB = s.steps * B;
+  std::vector<float> xs(static_cast<std::size_t>(TB * G)), r(static_cast<std::size_t>(B * G));
+  linear(TB, G, s.input, x, w_ih, b_ih, xs.data());
+  float* acts = saved;            // [T, B, G]
+  float* extra = saved + TB * G;  // [T, B, H]: c (LSTM) or R_n (GRU)
+  for (std::int64_t step = 0; step < s.steps; ++step) {
+    const std::int64_t t = time_of(s, step);
+    const float* hp = h_before(s, step, h0, y);
+    linear(B, G, H, hp, w_hh, b_hh, r.data());
+    parallel_for(B, 1, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t b = begin; b < end; ++b) {
+        const float* xg = xs.data() + (t * B + b) * G;
+        const float* rg = r.data() + b * G;
+        float* a = acts + (t * B + b) * G;
+        float* e = extra + (t * B + b) * H;
+        float* h = y + (t * B + b) * H;
+        const float* hprev = hp + b * H;
+        if (s.cell == Cell::kLstm) {
+          const float* cprev = c_before(s, step, c0, extra) + b * H;
+          for (std::int64_t j = 0; j < H; ++j) {
+            const float i = vt_sigmoid(xg[j] + rg[j]);
+            const float f = vt_sigmoid(xg[H + j] + rg[H + j]);
+            const float g = vt_tanh(xg[2 * H + j] + rg[2 * H + j]);
+            const float o = vt_sigmoid(xg[3 * H + j] + rg[3 * H + j]);
+            const float c = f * cprev[j] + i * g;
+            a[j] = i, a[H + j] = f, a[2 * H + j] = g, a[3 * H + j] = o;
+            e[j] = c;
+            h[j] = o * vt_tanh(c);
+          }
+        } else {
+          for (std::int64_t j = 0; j < H; ++j) {
+            const float rr = vt_sigmoid(xg[j] + rg[j]);
+            const float z = vt_sigmoid(xg[H + j] + rg[H + j]);
+            const float n = vt_tanh(xg[2 * H + j] + rr * rg[2 * H + j]);
+            a[j] = rr, a[H + j] = z, a[2 * H + j] = n;
+            e[j] = rg[2 * H + j];
+            h[j] = (1.0f - z) * n + z * hprev[j];
+          }
+        }
+      }
+    });
+  }
+  const std::int64_t last = time_of(s, s.steps - 1);
+  std::copy(y + last * B * H, y + (last + 1) * B * H, hn);
+  if (cn != nullptr) std::copy(extra + last * B * H, extra + (last + 1) * B * H, cn);
+}
+
+void rnn_backward(const RnnShape& s, const float* x, const float* h0, const float* c0,
+                  const float* w_ih, const float* w_hh, const float* y, const float* saved,
+                  const float* dy, const float* dhn, const float* dcn, float* dx, float* dh0,
+                  float* dc0, float* dw_ih, float* dw_hh, float* db_ih, float* db_hh) {
+  const std::int64_t H = s.hidden, G = s.gate_rows(), B = s.batch, TB = s.steps * B;
+  const float* acts = saved;
+  const float* extra = saved + TB * G;
+  const bool lstm = s.cell == Cell::kLstm;
+  // dX: the input projection's gradient, dR: the hidden projection's (the same for the LSTM).
+  std::vector<float> d_x(static_cast<std::size_t>(TB * G)), d_r(lstm ? 0 : d_x.size());
+  float* const dR = lstm ? d_x.data() : d_r.data();
+  std::vector<float> dh_next(static_cast<std::size_t>(B * H), 0.0f), dc_next(dh_next);
+  if (dhn != nullptr) std::copy(dhn, dhn + B * H, dh_next.begin());
+  if (dcn != nullptr && lstm) std::copy(dcn, dcn + B * H, dc_next.begin());
+  std::vector<float> direct(lstm ? 0 : static_cast<std::size_t>(B * H));
+  for (std::int64_t step = s.steps - 1; step >= 0; --step) {
+    const std::int64_t t = time_of(s, step);
+    const float* hp = h_before(s, step, h0, y);
+    parallel_for(B, 1, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t b = begin; b < end; ++b) {
+        const float* a = acts + (t * B + b) * G;
+        const float* e = extra + (t * B + b) * H;
+        const float* g_out = dy + (t * B + b) * H;
+        float* dn = dh_next.data() + b * H;
+        float* dX = d_x.data() + (t * B + b) * G;
+        if (lstm) {
+          const float* cprev = c_before(s, step, c0, extra) + b * H;
+          float* dc_n = dc_next.data() + b * H;
+          for (std::int64_t j = 0; j < H; ++j) {
+            const float i = a[j], f = a[H + j], g = a[2 * H + j], o = a[3 * H + j];
+            const float dh = g_out[j] + dn[j];
+            const float tc = vt_tanh(e[j]);
+            const float dc = (dh * o) * (1.0f - tc * tc) + dc_n[j];
+            dX[3 * H + j] = (dh * tc) * (o * (1.0f - o));
+            dX[j] = (dc * g) * (i * (1.0f - i));
+            dX[2 * H + j] = (dc * i) * (1.0f - g * g);
+            dX[H + j] = (dc * cprev[j]) * (f * (1.0f - f));
+            dc_n[j] = dc * f;
+          }
+        } else {
+          const float* hprev = hp + b * H;
+          float* dRr = dR + (t * B + b) * G;
+          float* dd = direct.data() + b * H;
+          for (std::int64_t j = 0; j < H; ++j) {
+            const float r = a[j], z = a[H + j], n = a[2 * H + j];
+            const float dh = g_out[j] + dn[j];
+            const float dnn = dh * (1.0f - z);
+            const float dz = dh * (hprev[j] - n);
+            const float dan = dnn * (1.0f - n * n);
+            const float dr = dan * e[j];
+            const float dar = dr * (r * (1.0f - r));
+            const float daz = dz * (z * (1.0f - z));
+            dX[j] = dar, dX[H + j] = daz, dX[2 * H + j] = dan;
+            dRr[j] = dar, dRr[H + j] = daz, dRr[2 * H + j] = dan * r;
+            dd[j] = dh * z;
+          }
+        }
+      }
+    });
+    // The hidden state before this step: the product chain over the gate rows, then (GRU) + dh·z.
+    gemm(B, H, G, {dR + t * B * G, G, 1}, {w_hh, H, 1}, dh_next.data(), H);
+    if (!lstm) {
+      for (std::int64_t k = 0; k < B * H; ++k) dh_next[k] = dh_next[k] + direct[k];
+    }
+  }
+  if (dh0 != nullptr) std::copy(dh_next.begin(), dh_next.end(), dh0);
+  if (dc0 != nullptr && lstm) std::copy(dc_next.begin(), dc_next.end(), dc0);
+  // The weights as Linear's over the T·B rows in (t, b) order; the hidden inputs in that order.
+  if (dw_hh != nullptr) {
+    std::vector<float> hprev(static_cast<std::size_t>(TB * H));
+    for (std::int64_t step = 0; step < s.steps; ++step) {
+      const std::int64_t t = time_of(s, step);
+      const float* hp = h_before(s, step, h0, y);
+      std::copy(hp, hp + B * H, hprev.begin() + t * B * H);
+    }
+    gemm(G, H, TB, {dR, 1, G}, {hprev.data(), H, 1}, dw_hh, H);
+  }
+  if (db_hh != nullptr) column_sums(TB, G, dR, G, db_hh);
+  if (dw_ih != nullptr) gemm(G, s.input, TB, {d_x.data(), 1, G}, {x, s.input, 1}, dw_ih, s.input);
+  if (db_ih != nullptr) column_sums(TB, G, d_x.data(), G, db_ih);
+  if (dx != nullptr) gemm(TB, s.input, G, {d_x.data(), G, 1}, {w_ih, s.input, 1}, dx, s.input);
+}
+
+}  // namespace vt::kernels
