@@ -14,6 +14,7 @@ PACKAGES=(
   libgloo-dev                       # training/distributed.cpp: c10d ProcessGroupGloo headers (ranks)
   python3                           # the layering test, reference scripts
   python3-torch python3-numpy       # scripts/replay_ref.py: the independent reference replayer
+  python3-torchvision               # real model definitions (resnet18, mobilenet_v2) for portable tests
   clang-tidy clang-format           # make lint (clang-tidy 14); the format check of make test
   python3-sklearn fortunes zlib1g-dev  # dataset tests: digits (make_digits.py), fortunes text; MNIST .gz
   chromium                          # renders report.html to PNG in the verifier's test

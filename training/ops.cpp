@@ -107,6 +107,11 @@ class PortableOps final : public Ops {
     if (!training || p == 0.0) return x;
     return portable::dropout(x, p, dropout_state_, calls_++);
   }
+  bool next_draw(std::uint64_t& state, std::uint64_t& call) override {
+    state = dropout_state_;
+    call = calls_++;
+    return true;
+  }
   at::Tensor relu(const at::Tensor& x) override { return portable::relu(x); }
   at::Tensor gelu(const at::Tensor& x) override { return portable::gelu(x); }
   at::Tensor spatial_mean(const at::Tensor& x) override { return portable::spatial_mean(x); }

@@ -11,28 +11,13 @@
 #include "kernels/norm.h"
 #include "kernels/pointwise.h"
 #include "kernels/softmax.h"
+#include "training/internal/portable_tensor.h"
 
 namespace vt::training::portable {
 namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-at::Tensor operand(const at::Tensor& t, const char* op) {
-  TORCH_CHECK(t.scalar_type() == at::kFloat && t.device().is_cpu(), "portable ", op,
-              ": float32 CPU tensors only, got ", t.scalar_type(), " on ", t.device());
-  return t.contiguous();
-}
-float* ptr(const at::Tensor& t) { return t.data_ptr<float>(); }
-float* ptr_or_null(const at::Tensor& t) {
-  return t.defined() && t.numel() > 0 ? t.data_ptr<float>() : nullptr;
-}
-
-// LibTorch 1.13's Function::apply cannot take an undefined tensor: an absent bias or affine
-// weight travels as an empty one (a real one is never empty), and ptr_or_null reads it as none.
-at::Tensor optional_input(const at::Tensor& t) {
-  return t.defined() ? t : at::empty({0}, at::TensorOptions().dtype(at::kFloat));
-}
 
 struct LinearFn : torch::autograd::Function<LinearFn> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x_in, const at::Tensor& w_in,
@@ -71,13 +56,18 @@ struct LinearFn : torch::autograd::Function<LinearFn> {
   }
 };
 
+}  // namespace
+
+// The convolution of input x ([B, C, ...]) by w ([O, C/G, k...]): 1-d convolutions are 2-d ones
+// of height 1, 2-d ones 3-d of depth 1.
 kernels::ConvShape conv_shape(const at::Tensor& x, const at::Tensor& w,
                               const std::vector<std::int64_t>& stride,
-                              const std::vector<std::int64_t>& padding) {
+                              const std::vector<std::int64_t>& padding,
+                              const std::vector<std::int64_t>& dilation, std::int64_t groups) {
   kernels::ConvShape s;
-  const int spatial = static_cast<int>(w.dim()) - 2;  // 2 or 3; a 2-d conv has depth 1
+  const int spatial = static_cast<int>(w.dim()) - 2;  // 1, 2 or 3
   s.batch = x.size(0);
-  s.in_channels = x.size(1);
+  s.in_channels = w.size(1) * groups;
   s.out_channels = w.size(0);
   for (int d = 0; d < spatial; ++d) {
     const int at = 3 - spatial + d;
@@ -85,43 +75,56 @@ kernels::ConvShape conv_shape(const at::Tensor& x, const at::Tensor& w,
     s.kernel[at] = w.size(2 + d);
     s.stride[at] = stride[static_cast<std::size_t>(d)];
     s.padding[at] = padding[static_cast<std::size_t>(d)];
+    s.dilation[at] = dilation[static_cast<std::size_t>(d)];
   }
   return s;
 }
 
+namespace {
+
 struct ConvFn : torch::autograd::Function<ConvFn> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x_in, const at::Tensor& w_in,
                             const at::Tensor& b_in, std::vector<std::int64_t> stride,
-                            std::vector<std::int64_t> padding) {
+                            std::vector<std::int64_t> padding, std::vector<std::int64_t> dilation,
+                            std::int64_t groups) {
     const at::Tensor x = operand(x_in, "conv"), w = operand(w_in, "conv");
-    TORCH_CHECK((w.dim() == 4 || w.dim() == 5) && x.dim() == w.dim() && x.size(1) == w.size(1),
-                "portable conv: input ", x.sizes(), " and weight ", w.sizes(), " do not fit");
-    const kernels::ConvShape s = conv_shape(x, w, stride, padding);
+    TORCH_CHECK(w.dim() >= 3 && w.dim() <= 5 && x.dim() == w.dim() && groups >= 1 &&
+                    x.size(1) == w.size(1) * groups && w.size(0) % groups == 0,
+                "portable conv: input ", x.sizes(), " and weight ", w.sizes(), " in ", groups,
+                " groups do not fit");
+    const kernels::ConvShape s = conv_shape(x, w, stride, padding, dilation, groups);
     std::vector<std::int64_t> shape = {s.batch, s.out_channels};
-    for (int d = 3 - static_cast<int>(w.dim() - 2); d < 3; ++d) shape.push_back(s.out(d));
+    for (int d = 3 - static_cast<int>(w.dim() - 2); d < 3; ++d) {
+      TORCH_CHECK(s.out(d) > 0, "portable conv: the kernel does not fit the input ", x.sizes());
+      shape.push_back(s.out(d));
+    }
     at::Tensor y = at::empty(shape, x.options());
     const at::Tensor b = b_in.numel() > 0 ? operand(b_in, "conv") : at::Tensor();
-    kernels::conv_forward(s, ptr(x), ptr(w), ptr_or_null(b), ptr(y));
+    kernels::grouped_conv_forward(s, groups, ptr(x), ptr(w), ptr_or_null(b), ptr(y));
     ctx->save_for_backward({x, w});
     ctx->saved_data["stride"] = stride;
     ctx->saved_data["padding"] = padding;
+    ctx->saved_data["dilation"] = dilation;
+    ctx->saved_data["groups"] = groups;
     ctx->saved_data["bias"] = b.defined();
     return y;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
     const at::Tensor &x = saved[0], &w = saved[1];
+    const std::int64_t groups = ctx->saved_data["groups"].toInt();
     const kernels::ConvShape s = conv_shape(x, w, ctx->saved_data["stride"].toIntVector(),
-                                            ctx->saved_data["padding"].toIntVector());
+                                            ctx->saved_data["padding"].toIntVector(),
+                                            ctx->saved_data["dilation"].toIntVector(), groups);
     const at::Tensor dy = grads[0].contiguous();
     at::Tensor dx, dw, db;
     if (ctx->needs_input_grad(0)) dx = at::empty_like(x);
     if (ctx->needs_input_grad(1)) dw = at::empty_like(w);
     if (ctx->needs_input_grad(2) && ctx->saved_data["bias"].toBool())
       db = at::empty({s.out_channels}, x.options());
-    kernels::conv_backward(s, ptr(x), ptr(w), ptr(dy), ptr_or_null(dx), ptr_or_null(dw),
-                           ptr_or_null(db));
-    return {dx, dw, db, at::Tensor(), at::Tensor()};
+    kernels::grouped_conv_backward(s, groups, ptr(x), ptr(w), ptr(dy), ptr_or_null(dx),
+                                   ptr_or_null(dw), ptr_or_null(db));
+    return {dx, dw, db, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -458,7 +461,14 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b)
 }
 at::Tensor conv(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                 at::IntArrayRef stride, at::IntArrayRef padding) {
-  return ConvFn::apply(x, w, optional_input(b), stride.vec(), padding.vec());
+  const std::vector<std::int64_t> ones(stride.size(), 1);
+  return ConvFn::apply(x, w, optional_input(b), stride.vec(), padding.vec(), ones, 1);
+}
+at::Tensor conv(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
+                std::int64_t groups) {
+  return ConvFn::apply(x, w, optional_input(b), stride.vec(), padding.vec(), dilation.vec(),
+                       groups);
 }
 at::Tensor batch_norm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                       const at::Tensor& running_mean, const at::Tensor& running_var, bool training,

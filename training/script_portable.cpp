@@ -1,6 +1,6 @@
 // TorchScript modules in portable arithmetic: the operators of their forward graph rewritten to
-// veritrain's own (registered below as veritrain::*), every other operator checked to round
-// nothing or one IEEE operation per element (docs/portable.md, "TorchScript modules").
+// veritrain's own (veritrain::*, script_ops.cpp), every other operator checked to round nothing
+// or one IEEE operation per element (docs/portable.md, "TorchScript modules").
 #include "training/internal/script_portable.h"
 
 #include <torch/csrc/jit/api/function_impl.h>
@@ -8,7 +8,6 @@
 #include <torch/csrc/jit/passes/constant_propagation.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/inliner.h>
-#include <torch/library.h>
 
 #include <algorithm>
 #include <map>
@@ -16,116 +15,11 @@
 #include <utility>
 #include <vector>
 
-#include "training/internal/ops.h"
-#include "training/internal/portable_fn.h"
-
 namespace vt::training {
 namespace {
 
-thread_local Ops* t_script_ops = nullptr;
-
-at::Tensor or_empty(const c10::optional<at::Tensor>& t) {
-  return t.has_value() ? *t : at::Tensor();
-}
-
-at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const c10::optional<at::Tensor>& b) {
-  return portable::linear(x, w, or_empty(b));
-}
-
-at::Tensor conv(const at::Tensor& x, const at::Tensor& w, const c10::optional<at::Tensor>& b,
-                at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
-                int64_t groups) {
-  for (const int64_t d : dilation)
-    TORCH_CHECK(d == 1, "portable conv: dilation ", dilation, " (portable kernels: dilation 1)");
-  TORCH_CHECK(groups == 1, "portable conv: groups ", groups, " (portable kernels: groups 1)");
-  return portable::conv(x, w, or_empty(b), stride, padding);
-}
-
-at::Tensor batch_norm(const at::Tensor& x, const c10::optional<at::Tensor>& w,
-                      const c10::optional<at::Tensor>& b, const c10::optional<at::Tensor>& mean,
-                      const c10::optional<at::Tensor>& var, bool training, double momentum,
-                      double eps, bool /*cudnn_enabled*/) {
-  TORCH_CHECK(mean.has_value() && var.has_value(),
-              "portable batch_norm: running statistics are required (track_running_stats)");
-  return portable::batch_norm(x, or_empty(w), or_empty(b), *mean, *var, training, momentum, eps);
-}
-
-at::Tensor layer_norm(const at::Tensor& x, at::IntArrayRef shape,
-                      const c10::optional<at::Tensor>& w, const c10::optional<at::Tensor>& b,
-                      double eps, bool /*cudnn_enable*/) {
-  TORCH_CHECK(shape.size() == 1 && x.dim() >= 1 && shape[0] == x.size(-1),
-              "portable layer_norm: over the last dimension only, got normalized_shape ", shape,
-              " for input ", x.sizes());
-  return portable::layer_norm(x, or_empty(w), or_empty(b), eps);
-}
-
-at::Tensor gelu(const at::Tensor& x, c10::string_view approximate) {
-  TORCH_CHECK(approximate == "none", "portable gelu: approximate='", std::string(approximate),
-              "' (portable kernels: the erf form, approximate='none')");
-  return portable::gelu(x);
-}
-
-at::Tensor dropout(const at::Tensor& x, double p, bool train) {
-  if (!train || p == 0.0) return x;
-  TORCH_CHECK(t_script_ops != nullptr, "portable dropout: no training pass is running");
-  return t_script_ops->dropout(x, p, train);
-}
-
-// The spatial mean, kept as [B, C, 1, 1] (adaptive_avg_pool2d(x, 1), mean(x, (2, 3), True)) or
-// not.
-at::Tensor spatial_mean(const at::Tensor& x, bool keepdim) {
-  at::Tensor m = portable::spatial_mean(x);
-  if (!keepdim) return m;
-  std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
-  for (std::size_t d = 2; d < shape.size(); ++d) shape[d] = 1;
-  return m.reshape(shape);
-}
-
-at::Tensor adaptive_avg_pool(const at::Tensor& x, at::IntArrayRef size) {
-  for (const int64_t s : size)
-    TORCH_CHECK(s == 1, "portable adaptive_avg_pool2d: output size ", size, " (portable: 1)");
-  return spatial_mean(x, /*keepdim=*/true);
-}
-
-at::Tensor mean(const at::Tensor& x, at::OptionalIntArrayRef dims, bool keepdim,
-                c10::optional<at::ScalarType> dtype) {
-  TORCH_CHECK(!dtype.has_value(), "portable mean: no dtype argument");
-  std::set<int64_t> wanted;
-  if (dims.has_value()) {
-    for (const int64_t d : *dims) wanted.insert(d < 0 ? d + x.dim() : d);
-  }
-  std::set<int64_t> spatial;
-  for (int64_t d = 2; d < x.dim(); ++d) spatial.insert(d);
-  std::string listed;
-  for (const int64_t d : wanted) listed += (listed.empty() ? "" : ", ") + std::to_string(d);
-  TORCH_CHECK(x.dim() > 2 && wanted == spatial,
-              "portable mean: over the spatial dimensions "
-              "(2 and after) of a [B, C, ...] input only, got dims (",
-              listed, ") for ", x.sizes());
-  return spatial_mean(x, keepdim);
-}
-
-at::Tensor cross_entropy(const at::Tensor& logits, const at::Tensor& target,
-                         const c10::optional<at::Tensor>& weight, int64_t reduction,
-                         int64_t ignore_index, double label_smoothing) {
-  TORCH_CHECK(!weight.has_value() && reduction == at::Reduction::Mean && label_smoothing == 0.0,
-              "portable cross_entropy: class weights, label smoothing and reductions other "
-              "than the mean have no portable kernel");
-  TORCH_CHECK(logits.dim() == 2 && target.dim() == 1,
-              "portable cross_entropy: [N, C] logits and [N] targets, got ", logits.sizes(),
-              " and ", target.sizes());
-  TORCH_CHECK(!(target == ignore_index).any().item<bool>(),
-              "portable cross_entropy: a target equals ignore_index ", ignore_index);
-  return portable::cross_entropy(logits, target);
-}
-
-at::Tensor mse_loss(const at::Tensor& output, const at::Tensor& target, int64_t reduction) {
-  TORCH_CHECK(reduction == at::Reduction::Mean, "portable mse_loss: the mean reduction only");
-  return portable::mse(output, target);
-}
-
 // The forward operators with a portable kernel, by the aten operator they replace. Each one has
-// the aten operator's arguments, so a node keeps its inputs.
+// the aten operator's arguments, so a node keeps its inputs (and outputs).
 struct Rewrite {
   const char* aten;      // qualified name
   const char* overload;  // the aten overload it replaces ("" the unnamed one)
@@ -133,34 +27,183 @@ struct Rewrite {
 };
 constexpr Rewrite kRewrites[] = {
     {"aten::linear", "", "veritrain::linear"},
+    {"aten::conv1d", "", "veritrain::conv"},
     {"aten::conv2d", "", "veritrain::conv"},
     {"aten::conv3d", "", "veritrain::conv"},
+    {"aten::conv_transpose1d", "", "veritrain::conv_transpose"},
+    {"aten::conv_transpose2d", "input", "veritrain::conv_transpose"},
+    {"aten::conv_transpose3d", "input", "veritrain::conv_transpose"},
     {"aten::batch_norm", "", "veritrain::batch_norm"},
     {"aten::layer_norm", "", "veritrain::layer_norm"},
+    {"aten::group_norm", "", "veritrain::group_norm"},
     {"aten::relu", "", "veritrain::relu"},
-    {"aten::relu_", "", "veritrain::relu"},  // only where its input has no other use
     {"aten::gelu", "", "veritrain::gelu"},
+    {"aten::sigmoid", "", "veritrain::sigmoid"},
+    {"aten::tanh", "", "veritrain::tanh"},
+    {"aten::silu", "", "veritrain::silu"},
+    {"aten::hardsigmoid", "", "veritrain::hardsigmoid"},
+    {"aten::hardswish", "", "veritrain::hardswish"},
+    {"aten::hardtanh", "", "veritrain::hardtanh"},
+    {"aten::relu6", "", "veritrain::relu6"},
+    {"aten::leaky_relu", "", "veritrain::leaky_relu"},
+    {"aten::elu", "", "veritrain::elu"},
+    {"aten::softplus", "", "veritrain::softplus"},
     {"aten::dropout", "", "veritrain::dropout"},
+    {"aten::feature_dropout", "", "veritrain::feature_dropout"},
+    {"aten::max_pool2d", "", "veritrain::max_pool2d"},
+    {"aten::max_pool2d_with_indices", "", "veritrain::max_pool2d_with_indices"},
+    {"aten::avg_pool2d", "", "veritrain::avg_pool2d"},
     {"aten::adaptive_avg_pool2d", "", "veritrain::adaptive_avg_pool"},
+    {"aten::adaptive_max_pool2d", "", "veritrain::adaptive_max_pool"},
     {"aten::mean", "dim", "veritrain::mean"},
+    {"aten::mean", "", "veritrain::mean_all"},
+    {"aten::sum", "dim_IntList", "veritrain::sum"},
+    {"aten::sum", "", "veritrain::sum_all"},
+    {"aten::amax", "", "veritrain::amax"},
+    {"aten::logsumexp", "", "veritrain::logsumexp"},
+    {"aten::softmax", "int", "veritrain::softmax"},
+    {"aten::log_softmax", "int", "veritrain::log_softmax"},
+    {"aten::matmul", "", "veritrain::matmul"},
+    {"aten::bmm", "", "veritrain::bmm"},
+    {"aten::mm", "", "veritrain::mm"},
+    {"aten::addmm", "", "veritrain::addmm"},
+    {"aten::baddbmm", "", "veritrain::baddbmm"},
+    {"aten::add", "Tensor", "veritrain::add"},
+    {"aten::sub", "Tensor", "veritrain::sub"},
+    {"aten::mul", "Tensor", "veritrain::mul"},
+    {"aten::div", "Tensor", "veritrain::div"},
+    {"aten::add_", "Tensor", "veritrain::add_"},
+    {"aten::sub_", "Tensor", "veritrain::sub_"},
+    {"aten::mul_", "Tensor", "veritrain::mul_"},
+    {"aten::div_", "Tensor", "veritrain::div_"},
+    {"aten::where", "self", "veritrain::where"},
+    {"aten::maximum", "", "veritrain::maximum"},
+    {"aten::minimum", "", "veritrain::minimum"},
+    {"aten::expand", "", "veritrain::expand"},
+    {"aten::repeat", "", "veritrain::repeat"},
+    {"aten::embedding", "", "veritrain::embedding"},
     {"aten::cross_entropy_loss", "", "veritrain::cross_entropy"},
+    {"aten::nll_loss_nd", "", "veritrain::nll_loss"},
+    {"aten::nll_loss", "", "veritrain::nll_loss"},
+    {"aten::binary_cross_entropy_with_logits", "", "veritrain::bce_with_logits"},
     {"aten::mse_loss", "", "veritrain::mse_loss"},
+    {"aten::lstm", "input", "veritrain::lstm"},
+    {"aten::gru", "input", "veritrain::gru"},
 };
 
-// Operators on tensors that round nothing (views, copies, shapes) or one IEEE operation per
-// element, the same on every CPU at every vector width: element-wise add, sub, mul, div (alpha
-// 1, no rounding mode), dtype conversions (uint8 images to float). Their gradients are of the
-// same kinds.
-const std::set<std::string> kExact = {
-    "aten::add",         "aten::add_",       "aten::sub",       "aten::sub_",
-    "aten::mul",         "aten::mul_",       "aten::div",       "aten::div_",
-    "aten::neg",         "aten::flatten",    "aten::view",      "aten::reshape",
-    "aten::permute",     "aten::transpose",  "aten::t",         "aten::contiguous",
-    "aten::unsqueeze",   "aten::squeeze",    "aten::slice",     "aten::select",
-    "aten::cat",         "aten::stack",      "aten::clone",     "aten::detach",
-    "aten::expand",      "aten::chunk",      "aten::split",     "aten::narrow",
-    "aten::size",        "aten::dim",        "aten::numel",     "aten::len",
-    "aten::__getitem__", "aten::zeros_like", "aten::ones_like", "aten::to"};
+// In-place operators run out of place where what they change is used nowhere else: their output
+// stands for it (relu_ after a batch norm, bernoulli_ on a fresh empty tensor).
+const std::map<std::string, std::pair<std::string, const char*>> kInPlace = {
+    {"aten::relu_", {"", "veritrain::relu"}},
+    {"aten::sigmoid_", {"", "veritrain::sigmoid"}},
+    {"aten::tanh_", {"", "veritrain::tanh"}},
+    {"aten::silu_", {"", "veritrain::silu"}},
+    {"aten::hardsigmoid_", {"", "veritrain::hardsigmoid"}},
+    {"aten::hardswish_", {"", "veritrain::hardswish"}},
+    {"aten::hardtanh_", {"", "veritrain::hardtanh"}},
+    {"aten::relu6_", {"", "veritrain::relu6"}},
+    {"aten::leaky_relu_", {"", "veritrain::leaky_relu"}},
+    {"aten::elu_", {"", "veritrain::elu"}},
+    {"aten::dropout_", {"", "veritrain::dropout"}},
+    {"aten::feature_dropout_", {"", "veritrain::feature_dropout"}},
+    {"aten::bernoulli_", {"float", "veritrain::bernoulli"}},
+};
+
+// Operators on tensors that round nothing (views, copies, shapes, allocations, comparisons,
+// selections) or one IEEE operation per element, the same on every CPU at every vector width:
+// element-wise add, sub, mul, div with a scalar, dtype conversions (uint8 images to float).
+// Their gradients are of the same kinds (a broadcast's reduction is veritrain::expand's).
+const std::set<std::string> kExact = {"aten::add",
+                                      "aten::add_",
+                                      "aten::sub",
+                                      "aten::sub_",
+                                      "aten::mul",
+                                      "aten::mul_",
+                                      "aten::div",
+                                      "aten::div_",
+                                      "aten::rsub",
+                                      "aten::neg",
+                                      "aten::flatten",
+                                      "aten::view",
+                                      "aten::reshape",
+                                      "aten::view_as",
+                                      "aten::reshape_as",
+                                      "aten::permute",
+                                      "aten::transpose",
+                                      "aten::t",
+                                      "aten::contiguous",
+                                      "aten::unsqueeze",
+                                      "aten::squeeze",
+                                      "aten::slice",
+                                      "aten::select",
+                                      "aten::cat",
+                                      "aten::stack",
+                                      "aten::clone",
+                                      "aten::detach",
+                                      "aten::chunk",
+                                      "aten::split",
+                                      "aten::unbind",
+                                      "aten::narrow",
+                                      "aten::size",
+                                      "aten::dim",
+                                      "aten::numel",
+                                      "aten::len",
+                                      "aten::__getitem__",
+                                      "aten::zeros_like",
+                                      "aten::ones_like",
+                                      "aten::empty_like",
+                                      "aten::full_like",
+                                      "aten::zeros",
+                                      "aten::ones",
+                                      "aten::empty",
+                                      "aten::full",
+                                      "aten::new_zeros",
+                                      "aten::new_ones",
+                                      "aten::new_empty",
+                                      "aten::new_full",
+                                      "aten::arange",
+                                      "aten::to",
+                                      "aten::type_as",
+                                      "aten::masked_fill",
+                                      "aten::masked_fill_",
+                                      "aten::where",
+                                      "aten::eq",
+                                      "aten::ne",
+                                      "aten::lt",
+                                      "aten::le",
+                                      "aten::gt",
+                                      "aten::ge",
+                                      "aten::logical_not",
+                                      "aten::logical_and",
+                                      "aten::logical_or",
+                                      "aten::abs",
+                                      "aten::clamp",
+                                      "aten::clamp_",
+                                      "aten::any",
+                                      "aten::all",
+                                      "aten::append",
+                                      "aten::__is__",
+                                      "aten::__isnot__",
+                                      "aten::list",
+                                      "aten::fill_",
+                                      "aten::zero_",
+                                      "aten::copy_",
+                                      "aten::unflatten",
+                                      "aten::is_floating_point",
+                                      "aten::Bool",
+                                      "aten::item",
+                                      "aten::argmax",
+                                      "aten::max_pool2d_with_indices_backward"};
+
+// Operators of inference fast paths that training never takes: a prim::If whose one branch runs
+// one of them and whose other does not takes the other (docs/portable.md, "TorchScript
+// modules"); the module computes the same there, in operators that have portable kernels.
+const std::set<std::string> kFastPaths = {"aten::_transformer_encoder_layer_fwd",
+                                          "aten::_native_multi_head_attention",
+                                          "aten::_nested_tensor_from_mask",
+                                          "aten::_nested_tensor_from_mask_left_aligned",
+                                          "aten::to_padded_tensor",
+                                          "aten::_masked_softmax"};
 
 bool touches_tensors(const torch::jit::Node* n) {
   const auto tensor = [](const torch::jit::Value* v) {
@@ -170,7 +213,7 @@ bool touches_tensors(const torch::jit::Node* n) {
 }
 
 // What keeps an operator of kExact from being exact: an alpha other than 1 (a product rounded
-// before the sum), a rounding mode.
+// before the sum), a rounding mode; a clamp with tensor bounds (it broadcasts them).
 std::string exact_caveat(const torch::jit::Node* n) {
   const c10::FunctionSchema* schema = n->maybeSchema();
   if (schema == nullptr) return "";
@@ -187,10 +230,67 @@ std::string overload_of(const torch::jit::Node* n) {
   return schema != nullptr ? schema->overload_name() : "";
 }
 
-// The node's name as a reader finds it in the module's code.
+// The node's name as a reader finds it in the module's code, and where: "aten::cumsum
+// (model.py:12: `return self.fc(torch.cumsum(x, -1))`)" from the source ranges the archive keeps
+// (the requestor's own file where it kept them, else its serialized code).
 std::string describe(const torch::jit::Node* n) {
   const std::string overload = overload_of(n);
-  return std::string(n->kind().toQualString()) + (overload.empty() ? "" : "." + overload);
+  std::string out =
+      std::string(n->kind().toQualString()) + (overload.empty() ? "" : "." + overload);
+  torch::jit::SourceRange range = n->sourceRange();
+  if (auto original = range.findSourceRangeThatGenerated()) range = *original;
+  const auto at = range.file_line_col();
+  const auto source = range.source();
+  if (!at || source == nullptr) return out;
+  const std::string text = source->text_str().str();
+  const std::size_t from = std::min(range.start(), text.size());
+  const std::size_t begin = text.rfind('\n', from == 0 ? 0 : from - 1);
+  const std::size_t first = begin == std::string::npos || from == 0 ? 0 : begin + 1;
+  std::string line = text.substr(first, text.find('\n', from) - first);
+  line.erase(0, line.find_first_not_of(" \t"));
+  if (line.size() > 80) line = line.substr(0, 77) + "...";
+  return out + " (" + std::get<0>(*at) + ":" + std::to_string(std::get<1>(*at)) + ": `" + line +
+         "`)";
+}
+
+bool runs_fast_path(torch::jit::Block* block) {
+  for (torch::jit::Node* n : block->nodes()) {
+    if (kFastPaths.count(n->kind().toQualString())) return true;
+    for (torch::jit::Block* inner : n->blocks()) {
+      if (runs_fast_path(inner)) return true;
+    }
+  }
+  return false;
+}
+
+// Replaces each prim::If that chooses between an inference fast path and the path training
+// takes by the latter: its nodes moved before the If, the If's outputs by that block's, and its
+// condition by the constant that selects that block everywhere it is read (an early `return`
+// inside the fast path leaves a "did return" flag computed from the same condition).
+void take_training_paths(torch::jit::Graph& graph, torch::jit::Block* block) {
+  for (auto it = block->nodes().begin(); it != block->nodes().end();) {
+    torch::jit::Node* n = *it;
+    ++it;
+    for (torch::jit::Block* inner : n->blocks()) take_training_paths(graph, inner);
+    if (n->kind() != c10::prim::If) continue;
+    const bool fast_then = runs_fast_path(n->blocks()[0]);
+    const bool fast_else = runs_fast_path(n->blocks()[1]);
+    if (fast_then == fast_else) continue;
+    {
+      // At the graph's start, which comes before every use of the condition.
+      const torch::jit::WithInsertPoint at(graph.block()->nodes().front());
+      n->input(0)->replaceAllUsesWith(graph.insertConstant(!fast_then));
+    }
+    torch::jit::Block* kept = n->blocks()[fast_then ? 1 : 0];
+    for (auto inner = kept->nodes().begin(); inner != kept->nodes().end();) {
+      torch::jit::Node* moved = *inner;
+      ++inner;
+      moved->moveBefore(n);
+    }
+    for (std::size_t i = 0; i < n->outputs().size(); ++i)
+      n->outputs()[i]->replaceAllUsesWith(kept->outputs()[i]);
+    n->destroy();
+  }
 }
 
 // The nodes to rewrite, each with the operator it becomes, and the operators refused.
@@ -201,14 +301,25 @@ void collect(torch::jit::Block* block, Rewrites& rewrite,
     for (torch::jit::Block* inner : n->blocks()) collect(inner, rewrite, refused);
     const std::string kind = n->kind().toQualString();
     if (kind.rfind("prim::", 0) == 0 || !touches_tensors(n)) continue;
+    const std::string overload = overload_of(n);
     const char* ours = nullptr;
     for (const Rewrite& r : kRewrites) {
-      if (kind == r.aten && overload_of(n) == r.overload) ours = r.ours;
+      if (kind == r.aten && overload == r.overload) ours = r.ours;
     }
-    if (ours != nullptr && kind == "aten::relu_" && n->input(0)->uses().size() > 1) {
-      refused.emplace(describe(n), "in place on a tensor used again");
+    if (auto in_place = kInPlace.find(kind); in_place != kInPlace.end()) {
+      if (overload != in_place->second.first) {
+        refused.emplace(describe(n), "");
+      } else if (n->input(0)->uses().size() > 1) {
+        refused.emplace(describe(n), "in place on a tensor used again");
+      } else {
+        rewrite.emplace_back(n, in_place->second.second);
+      }
     } else if (ours != nullptr) {
-      rewrite.emplace_back(n, ours);
+      if (const std::string caveat = exact_caveat(n); !caveat.empty()) {
+        refused.emplace(describe(n), caveat);
+      } else {
+        rewrite.emplace_back(n, ours);
+      }
     } else if (kExact.count(kind) == 0) {
       refused.emplace(describe(n), "");
     } else if (const std::string caveat = exact_caveat(n); !caveat.empty()) {
@@ -219,46 +330,6 @@ void collect(torch::jit::Block* block, Rewrites& rewrite,
 
 }  // namespace
 
-TORCH_LIBRARY(veritrain, m) {
-  m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor");
-  m.def(
-      "conv(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, "
-      "int[] dilation, int groups) -> Tensor");
-  m.def(
-      "batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
-      "Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> "
-      "Tensor");
-  m.def(
-      "layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, "
-      "float eps=1e-05, bool cudnn_enable=True) -> Tensor");
-  m.def("relu(Tensor self) -> Tensor");
-  m.def("gelu(Tensor self, str approximate='none') -> Tensor");
-  m.def("dropout(Tensor input, float p, bool train) -> Tensor");
-  m.def("adaptive_avg_pool(Tensor self, int[] output_size) -> Tensor");
-  m.def("mean(Tensor self, int[]? dim, bool keepdim=False, ScalarType? dtype=None) -> Tensor");
-  m.def(
-      "cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, "
-      "int ignore_index=-100, float label_smoothing=0.0) -> Tensor");
-  m.def("mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor");
-}
-
-// Composite: each one is a portable autograd function, recorded by autograd as itself.
-TORCH_LIBRARY_IMPL(veritrain, CompositeImplicitAutograd, m) {
-  m.impl("linear", &linear);
-  m.impl("conv", &conv);
-  m.impl("batch_norm", &batch_norm);
-  m.impl("layer_norm", &layer_norm);
-  m.impl("relu", [](const at::Tensor& x) { return portable::relu(x); });
-  m.impl("gelu", &gelu);
-  m.impl("dropout", &dropout);
-  m.impl("adaptive_avg_pool", &adaptive_avg_pool);
-  m.impl("mean", &mean);
-  m.impl("cross_entropy", &cross_entropy);
-  m.impl("mse_loss", &mse_loss);
-}
-
-void set_script_ops(Ops* ops) { t_script_ops = ops; }
-
 Status make_portable(torch::jit::Module& module, const std::string& file) {
   std::shared_ptr<torch::jit::Graph> graph =
       torch::jit::toGraphFunction(module.get_method("forward").function()).graph();
@@ -266,6 +337,7 @@ Status make_portable(torch::jit::Module& module, const std::string& file) {
   // Branches on constants (F.relu's `if inplace`) folded away, so that only the operators that
   // can run are judged. Tensors are never folded: that would be LibTorch's arithmetic.
   torch::jit::ConstantPropagationImmutableTypes(graph);
+  take_training_paths(*graph, graph->block());
   torch::jit::EliminateDeadCode(graph);
   Rewrites rewrite;
   std::map<std::string, std::string> refused;
@@ -275,12 +347,14 @@ Status make_portable(torch::jit::Module& module, const std::string& file) {
       torch::jit::Node* replacement =
           graph->create(c10::Symbol::fromQualString(ours), n->inputs(), n->outputs().size());
       replacement->insertBefore(n);
-      replacement->output()->setType(n->output()->type());
-      n->output()->replaceAllUsesWith(replacement->output());
+      for (std::size_t i = 0; i < n->outputs().size(); ++i) {
+        replacement->outputs()[i]->setType(n->outputs()[i]->type());
+        n->outputs()[i]->replaceAllUsesWith(replacement->outputs()[i]);
+      }
       n->destroy();
     }
+    return {};
   }
-  if (refused.empty()) return {};
   std::string names;
   for (const auto& [name, caveat] : refused)
     names += (names.empty() ? "" : ", ") + name + (caveat.empty() ? "" : " (" + caveat + ")");
@@ -289,11 +363,7 @@ Status make_portable(torch::jit::Module& module, const std::string& file) {
       ": determinism portable runs a TorchScript module's forward on veritrain's own "
       "kernels, and it has none for " +
       names +
-      ". Portable kernels: linear, conv2d, conv3d (dilation 1, groups 1), batch_norm, "
-      "layer_norm (last dimension), relu, gelu, dropout, adaptive_avg_pool2d(1), mean over the "
-      "spatial dimensions, cross_entropy, mse_loss; and views, copies, conversions and "
-      "element-wise add, sub, mul, div, which round alike everywhere (docs/portable.md, "
-      "\"TorchScript modules\"). "
+      ". docs/portable.md (\"TorchScript modules\") lists the operators that have one. "
       "Train this module with determinism exact or tolerance, or write it with those.");
 }
 

@@ -34,6 +34,13 @@ class Ops {
   }
   // Dropout with probability p where `training` (a TorchScript module's aten::dropout).
   virtual at::Tensor dropout(const at::Tensor& x, double p, bool training) = 0;
+  // The dropout stream's state and the next call number of this forward pass, for the other
+  // random operators of a portable TorchScript module (feature_dropout, bernoulli_); false in
+  // LibTorch's arithmetic, which draws from its own generators.
+  virtual bool next_draw(std::uint64_t& state, std::uint64_t& call) {
+    (void)state, (void)call;
+    return false;
+  }
   virtual at::Tensor relu(const at::Tensor& x) = 0;
   virtual at::Tensor gelu(const at::Tensor& x) = 0;
   // [B, C, H, W] -> [B, C]: the mean over the spatial positions.

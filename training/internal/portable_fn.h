@@ -16,6 +16,10 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b)
 // 2-d ([B, C, H, W], w [O, C, kH, kW]) or 3-d ([B, C, D, H, W]) by w's rank; b may be undefined.
 at::Tensor conv(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                 at::IntArrayRef stride, at::IntArrayRef padding);
+// Any dilation and groups; 1-d ([B, C, L], w [O, C/G, k]) too.
+at::Tensor conv(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
+                std::int64_t groups);
 // Batch statistics and a running-statistics update when training, else the running statistics.
 // relu: relu(batch norm), fused in training (one pass, and the gradient masked in the norm's).
 at::Tensor batch_norm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,

@@ -1,0 +1,77 @@
+#pragma once
+// The portable kernels of real models' operators (docs/portable.md, "More functions" and
+// "Operators of real models") as differentiable LibTorch functions: activations, pooling,
+// transposed convolutions, batched products, reductions, softmax along any dimension, group
+// norm, the further losses, recurrent layers, broadcasting and the random operators. Each
+// forward and backward is kernels/ arithmetic; LibTorch only copies and routes gradients.
+// Float32 CPU tensors only. Internal to training/ (LibTorch types).
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+#include "kernels/activation.h"
+#include "kernels/reduce.h"
+#include "kernels/rnn.h"
+
+namespace vt::training::portable {
+
+at::Tensor activation(const at::Tensor& x, kernels::Activation f,
+                      const kernels::ActivationParams& p);
+
+// [B, C, H, W] (or [C, H, W]) pooling; stride empty: the kernel size. indices (may be null)
+// receives max_pool2d's argmax per output as LibTorch numbers it (h·W + w within the plane).
+at::Tensor max_pool2d(const at::Tensor& x, at::IntArrayRef kernel, at::IntArrayRef stride,
+                      at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode,
+                      at::Tensor* indices = nullptr);
+at::Tensor avg_pool2d(const at::Tensor& x, at::IntArrayRef kernel, at::IntArrayRef stride,
+                      at::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
+                      std::optional<std::int64_t> divisor_override);
+at::Tensor adaptive_avg_pool2d(const at::Tensor& x, at::IntArrayRef output_size);
+std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d(const at::Tensor& x,
+                                                       at::IntArrayRef output_size);
+
+// w [C, O/G, k...], x [B, C, ...]: the dx of the convolution whose weight w is.
+at::Tensor conv_transpose(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                          at::IntArrayRef stride, at::IntArrayRef padding,
+                          at::IntArrayRef output_padding, at::IntArrayRef dilation,
+                          std::int64_t groups);
+
+// c + a·b over batches ([N, M, K]·[N, K, P]), scaled as addmm/baddbmm; c may be undefined.
+at::Tensor baddbmm(const at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double beta,
+                   double alpha);
+// torch.matmul's shapes, on portable products (docs/portable.md, "Products").
+at::Tensor matmul(const at::Tensor& a, const at::Tensor& b);
+// x expanded to `shape` (a copy); its gradient is the chain, per element, over the positions it
+// was copied to. What every broadcast in a portable module goes through.
+at::Tensor broadcast_to(const at::Tensor& x, at::IntArrayRef shape);
+
+at::Tensor reduce(const at::Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim,
+                  kernels::Reduction r);
+at::Tensor softmax(const at::Tensor& x, std::int64_t dim);
+at::Tensor log_softmax(const at::Tensor& x, std::int64_t dim);
+
+at::Tensor group_norm(const at::Tensor& x, std::int64_t groups, const at::Tensor& w,
+                      const at::Tensor& b, double eps);
+
+at::Tensor nll_loss(const at::Tensor& logp, const at::Tensor& target, std::int64_t ignore_index);
+// Label smoothing eps > 0 (eps 0: portable_fn.h's cross_entropy).
+at::Tensor cross_entropy_smoothed(const at::Tensor& logits, const at::Tensor& target, double eps);
+at::Tensor bce_with_logits(const at::Tensor& x, const at::Tensor& target);
+
+// One layer and direction: x [T, B, I], h0 and c0 [B, H] (c0 undefined for a GRU); returns y
+// [T, B, H], hn, cn (undefined for a GRU). Biases may be undefined.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> rnn_layer(
+    const at::Tensor& x, const at::Tensor& h0, const at::Tensor& c0, const at::Tensor& w_ih,
+    const at::Tensor& w_hh, const at::Tensor& b_ih, const at::Tensor& b_hh, kernels::Cell cell,
+    bool reverse);
+
+// Dropout of whole channels of x [B, C, ...] from the stream (state, call).
+at::Tensor feature_dropout(const at::Tensor& x, double p, std::uint64_t state, std::uint64_t call);
+// A tensor of x's shape of 1 (probability p) and 0 from the stream; no gradient.
+at::Tensor bernoulli(const at::Tensor& like, double p, std::uint64_t state, std::uint64_t call);
+
+}  // namespace vt::training::portable

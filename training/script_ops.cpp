@@ -1,0 +1,585 @@
+// The veritrain::* operators a portable TorchScript module's forward is rewritten onto
+// (script_portable.cpp): each has the arguments of the aten operator it replaces, checks what the
+// portable kernel covers (naming the argument it does not) and calls portable_fn.h /
+// portable_ops.h. Registered once per process with torch::Library.
+#include <torch/library.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "training/internal/ops.h"
+#include "training/internal/portable_fn.h"
+#include "training/internal/portable_ops.h"
+#include "training/internal/script_portable.h"
+
+namespace vt::training {
+namespace {
+
+thread_local Ops* t_script_ops = nullptr;
+
+using at::IntArrayRef;
+using at::Tensor;
+using c10::optional;
+namespace P = portable;
+
+Tensor or_empty(const optional<Tensor>& t) { return t.has_value() ? *t : Tensor(); }
+float f32(const at::Scalar& s) { return static_cast<float>(s.toDouble()); }
+
+// --- what the first rewrite set already had --------------------------------------------------
+
+Tensor linear(const Tensor& x, const Tensor& w, const optional<Tensor>& b) {
+  return P::linear(x, w, or_empty(b));
+}
+
+Tensor conv(const Tensor& x, const Tensor& w, const optional<Tensor>& b, IntArrayRef stride,
+            IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  const std::size_t spatial = static_cast<std::size_t>(std::max<int64_t>(w.dim() - 2, 1));
+  auto full = [&](IntArrayRef v) {
+    return v.size() == 1 && spatial > 1 ? std::vector<int64_t>(spatial, v[0]) : v.vec();
+  };
+  return P::conv(x, w, or_empty(b), full(stride), full(padding), full(dilation), groups);
+}
+
+Tensor batch_norm(const Tensor& x, const optional<Tensor>& w, const optional<Tensor>& b,
+                  const optional<Tensor>& mean, const optional<Tensor>& var, bool training,
+                  double momentum, double eps, bool /*cudnn_enabled*/) {
+  TORCH_CHECK(mean.has_value() && var.has_value(),
+              "portable batch_norm: running statistics are required (track_running_stats)");
+  return P::batch_norm(x, or_empty(w), or_empty(b), *mean, *var, training, momentum, eps);
+}
+
+// Over the trailing dimensions normalized_shape names: rows of their product's width.
+Tensor layer_norm(const Tensor& x, IntArrayRef shape, const optional<Tensor>& w,
+                  const optional<Tensor>& b, double eps, bool /*cudnn_enable*/) {
+  const int64_t n = static_cast<int64_t>(shape.size());
+  TORCH_CHECK(
+      n >= 1 && x.dim() >= n && x.sizes().slice(static_cast<std::size_t>(x.dim() - n)) == shape,
+      "portable layer_norm: normalized_shape ", shape, " is not the end of ", x.sizes());
+  if (n == 1) return P::layer_norm(x, or_empty(w), or_empty(b), eps);
+  std::vector<int64_t> rows(x.sizes().begin(), x.sizes().end() - n);
+  rows.push_back(-1);
+  const Tensor flat_w = w.has_value() ? w->reshape({-1}) : Tensor();
+  const Tensor flat_b = b.has_value() ? b->reshape({-1}) : Tensor();
+  return P::layer_norm(x.reshape(rows), flat_w, flat_b, eps).view(x.sizes());
+}
+
+Tensor gelu(const Tensor& x, c10::string_view approximate) {
+  if (approximate == "tanh") return P::activation(x, kernels::Activation::kGeluTanh, {});
+  TORCH_CHECK(approximate == "none", "portable gelu: approximate='", std::string(approximate),
+              "' (portable kernels: 'none', the erf form, and 'tanh')");
+  return P::gelu(x);
+}
+
+Tensor dropout(const Tensor& x, double p, bool train) {
+  if (!train || p == 0.0) return x;
+  TORCH_CHECK(t_script_ops != nullptr, "portable dropout: no training pass is running");
+  return t_script_ops->dropout(x, p, train);
+}
+
+Tensor adaptive_avg_pool(const Tensor& x, IntArrayRef size) {
+  // Output 1 × 1 is the spatial mean of docs/portable.md's "Operators", bits unchanged.
+  if (std::all_of(size.begin(), size.end(), [](int64_t s) { return s == 1; }) && x.dim() == 4) {
+    return P::spatial_mean(x).view({x.size(0), x.size(1), 1, 1});
+  }
+  return P::adaptive_avg_pool2d(x, size);
+}
+
+std::vector<int64_t> dims_of(const Tensor& x, at::OptionalIntArrayRef dims) {
+  std::vector<int64_t> out;
+  if (dims.has_value()) {
+    for (const int64_t d : *dims) out.push_back(d);
+  }
+  (void)x;
+  return out;
+}
+
+Tensor reduced(const Tensor& x, at::OptionalIntArrayRef dims, bool keepdim,
+               optional<at::ScalarType> dtype, kernels::Reduction r, const char* op) {
+  TORCH_CHECK(!dtype.has_value() || *dtype == at::kFloat, "portable ", op,
+              ": a dtype other than float32");
+  // The spatial mean of a [B, C, ...] input keeps the bits of "Operators" (it is that mean).
+  if (r == kernels::Reduction::kMean && x.dim() > 2 && dims.has_value()) {
+    std::set<int64_t> want, spatial;
+    for (const int64_t d : *dims) want.insert(d < 0 ? d + x.dim() : d);
+    for (int64_t d = 2; d < x.dim(); ++d) spatial.insert(d);
+    if (want == spatial) {
+      Tensor m = P::spatial_mean(x);
+      if (!keepdim) return m;
+      std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
+      for (std::size_t d = 2; d < shape.size(); ++d) shape[d] = 1;
+      return m.reshape(shape);
+    }
+  }
+  return P::reduce(x, dims_of(x, dims), keepdim, r);
+}
+
+Tensor mean_dim(const Tensor& x, at::OptionalIntArrayRef dims, bool keepdim,
+                optional<at::ScalarType> dtype) {
+  return reduced(x, dims, keepdim, dtype, kernels::Reduction::kMean, "mean");
+}
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, const optional<Tensor>& weight,
+                     int64_t reduction, int64_t ignore_index, double label_smoothing) {
+  TORCH_CHECK(!weight.has_value() && reduction == at::Reduction::Mean,
+              "portable cross_entropy: class weights and reductions other than the mean have no "
+              "portable kernel");
+  TORCH_CHECK(logits.dim() == 2 && target.dim() == 1,
+              "portable cross_entropy: [N, C] logits and [N] targets, got ", logits.sizes(),
+              " and ", target.sizes());
+  TORCH_CHECK(!(target == ignore_index).any().item<bool>(),
+              "portable cross_entropy: a target equals ignore_index ", ignore_index);
+  if (label_smoothing > 0.0) return P::cross_entropy_smoothed(logits, target, label_smoothing);
+  return P::cross_entropy(logits, target);
+}
+
+Tensor mse_loss(const Tensor& output, const Tensor& target, int64_t reduction) {
+  TORCH_CHECK(reduction == at::Reduction::Mean, "portable mse_loss: the mean reduction only");
+  return P::mse(output, target);
+}
+
+// --- activations ----------------------------------------------------------------------------
+
+Tensor act(const Tensor& x, kernels::Activation f, kernels::ActivationParams p = {}) {
+  return P::activation(x, f, p);
+}
+Tensor hardtanh_op(const Tensor& x, const at::Scalar& lo, const at::Scalar& hi) {
+  kernels::ActivationParams p;
+  p.min_val = f32(lo);
+  p.max_val = f32(hi);
+  return act(x, kernels::Activation::kHardtanh, p);
+}
+Tensor leaky_relu(const Tensor& x, const at::Scalar& slope) {
+  kernels::ActivationParams p;
+  p.slope = f32(slope);
+  return act(x, kernels::Activation::kLeakyRelu, p);
+}
+Tensor elu(const Tensor& x, const at::Scalar& alpha, const at::Scalar& scale,
+           const at::Scalar& input_scale) {
+  TORCH_CHECK(scale.toDouble() == 1.0 && input_scale.toDouble() == 1.0,
+              "portable elu: scale and input_scale 1 only (selu and celu have no portable kernel)");
+  kernels::ActivationParams p;
+  p.alpha = f32(alpha);
+  return act(x, kernels::Activation::kElu, p);
+}
+Tensor softplus(const Tensor& x, const at::Scalar& beta, const at::Scalar& threshold) {
+  kernels::ActivationParams p;
+  p.beta = f32(beta);
+  p.threshold = f32(threshold);
+  return act(x, kernels::Activation::kSoftplus, p);
+}
+
+// --- pooling --------------------------------------------------------------------------------
+
+Tensor max_pool2d(const Tensor& x, IntArrayRef kernel, IntArrayRef stride, IntArrayRef padding,
+                  IntArrayRef dilation, bool ceil_mode) {
+  return P::max_pool2d(x, kernel, stride, padding, dilation, ceil_mode);
+}
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, IntArrayRef kernel,
+                                                   IntArrayRef stride, IntArrayRef padding,
+                                                   IntArrayRef dilation, bool ceil_mode) {
+  Tensor indices;
+  Tensor y = P::max_pool2d(x, kernel, stride, padding, dilation, ceil_mode, &indices);
+  return {y, indices};
+}
+Tensor avg_pool2d(const Tensor& x, IntArrayRef kernel, IntArrayRef stride, IntArrayRef padding,
+                  bool ceil_mode, bool count_include_pad, optional<int64_t> divisor_override) {
+  return P::avg_pool2d(
+      x, kernel, stride, padding, ceil_mode, count_include_pad,
+      divisor_override.has_value() ? std::optional<std::int64_t>(*divisor_override) : std::nullopt);
+}
+
+// --- convolution and products ---------------------------------------------------------------
+
+Tensor conv_transpose(const Tensor& x, const Tensor& w, const optional<Tensor>& b,
+                      IntArrayRef stride, IntArrayRef padding, IntArrayRef output_padding,
+                      int64_t groups, IntArrayRef dilation) {
+  const std::size_t spatial = static_cast<std::size_t>(std::max<int64_t>(w.dim() - 2, 1));
+  auto full = [&](IntArrayRef v) {
+    return v.size() == 1 && spatial > 1 ? std::vector<int64_t>(spatial, v[0]) : v.vec();
+  };
+  return P::conv_transpose(x, w, or_empty(b), full(stride), full(padding), full(output_padding),
+                           full(dilation), groups);
+}
+
+Tensor bmm(const Tensor& a, const Tensor& b) { return P::baddbmm(Tensor(), a, b, 1.0, 1.0); }
+Tensor mm(const Tensor& a, const Tensor& b) {
+  TORCH_CHECK(a.dim() == 2 && b.dim() == 2, "portable mm: ", a.sizes(), " · ", b.sizes());
+  return P::baddbmm(Tensor(), a.unsqueeze(0), b.unsqueeze(0), 1.0, 1.0).squeeze(0);
+}
+Tensor baddbmm(const Tensor& c, const Tensor& a, const Tensor& b, const at::Scalar& beta,
+               const at::Scalar& alpha) {
+  const Tensor addend = P::broadcast_to(c, {a.size(0), a.size(1), b.size(2)});
+  return P::baddbmm(addend, a, b, beta.toDouble(), alpha.toDouble());
+}
+Tensor addmm(const Tensor& c, const Tensor& a, const Tensor& b, const at::Scalar& beta,
+             const at::Scalar& alpha) {
+  TORCH_CHECK(a.dim() == 2 && b.dim() == 2, "portable addmm: ", a.sizes(), " · ", b.sizes());
+  const Tensor addend = P::broadcast_to(c, {a.size(0), b.size(1)}).unsqueeze(0);
+  return P::baddbmm(addend, a.unsqueeze(0), b.unsqueeze(0), beta.toDouble(), alpha.toDouble())
+      .squeeze(0);
+}
+
+// --- element-wise operators that broadcast: the operands expanded portably first ------------
+
+std::vector<int64_t> common_shape(const Tensor& a, const Tensor& b) {
+  return at::infer_size(a.sizes(), b.sizes());
+}
+Tensor bcast(const Tensor& t, IntArrayRef shape) { return P::broadcast_to(t, shape); }
+
+void check_alpha(const at::Scalar& alpha, const char* op) {
+  TORCH_CHECK(alpha.toDouble() == 1.0, "portable ", op,
+              ": alpha other than 1 (LibTorch fuses the product into the sum on some CPUs)");
+}
+Tensor add(const Tensor& a, const Tensor& b, const at::Scalar& alpha) {
+  check_alpha(alpha, "add");
+  const auto shape = common_shape(a, b);
+  return at::add(bcast(a, shape), bcast(b, shape));
+}
+Tensor sub(const Tensor& a, const Tensor& b, const at::Scalar& alpha) {
+  check_alpha(alpha, "sub");
+  const auto shape = common_shape(a, b);
+  return at::sub(bcast(a, shape), bcast(b, shape));
+}
+Tensor mul(const Tensor& a, const Tensor& b) {
+  const auto shape = common_shape(a, b);
+  return at::mul(bcast(a, shape), bcast(b, shape));
+}
+Tensor div(const Tensor& a, const Tensor& b) {
+  const auto shape = common_shape(a, b);
+  return at::div(bcast(a, shape), bcast(b, shape));
+}
+// In place: self keeps its shape; only `other` may broadcast.
+Tensor add_(Tensor& a, const Tensor& b, const at::Scalar& alpha) {
+  check_alpha(alpha, "add_");
+  return a.add_(bcast(b, a.sizes()));
+}
+Tensor sub_(Tensor& a, const Tensor& b, const at::Scalar& alpha) {
+  check_alpha(alpha, "sub_");
+  return a.sub_(bcast(b, a.sizes()));
+}
+Tensor mul_(Tensor& a, const Tensor& b) { return a.mul_(bcast(b, a.sizes())); }
+Tensor div_(Tensor& a, const Tensor& b) { return a.div_(bcast(b, a.sizes())); }
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  const auto shape = at::infer_size(cond.sizes(), common_shape(a, b));
+  return at::where(cond, bcast(a, shape), bcast(b, shape));
+}
+Tensor maximum(const Tensor& a, const Tensor& b) {
+  const auto shape = common_shape(a, b);
+  return at::maximum(bcast(a, shape), bcast(b, shape));
+}
+Tensor minimum(const Tensor& a, const Tensor& b) {
+  const auto shape = common_shape(a, b);
+  return at::minimum(bcast(a, shape), bcast(b, shape));
+}
+Tensor expand(const Tensor& x, IntArrayRef size, bool /*implicit*/) {
+  // -1 keeps a dimension's size.
+  std::vector<int64_t> shape(size.begin(), size.end());
+  const int64_t lead = static_cast<int64_t>(shape.size()) - x.dim();
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == -1) shape[d] = x.size(static_cast<int64_t>(d) - lead);
+  }
+  return bcast(x, shape);
+}
+// repeat: x tiled; as a broadcast of x with a new axis before each dimension, so its gradient is
+// the chain over the tiles in order.
+Tensor repeat(const Tensor& x, IntArrayRef repeats) {
+  TORCH_CHECK(static_cast<int64_t>(repeats.size()) >= x.dim(), "portable repeat: ", repeats,
+              " for ", x.sizes());
+  const int64_t lead = static_cast<int64_t>(repeats.size()) - x.dim();
+  std::vector<int64_t> split, tiled, out;
+  for (std::size_t d = 0; d < repeats.size(); ++d) {
+    const int64_t size =
+        static_cast<int64_t>(d) < lead ? 1 : x.size(static_cast<int64_t>(d) - lead);
+    split.insert(split.end(), {1, size});
+    tiled.insert(tiled.end(), {repeats[d], size});
+    out.push_back(repeats[d] * size);
+  }
+  return bcast(x.reshape(split), tiled).view(out);
+}
+
+// --- normalisation, losses --------------------------------------------------------------------
+
+Tensor group_norm(const Tensor& x, int64_t groups, const optional<Tensor>& w,
+                  const optional<Tensor>& b, double eps, bool /*cudnn_enabled*/) {
+  return P::group_norm(x, groups, or_empty(w), or_empty(b), eps);
+}
+
+Tensor embedding(const Tensor& table, const Tensor& ids, int64_t padding_idx,
+                 bool scale_grad_by_freq, bool sparse) {
+  TORCH_CHECK(padding_idx < 0 && !scale_grad_by_freq && !sparse,
+              "portable embedding: padding_idx, scale_grad_by_freq and sparse have no portable "
+              "kernel");
+  return P::embedding(ids, table);
+}
+
+Tensor nll_loss(const Tensor& logp, const Tensor& target, const optional<Tensor>& weight,
+                int64_t reduction, int64_t ignore_index) {
+  TORCH_CHECK(!weight.has_value() && reduction == at::Reduction::Mean,
+              "portable nll_loss: class weights and reductions other than the mean have no "
+              "portable kernel");
+  return P::nll_loss(logp, target, ignore_index);
+}
+
+Tensor bce_with_logits(const Tensor& x, const Tensor& target, const optional<Tensor>& weight,
+                       const optional<Tensor>& pos_weight, int64_t reduction) {
+  TORCH_CHECK(!weight.has_value() && !pos_weight.has_value() && reduction == at::Reduction::Mean,
+              "portable binary_cross_entropy_with_logits: weights and reductions other than the "
+              "mean have no portable kernel");
+  return P::bce_with_logits(x, target);
+}
+
+// --- recurrent layers ---------------------------------------------------------------------------
+
+// aten::lstm / aten::gru's flat parameters: per layer and direction w_ih, w_hh (and b_ih, b_hh).
+std::vector<Tensor> stack_layers(const Tensor& input, const std::vector<Tensor>& h0s,
+                                 const std::vector<Tensor>& c0s, const std::vector<Tensor>& params,
+                                 bool has_biases, int64_t layers, double dropout,
+                                 bool bidirectional, bool batch_first, kernels::Cell cell,
+                                 std::vector<Tensor>& hn, std::vector<Tensor>& cn) {
+  TORCH_CHECK(dropout == 0.0, "portable ", cell == kernels::Cell::kLstm ? "lstm" : "gru",
+              ": dropout between layers has no portable kernel");
+  const int64_t dirs = bidirectional ? 2 : 1, per = has_biases ? 4 : 2;
+  TORCH_CHECK(static_cast<int64_t>(params.size()) == layers * dirs * per,
+              "portable rnn: ", params.size(), " parameters for ", layers, " layers");
+  Tensor x = batch_first ? input.transpose(0, 1) : input;
+  for (int64_t l = 0; l < layers; ++l) {
+    std::vector<Tensor> outs;
+    for (int64_t d = 0; d < dirs; ++d) {
+      const std::size_t row = static_cast<std::size_t>(l * dirs + d);
+      const std::size_t at = row * static_cast<std::size_t>(per);
+      auto [y, h, c] =
+          P::rnn_layer(x, h0s[row], cell == kernels::Cell::kLstm ? c0s[row] : Tensor(), params[at],
+                       params[at + 1], has_biases ? params[at + 2] : Tensor(),
+                       has_biases ? params[at + 3] : Tensor(), cell, d == 1);
+      outs.push_back(y);
+      hn.push_back(h);
+      if (cell == kernels::Cell::kLstm) cn.push_back(c);
+    }
+    x = dirs == 1 ? outs[0] : at::cat(outs, 2);
+  }
+  return {batch_first ? x.transpose(0, 1) : x};
+}
+
+std::tuple<Tensor, Tensor, Tensor> lstm(const Tensor& input, at::TensorList hx,
+                                        at::TensorList params, bool has_biases, int64_t layers,
+                                        double dropout, bool /*train*/, bool bidirectional,
+                                        bool batch_first) {
+  TORCH_CHECK(hx.size() == 2 && input.dim() == 3, "portable lstm: batched input and (h0, c0)");
+  TORCH_CHECK(hx[0].size(-1) == params[1].size(1),
+              "portable lstm: projections (proj_size) have no portable kernel");
+  std::vector<Tensor> hn, cn;
+  const std::vector<Tensor> h0 = hx[0].unbind(0), c0 = hx[1].unbind(0);
+  auto y = stack_layers(input, h0, c0, params.vec(), has_biases, layers, dropout, bidirectional,
+                        batch_first, kernels::Cell::kLstm, hn, cn);
+  return {y[0], at::stack(hn), at::stack(cn)};
+}
+
+std::tuple<Tensor, Tensor> gru(const Tensor& input, const Tensor& hx, at::TensorList params,
+                               bool has_biases, int64_t layers, double dropout, bool /*train*/,
+                               bool bidirectional, bool batch_first) {
+  TORCH_CHECK(input.dim() == 3, "portable gru: batched input");
+  std::vector<Tensor> hn, cn;
+  auto y = stack_layers(input, hx.unbind(0), {}, params.vec(), has_biases, layers, dropout,
+                        bidirectional, batch_first, kernels::Cell::kGru, hn, cn);
+  return {y[0], at::stack(hn)};
+}
+
+// --- random operators -----------------------------------------------------------------------
+
+void next_draw(std::uint64_t& state, std::uint64_t& call, const char* op) {
+  TORCH_CHECK(t_script_ops != nullptr && t_script_ops->next_draw(state, call), "portable ", op,
+              ": no training pass is running");
+}
+Tensor feature_dropout(const Tensor& x, double p, bool train) {
+  if (!train || p == 0.0) return x;
+  std::uint64_t state = 0, call = 0;
+  next_draw(state, call, "feature_dropout");
+  return P::feature_dropout(x, p, state, call);
+}
+Tensor bernoulli(const Tensor& x, double p, optional<at::Generator> generator) {
+  TORCH_CHECK(!generator.has_value(), "portable bernoulli_: a generator of its own");
+  std::uint64_t state = 0, call = 0;
+  next_draw(state, call, "bernoulli_");
+  return P::bernoulli(x, p, state, call);
+}
+
+}  // namespace
+
+TORCH_LIBRARY(veritrain, m) {
+  m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor");
+  m.def(
+      "conv(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, "
+      "int[] dilation, int groups) -> Tensor");
+  m.def(
+      "conv_transpose(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, "
+      "int[] output_padding, int groups, int[] dilation) -> Tensor");
+  m.def(
+      "batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
+      "Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> "
+      "Tensor");
+  m.def(
+      "layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, "
+      "float eps=1e-05, bool cudnn_enable=True) -> Tensor");
+  m.def(
+      "group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, "
+      "float eps=1e-05, bool cudnn_enabled=True) -> Tensor");
+  m.def("relu(Tensor self) -> Tensor");
+  m.def("gelu(Tensor self, str approximate='none') -> Tensor");
+  for (const char* name : {"sigmoid", "tanh", "silu", "hardsigmoid", "hardswish", "relu6"})
+    m.def(torch::schema((std::string(name) + "(Tensor self) -> Tensor").c_str(),
+                        c10::AliasAnalysisKind::FROM_SCHEMA));
+  m.def("hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor");
+  m.def("leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor");
+  m.def("elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor");
+  m.def("softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor");
+  m.def("dropout(Tensor input, float p, bool train) -> Tensor");
+  m.def("feature_dropout(Tensor input, float p, bool train) -> Tensor");
+  m.def("bernoulli(Tensor self, float p=0.5, Generator? generator=None) -> Tensor");
+  m.def(
+      "max_pool2d(Tensor self, int[] kernel_size, int[] stride, int[] padding, int[] dilation, "
+      "bool ceil_mode) -> Tensor");
+  m.def(
+      "max_pool2d_with_indices(Tensor self, int[] kernel_size, int[] stride, int[] padding, "
+      "int[] dilation, bool ceil_mode) -> (Tensor, Tensor)");
+  m.def(
+      "avg_pool2d(Tensor self, int[] kernel_size, int[] stride, int[] padding, bool ceil_mode, "
+      "bool count_include_pad, int? divisor_override) -> Tensor");
+  m.def("adaptive_avg_pool(Tensor self, int[] output_size) -> Tensor");
+  m.def("adaptive_max_pool(Tensor self, int[] output_size) -> (Tensor, Tensor)");
+  m.def("mean(Tensor self, int[]? dim, bool keepdim=False, ScalarType? dtype=None) -> Tensor");
+  m.def("mean_all(Tensor self, ScalarType? dtype=None) -> Tensor");
+  m.def("sum(Tensor self, int[]? dim, bool keepdim=False, ScalarType? dtype=None) -> Tensor");
+  m.def("sum_all(Tensor self, ScalarType? dtype=None) -> Tensor");
+  m.def("amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor");
+  m.def("logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor");
+  m.def("softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor");
+  m.def("log_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor");
+  m.def("matmul(Tensor self, Tensor other) -> Tensor");
+  m.def("bmm(Tensor self, Tensor mat2) -> Tensor");
+  m.def("mm(Tensor self, Tensor mat2) -> Tensor");
+  m.def("addmm(Tensor self, Tensor mat1, Tensor mat2, Scalar beta=1, Scalar alpha=1) -> Tensor");
+  m.def(
+      "baddbmm(Tensor self, Tensor batch1, Tensor batch2, Scalar beta=1, Scalar alpha=1) -> "
+      "Tensor");
+  m.def("add(Tensor self, Tensor other, Scalar alpha=1) -> Tensor");
+  m.def("sub(Tensor self, Tensor other, Scalar alpha=1) -> Tensor");
+  m.def("mul(Tensor self, Tensor other) -> Tensor");
+  m.def("div(Tensor self, Tensor other) -> Tensor");
+  m.def("add_(Tensor(a!) self, Tensor other, Scalar alpha=1) -> Tensor(a!)");
+  m.def("sub_(Tensor(a!) self, Tensor other, Scalar alpha=1) -> Tensor(a!)");
+  m.def("mul_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
+  m.def("div_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
+  m.def("where(Tensor condition, Tensor self, Tensor other) -> Tensor");
+  m.def("maximum(Tensor self, Tensor other) -> Tensor");
+  m.def("minimum(Tensor self, Tensor other) -> Tensor");
+  m.def("expand(Tensor self, int[] size, bool implicit=False) -> Tensor");
+  m.def("repeat(Tensor self, int[] repeats) -> Tensor");
+  m.def(
+      "embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, "
+      "bool sparse=False) -> Tensor");
+  m.def(
+      "cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, "
+      "int ignore_index=-100, float label_smoothing=0.0) -> Tensor");
+  m.def(
+      "nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, "
+      "int ignore_index=-100) -> Tensor");
+  m.def(
+      "bce_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, "
+      "int reduction=1) -> Tensor");
+  m.def("mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor");
+  m.def(
+      "lstm(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, "
+      "float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, "
+      "Tensor)");
+  m.def(
+      "gru(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, "
+      "float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)");
+}
+
+// Composite: each one is portable autograd functions, recorded by autograd as themselves.
+TORCH_LIBRARY_IMPL(veritrain, CompositeImplicitAutograd, m) {
+  using A = kernels::Activation;
+  m.impl("linear", &linear);
+  m.impl("conv", &conv);
+  m.impl("conv_transpose", &conv_transpose);
+  m.impl("batch_norm", &batch_norm);
+  m.impl("layer_norm", &layer_norm);
+  m.impl("group_norm", &group_norm);
+  m.impl("relu", [](const Tensor& x) { return P::relu(x); });
+  m.impl("gelu", &gelu);
+  m.impl("sigmoid", [](const Tensor& x) { return act(x, A::kSigmoid); });
+  m.impl("tanh", [](const Tensor& x) { return act(x, A::kTanh); });
+  m.impl("silu", [](const Tensor& x) { return act(x, A::kSilu); });
+  m.impl("hardsigmoid", [](const Tensor& x) { return act(x, A::kHardsigmoid); });
+  m.impl("hardswish", [](const Tensor& x) { return act(x, A::kHardswish); });
+  m.impl("relu6", [](const Tensor& x) { return hardtanh_op(x, 0.0, 6.0); });
+  m.impl("hardtanh", &hardtanh_op);
+  m.impl("leaky_relu", &leaky_relu);
+  m.impl("elu", &elu);
+  m.impl("softplus", &softplus);
+  m.impl("dropout", &dropout);
+  m.impl("feature_dropout", &feature_dropout);
+  m.impl("bernoulli", &bernoulli);
+  m.impl("max_pool2d", &max_pool2d);
+  m.impl("max_pool2d_with_indices", &max_pool2d_with_indices);
+  m.impl("avg_pool2d", &avg_pool2d);
+  m.impl("adaptive_avg_pool", &adaptive_avg_pool);
+  m.impl("adaptive_max_pool",
+         [](const Tensor& x, IntArrayRef size) { return P::adaptive_max_pool2d(x, size); });
+  m.impl("mean", &mean_dim);
+  m.impl("mean_all", [](const Tensor& x, optional<at::ScalarType> dtype) {
+    return reduced(x, c10::nullopt, false, dtype, kernels::Reduction::kMean, "mean");
+  });
+  m.impl("sum", [](const Tensor& x, at::OptionalIntArrayRef dims, bool keepdim,
+                   optional<at::ScalarType> dtype) {
+    return reduced(x, dims, keepdim, dtype, kernels::Reduction::kSum, "sum");
+  });
+  m.impl("sum_all", [](const Tensor& x, optional<at::ScalarType> dtype) {
+    return reduced(x, c10::nullopt, false, dtype, kernels::Reduction::kSum, "sum");
+  });
+  m.impl("amax", [](const Tensor& x, IntArrayRef dims, bool keepdim) {
+    return P::reduce(x, dims.vec(), keepdim, kernels::Reduction::kAmax);
+  });
+  m.impl("logsumexp", [](const Tensor& x, IntArrayRef dims, bool keepdim) {
+    return P::reduce(x, dims.vec(), keepdim, kernels::Reduction::kLogsumexp);
+  });
+  m.impl("softmax", [](const Tensor& x, int64_t dim, optional<at::ScalarType> dtype) {
+    TORCH_CHECK(!dtype.has_value() || *dtype == at::kFloat, "portable softmax: dtype");
+    return P::softmax(x, dim);
+  });
+  m.impl("log_softmax", [](const Tensor& x, int64_t dim, optional<at::ScalarType> dtype) {
+    TORCH_CHECK(!dtype.has_value() || *dtype == at::kFloat, "portable log_softmax: dtype");
+    return P::log_softmax(x, dim);
+  });
+  m.impl("matmul", [](const Tensor& a, const Tensor& b) { return P::matmul(a, b); });
+  m.impl("bmm", &bmm);
+  m.impl("mm", &mm);
+  m.impl("addmm", &addmm);
+  m.impl("baddbmm", &baddbmm);
+  m.impl("add", &add);
+  m.impl("sub", &sub);
+  m.impl("mul", &mul);
+  m.impl("div", &div);
+  m.impl("add_", &add_);
+  m.impl("sub_", &sub_);
+  m.impl("mul_", &mul_);
+  m.impl("div_", &div_);
+  m.impl("where", &where);
+  m.impl("maximum", &maximum);
+  m.impl("minimum", &minimum);
+  m.impl("expand", &expand);
+  m.impl("repeat", &repeat);
+  m.impl("embedding", &embedding);
+  m.impl("cross_entropy", &cross_entropy);
+  m.impl("nll_loss", &nll_loss);
+  m.impl("bce_with_logits", &bce_with_logits);
+  m.impl("mse_loss", &mse_loss);
+  m.impl("lstm", &lstm);
+  m.impl("gru", &gru);
+}
+
+void set_script_ops(Ops* ops) { t_script_ops = ops; }
+
+}  // namespace vt::training
