@@ -40,6 +40,8 @@ Result<int> run_demo(Context& ctx, const std::string& out_dir, std::int64_t epoc
   task.device = cuda ? "cuda" : "cpu";
   // As task init chooses: portable arithmetic where it reaches (any verifier's CPU replays it).
   task.determinism = training::portable_reaches(task).ok() ? "portable" : "exact";
+  if (task.determinism == "portable")
+    task.portable_arithmetic = training::implemented_portable_arithmetic();
   const fs::path task_file = out / "task.json";
   VT_RETURN_IF_ERROR(write_file_atomic(task_file, pretty_task_json(task) + "\n"));
   say("task " + hex_encode(task_id(task)).substr(0, 16) +

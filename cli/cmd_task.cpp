@@ -1,9 +1,11 @@
 // `veritrain task init` and `veritrain task show`: the requestor writes and reads tasks.
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
 
 #include "cli/app.h"
+#include "cli/suggest.h"
 #include "cli/task_data.h"
 #include "cli/task_fields.h"
 #include "common/file_io.h"
@@ -131,7 +133,21 @@ std::string chosen_determinism(const Task& task, const InitArgs& a) {
   return !a.pin_environment && training::portable_reaches(task).ok() ? "portable" : "exact";
 }
 
+// "--model gtp: not a model; did you mean gpt?": a typo gets the name it missed.
+Status check_model_name(const std::string& model) {
+  std::vector<std::string> names;
+  for (const training::ModelInfo& m : training::zoo_models()) names.push_back(m.name);
+  if (std::find(names.begin(), names.end(), model) != names.end()) return {};
+  const std::string closest = closest_name(model, names);
+  std::string all;
+  for (const std::string& n : names) all += (all.empty() ? "" : ", ") + n;
+  return invalid_input("--model " + model + ": not a model" +
+                       (closest.empty() ? "" : "; did you mean " + closest + "?") +
+                       " (the models: " + all + ")");
+}
+
 Result<Task> build_task(const InitArgs& a) {
+  VT_RETURN_IF_ERROR(check_model_name(a.model));
   VT_ASSIGN_OR_RETURN(Task task, training::default_task(a.model, a.dataset));
   // An optimizer or schedule chosen on the command line comes with its own defaults: sgd's
   // momentum kept under adam would make the task invalid.
@@ -155,6 +171,8 @@ Result<Task> build_task(const InitArgs& a) {
   if (!a.device.empty()) task.device = a.device;
   if (!a.precision.empty()) task.precision = a.precision;
   task.determinism = chosen_determinism(task, a);
+  if (task.determinism == "portable")
+    task.portable_arithmetic = training::implemented_portable_arithmetic();
   if (task.determinism == "tolerance" && task.tolerance.rel_l2 == 0.0) {
     // The calibrated thresholds of docs/tolerance.md: honest cross-thread-count spread times a
     // margin of 10. Convolutions spread most; the cnn row covers them, the gpt row the rest.
@@ -198,6 +216,7 @@ Result<Task> build_task(const InitArgs& a) {
       return covered.error();
     }
     task.determinism = "exact";
+    task.portable_arithmetic = 1;  // the field's default outside portable mode
     VT_RETURN_IF_ERROR(cover_every_tensor(task, a));
     std::cerr << "task init: determinism exact, so a replay needs this machine's kind of CPU: "
               << covered.error().message << "\n";

@@ -106,6 +106,8 @@ void register_task_check(CLI::App* task, Context& ctx) {
       VT_ASSIGN_OR_RETURN(Task t, load_task(a->task));
       if (Status fit = training::validate_for_training(t); !fit)
         return fit.error().context(a->task);
+      if (Status ours = training::implements_portable_arithmetic(t); !ours)
+        return ours.error().context(a->task);
       // Short epochs: the task's own if shorter (epoch_order makes more passes if needed).
       const std::int64_t steps =
           t.steps_per_epoch > 0 ? std::min(a->steps, t.steps_per_epoch) : a->steps;

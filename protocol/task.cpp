@@ -45,9 +45,10 @@ Result<json> parse_without_duplicates(std::string_view text, std::string_view wh
 
 Status read_task(const JsonFields& root, Task& t) {
   VT_RETURN_IF_ERROR(root.known_keys(
-      {"batch_size", "dataset", "determinism", "device", "environments", "epochs", "fingerprint",
-       "gradient_groups", "intra_op_threads", "loss", "model", "optimizer", "precision", "schedule",
-       "seed", "steps_per_epoch", "tolerance", "version", "world_size"}));
+      {"batch_size", "dataset",         "determinism",         "device",           "environments",
+       "epochs",     "fingerprint",     "gradient_groups",     "intra_op_threads", "loss",
+       "model",      "optimizer",       "portable_arithmetic", "precision",        "schedule",
+       "seed",       "steps_per_epoch", "tolerance",           "version",          "world_size"}));
   VT_RETURN_IF_ERROR(root.integer("version", t.version));
 
   VT_ASSIGN_OR_RETURN(JsonFields model, root.child("model", true));
@@ -98,6 +99,7 @@ Status read_task(const JsonFields& root, Task& t) {
   VT_RETURN_IF_ERROR(root.integer("intra_op_threads", t.intra_op_threads));
   VT_RETURN_IF_ERROR(root.string("device", t.device));
   VT_RETURN_IF_ERROR(root.string("determinism", t.determinism));
+  VT_RETURN_IF_ERROR(root.integer("portable_arithmetic", t.portable_arithmetic));
   VT_RETURN_IF_ERROR(root.string("precision", t.precision));
 
   VT_ASSIGN_OR_RETURN(JsonFields fp, root.child("fingerprint", false));
@@ -164,6 +166,7 @@ json task_json(const Task& t) {
   j["intra_op_threads"] = t.intra_op_threads;
   j["device"] = t.device;
   j["determinism"] = t.determinism;
+  if (t.portable_arithmetic != 1) j["portable_arithmetic"] = t.portable_arithmetic;
   j["precision"] = t.precision;
   auto& f = j["fingerprint"] = json::object();
   f["k"] = t.fingerprint.k;
@@ -209,6 +212,8 @@ std::string pretty_task_json(const Task& task) {
   json j = task_json(task);
   // Not in the canonical form: how many ranks train changes no bit of what they compute.
   if (task.world_size != 1) j["world_size"] = task.world_size;
+  // Shown to people even at 1, the version every portable task had before versions existed.
+  if (task.determinism == "portable") j["portable_arithmetic"] = task.portable_arithmetic;
   return j.dump(2, ' ', false, json::error_handler_t::replace);
 }
 

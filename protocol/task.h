@@ -88,7 +88,12 @@ struct Task {
   std::int64_t intra_op_threads = 1;
   std::string device = "cpu";         // "cpu" | "cuda"
   std::string determinism = "exact";  // "portable" | "exact" | "tolerance"
-  std::string precision = "fp32";     // "fp32" | "tf32" | "bf16"
+  // Which edition of docs/portable.md's arithmetic a portable task is trained in: any change that
+  // moves a portable bit is a new version, so a workdir trained before it still names the
+  // arithmetic that reproduces it. Meaningful for determinism "portable" only; absent from the
+  // canonical form at 1, so every portable task written before versions existed keeps its id.
+  std::int64_t portable_arithmetic = 1;
+  std::string precision = "fp32";  // "fp32" | "tf32" | "bf16"
   FingerprintSpec fingerprint;
   ToleranceSpec tolerance;
   // The arithmetic environments the requestor accepts (docs/environment.md): field -> the

@@ -19,6 +19,7 @@
 #include "training/eval_claim.h"
 #include "training/live_fingerprint.h"
 #include "training/sizes.h"
+#include "training/zoo.h"
 
 namespace vt::provider {
 namespace {
@@ -243,6 +244,8 @@ Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& op
   topts.device = options.device;
   topts.intra_op_threads = options.intra_op_threads;
   topts.collective = options.collective;
+  // Commitments in another edition of the portable arithmetic are another veritrain's to make.
+  VT_RETURN_IF_ERROR(training::implements_portable_arithmetic(task));
   std::unique_ptr<training::Trainer> trainer;
   Pipeline pipeline(task, workdir, key, log, store, options, pipeline_threads);
   ProviderSummary summary;

@@ -15,6 +15,7 @@
 #include "common/mapped_file.h"
 #include "common/sha256.h"
 #include "kernels/isa.h"
+#include "kernels/version.h"
 #include "training/runtime.h"
 
 namespace vt::training {
@@ -267,6 +268,12 @@ Result<EnvironmentMatch> match_environment(const Environment& committed, const T
                                             : " (the highest ATEN_CPU_CAPABILITY allows here)");
     }
     match.unmatched.push_back(std::move(d));
+  }
+  // A portable replay needs the task's edition of the arithmetic; another one's bits are no
+  // judgement of the provider.
+  if (task.determinism == "portable" && task.portable_arithmetic != kernels::kPortableArithmetic) {
+    match.unmatched.push_back({"portable_arithmetic", std::to_string(task.portable_arithmetic),
+                               std::to_string(kernels::kPortableArithmetic)});
   }
   if (match.unmatched.empty() && adopted_level) {
     match.note = "replayed at the provider's " + level + " level on an " + native + " machine";

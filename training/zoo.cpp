@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kernels/version.h"
+
 namespace vt::training {
 namespace {
 
@@ -165,6 +167,17 @@ Status portable_reaches(const Task& task) {
                          task.precision);
   }
   return {};
+}
+
+std::int64_t implemented_portable_arithmetic() { return kernels::kPortableArithmetic; }
+
+Status implements_portable_arithmetic(const Task& task) {
+  if (task.determinism != "portable" || task.portable_arithmetic == kernels::kPortableArithmetic)
+    return {};
+  return invalid_input("portable_arithmetic: this veritrain implements portable arithmetic " +
+                       std::to_string(kernels::kPortableArithmetic) + ", the task asks for " +
+                       std::to_string(task.portable_arithmetic) +
+                       "; train it with a veritrain that implements that version");
 }
 
 Status validate_for_training(const Task& task) {

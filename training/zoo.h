@@ -53,6 +53,13 @@ Status validate_for_training(const Task& task);
 // "Scope"), whatever its determinism: what a portable task must pass, and so what decides the
 // determinism task init and the demo choose when none is asked for.
 Status portable_reaches(const Task& task);
+// The edition of portable arithmetic this build implements (docs/portable.md, "Versions"): what
+// task init commits as portable_arithmetic, and the only one train runs or verify replays.
+std::int64_t implemented_portable_arithmetic();
+// An error naming both versions when a portable task asks for another edition: what train and
+// task check refuse. A verifier says inconclusive instead (training::match_environment); its
+// Trainer for such a task only lays out the tensors, and replays nothing.
+Status implements_portable_arithmetic(const Task& task);
 
 // A valid task for `model` on `dataset` with sensible defaults, as `task init` writes it.
 Result<Task> default_task(const std::string& model, const std::string& dataset);

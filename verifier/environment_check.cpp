@@ -96,6 +96,10 @@ std::string what_would_judge(const std::vector<EnvironmentDifference>& unmatched
                 "of an epoch depend on how often the module had run before it, which no log "
                 "records; train it again with this veritrain"
               : "a veritrain that runs TorchScript as " + printable(d.committed));
+    } else if (d.field == "portable_arithmetic") {
+      // Already portable: the other mode is no advice here.
+      return "a veritrain that implements portable arithmetic " + printable(d.committed) +
+             " (docs/portable.md, \"Versions\")";
     } else {
       add(d.field + " " + printable(d.committed));
     }

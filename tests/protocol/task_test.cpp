@@ -114,6 +114,23 @@ TEST(Task, TorchscriptAndPinnedFilesAreAccepted) {
   EXPECT_EQ(task->dataset.files.at("train-images-idx3-ubyte"), digest);
 }
 
+// The portable arithmetic's version came after the golden id: absent from the canonical form at
+// 1, so every portable task written before keeps its id; shown in the pretty form.
+TEST(Task, PortableArithmeticIsCanonicalOnlyAboveOne) {
+  auto task = parse_task(
+      R"({"model":{"name":"mlp"},"dataset":{"name":"synthetic"},"epochs":1,"batch_size":8,)"
+      R"("determinism":"portable"})");
+  ASSERT_TRUE(task.ok()) << task.error().message;
+  EXPECT_EQ(task->portable_arithmetic, 1);
+  EXPECT_EQ(canonical_task_json(*task).find("portable_arithmetic"), std::string::npos);
+  EXPECT_NE(pretty_task_json(*task).find("\"portable_arithmetic\": 1"), std::string::npos);
+  Task two = *task;
+  two.portable_arithmetic = 2;
+  EXPECT_NE(canonical_task_json(two).find(R"("portable_arithmetic":2)"), std::string::npos);
+  EXPECT_NE(task_id(two), task_id(*task));
+  EXPECT_EQ(task_id(*parse_task(canonical_task_json(two))), task_id(two));
+}
+
 // The eval split's fields came after the golden id: written only when set, so a task without
 // them keeps its id, and a task with them round-trips through its canonical form.
 TEST(Task, EvalSplitFieldsAreCanonicalOnlyWhenSet) {
@@ -173,11 +190,17 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"("optimizer":{"learning_rate":0.1})",
                 "optimizer.learning_rate: unknown field (optimizer has: beta1, beta2, eps, lr, "
                 "momentum, name, nesterov, weight_decay)"},
-        BadCase{R"("optimiser":{})",
-                "optimiser: unknown field (the task has: batch_size, dataset, determinism, device, "
-                "environments, epochs, fingerprint, gradient_groups, intra_op_threads, loss, "
-                "model, optimizer, "
-                "precision, schedule, seed, steps_per_epoch, tolerance, version, world_size)"},
+        BadCase{
+            R"("optimiser":{})",
+            "optimiser: unknown field (the task has: batch_size, dataset, determinism, device, "
+            "environments, epochs, fingerprint, gradient_groups, intra_op_threads, loss, "
+            "model, optimizer, portable_arithmetic, precision, schedule, seed, steps_per_epoch, "
+            "tolerance, version, world_size)"},
+        BadCase{R"("determinism":"portable","portable_arithmetic":0)",
+                "portable_arithmetic: expected an integer >= 1, got 0"},
+        BadCase{R"("portable_arithmetic":2)",
+                "portable_arithmetic: only applies to determinism \"portable\"; leave it at 1 "
+                "(got 2)"},
         BadCase{R"("optimizer":{"name":"lbfgs"})",
                 R"(optimizer.name: expected one of "sgd", "adam", "adamw", got "lbfgs")"},
         BadCase{R"("optimizer":{"momentum":1})",
