@@ -65,21 +65,28 @@ void register_train(CLI::App& app, Context& ctx) {
       Service service;
       auto gauges = std::make_shared<TrainMetrics>(task.epochs);
       // Set once every epoch is committed: from then on the process only serves, and an
-      // interrupt is how it is meant to end.
+      // interrupt is how it is meant to end. Everything on disk is crash-safe, so an interrupt
+      // may simply end the process, saying what is committed; a later `train` resumes after the
+      // last durable commitment.
       static std::atomic<bool> trained{false};
+      static std::atomic<std::int64_t> last_committed{-1};
+      static std::string interrupted_text;
+      interrupted_text = " of " + std::to_string(task.epochs) + " is committed in " + a->workdir +
+                         "; run the same command to go on from there\n";
+      block_termination_signals();
+      std::thread([] {
+        wait_for_termination_signal();
+        if (trained.load()) {
+          std::cerr << "\nveritrain: stopped serving; training had finished\n";
+          std::_Exit(0);
+        }
+        const std::int64_t last = last_committed.load();
+        std::cerr << "\nveritrain: interrupted; "
+                  << (last < 0 ? std::string("no epoch") : "epoch " + std::to_string(last))
+                  << interrupted_text;
+        std::_Exit(130);
+      }).detach();
       if (!serve->listen.empty()) {
-        // Everything on disk is crash-safe, so an interrupt may simply end the process; a
-        // later `train` resumes after the last durable commitment.
-        block_termination_signals();
-        std::thread([] {
-          wait_for_termination_signal();
-          if (trained.load()) {
-            std::cerr << "\nveritrain: stopped serving; training had finished\n";
-            std::_Exit(0);
-          }
-          std::cerr << "\nveritrain: interrupted; run the same command to resume\n";
-          std::_Exit(130);
-        }).detach();
         VT_RETURN_IF_ERROR(provider::Workdir::open_for(a->workdir, task));
         serve->key_dir = a->key;  // the certificate keygen made beside the signing key
         VT_ASSIGN_OR_RETURN(service, start_service(a->workdir, *serve, gauges));
@@ -99,12 +106,18 @@ void register_train(CLI::App& app, Context& ctx) {
         progress.step(m);
       };
       o.on_commit = [&](const provider::CommitEvent& e) {
+        last_committed.store(static_cast<std::int64_t>(e.epoch));
         gauges->committed(e.epoch);
         progress.committed(e);
         if (service.server) service.server->notify_commit(e.epoch);
       };
       o.on_notice = [&](const std::string& n) { progress.notice(n); };
       if (collective) provider::attach_rank0(o, collective);
+      // A resumed run starts from a committed epoch: an interrupt before the next names it.
+      o.on_start = [inner = o.on_start](const training::Trainer& t) -> Status {
+        if (t.epoch() > 0) last_committed.store(t.epoch());
+        return inner ? inner(t) : Status{};
+      };
       VT_ASSIGN_OR_RETURN(provider::ProviderSummary s, provider::run_provider(task, o));
       if (collective) VT_RETURN_IF_ERROR(collective->finish());
       nlohmann::json j = {{"message_type", "summary"},
@@ -117,11 +130,17 @@ void register_train(CLI::App& app, Context& ctx) {
                           {"total_seconds", s.total_seconds},
                           {"workdir", a->workdir}};
       std::ostringstream human;
-      human << "trained " << count_text(static_cast<double>(task.epochs), "epoch") << "; "
-            << count_text(static_cast<double>(s.epochs_committed), "commitment") << " in "
-            << a->workdir << "\nfinal root " << hex_encode(s.final_root) << "\nstored "
-            << size_text(static_cast<double>(s.disk_bytes)) << "; training " << s.train_seconds
-            << " s of " << s.total_seconds << " s\n";
+      if (s.resumed_from > static_cast<std::uint64_t>(task.epochs)) {
+        human << "nothing to train: " << a->workdir << " already holds every epoch of the task ("
+              << count_text(static_cast<double>(task.epochs), "epoch") << ")\nfinal root "
+              << hex_encode(s.final_root) << "\n";
+      } else {
+        human << "trained " << count_text(static_cast<double>(task.epochs), "epoch") << "; "
+              << count_text(static_cast<double>(s.epochs_committed), "commitment") << " in "
+              << a->workdir << "\nfinal root " << hex_encode(s.final_root) << "\nstored "
+              << size_text(static_cast<double>(s.disk_bytes)) << "; training " << s.train_seconds
+              << " s of " << s.total_seconds << " s\n";
+      }
       emit(ctx, j, human.str());
       trained.store(true);
       if (service.server) {

@@ -74,6 +74,13 @@ Result<std::unique_ptr<verifier::EvidenceSource>> open_source(
     while (!fs::exists(s.token_file) && std::chrono::steady_clock::now() < wait_until)
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  // A token file that is not there is the caller's mistake (exit 2), named by its flag.
+  if (Status there = check_input_file(s.token_file, "--token-file"); !there) {
+    if (!wait_for_start) return there.error();
+    return invalid_input(there.error().message +
+                         " (the provider writes it as it starts; waited until the evidence "
+                         "timeout)");
+  }
   VT_ASSIGN_OR_RETURN(config.token, read_secret_file(s.token_file, 4096));
   while (!config.token.empty() && std::isspace(static_cast<unsigned char>(config.token.back())))
     config.token.pop_back();

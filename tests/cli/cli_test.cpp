@@ -151,3 +151,54 @@ TEST(CliEstimate, MeasuresConv3dStateAndStepMemory) {
 
 }  // namespace
 }  // namespace vt
+
+namespace vt {
+namespace {
+
+// Ctrl-C during train says what is committed and how to go on; a finished workdir trains
+// nothing and says so.
+TEST(CliTrain, AnInterruptSaysWhatIsCommittedAndARerunOfAFinishedWorkdirSaysNothingToDo) {
+  testing::ScratchDir dir;
+  const std::string task = (dir / "task.json").string();
+  const std::string wd = (dir / "w").string();
+  ASSERT_EQ(testing::run_command(
+                testing::veritrain_binary() +
+                    " task init --model mlp --epochs 2 --steps-per-epoch 400000 --trail-interval 0 "
+                    "--batch-size 8 --out " +
+                    task,
+                dir.path())
+                .exit_code,
+            0);
+  // SIGINT after 4 s: epoch 0 is committed by then, epoch 1 (400,000 steps) is not.
+  auto r =
+      testing::run_command("timeout --preserve-status -s INT 4 " + testing::veritrain_binary() +
+                               " train --task " + task + " --workdir " + wd,
+                           dir.path());
+  EXPECT_EQ(r.exit_code, 130) << r.err;
+  EXPECT_NE(r.err.find("interrupted; epoch 0 of 2 is committed in " + wd +
+                       "; run the same command to go on from there"),
+            std::string::npos)
+      << r.err;
+
+  const std::string small = (dir / "small.json").string();
+  const std::string done = (dir / "done").string();
+  ASSERT_EQ(testing::run_command(testing::veritrain_binary() +
+                                     " task init --model mlp --epochs 1 --steps-per-epoch 2 "
+                                     "--batch-size 8 --out " +
+                                     small,
+                                 dir.path())
+                .exit_code,
+            0);
+  const std::string train =
+      testing::veritrain_binary() + " train --task " + small + " --workdir " + done;
+  ASSERT_EQ(testing::run_command(train, dir.path()).exit_code, 0);
+  auto again = testing::run_command(train, dir.path());
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("nothing to train: " + done +
+                           " already holds every epoch of the task (1 epoch)"),
+            std::string::npos)
+      << again.out;
+}
+
+}  // namespace
+}  // namespace vt

@@ -107,6 +107,9 @@ TEST_F(ExitCodes, AMissingInputFileIsTheCallersMistakeInEveryCommand) {
        "--check nope.json: no such file"},
       {"missing workdir", "log verify --workdir nowd", 2, "not a veritrain workdir"},
       {"a folder as the task", "task show W", 2, "is a folder, not a file"},
+      {"missing token",
+       "verify --task T --provider 127.0.0.1:1 --token-file nope.token --insecure --report R", 2,
+       "--token-file nope.token: no such file"},
   });
 }
 
@@ -116,6 +119,8 @@ TEST_F(ExitCodes, MismatchedInputsAreTheCallersMistakeAndNothingIsSigned) {
       {"workdir of another task", "audit --task O --workdir W --epoch 1", 2, "holds task"},
       {"mistyped flag", "train --taks T", 2, "did you mean --task?"},
       {"mistyped command", "trian --task T", 2, "did you mean 'veritrain train'?"},
+      {"mistyped model", "task init --model gtp --out typo.json", 2,
+       "--model gtp: not a model; did you mean gpt?"},
   });
   EXPECT_FALSE(fs::exists(*dir_ / "report" / "verdict.json"));
 }
