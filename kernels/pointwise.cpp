@@ -58,15 +58,23 @@ void relu_backward(std::int64_t n, const float* y, const float* dy, float* dx) {
          [=](std::int64_t begin, std::int64_t end) { relu_backward_range(begin, end, y, dy, dx); });
 }
 
+namespace {
+VT_WIDE void gelu_range(std::int64_t begin, std::int64_t end, const float* __restrict x,
+                        float* __restrict y) {
+  for (std::int64_t i = begin; i < end; ++i) y[i] = vt_gelu(x[i]);
+}
+VT_WIDE void gelu_backward_range(std::int64_t begin, std::int64_t end, const float* __restrict x,
+                                 const float* __restrict dy, float* __restrict dx) {
+  for (std::int64_t i = begin; i < end; ++i) dx[i] = dy[i] * vt_gelu_grad(x[i]);
+}
+}  // namespace
+
 void gelu(std::int64_t n, const float* x, float* y) {
-  chunks(n, [=](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t i = begin; i < end; ++i) y[i] = vt_gelu(x[i]);
-  });
+  chunks(n, [=](std::int64_t begin, std::int64_t end) { gelu_range(begin, end, x, y); });
 }
 void gelu_backward(std::int64_t n, const float* x, const float* dy, float* dx) {
-  chunks(n, [=](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t i = begin; i < end; ++i) dx[i] = dy[i] * vt_gelu_grad(x[i]);
-  });
+  chunks(n,
+         [=](std::int64_t begin, std::int64_t end) { gelu_backward_range(begin, end, x, dy, dx); });
 }
 
 void dropout(std::int64_t n, const float* x, float p, std::uint64_t state, std::uint64_t call,

@@ -35,13 +35,17 @@ VT_HD inline float pow2(int e) { return bits_to_float(static_cast<std::uint32_t>
 
 // e^x. Range reduction x = k·ln2 + r with ln2 in two parts (Cody and Waite), a degree-5
 // polynomial for e^r − 1 − r (Cephes' coefficients), then a scaling by 2^k that rounds once.
+// Written without branches: every case is computed and the last lines select one, so a loop over
+// elements vectorises (each lane runs this same sequence: the same bits as one at a time).
 VT_HD inline float vt_exp(float x) {
-  if (x != x) return x;
-  if (x > 88.72283935546875f) return bits_to_float(0x7f800000u);  // +inf
-  if (x < -103.972084045410f) return 0.0f;
-  const float z = x * 1.44269502162933349609375f;  // log2(e) in binary32
+  const bool above = x > 88.72283935546875f;
+  const bool below = x < -103.972084045410f;
+  // & and |, not && and ||: no short circuit, so no branch. False for NaN.
+  const bool in_range = (x <= 88.72283935546875f) & (x >= -103.972084045410f);
+  const float xs = in_range ? x : 0.0f;
+  const float z = xs * 1.44269502162933349609375f;  // log2(e) in binary32
   const float kf = __builtin_floorf(z + 0.5f);
-  const float r = (x - kf * 0.693359375f) - kf * -2.12194440e-4f;
+  const float r = (xs - kf * 0.693359375f) - kf * -2.12194440e-4f;
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
@@ -49,10 +53,14 @@ VT_HD inline float vt_exp(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   const float y = ((p * r) * r + r) + 1.0f;
-  const int k = static_cast<int>(kf);
-  if (k > 127) return (y * pow2(127)) * 2.0f;
-  if (k < -126) return (y * pow2(k + 64)) * pow2(-64);
-  return y * pow2(k);
+  const int k = static_cast<int>(kf);  // in [-150, 128]
+  const float high = (y * pow2(127)) * 2.0f;
+  const float low = (y * pow2(k < -126 ? k + 64 : 0)) * pow2(-64);
+  const float mid = y * pow2((k > 127) | (k < -126) ? 0 : k);
+  float out = k > 127 ? high : (k < -126 ? low : mid);
+  out = above ? bits_to_float(0x7f800000u) : out;  // +inf
+  out = below ? 0.0f : out;
+  return x != x ? x : out;
 }
 
 // ln(x). x = m·2^e with m in [√½, √2), then Cephes' degree-9 polynomial for ln(1 + f).
@@ -93,8 +101,8 @@ VT_HD inline float vt_log(float x) {
 }
 
 // erf(x): Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7), odd by construction.
+// Branch-free like vt_exp.
 VT_HD inline float vt_erf(float x) {
-  if (x != x) return x;
   const float a = x < 0.0f ? -x : x;
   const float t = 1.0f / (1.0f + 0.3275911f * a);
   float p = 1.061405429f;
@@ -103,7 +111,8 @@ VT_HD inline float vt_erf(float x) {
   p = p * t + -0.284496736f;
   p = p * t + 0.254829592f;
   const float y = 1.0f - (p * t) * vt_exp(-(a * a));
-  return x < 0.0f ? -y : y;
+  const float odd = x < 0.0f ? -y : y;
+  return x != x ? x : odd;
 }
 
 // GELU in its erf form, 0.5·x·(1 + erf(x/√2)), and its derivative

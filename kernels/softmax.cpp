@@ -2,6 +2,7 @@
 
 #include "kernels/parallel.h"
 #include "kernels/scalar.h"
+#include "kernels/wide.h"
 
 namespace vt::kernels {
 namespace {
@@ -20,6 +21,11 @@ float row_maximum(const float* x, std::int64_t n) {
   return m;
 }
 
+// v[j] = e^(v[j] − m), every lane alone: vectorised (scalar.h's exp has no branches).
+VT_WIDE void exp_shifted(float* __restrict v, std::int64_t n, float m) {
+  for (std::int64_t j = 0; j < n; ++j) v[j] = vt_exp(v[j] - m);
+}
+
 }  // namespace
 
 void softmax(std::int64_t rows, std::int64_t width, const float* x, float divisor, bool causal,
@@ -31,11 +37,9 @@ void softmax(std::int64_t rows, std::int64_t width, const float* x, float diviso
       const std::int64_t n = valid_columns(r, width, causal);
       for (std::int64_t j = 0; j < n; ++j) out[j] = in[j] / divisor;
       const float m = row_maximum(out, n);
+      exp_shifted(out, n, m);
       float sum = 0.0f;
-      for (std::int64_t j = 0; j < n; ++j) {
-        out[j] = vt_exp(out[j] - m);
-        sum = sum + out[j];
-      }
+      for (std::int64_t j = 0; j < n; ++j) sum = sum + out[j];
       for (std::int64_t j = 0; j < n; ++j) out[j] = out[j] / sum;
       for (std::int64_t j = n; j < width; ++j) out[j] = 0.0f;
     }
