@@ -44,7 +44,9 @@ lint-changed: configure
 bench: setup
 	@cmake -S . -B $(BUILD)-bench -DCMAKE_BUILD_TYPE=Release -DVT_BUILD_BENCH=ON -DVT_BUILD_TESTS=OFF >/dev/null
 	@cmake --build $(BUILD)-bench -j $(JOBS)
-	@for b in $(BUILD)-bench/bench/bench_*; do echo "== $$b"; $$b || exit 1; done
+	@# bench_portable's peer: LibTorch on OpenBLAS, loaded for that bench alone.
+	@VT_OPENBLAS_DIR=$$(bash scripts/openblas_for_bench.sh $(BUILD)-bench/openblas) && export VT_OPENBLAS_DIR && \
+	  for b in $(BUILD)-bench/bench/bench_*; do echo "== $$b"; $$b || exit 1; done
 	@echo "== bench/script_executor.py"; /usr/bin/python3 bench/script_executor.py
 
 sanitize: setup
