@@ -88,7 +88,9 @@ Result<std::unique_ptr<verifier::EvidenceSource>> open_source(
     return invalid_input(
         "--provider over TLS needs --pin SHA256 (printed by the provider) or --ca-file");
   }
-  return verifier::open_provider_source(config, evidence_timeout, wait_until);
+  return verifier::open_provider_source(
+      config, evidence_timeout, wait_until,
+      [](const std::string& n) { spdlog::info("verify: {}", n); });
 }
 
 struct VerifyArgs {
@@ -159,7 +161,7 @@ Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
   VT_ASSIGN_OR_RETURN(auto source, open_source(a.source, evidence_timeout, deadline, a.online));
   source->set_limits(verifier::limits_for(task));
   if (!a.source.workdir.empty())
-    VT_RETURN_IF_ERROR(verifier::check_workdir_task(*source, task, a.source.workdir));
+    VT_RETURN_IF_ERROR(verifier::check_workdir_task(*source, task, a.source.workdir, pinned));
   verifier::VerifyOptions o;
   o.trainer.task_dir = fs::path(a.task).parent_path();
   o.trainer.device = a.device;

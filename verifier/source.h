@@ -61,10 +61,17 @@ Result<std::unique_ptr<EvidenceSource>> open_workdir_source(const std::filesyste
 
 // The caller pairs a task with a workdir. A workdir whose own task.json is another task is a
 // mismatch of the caller's inputs (Errc::kInvalidInput, exit 2: nothing of this task is there to
-// judge); a workdir that names this task but commits to another, or holds a task.json that does
-// not parse, is the provider's to answer for, and is left to the verifier's checks.
+// judge) — unless `provider_key` is pinned and that key signed the workdir's log: then the
+// provider delivered work for another task under its own signature, which the verifier's checks
+// reject, naming both tasks. A workdir that names this task but commits to another, or holds a
+// task.json that does not parse, is the provider's to answer for too.
 Status check_workdir_task(EvidenceSource& workdir, const Task& task,
-                          const std::filesystem::path& where);
+                          const std::filesystem::path& where,
+                          const std::optional<std::string>& provider_key = std::nullopt);
+
+// Whether `key` (a PublicKey fingerprint) signed `records` as a valid chain for the task its
+// first record names.
+bool signed_by(const std::vector<SignedRecord>& records, const std::string& key);
 
 // `inner`, except that asking again for the snapshot it returned last is answered from memory
 // (the state after a challenged epoch is the state before the next). `inner` must outlive it.
@@ -82,10 +89,12 @@ namespace vt::verifier {
 // `evidence_timeout` (retrying on fresh connections) is withheld: Errc::kRejected.
 inline constexpr std::chrono::milliseconds kDefaultEvidenceTimeout{std::chrono::minutes(10)};
 // `wait_until`: a provider that is still starting is waited for until then (its port polled
-// until it accepts connections); the default does not wait.
+// until it accepts connections); the default does not wait. While it waits, `notice` hears what
+// it waits for and how long it will go on, at once and every 10 s, so nobody stares at silence.
 Result<std::unique_ptr<EvidenceSource>> open_provider_source(
     const ClientConfig& config,
     std::chrono::milliseconds evidence_timeout = kDefaultEvidenceTimeout,
-    std::chrono::steady_clock::time_point wait_until = {});
+    std::chrono::steady_clock::time_point wait_until = {},
+    const std::function<void(const std::string&)>& notice = nullptr);
 
 }  // namespace vt::verifier

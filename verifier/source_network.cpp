@@ -162,10 +162,19 @@ bool accepts_connections(const std::string& host, std::uint16_t port) {
 
 Result<std::unique_ptr<EvidenceSource>> open_provider_source(
     const ClientConfig& config, std::chrono::milliseconds evidence_timeout,
-    std::chrono::steady_clock::time_point wait_until) {
+    std::chrono::steady_clock::time_point wait_until,
+    const std::function<void(const std::string&)>& notice) {
+  using Clock = std::chrono::steady_clock;
   const std::string where = config.host + ":" + std::to_string(config.port);
-  while (std::chrono::steady_clock::now() < wait_until &&
-         !accepts_connections(config.host, config.port)) {
+  Clock::time_point next_notice = Clock::now();
+  while (Clock::now() < wait_until && !accepts_connections(config.host, config.port)) {
+    if (notice && Clock::now() >= next_notice) {
+      const auto left = std::chrono::duration_cast<std::chrono::seconds>(wait_until - Clock::now());
+      notice("nothing accepts connections at " + where + " yet; retrying every 0.1 s for " +
+             std::to_string(left.count()) + " s more (--evidence-timeout) while the provider " +
+             "starts (train --serve)");
+      next_notice = Clock::now() + std::chrono::seconds(10);
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   auto client = Client::connect(config);

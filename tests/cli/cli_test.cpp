@@ -1,10 +1,12 @@
 // The binary's contract with its users: exit codes, --help, --version, --json.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
+#include "common/file_io.h"
 #include "tests/test_util.h"
 
 namespace vt {
@@ -198,6 +200,39 @@ TEST(CliTrain, AnInterruptSaysWhatIsCommittedAndARerunOfAFinishedWorkdirSaysNoth
                            " already holds every epoch of the task (1 epoch)"),
             std::string::npos)
       << again.out;
+}
+
+}  // namespace
+}  // namespace vt
+
+namespace vt {
+namespace {
+
+// An online verifier started before its provider says what it waits for, and for how long,
+// instead of printing nothing until the evidence timeout; then it gives up with exit 3.
+TEST(CliVerify, WaitingForAProviderThatDoesNotListenSaysSo) {
+  testing::ScratchDir dir;
+  const std::string task = (dir / "task.json").string();
+  ASSERT_EQ(testing::run_command(testing::veritrain_binary() +
+                                     " task init --model mlp --epochs 1 --steps-per-epoch 2 "
+                                     "--batch-size 8 --out " +
+                                     task,
+                                 dir.path())
+                .exit_code,
+            0);
+  const std::string token = (dir / "serve.token").string();
+  ASSERT_TRUE(write_file_atomic(token, "secret\n").ok());
+  std::filesystem::permissions(
+      token, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  auto r =
+      testing::run_command(testing::veritrain_binary() + " verify --task " + task +
+                               " --online --provider 127.0.0.1:1 --insecure --token-file " + token +
+                               " --evidence-timeout 3 --report " + (dir / "r").string(),
+                           dir.path());
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("nothing accepts connections at 127.0.0.1:1 yet; retrying"),
+            std::string::npos)
+      << r.err;
 }
 
 }  // namespace
