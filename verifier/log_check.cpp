@@ -129,8 +129,15 @@ Result<LogFacts> check_log(EvidenceSource& source, const Task& task,
     return facts;
   }
   if (facts.records.front().record.task_id != id) {
+    // Signed by the pinned provider, it is that provider's delivery for another task.
+    const bool theirs = provider_key && signed_by(facts.records, *provider_key);
+    if (theirs) {
+      facts.signer_fingerprint = *provider_key;
+      facts.signer_pinned = true;
+    }
     facts.failures.push_back(
-        "the log commits to task " + hex_encode(facts.records.front().record.task_id) +
+        std::string(theirs ? "the log, signed by the pinned provider key, " : "the log ") +
+        "commits to task " + hex_encode(facts.records.front().record.task_id) +
         ", not to this task " + hex_encode(id) + " (different hyperparameters, data or model)");
     return facts;
   }

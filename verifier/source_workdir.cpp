@@ -101,17 +101,31 @@ class WorkdirSource final : public EvidenceSource {
 
 }  // namespace
 
+bool signed_by(const std::vector<SignedRecord>& records, const std::string& key) {
+  if (records.empty()) return false;
+  auto checked = verify_log(records, records.front().record.task_id);
+  return checked && checked->signer_fingerprint == key;
+}
+
 Status check_workdir_task(EvidenceSource& workdir, const Task& task,
-                          const std::filesystem::path& where) {
+                          const std::filesystem::path& where,
+                          const std::optional<std::string>& provider_key) {
   Result<std::string> text = workdir.task_json();
   if (!text) return {};
   Result<Task> theirs = parse_task(*text, (where / "task.json").string());
   if (!theirs) return {};
   const std::string ours = hex_encode(task_id(task)), its = hex_encode(task_id(*theirs));
   if (ours == its) return {};
+  if (provider_key) {
+    auto records = workdir.log();
+    if (records && signed_by(*records, *provider_key)) return {};
+  }
   return invalid_input("--workdir " + where.string() + " holds task " + its.substr(0, 16) +
                        "... (its task.json), not the task of --task (" + ours.substr(0, 16) +
-                       "...): check that the two belong together");
+                       "...): check that the two belong together" +
+                       (provider_key ? ""
+                                     : " (with --provider-key, a log the provider signed "
+                                       "for another task is judged: rejected)"));
 }
 
 Result<std::unique_ptr<EvidenceSource>> open_workdir_source(const std::filesystem::path& workdir) {

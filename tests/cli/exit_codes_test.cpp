@@ -125,6 +125,26 @@ TEST_F(ExitCodes, MismatchedInputsAreTheCallersMistakeAndNothingIsSigned) {
   EXPECT_FALSE(fs::exists(*dir_ / "report" / "verdict.json"));
 }
 
+// The same mismatch with the provider's key pinned: the pinned provider signed work for another
+// task and delivered it as this one's. That is a finding about the provider, signed, naming both
+// tasks (exit 1), not the caller's mistake.
+TEST_F(ExitCodes, AWorkdirOfAnotherTaskSignedByThePinnedProviderIsASignedRejection) {
+  const std::string report = (*dir_ / "report-pinned").string();
+  const auto r = run_command(veritrain_binary() + " verify --task " + expand("O") + " --workdir " +
+                                 expand("W") + " --provider-key " +
+                                 (*dir_ / "wd" / "keys" / "signing.pub.pem").string() +
+                                 " --check-probability 1 --report " + report,
+                             dir_->path());
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find("the log, signed by the pinned provider key, commits to task"),
+            std::string::npos)
+      << r.out << r.err;
+  EXPECT_NE(r.out.find("(pinned)"), std::string::npos) << r.out;
+  Result<Bytes> verdict = read_file(fs::path(report) / "verdict.json");
+  ASSERT_TRUE(verdict.ok());
+  EXPECT_NE(std::string(verdict->begin(), verdict->end()).find("\"rejected\""), std::string::npos);
+}
+
 TEST_F(ExitCodes, ASignedVerdictIsReplacedOnlyWithForce) {
   const std::string verify = "verify --task T --workdir W --check-probability 1 --report R";
   check({{"first verify", verify, 0, ""}});
