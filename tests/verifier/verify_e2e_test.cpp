@@ -293,13 +293,15 @@ TEST(VerifyE2E, ToleranceModeAcceptsAReplayAtAnotherThreadCount) {
       << "the verdict should note the other thread count";
 }
 
-// --online: epochs are challenged and replayed while the provider is still training.
+// --online: epochs are challenged and replayed while the provider is still training. Epochs long
+// enough that the fixed costs of a replay (a fresh model, a fetch over TLS) stay well below the
+// five epochs still to train when epoch 1 is committed.
 TEST(VerifyE2E, OnlineChecksEpochsBeforeTrainingFinishes) {
   testing::ScratchDir dir;
   auto task = (dir / "task.json").string();
   ASSERT_EQ(
       run_command(veritrain_binary() +
-                      " task init --model cnn --option width=8 --epochs 6 --steps-per-epoch 12 "
+                      " task init --model cnn --option width=8 --epochs 6 --steps-per-epoch 48 "
                       "--data-option samples=64 --batch-size 8 --out " +
                       task,
                   dir.path())
