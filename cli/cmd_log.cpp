@@ -27,6 +27,7 @@ nlohmann::json report_json(const provider::WorkdirReport& r) {
                       {"file", e.file},
                       {"codec", e.codec},
                       {"stored_bytes", e.stored_bytes}});
+    if (!e.problem.empty()) epochs.back()["problem"] = e.problem;
   }
   nlohmann::json j = {{"task_id", hex_encode(r.task_id)}, {"records", r.records},
                       {"head", hex_encode(r.head)},       {"signer", r.signer_fingerprint},
@@ -43,7 +44,7 @@ std::string report_text(const provider::WorkdirReport& r) {
   for (const auto& e : r.epochs) {
     out << "  epoch " << e.epoch << "  root " << hex_encode(e.root).substr(0, 16) << "...  "
         << e.codec << "  " << size_text(static_cast<double>(e.stored_bytes)) << "  " << e.file
-        << "\n";
+        << (e.problem.empty() ? "" : "  UNUSABLE: " + e.problem) << "\n";
   }
   out << "stored " << size_text(static_cast<double>(r.disk_bytes)) << "\n";
   if (!r.torn_tail.empty()) out << "note: " << r.torn_tail << "\n";
@@ -237,13 +238,23 @@ void register_log(CLI::App& app, Context& ctx) {
                         ", not by the provider key given with --provider-key (" + *pinned + ")");
       }
       nlohmann::json j = report_json(r);
-      j["ok"] = true;
       j["signer_pinned"] = pinned.has_value();
-      emit(ctx, j,
-           report_text(r) + "log and snapshots verified" +
-               (pinned ? ", signed by the pinned provider key\n"
-                       : " (signer not pinned: give --provider-key)\n"));
-      return 0;
+      const std::string signer = pinned ? ", signed by the pinned provider key"
+                                        : " (signer not pinned: give --provider-key)";
+      // Unusable snapshots are findings about the workdir, all of them, on stdout: not an error.
+      const std::vector<std::string> unusable = provider::unusable_snapshots(r);
+      j["ok"] = unusable.empty();
+      if (unusable.empty()) {
+        emit(ctx, j, report_text(r) + "log and snapshots verified" + signer + "\n");
+        return 0;
+      }
+      j["unusable"] = unusable;
+      std::string text = report_text(r) + "the log checks out" + signer + "; " +
+                         std::to_string(unusable.size()) + " of " +
+                         std::to_string(r.epochs.size()) + " committed snapshots are unusable:\n";
+      for (const std::string& u : unusable) text += "  " + u + "\n";
+      emit(ctx, j, text);
+      return exit_code(Errc::kRejected);
     };
   });
 

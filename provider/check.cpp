@@ -8,6 +8,15 @@
 namespace vt::provider {
 namespace fs = std::filesystem;
 
+std::vector<std::string> unusable_snapshots(const WorkdirReport& report) {
+  std::vector<std::string> out;
+  for (const EpochStatus& e : report.epochs) {
+    if (!e.problem.empty())
+      out.push_back("epoch " + std::to_string(e.epoch) + ": " + e.file + ": " + e.problem);
+  }
+  return out;
+}
+
 Result<WorkdirReport> check_workdir(const fs::path& dir, bool decode_snapshots) {
   VT_ASSIGN_OR_RETURN(Workdir w, Workdir::open_existing(dir));
   WorkdirReport report;
@@ -34,7 +43,6 @@ Result<WorkdirReport> check_workdir(const fs::path& dir, bool decode_snapshots) 
   report.signer_fingerprint = checked->signer_fingerprint;
 
   SnapshotStore store(w.snapshots_dir(), {});
-  std::string first_problem;
   // Epochs in order: each delta decodes against the epoch just decoded, not its chain again.
   std::optional<std::pair<Digest, Bytes>> previous;
   for (const SignedRecord& r : log->records) {
@@ -66,13 +74,9 @@ Result<WorkdirReport> check_workdir(const fs::path& dir, bool decode_snapshots) 
         }
       }
     }
-    if (!s.problem.empty() && first_problem.empty()) {
-      first_problem = "epoch " + std::to_string(s.epoch) + ": " + s.file + ": " + s.problem;
-    }
     report.epochs.push_back(std::move(s));
   }
   report.disk_bytes = store.disk_usage();
-  if (!first_problem.empty()) return rejected(first_problem);
   return report;
 }
 

@@ -30,9 +30,14 @@ struct WorkdirReport {
   std::string torn_tail;  // a crash's partial last line, if any (recovered on the next train)
 };
 
-// Checks the whole workdir. A tampered or incomplete workdir is Errc::kRejected with the first
-// problem named (epoch, file, what is wrong); a folder that is no workdir is kInvalidInput.
-// With decode_snapshots false only presence and headers of containers are checked.
+// Checks the whole workdir. A log that does not check out (signatures, chain, task binding) is
+// Errc::kRejected naming the epoch; every committed snapshot that is missing, damaged or does
+// not decode to its root is a finding in its EpochStatus::problem, all of them, not only the
+// first (a delta whose base is damaged fails with it). A folder that is no workdir is
+// kInvalidInput. With decode_snapshots false only presence and headers of containers are checked.
 Result<WorkdirReport> check_workdir(const std::filesystem::path& dir, bool decode_snapshots = true);
+
+// "epoch 5: snapshots/818d....vtc: <what is wrong>", one per unusable snapshot, in epoch order.
+std::vector<std::string> unusable_snapshots(const WorkdirReport& report);
 
 }  // namespace vt::provider

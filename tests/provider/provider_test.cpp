@@ -108,15 +108,29 @@ TEST(Provider, TamperingIsReportedPrecisely) {
   EXPECT_NE(v.err.find("epoch 2"), std::string::npos) << v.err;
   ASSERT_TRUE(write_file_atomic(dir / "wd/commitments.log", good_log).ok());
 
-  // One byte in a stored snapshot: the epoch and the file are named.
+  // One byte in a stored snapshot: a finding, not an error: on stdout, the epoch and the file
+  // named, and every epoch that cannot be had without it listed too.
   auto root1 = hex_encode(log->records[1].record.root);
   auto file = dir / "wd/snapshots" / (root1 + ".vtc");
   auto size = fs::file_size(file);
   flip_byte(file, size - 10);
   v = log_verify(dir, dir / "wd");
   EXPECT_EQ(v.exit_code, 1);
-  EXPECT_NE(v.err.find("epoch 1"), std::string::npos) << v.err;
-  EXPECT_NE(v.err.find(root1), std::string::npos) << v.err;
+  EXPECT_EQ(v.err.find("error"), std::string::npos) << v.err;
+  {
+    const auto found = nlohmann::json::parse(v.out);
+    EXPECT_FALSE(found["ok"].get<bool>());
+    ASSERT_GE(found["unusable"].size(), 1u) << v.out;
+    const std::string first = found["unusable"][0];
+    EXPECT_EQ(first.rfind("epoch 1: snapshots/" + root1 + ".vtc: ", 0), 0u) << first;
+    EXPECT_TRUE(found["epochs"][1].contains("problem")) << v.out;
+    EXPECT_FALSE(found["epochs"][0].contains("problem")) << v.out;
+  }
+  auto human = run_command(veritrain_binary() + " log verify --workdir " + (dir / "wd").string(),
+                           dir.path());
+  EXPECT_EQ(human.exit_code, 1);
+  EXPECT_NE(human.out.find("committed snapshots are unusable:\n  epoch 1: "), std::string::npos)
+      << human.out;
   // `inspect` of that container checks its payload too: exit 1, the damage named. It used to
   // describe the header and exit 0.
   auto described = run_command(veritrain_binary() + " inspect " + file.string(), dir.path());
@@ -160,8 +174,8 @@ TEST(Provider, RefusesAWorkdirOfAnotherTaskOrWithAMissingSnapshot) {
   fs::remove(dir / "wd/snapshots" / (hex_encode(log->records.back().record.root) + ".vtc"));
   auto v = log_verify(dir, dir / "wd");
   EXPECT_EQ(v.exit_code, 1);
-  EXPECT_NE(v.err.find("epoch 2"), std::string::npos);
-  EXPECT_NE(v.err.find("missing"), std::string::npos) << v.err;
+  EXPECT_NE(v.out.find("epoch 2: snapshots/"), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("snapshot file is missing"), std::string::npos) << v.out;
 }
 
 // A run that stopped before committing anything (here a cuda task on a machine without CUDA)
