@@ -58,7 +58,7 @@ std::string Activity::current() {
   return out;
 }
 
-Error error_from_exception(std::exception_ptr e) {
+Error error_from_exception(const std::exception_ptr& e) {
   const std::string during = Activity::current();
   const std::string at = during.empty() ? std::string() : " while " + during;
   if (!e) return internal_error("std::terminate called without an exception" + at + " (a bug)");

@@ -34,7 +34,7 @@ class Activity {
 // The error an exception that reached a command's edge stands for: std::bad_alloc is this
 // machine's want of memory (Errc::kIo, exit 3), naming what the thread was doing; anything else
 // is internal (exit 4).
-Error error_from_exception(std::exception_ptr e);
+Error error_from_exception(const std::exception_ptr& e);
 
 // Installs a std::terminate handler that prints error_from_exception's message (prefixed by
 // `program`) and exits with its code, so that an exception escaping any thread ends the process

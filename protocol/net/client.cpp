@@ -131,7 +131,7 @@ Result<std::vector<SignedRecord>> Client::get_log_frames(std::uint64_t from_epoc
   LogStreamCheck check(bounds, from_epoch);
   // A provider that breaks the bounds is not read any further: what it would send next is
   // unread bytes in the stream, so the connection goes.
-  auto stop = [&](Status s) {
+  auto stop = [&](const Status& s) {
     connection_.reset();
     return s.error();
   };
