@@ -23,31 +23,11 @@ namespace fs = std::filesystem;
 using reference::committed_roots;
 using reference::kPython;
 using reference::script;
+using reference::Setting;
 using testing::run_command;
 using testing::veritrain_binary;
 
-bool cpu_runs_avx512() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("fma");
-}
-
-struct Setting {
-  std::string capability;
-  int threads;
-  std::string name() const { return capability + "-" + std::to_string(threads); }
-  std::string env() const { return "env ATEN_CPU_CAPABILITY=" + capability + " "; }
-};
-
-std::vector<Setting> settings() {
-  std::vector<Setting> out;
-  for (const char* cap : {"default", "avx2", "avx512"}) {
-    if (std::string(cap) == "avx512" && !cpu_runs_avx512()) continue;
-    for (int threads : {1, 2, 4}) out.push_back({cap, threads});
-  }
-  return out;
-}
+std::vector<reference::Setting> settings() { return reference::settings({1, 2, 4}); }
 
 // The zoo as the portable arithmetic covers it: BatchNorm (cnn), 3-d convolutions, dropout
 // (gpt), SGD with Nesterov momentum, Adam and AdamW, warmup into a cosine schedule.

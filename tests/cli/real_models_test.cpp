@@ -25,6 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 using reference::committed_roots;
 using reference::kPython;
+using reference::Setting;
 using testing::run_command;
 using testing::veritrain_binary;
 
@@ -90,28 +91,7 @@ for name, inputs in [("images", images), ("rows", rows)]:
         f.write(safetensors_bytes({"inputs": ("F32", inputs), "targets": ("I64", targets)}))
 )PY";
 
-bool cpu_runs_avx512() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("fma");
-}
-
-struct Setting {
-  std::string capability;
-  int threads;
-  std::string name() const { return capability + "-" + std::to_string(threads); }
-  std::string env() const { return "env ATEN_CPU_CAPABILITY=" + capability + " "; }
-};
-
-std::vector<Setting> settings() {
-  std::vector<Setting> out;
-  for (const char* cap : {"default", "avx2", "avx512"}) {
-    if (std::string(cap) == "avx512" && !cpu_runs_avx512()) continue;
-    for (int threads : {1, 2}) out.push_back({cap, threads});
-  }
-  return out;
-}
+std::vector<reference::Setting> settings() { return reference::settings({1, 2}); }
 
 class RealModels : public ::testing::TestWithParam<const char*> {
  protected:
