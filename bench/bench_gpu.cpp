@@ -281,7 +281,7 @@ int main(int argc, char** argv) {
   const auto info = vt::training::runtime_info();
   std::string device = info.cuda_available ? "cuda" : "cpu";
   fs::path dir = fs::temp_directory_path();
-  CLI::App app{"bench_gpu: the issue-11 figures on the machine's device"};
+  CLI::App app{"bench_gpu: the GPU figures (docs/benchmarks.md) on the machine's device"};
   app.add_option("--device", device, "cpu or cuda (default: cuda when present)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--dir", dir, "Scratch folder");

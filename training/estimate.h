@@ -1,6 +1,7 @@
 #pragma once
 // `veritrain estimate`: what a task costs per check, measured by running one training step
-// rather than computed by hand (seed documents 002 and 004 did the arithmetic; this measures).
+// rather than computed by hand (a count by hand misses workspaces and allocator overhead; this
+// measures).
 
 #include "training/trainer.h"
 

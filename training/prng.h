@@ -7,20 +7,23 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/stream.h"
+
 namespace vt::training {
 
-// SplitMix64 (Steele, Lea, Flood 2014): tiny, full-period, well mixed; good enough for data
-// order and synthetic data, which need reproducibility, not cryptographic strength.
+// SplitMix64 (Steele, Lea, Flood 2014; kernels/stream.h): tiny, full-period, well mixed; good
+// enough for data order and synthetic data, which need reproducibility, not cryptographic
+// strength.
 class Prng {
  public:
   explicit Prng(std::uint64_t seed) : state_(seed) {}
   // A stream for (seed, a, b): independent streams per epoch, per pass, per purpose.
   Prng(std::uint64_t seed, std::uint64_t a, std::uint64_t b = 0)
-      : state_(mix(mix(seed ^ 0x657269747261696eull) ^ a) ^ mix(b + 0x9e3779b97f4a7c15ull)) {}
+      : state_(kernels::stream_state(seed, a, b)) {}
 
   std::uint64_t next() {
-    state_ += 0x9e3779b97f4a7c15ull;
-    return mix(state_);
+    state_ += kernels::kSplitMixGamma;
+    return kernels::splitmix_mix(state_);
   }
 
   // Uniform in [0, bound) without modulo bias (Lemire's multiply-and-reject).
@@ -38,7 +41,7 @@ class Prng {
   }
 
   // Uniform in [0, 1) with 24 bits: exact in float.
-  float uniform() { return static_cast<float>(next() >> 40) * (1.0f / 16777216.0f); }
+  float uniform() { return kernels::uniform_of(next()); }
 
   // Approximately N(0, 1): the Irwin-Hall sum of four uniforms, rescaled. Only additions and
   // multiplications, so bit-identical everywhere, unlike Box-Muller's log and cos. The float
@@ -66,11 +69,6 @@ class Prng {
   }
 
  private:
-  static std::uint64_t mix(std::uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
   std::uint64_t state_;
 };
 

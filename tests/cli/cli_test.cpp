@@ -147,7 +147,7 @@ TEST(CliEstimate, MeasuresConv3dStateAndStepMemory) {
   EXPECT_EQ(j["optimizer_state_bytes"].get<std::uint64_t>(),
             2u * 1201 * 4 + 6 * 8);  // adam moments + steps
   // Activations of a batch of 4 volumes of 16^3 dominate: at least the 13 channels of output
-  // the seed document counts, in float32.
+  // the layers produce (4 + 8 + 1), in float32.
   EXPECT_GT(j["step_peak_bytes"].get<std::uint64_t>(), 4u * 13 * 16 * 16 * 16 * 4);
 }
 
