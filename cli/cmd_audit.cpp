@@ -97,11 +97,14 @@ Result<int> run_audit(Context& ctx, const AuditArgs& a) {
   if (a.epoch == 0)
     return invalid_input("audit needs --epoch E (1..epochs) or --check evidence.json");
   VT_ASSIGN_OR_RETURN(verifier::AuditFinding f, verifier::audit_epoch(*source, task, a.epoch, t));
-  if (a.second_opinion) VT_RETURN_IF_ERROR(add_second_opinion(f, task, *source, a));
+  // Nothing was replayed when the start state is unusable: there is nothing to compare.
+  if (a.second_opinion && f.start_state_problem.empty())
+    VT_RETURN_IF_ERROR(add_second_opinion(f, task, *source, a));
   nlohmann::json j = verifier::finding_to_json(f);
   VT_ASSIGN_OR_RETURN(std::vector<SignedRecord> records, source->log());
-  verifier::EvidencePageInfo page{hex_encode(task_id(task)), a.task, a.workdir, "",
-                                  pinned.has_value(),        "",     a.evidence};
+  verifier::EvidencePageInfo page{
+      hex_encode(task_id(task)), a.task, a.workdir,  "",
+      pinned.has_value(),        "",     a.evidence, replays_bit_for_bit(task)};
   if (auto signer = PublicKey::from_raw(records.at(a.epoch).record.signer))
     page.provider_key = signer->fingerprint();
   // The epoch stands only when its replay is the commitment and the provider can show that

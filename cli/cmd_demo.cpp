@@ -104,7 +104,7 @@ Result<int> run_demo(Context& ctx, const std::string& out_dir, std::int64_t epoc
   const fs::path report = out / "report";
   VT_ASSIGN_OR_RETURN(SigningKey key, load_or_create_signing_key(out / "verifier-keys"));
   const std::string next =
-      verifier::audit_command(verdict, task_file.string(), (work / "dir").string());
+      verifier::next_step_command(verdict, task_file.string(), (work / "dir").string());
   VT_RETURN_IF_ERROR(verifier::write_report_folder(report, verdict, key, next));
   fs::remove_all(work / "dir" / "snapshots", ec);  // the bulky part; the log and report stay
   nlohmann::json j = verifier::verdict_to_json(verdict, key.public_key());

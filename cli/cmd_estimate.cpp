@@ -28,7 +28,10 @@ void register_estimate(CLI::App& app, Context& ctx) {
       options.task_dir = std::filesystem::path(*task_path).parent_path();
       options.device = *device;
       VT_ASSIGN_OR_RETURN(training::MemoryEstimate e, training::estimate(task, options));
-      const std::uint64_t per_check = 2 * e.snapshot_bytes;  // before and after states
+      // The plan's model of bytes (verifier/cost_plan.h), before compression: a bit-for-bit
+      // check fetches the state the epoch starts from; tolerance mode the one after it too.
+      const std::uint64_t states = replays_bit_for_bit(task) ? 1 : 2;
+      const std::uint64_t per_check = states * e.snapshot_bytes;
       nlohmann::json j = {
           {"parameters", e.parameters},
           {"parameter_bytes", e.parameter_bytes},
@@ -46,16 +49,19 @@ void register_estimate(CLI::App& app, Context& ctx) {
       char secs[64];
       std::snprintf(secs, sizeof secs, "%.4f s/step, ~%.2f s/epoch", e.step_seconds,
                     e.step_seconds * static_cast<double>(e.steps_per_epoch));
-      std::string human = "parameters        " + std::to_string(e.parameters) + " (" +
-                          size_of(e.parameter_bytes) + ")\n" + "optimizer state   " +
-                          size_of(e.optimizer_state_bytes) + "\n" + "snapshot (raw)    " +
-                          size_of(e.snapshot_bytes) + "; a check moves two: " + size_of(per_check) +
-                          "\n" + "step peak memory  " + size_of(e.step_peak_bytes) +
-                          " above the resting state (" + e.peak_source + ")\n" +
-                          "  per group       " + std::to_string(e.gradient_groups) +
-                          " group(s) of " + std::to_string(e.examples_per_group) +
-                          " examples, run one at a time: the peak is one group's\n" +
-                          "step time         " + secs + " on " + e.device + "\n";
+      std::string human =
+          "parameters        " + std::to_string(e.parameters) + " (" + size_of(e.parameter_bytes) +
+          ")\n" + "optimizer state   " + size_of(e.optimizer_state_bytes) + "\n" +
+          "snapshot (raw)    " + size_of(e.snapshot_bytes) + "; a check fetches " +
+          (states == 1 ? std::string("the state before its epoch")
+                       : std::string("the states before and after its epoch")) +
+          ", " + size_of(per_check) +
+          " before compression (veritrain plan: compressed, and in total)\n" +
+          "step peak memory  " + size_of(e.step_peak_bytes) + " above the resting state (" +
+          e.peak_source + ")\n" + "  per group       " + std::to_string(e.gradient_groups) +
+          " group(s) of " + std::to_string(e.examples_per_group) +
+          " examples, run one at a time: the peak is one group's\n" + "step time         " + secs +
+          " on " + e.device + "\n";
       emit(ctx, j, human);
       return 0;
     };

@@ -40,9 +40,12 @@ void register_export(CLI::App& app, Context& ctx) {
         if (r.record.epoch == a->epoch) found = &r;
       }
       if (found == nullptr) {
-        return invalid_input("--epoch " + std::to_string(a->epoch) + ": not committed in " +
-                             a->workdir + " (" + std::to_string(log.records.size()) +
-                             " epochs committed, from 0)");
+        // Epoch 0 is the initial state, so N records are epochs 0..N-1.
+        return invalid_input(
+            "--epoch " + std::to_string(a->epoch) + ": not committed in " + a->workdir +
+            (log.records.empty() ? std::string(" (nothing is committed yet)")
+                                 : " (it commits epochs 0.." +
+                                       std::to_string(log.records.back().record.epoch) + ")"));
       }
       provider::SnapshotStore store(w.snapshots_dir(), {1, 0, 64});
       VT_ASSIGN_OR_RETURN(Bytes snapshot, store.load_canonical(found->record.root));

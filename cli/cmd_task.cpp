@@ -112,11 +112,18 @@ Status cover_every_tensor(Task& task, const InitArgs& a) {
   probe.device = "cpu";  // the layout does not depend on the device
   VT_ASSIGN_OR_RETURN(auto trainer, training::Trainer::create(task, probe));
   VT_RETURN_IF_ERROR(trainer->check_model());  // a model that cannot run on the data is no task
-  std::int64_t tensors = 0;
-  for (const TensorEntry& t : trainer->layout()) tensors += is_floating(t.dtype) && t.numel() > 0;
+  std::int64_t tensors = 0, elements = 0;
+  for (const TensorEntry& t : trainer->layout()) {
+    const bool sampled = is_floating(t.dtype) && t.numel() > 0;
+    tensors += sampled;
+    elements += sampled ? t.numel() : 0;
+  }
   const std::int64_t covering = (tensors + 255) / 256 * 256;
   if (a.k <= 0 && task.fingerprint.k < tensors) task.fingerprint.k = covering;
   if (task.fingerprint.tracking_k < tensors) task.fingerprint.tracking_k = covering;
+  // A model smaller than the default k is sampled whole: a k above its elements is refused.
+  if (a.k <= 0) task.fingerprint.k = std::min(task.fingerprint.k, elements);
+  task.fingerprint.tracking_k = std::min(task.fingerprint.tracking_k, elements);
   if (task.fingerprint.k < tensors) {
     return invalid_input("--k " + std::to_string(task.fingerprint.k) + ": the model has " +
                          std::to_string(tensors) +
@@ -146,7 +153,16 @@ Status check_model_name(const std::string& model) {
                        " (the models: " + all + ")");
 }
 
-Result<Task> build_task(const InitArgs& a) {
+// What task init adds when a TorchScript module falls back to exact mode: what that means for
+// whoever verifies, and what to do, in short lines.
+constexpr const char* kExactFallbackAdvice =
+    "  exact mode replays bit for bit only in the provider's arithmetic environment (CPU kernel\n"
+    "  level, oneDNN ISA, BLAS, LibTorch): a verifier on another kind of machine ends\n"
+    "  inconclusive, never rejected (docs/environment.md)\n"
+    "  to pin what this machine replays: add --pin-environment\n"
+    "  to stay portable: write the module with the operators docs/portable.md lists\n";
+
+Result<Task> build_task(const InitArgs& a, bool& exact_fallback) {
   VT_RETURN_IF_ERROR(check_model_name(a.model));
   VT_ASSIGN_OR_RETURN(Task task, training::default_task(a.model, a.dataset));
   // An optimizer or schedule chosen on the command line comes with its own defaults: sgd's
@@ -218,8 +234,11 @@ Result<Task> build_task(const InitArgs& a) {
     task.determinism = "exact";
     task.portable_arithmetic = 1;  // the field's default outside portable mode
     VT_RETURN_IF_ERROR(cover_every_tensor(task, a));
-    std::cerr << "task init: determinism exact, so a replay needs this machine's kind of CPU: "
-              << covered.error().message << "\n";
+    const std::string& why = covered.error().message;
+    std::cerr << "task init: determinism exact, not portable: " << why.substr(0, why.find('\n'))
+              << "\n"
+              << kExactFallbackAdvice;
+    exact_fallback = true;
   }
   if (a.pin_environment) {
     if (task.determinism != "exact" || task.device != "cpu") {
@@ -292,13 +311,20 @@ void register_task(CLI::App& app, Context& ctx) {
   init->callback([&ctx, a] {
     ctx.action = [&ctx, a]() -> Result<int> {
       if (a->list_options) return list_options(ctx, *a);
-      VT_ASSIGN_OR_RETURN(Task t, build_task(*a));
+      bool exact_fallback = false;
+      VT_ASSIGN_OR_RETURN(Task t, build_task(*a, exact_fallback));
       const std::string text = pretty_task_json(t) + "\n";
       if (!a->out.empty()) {
         VT_RETURN_IF_ERROR(write_file_atomic(a->out, text));
         std::cerr << "wrote " << a->out << " (task_id " << hex_encode(task_id(t)) << ")\n";
       }
-      if (const std::string warning = exact_mode_warning(t, {}); !warning.empty())
+      // Said once, here: task check and plan repeat only what still needs doing.
+      if (t.determinism == "portable" && a->determinism.empty()) {
+        std::cerr << "task init: determinism portable: veritrain's own arithmetic, the same bits "
+                     "on any CPU\n  (--determinism exact for LibTorch's kernels)\n";
+      }
+      if (const std::string warning = exact_mode_warning(t, {});
+          !warning.empty() && !exact_fallback)
         std::cerr << "warning: " << warning << "\n";
       if (ctx.json) {  // as `task show --json` prints it
         nlohmann::json j = {{"task_id", hex_encode(task_id(t))},

@@ -99,6 +99,7 @@ struct VerifyArgs {
   double confidence = 0.99, cheat_fraction = 0.1, check_probability = 0.0;
   std::optional<double> reward, penalty, cost;  // p from the economics (docs/plan.md)
   bool online = false, fingerprint_only = false, force = false;
+  bool policy_given = false;  // --confidence or --cheat-fraction was on the line
   std::int64_t threads = 0;
   std::size_t jobs = 0;
   double deadline_seconds = 0;  // 0: none
@@ -173,6 +174,7 @@ Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
   o.provider_key = pinned;
   o.policy.confidence = a.confidence;
   o.policy.cheat_fraction = a.cheat_fraction;
+  o.policy.defaults = !a.policy_given;
   if (a.check_probability > 0) o.policy.check_probability = a.check_probability;
   if (a.reward) {
     VT_ASSIGN_OR_RETURN(o.policy.economics, economics_request(task, a));
@@ -200,14 +202,16 @@ Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
   bar->finish();
   VT_ASSIGN_OR_RETURN(verifier::Verdict verdict, std::move(judged));
 
-  const std::string next = verifier::audit_command(verdict, a.task, a.source.workdir);
+  const std::string next = verifier::next_step_command(verdict, a.task, a.source.workdir);
   VT_RETURN_IF_ERROR(verifier::write_report_folder(report, verdict, key, next));
   fs::remove_all(verifier::state_dir(report),
                  ec);  // it holds the secret seed; the verdict stands now
   nlohmann::json out = verifier::verdict_to_json(verdict, key.public_key());
   out["ok"] = verdict.accepted;
+  // Which key signed: what `verdict check --signer` is given, wherever the key folder is.
   emit(ctx, out,
-       verifier::verdict_summary(verdict, report) + (next.empty() ? "" : "next: " + next + "\n"));
+       verifier::verdict_summary(verdict, report) + "verdict signed by verifier key " +
+           key.public_key().fingerprint() + "\n" + (next.empty() ? "" : "next: " + next + "\n"));
   if (verdict.inconclusive) return kExitInconclusive;
   return verdict.accepted ? 0 : exit_code(Errc::kRejected);
 }
@@ -238,11 +242,14 @@ void register_verify(CLI::App& app, Context& ctx) {
   auto* verify = app.add_subcommand("verify", summary_of("verify"));
   verify->add_option("--task", v->task, "Your task.json (what you paid for)")->required();
   add_source_options(verify, v->source);
+  const auto given = [v](const std::string&) { v->policy_given = true; };
   auto* confidence =
       verify->add_option("--confidence", v->confidence, "Probability of catching the cheat below")
-          ->capture_default_str();
+          ->capture_default_str()
+          ->each(given);
   verify->add_option("--cheat-fraction", v->cheat_fraction, "Fraction of epochs a cheater skips")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->each(given);
   auto* fixed = verify->add_option("--check-probability", v->check_probability,
                                    "Challenge each epoch with this p instead");
   auto* reward = verify->add_option(

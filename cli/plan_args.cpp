@@ -8,10 +8,13 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   auto* plan = app.add_subcommand("plan", summary_of("plan"));
   plan->add_option("--task", a.task, "task.json")->required();
   plan->add_option("--epochs", a.epochs, "Plan for this many epochs instead of the task's");
+  const auto given = [&a](const std::string&) { a.policy_given = true; };
   plan->add_option("--confidence", a.confidence, "Wanted probability of catching the cheat")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->each(given);
   plan->add_option("--cheat-fraction", a.cheat_fraction, "Fraction of epochs cheated")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->each(given);
   plan->add_option("--check-probability", a.check_probability, "Evaluate this p instead");
   plan->add_option("--fetch-after", a.fetch_after, "As verify's: auto or always (a storage audit)")
       ->check(CLI::IsMember({"auto", "always"}))
@@ -28,6 +31,7 @@ verifier::PlanInputs plan_inputs(const Task& task, const PlanArgs& a) {
   in.epochs = a.epochs > 0 ? a.epochs : static_cast<std::uint64_t>(task.epochs);
   in.policy.confidence = a.confidence;
   in.policy.cheat_fraction = a.cheat_fraction;
+  in.policy.defaults = !a.policy_given;
   if (a.check_probability > 0) in.policy.check_probability = a.check_probability;
   // Tolerance mode and a storage audit fetch the state after each check as well (docs/plan.md).
   in.fetches_after = a.fetch_after == "always" || !replays_bit_for_bit(task);

@@ -18,6 +18,7 @@ struct PlanArgs {
   std::uint64_t epochs = 0;
   double confidence = 0.99, cheat_fraction = 0.1, check_probability = 0.0, reward = -1,
          penalty = -1, cost = -1;
+  bool policy_given = false;  // --confidence or --cheat-fraction was on the line
 };
 
 // Adds the `plan` subcommand with every flag; the caller sets its callback.

@@ -147,11 +147,10 @@ std::string exact_mode_warning(
     const Task& task, const std::map<std::string, std::vector<std::string>>& replayable_here) {
   if (task.determinism != "exact") return "";
   if (task.environments.empty()) {
-    return "exact mode: a verifier judges this task only where it can reproduce the provider's "
-           "arithmetic environment (CPU kernel level, oneDNN ISA, BLAS, LibTorch; "
-           "docs/environment.md), and the task pins none, so a provider on another kind of "
-           "machine may be unjudgeable here (verdict inconclusive). Pin what this machine "
-           "replays with `veritrain task init ... --pin-environment`";
+    return "exact mode, and the task pins no arithmetic environment:\n"
+           "  a verifier judges it only where it reproduces the provider's (CPU kernel level,\n"
+           "  oneDNN ISA, BLAS, LibTorch; docs/environment.md); elsewhere: inconclusive\n"
+           "  to pin what this machine replays: veritrain task init ... --pin-environment";
   }
   std::string beyond;
   for (const auto& [field, values] : task.environments) {

@@ -46,12 +46,34 @@ class WorkdirCatalog final : public Catalog {
 
   Result<std::shared_ptr<const Bytes>> canonical_snapshot(std::uint64_t epoch) override {
     VT_ASSIGN_OR_RETURN(Digest root, root_of(epoch));
-    return once(Key{root, std::nullopt}, canonical_,
-                [&]() -> Result<Bytes> { return store_.load_canonical(root); });
+    return unusable_if_bad(epoch, once(Key{root, std::nullopt}, canonical_, [&]() -> Result<Bytes> {
+                             return store_.load_canonical(root);
+                           }));
   }
 
   Result<std::shared_ptr<const Bytes>> container(const ContainerRequest& request) override {
     VT_ASSIGN_OR_RETURN(Digest root, root_of(request.epoch));
+    return unusable_if_bad(request.epoch, coded_container(request, root));
+  }
+
+ private:
+  // A committed epoch whose stored state is missing or does not decode is the provider's own
+  // failure, and the peer is told so as such (Errc::kRejected: the server's "unusable_state"),
+  // not as a request for something that is not there. Its own I/O failures stay internal.
+  // The store names containers by root when it serves; a message from below it (a file over
+  // the size limit, say) may still hold the workdir's path, which a peer has no business with.
+  Result<std::shared_ptr<const Bytes>> unusable_if_bad(std::uint64_t epoch,
+                                                       Result<std::shared_ptr<const Bytes>> made) {
+    if (made || made.error().code != Errc::kInvalidInput) return made;
+    std::string why = made.error().message;
+    const std::string local = folder_->path().string() + "/";
+    for (std::size_t at; (at = why.find(local)) != std::string::npos;) why.erase(at, local.size());
+    return rejected("the state stored for committed epoch " + std::to_string(epoch) +
+                    " is unusable: " + why);
+  }
+
+  Result<std::shared_ptr<const Bytes>> coded_container(const ContainerRequest& request,
+                                                       const Digest& root) {
     VT_ASSIGN_OR_RETURN(std::shared_ptr<const Bytes> stored, stored_container(root));
     VT_ASSIGN_OR_RETURN(comp::ContainerInfo info, comp::read_container_info(*stored));
     const bool usable =
@@ -81,7 +103,6 @@ class WorkdirCatalog final : public Catalog {
     });
   }
 
- private:
   Result<Digest> root_of(std::uint64_t epoch) {
     VT_ASSIGN_OR_RETURN(std::vector<SignedRecord> records, log_records(epoch));
     if (records.empty() || records.front().record.epoch != epoch) {

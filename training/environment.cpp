@@ -276,7 +276,10 @@ Result<EnvironmentMatch> match_environment(const Environment& committed, const T
                                std::to_string(kernels::kPortableArithmetic)});
   }
   if (match.unmatched.empty() && adopted_level) {
-    match.note = "replayed at the provider's " + level + " level on an " + native + " machine";
+    // Said as a fact about the run, not the machines: provider and verifier may be one machine
+    // whose LibTorch picks a lower level than its CPU has.
+    match.note = "replayed at ATen CPU level " + level +
+                 ", the level the provider committed (this CPU supports up to " + native + ")";
   }
   return match;
 }

@@ -28,8 +28,8 @@ struct EnvironmentMatch {
   // Conditions of exactness this machine cannot reproduce: a replay here could differ from an
   // honest provider's bits, so the verdict is inconclusive rather than a judgement.
   std::vector<EnvironmentDifference> unmatched;
-  // What was adopted, for the verdict: "replayed at the provider's avx2 level on an avx512
-  // machine". Empty when nothing needed adopting.
+  // What was adopted, for the verdict: "replayed at ATen CPU level avx2, the level the provider
+  // committed (this CPU supports up to avx512)". Empty when nothing needed adopting.
   std::string note;
   Environment here;  // this process's environment after matching
 };

@@ -358,13 +358,12 @@ Status make_portable(torch::jit::Module& module, const std::string& file) {
   std::string names;
   for (const auto& [name, caveat] : refused)
     names += (names.empty() ? "" : ", ") + name + (caveat.empty() ? "" : " (" + caveat + ")");
-  return invalid_input(
-      file +
-      ": determinism portable runs a TorchScript module's forward on veritrain's own "
-      "kernels, and it has none for " +
-      names +
-      ". docs/portable.md (\"TorchScript modules\") lists the operators that have one. "
-      "Train this module with determinism exact or tolerance, or write it with those.");
+  // The first line is the finding (task init's exact-mode fallback quotes it alone); the
+  // second what to do.
+  return invalid_input(file + ": no portable kernel for " + names +
+                       "\n  docs/portable.md (\"TorchScript modules\") lists the operators that "
+                       "have one: write the module with those, or train it with determinism "
+                       "exact or tolerance");
 }
 
 }  // namespace vt::training

@@ -73,25 +73,41 @@ Result<AuditFinding> audit_epoch(EvidenceSource& source, const Task& task, std::
     return invalid_input("--epoch " + std::to_string(epoch) + ": the log commits epochs 0.." +
                          std::to_string(records.size() - 1));
   }
-  // The same checks a verifier makes before replaying (epoch_check.h): what the provider got
-  // wrong in the state it committed or stores is a rejection naming the epoch, not an input error.
+  // The same checks a verifier makes before replaying (epoch_check.h). A start state the
+  // provider got wrong is itself the finding: signed evidence says the epoch cannot be replayed
+  // from what the provider stores, and why, so the verdict's failed epoch has an audit too.
+  AuditFinding f;
+  f.epoch = epoch;
+  f.committed_root = after->record.root;
+  f.steps = ctx.steps_per_epoch;
+  f.trail_interval = task.fingerprint.trail_interval;
   Result<Bytes> stored_start = source.snapshot(epoch - 1, before->record.root, std::nullopt);
   if (!stored_start) {
     if (!is_provider_fault(stored_start.error())) return stored_start.error();
-    return rejected("epoch " + std::to_string(epoch) +
-                    " cannot be replayed: the state stored for epoch " + std::to_string(epoch - 1) +
-                    ", which it starts from, is unusable: " + stored_start.error().message);
+    f.start_state_problem = stored_start.error().message;
+  } else if (auto problems = check_committed_state(*stored_start, *before, ctx);
+             !problems.empty()) {
+    f.start_state_problem = "the committed state: " + problems.front();
   }
-  const Bytes start = std::move(*stored_start);
-  if (auto problems = check_committed_state(start, *before, ctx); !problems.empty()) {
-    return rejected("epoch " + std::to_string(epoch - 1) +
-                    ": the committed state: " + problems.front());
+  std::unique_ptr<training::Trainer> trainer;
+  if (f.start_state_problem.empty()) {
+    auto restored = restore_committed(task, *stored_start, trainer_options);
+    if (!restored && restored.error().code == Errc::kRejected) {
+      f.start_state_problem = restored.error().message;
+    } else {
+      VT_ASSIGN_OR_RETURN(trainer, std::move(restored));
+    }
   }
-  auto restored = restore_committed(task, start, trainer_options);
-  if (!restored && restored.error().code == Errc::kRejected) {
-    return rejected("epoch " + std::to_string(epoch - 1) + ": " + restored.error().message);
+  if (!f.start_state_problem.empty()) {
+    VT_ASSIGN_OR_RETURN(f.stored_state_problem, stored_state_problem(source, ctx, *after));
+    f.summary = "epoch " + std::to_string(epoch) + " cannot be replayed: the state the provider " +
+                "stores for epoch " + std::to_string(epoch - 1) +
+                ", which it starts from, is unusable: " + f.start_state_problem;
+    if (!f.stored_state_problem.empty())
+      f.summary += "; the state it stores for epoch " + std::to_string(epoch) +
+                   " is unusable too: " + f.stored_state_problem;
+    return f;
   }
-  VT_ASSIGN_OR_RETURN(auto trainer, std::move(restored));
 
   // Replay, gathering the trail at the committed positions as the steps pass.
   std::vector<fp::Fingerprint> committed_trail;
@@ -120,13 +136,9 @@ Result<AuditFinding> audit_epoch(EvidenceSource& source, const Task& task, std::
   VT_RETURN_IF_ERROR(std::move(gather_status));
   VT_ASSIGN_OR_RETURN(Bytes replay, trainer->snapshot());
 
-  AuditFinding f;
-  f.epoch = epoch;
-  f.committed_root = after->record.root;
   f.replay_root = fp::merkle_root(replay);
   f.bit_identical = f.replay_root == f.committed_root;
   f.steps = summary.steps;
-  f.trail_interval = task.fingerprint.trail_interval;
   VT_ASSIGN_OR_RETURN(fp::Fingerprint committed_fp,
                       fp::fingerprint_from_json(after->record.fingerprint));
   VT_ASSIGN_OR_RETURN(SafetensorsView view, parse_safetensors(replay));
@@ -189,6 +201,7 @@ Result<EvidenceCheck> check_evidence(const std::string& evidence_json, EvidenceS
       check.recomputed.replay_root == check.claimed.replay_root &&
       check.recomputed.committed_root == check.claimed.committed_root &&
       check.recomputed.stored_state_problem.empty() == check.claimed.stored_state_problem.empty() &&
+      check.recomputed.start_state_problem.empty() == check.claimed.start_state_problem.empty() &&
       check.recomputed.first_diverging_step == check.claimed.first_diverging_step &&
       check.recomputed.last_matching_step == check.claimed.last_matching_step;
   return check;

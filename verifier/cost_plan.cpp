@@ -145,7 +145,10 @@ Result<Plan> make_plan(const PlanInputs& in) {
     c.device_bytes = est.snapshot_bytes + est.step_peak_bytes;
     c.host_bytes = 2 * est.snapshot_bytes + c.bytes_per_check;
     c.device = est.device;
-    plan.expected_bytes = plan.expected_checks * static_cast<double>(c.bytes_per_check);
+    plan.final_model_bytes = static_cast<std::uint64_t>(
+        std::ceil(static_cast<double>(est.snapshot_bytes) * in.codec_ratio));
+    plan.expected_bytes = plan.expected_checks * static_cast<double>(c.bytes_per_check) +
+                          static_cast<double>(plan.final_model_bytes);
     plan.expected_replay_seconds = plan.expected_checks * c.replay_seconds;
     plan.per_check = c;
   }
@@ -162,6 +165,7 @@ nlohmann::json plan_to_json(const Plan& plan) {
                       {"detection_probability", json_number(plan.detection_probability)},
                       {"detection_lower_bound", json_number(plan.detection_lower_bound)},
                       {"expected_bytes", json_number(plan.expected_bytes)},
+                      {"final_model_bytes", plan.final_model_bytes},
                       {"expected_replay_seconds", json_number(plan.expected_replay_seconds)},
                       {"per_check", nullptr},
                       {"economics", nullptr},
@@ -215,8 +219,11 @@ std::string plan_text(const Plan& plan) {
          fmt(" x ratio %.3g), ", c.codec_ratio) + fmt("replay %.2f s on ", c.replay_seconds) +
          c.device + ", " + size_text(static_cast<double>(c.device_bytes)) + " device, " +
          size_text(static_cast<double>(c.host_bytes)) + " host memory\n";
-    s += "in total           " + size_text(plan.expected_bytes) +
-         fmt(" and %.1f s of replay expected\n", plan.expected_replay_seconds);
+    s += "in total           " + size_text(plan.expected_bytes) + " (" +
+         fmt("%.2f", plan.expected_checks) + " checks x " +
+         size_text(static_cast<double>(c.bytes_per_check)) + ", and the final model once, " +
+         size_text(static_cast<double>(plan.final_model_bytes)) +
+         fmt(") and %.1f s of replay expected\n", plan.expected_replay_seconds);
   } else {
     s += "per check          unknown (no estimate)\n";
   }

@@ -41,7 +41,7 @@ struct CheckCost {
   std::string device;
 };
 
-// The model of design.md ("Why fingerprints"): cheating on everything is the binding case.
+// The model of docs/plan.md ("Economics"): cheating on everything is the binding case.
 struct Economics {
   double reward = 0.0;       // R
   double penalty = 0.0;      // D
@@ -52,7 +52,7 @@ struct Economics {
   double required_expected_checks = 0.0;  // −ln(1 − ρ); +inf when !can_be_safe
   double required_probability = 0.0;      // 1 − (1 − ρ)^(1/N); +inf when !can_be_safe
   double catch_all_probability = 0.0;     // 1 − (1 − p)^N, ignoring the at-least-one fallback
-  bool cheating_pays = true;              // catch_all_probability < ρ (design.md's criterion)
+  bool cheating_pays = true;              // catch_all_probability < ρ (docs/plan.md's criterion)
   // The same question answered exactly, with the fallback, over every m = 1..N cheated
   // epochs: gain(m) = (m/N)·K − detection(m)·(R + D).
   bool cheating_pays_exact = true;
@@ -68,7 +68,12 @@ struct Plan {
   double detection_probability = 0.0;  // exact, fallback included, for m cheated epochs
   double detection_lower_bound = 0.0;  // 1 − (1 − p)^m
   std::optional<CheckCost> per_check;
-  double expected_bytes = 0.0;  // expected_checks × bytes_per_check (0 without cost)
+  // verify fetches the final model once whatever it challenges (docs/verifier.md, step 4):
+  // one compressed state, raw × ratio.
+  std::uint64_t final_model_bytes = 0;
+  // expected_checks × bytes_per_check + final_model_bytes (0 without cost): what verify's
+  // "fetched in total" comes to on average.
+  double expected_bytes = 0.0;
   double expected_replay_seconds = 0.0;
   std::optional<Economics> economics;
   // Said before anyone pays: what could leave a verdict inconclusive (exact_mode_warning).

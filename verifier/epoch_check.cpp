@@ -295,6 +295,7 @@ Result<EpochCheck> judge_epoch(PreparedEpoch prepared, const Replay& replay,
     return internal_error(epoch_text(e) + ": judged without a committed fingerprint");
   const fp::Fingerprint& committed = *prepared.committed;
   const std::optional<Bytes>& end_bytes = prepared.end;
+  check.replayed = true;
   check.replay_notes = replay.notes;
   check.replay_seconds = replay.seconds;
   check.replay_root = replay.root;

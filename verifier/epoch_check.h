@@ -69,7 +69,10 @@ struct EpochCheck {
   std::vector<std::string> failures;          // each names the epoch and what failed
   std::optional<fp::Comparison> fingerprint;  // replay vs committed fingerprint
   std::optional<fp::Comparison> full_state;   // replay vs the fetched "after" snapshot
-  bool replay_root_matches = false;           // exact mode: the strongest statement
+  // The epoch was re-run here. False when its evidence was unusable before a replay could start
+  // (the state it starts from, its committed fingerprint) or the replay itself failed.
+  bool replayed = false;
+  bool replay_root_matches = false;  // exact mode: the strongest statement
   Digest replay_root{};
   double replay_seconds = 0.0;
   std::uint64_t bytes_fetched = 0;

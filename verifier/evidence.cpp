@@ -24,6 +24,8 @@ Result<AuditFinding> finding_from_json(const nlohmann::json& j) {
       f.last_matching_step = j.at("last_matching_step").get<std::int64_t>();
     if (j.contains("stored_state_problem"))
       f.stored_state_problem = j.at("stored_state_problem").get<std::string>();
+    if (j.contains("start_state_problem"))
+      f.start_state_problem = j.at("start_state_problem").get<std::string>();
     for (const auto& d : j.at("differences")) {
       f.differences.push_back({d.at("tensor").get<std::string>(),
                                d.at("differing").get<std::uint64_t>(),
@@ -63,6 +65,7 @@ nlohmann::json finding_to_json(const AuditFinding& f) {
   if (!f.second_opinion.is_null()) j["second_opinion"] = f.second_opinion;
   // Written only when there is one, so evidence about a sound stored state keeps its old form.
   if (!f.stored_state_problem.empty()) j["stored_state_problem"] = f.stored_state_problem;
+  if (!f.start_state_problem.empty()) j["start_state_problem"] = f.start_state_problem;
   return j;
 }
 

@@ -40,6 +40,10 @@ struct AuditFinding {
   // passes the verifier's checks; else what is wrong with it. A replay can prove the epoch's
   // work while the evidence kept for it is corrupt or missing: the finding says both.
   std::string stored_state_problem;
+  // Empty when the state the provider stores for epoch-1 (where the replay starts) is usable;
+  // else what is wrong with it, and nothing was replayed: the finding is that the epoch cannot
+  // be replayed from the provider's evidence, which fails the task as a divergence would.
+  std::string start_state_problem;
   std::string summary;
   nlohmann::json second_opinion;  // null unless audit --second-opinion ran (second_opinion.h)
 };

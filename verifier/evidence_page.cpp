@@ -99,23 +99,33 @@ std::string render_evidence_page(const AuditFinding& f, const EvidencePageInfo& 
   const std::string e = std::to_string(f.epoch);
   std::string s = html::page_open("veritrain audit of epoch " + e);
   const bool stored_unusable = !f.stored_state_problem.empty();
+  const bool replayed = f.start_state_problem.empty();
   s += "<h1>veritrain audit of epoch " + e + ": " +
-       (!f.bit_identical  ? "<span class=\"rejected\">DIVERGES</span>"
-        : stored_unusable ? "<span class=\"rejected\">STORED STATE UNUSABLE</span>"
-                          : "<span class=\"accepted\">REPLAYS BIT-IDENTICALLY</span>") +
+       (!replayed          ? "<span class=\"rejected\">CANNOT BE REPLAYED</span>"
+        : !f.bit_identical ? "<span class=\"rejected\">DIVERGES</span>"
+        : stored_unusable  ? "<span class=\"rejected\">STORED STATE UNUSABLE</span>"
+                           : "<span class=\"accepted\">REPLAYS BIT-IDENTICALLY</span>") +
        "</h1>\n<p class=\"lead\">" + html_escape(f.summary) + ".</p>\n";
+  if (!replayed) {
+    s += "<p>Epoch " + e + " starts from the state the provider committed for epoch " +
+         std::to_string(f.epoch - 1) + ", and the state it stores for that epoch is unusable: " +
+         html_escape(f.start_state_problem) +
+         ". Nobody can replay the epoch from the provider's evidence, so its work is not "
+         "proven; the provider must be able to show every committed state, and evidence that is "
+         "corrupt or withheld fails the task as a divergence would.</p>\n";
+  }
   if (stored_unusable) {
     s += "<p>The state the provider stores for epoch " + e +
          " is not the state it committed: " + html_escape(f.stored_state_problem) +
          ". The provider must be able to show every committed state; evidence that is corrupt "
          "or withheld fails the task whatever the replay shows.</p>\n";
   }
-  if (f.bit_identical) {
+  if (replayed && f.bit_identical) {
     s += "<p>Replaying epoch " + e +
          " from the provider's committed state before it reproduces the committed state "
          "after it byte for byte (equal Merkle roots): the provider did this epoch's work as "
          "committed.</p>\n";
-  } else {
+  } else if (replayed) {
     s += "<p>Replaying epoch " + e +
          " from the provider's own committed state before it does not reach the state it "
          "committed after it. The provider signed both commitments (they are inside the evidence), "
@@ -124,29 +134,33 @@ std::string render_evidence_page(const AuditFinding& f, const EvidencePageInfo& 
          "below, when present, "
          "replays the same epoch with an independent implementation.</p>\n";
   }
-  s += std::string(f.bit_identical ? "<h2>The replay against the committed trail</h2>\n"
-                                   : "<h2>Where the replay diverges</h2>\n") +
-       divergence_chart(f);
-  s += "<p class=\"legend\"><span><i class=\"sw\" style=\"background:#2e9d4f\"></i>equal to the "
-       "committed trail</span>"
-       "<span><i class=\"sw\" style=\"background:#f0ad4e\"></i>the divergence lies here</span>"
-       "<span><i class=\"sw\" style=\"background:#e57373\"></i>after the divergence</span></p>\n";
-  s += differences_table(f);
+  if (replayed) {
+    s += std::string(f.bit_identical ? "<h2>The replay against the committed trail</h2>\n"
+                                     : "<h2>Where the replay diverges</h2>\n") +
+         divergence_chart(f);
+    s += "<p class=\"legend\"><span><i class=\"sw\" style=\"background:#2e9d4f\"></i>equal to "
+         "the committed trail</span>"
+         "<span><i class=\"sw\" style=\"background:#f0ad4e\"></i>the divergence lies here</span>"
+         "<span><i class=\"sw\" style=\"background:#e57373\"></i>after the divergence</span></p>\n";
+    s += differences_table(f);
+  }
   s += "<h2>Parties and commitments</h2>\n";
-  s += html::facts(
-      "Who and what",
-      {{"provider key (SHA-256)",
-        (info.provider_key.empty() ? std::string("(unread)") : info.provider_key) +
-            (info.provider_key_pinned ? " (pinned with --provider-key)" : " (not pinned)")},
-       {"auditor key (SHA-256)",
-        info.auditor_key.empty() ? std::string("(no evidence signed)") : info.auditor_key},
-       {"task_id", info.task_id},
-       {"workdir read", info.workdir},
-       {"committed root after epoch " + e, hex_encode(f.committed_root)},
-       {"replay's root", hex_encode(f.replay_root)},
-       {"within the task's tolerance", f.within_tolerance ? "yes" : "no"},
-       {"steps in the epoch", i64(f.steps)},
-       {"trail interval (steps)", i64(f.trail_interval)}});
+  std::vector<std::pair<std::string, std::string>> facts = {
+      {"provider key (SHA-256)",
+       (info.provider_key.empty() ? std::string("(unread)") : info.provider_key) +
+           (info.provider_key_pinned ? " (pinned with --provider-key)" : " (not pinned)")},
+      {"auditor key (SHA-256)",
+       info.auditor_key.empty() ? std::string("(no evidence signed)") : info.auditor_key},
+      {"task_id", info.task_id},
+      {"workdir read", info.workdir},
+      {"committed root after epoch " + e, hex_encode(f.committed_root)},
+      {"replay's root", replayed ? hex_encode(f.replay_root) : std::string("(not replayed)")},
+      {"steps in the epoch", i64(f.steps)},
+      {"trail interval (steps)", i64(f.trail_interval)}};
+  // Portable and exact tasks compare bit for bit: a tolerance verdict would be a made-up fact.
+  if (!info.bit_for_bit && replayed)
+    facts.push_back({"within the task's tolerance", f.within_tolerance ? "yes" : "no"});
+  s += html::facts("Who and what", facts);
   if (!f.second_opinion.is_null()) {
     std::vector<std::pair<std::string, std::string>> rows;
     for (auto it = f.second_opinion.begin(); it != f.second_opinion.end(); ++it) {

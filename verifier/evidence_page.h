@@ -18,6 +18,7 @@ struct EvidencePageInfo {
   bool provider_key_pinned = false;
   std::string auditor_key;    // SHA-256 of the auditor's key; empty when no evidence was signed
   std::string evidence_file;  // the signed evidence written beside, or empty
+  bool bit_for_bit = true;    // portable or exact arithmetic: no tolerance to speak of
 };
 
 std::string render_evidence_page(const AuditFinding& finding, const EvidencePageInfo& info);

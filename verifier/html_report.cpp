@@ -121,9 +121,13 @@ std::string movement_chart(const ChallengePlan& plan) {
 // One comparison as table cells. Exact mode has nothing to measure against a threshold: the
 // values are bit-identical or they are not, so it says that in words instead of 0 / 0 bars.
 std::vector<std::string> comparison_cells(std::uint64_t epoch, std::string_view what,
-                                          const fp::Comparison& c) {
-  std::vector<std::string> row = {u64(epoch), html_escape(what),
-                                  html_escape(fp::compare_mode_name(c.mode)),
+                                          const fp::Comparison& c, std::string_view arithmetic) {
+  // A bit-for-bit comparison is named by the task's arithmetic: "exact" would misname a
+  // portable task.
+  const std::string mode = c.mode == fp::CompareMode::kExact
+                               ? "bit for bit (" + std::string(arithmetic) + ")"
+                               : std::string(fp::compare_mode_name(c.mode));
+  std::vector<std::string> row = {u64(epoch), html_escape(what), html_escape(mode),
                                   c.match ? "<span class=\"accepted\">equal</span>"
                                           : "<span class=\"rejected\">MISMATCH</span>",
                                   u64(c.compared)};
@@ -132,7 +136,7 @@ std::vector<std::string> comparison_cells(std::uint64_t epoch, std::string_view 
                                     : u64(c.mismatches) + " differ (none allowed)");
     row.push_back(
         c.mismatches == 0 ? "" : "max abs " + num(c.max_abs_diff) + ", rel L2 " + num(c.rel_l2));
-    row.push_back("<span class=\"muted\">exact: no threshold</span>");
+    row.push_back("<span class=\"muted\">none: every bit must match</span>");
     return row;
   }
   row.push_back(
@@ -150,14 +154,19 @@ std::string checks_section(const Verdict& v) {
   // once, in the next table (a comparison can be equal while the epoch fails on its evidence).
   html::Table compared{
       "What each replay was compared with (each epoch's verdict: next table)",
-      {"epoch", "<compared with", "<mode", "<values", "values", "<differing values",
+      {"epoch", "<compared with", "<mode", "<result", "values compared", "<differing values",
        "<largest difference", "<relative L2 distance / limit"},
       {}};
+  auto it = v.committed_environment.find("arithmetic");
+  const std::string arithmetic =
+      it == v.committed_environment.end() ? std::string("exact") : it->second;
   for (const EpochCheck& c : v.checks) {
     if (c.fingerprint)
-      compared.rows.push_back(comparison_cells(c.epoch, "committed fingerprint", *c.fingerprint));
+      compared.rows.push_back(
+          comparison_cells(c.epoch, "committed fingerprint", *c.fingerprint, arithmetic));
     if (c.full_state)
-      compared.rows.push_back(comparison_cells(c.epoch, "fetched snapshot", *c.full_state));
+      compared.rows.push_back(
+          comparison_cells(c.epoch, "fetched snapshot", *c.full_state, arithmetic));
     if (!c.fingerprint && !c.full_state) {
       compared.rows.push_back({u64(c.epoch), "nothing: the epoch was not replayed", "",
                                "<span class=\"rejected\">not compared</span>", "", "", "",
@@ -177,10 +186,12 @@ std::string checks_section(const Verdict& v) {
         {u64(c.epoch),
          c.passed ? "<span class=\"accepted\">passed</span>"
                   : "<span class=\"rejected\">FAILED</span>",
-         c.replay_root_matches ? "equals the committed root" : "differs (or not compared)",
-         num(c.replay_seconds, "%.2f") + " s",
+         !c.replayed             ? "not replayed"
+         : c.replay_root_matches ? "equals the committed root"
+                                 : "differs (or not compared)",
+         c.replayed ? num(c.replay_seconds, "%.2f") + " s" : std::string("not replayed"),
          size_text(static_cast<double>(c.bytes_fetched)) +
-             (c.after_fetched ? "" : " (start state only)"),
+             (c.passed && !c.after_fetched ? " (start state only)" : ""),
          detail});
   }
   return html::table(compared) + html::table(replays);
@@ -311,24 +322,25 @@ std::string render_html_report(const Verdict& v, std::span<const double> loss,
       if (!c.passed && first == nullptr) first = &c;
     }
     const bool evidence = first != nullptr && (!first->fingerprint || first->replay_root_matches);
-    if (!next_step.empty() && evidence) {
+    if (first != nullptr && !next_step.empty() && evidence) {
       s += "<p>The provider's evidence for epoch " + u64(first->epoch) +
            " could not be used (a stored state that is corrupt, missing or not the committed "
            "one), so the epoch failed on its evidence, not on its work. The auditor replays it "
            "where it can, checks each stored state it needs, and writes signed evidence of what "
            "it found that a third party can re-check:</p>\n<pre>" +
            html_escape(next_step) + "</pre>\n";
-    } else if (!next_step.empty()) {
+    } else if (first != nullptr && !next_step.empty()) {
       s += "<p>Replay the disputed epoch from the provider's stored artifacts; the auditor locates "
            "the first step "
            "where it diverges and writes signed evidence a third party can re-check:</p>\n<pre>" +
            html_escape(next_step) + "</pre>\n";
     } else {
       s += "<p>No epoch's replay failed: the reasons below are about the log itself (its "
-           "signatures, chain or "
-           "completeness). <code>veritrain log verify --workdir DIR</code> on a copy of the "
-           "provider's workdir "
-           "names the same problems.</p>\n";
+           "signatures, chain or completeness). <code>veritrain log verify</code> on a copy of "
+           "the provider's workdir names the same problems:</p>\n<pre>" +
+           html_escape(next_step.empty() ? "veritrain log verify --workdir PROVIDER_WORKDIR"
+                                         : next_step) +
+           "</pre>\n";
     }
     s += "<h2>Why it was rejected</h2>\n" + list(v.reasons, "rejected");
   }
@@ -347,14 +359,11 @@ std::string render_html_report(const Verdict& v, std::span<const double> loss,
   s += "<h2>Parties and evidence</h2>\n";
   s += html::facts(
       "Who and what",
-      {{"provider key (SHA-256)",
-        (v.provider_key.empty() ? std::string("(unread)") : v.provider_key) +
-            (v.provider_key_pinned ? " (pinned with --provider-key)"
-                                   : " (NOT pinned: no --provider-key)")},
+      {{"provider key (SHA-256)", provider_key_text(v)},
        {"verifier key (SHA-256)", verifier_fingerprint.empty() ? std::string("(not given)")
                                                                : std::string(verifier_fingerprint)},
        {"task_id", v.task_id},
-       {"log head", v.log_head},
+       {"log head", v.log_head.empty() ? std::string("(no record could be read)") : v.log_head},
        {"source", v.source + (v.online ? " (followed online, while training ran)" : "")},
        {"arithmetic", arithmetic_of(v.committed_environment)},
        {"epochs", u64(v.epochs)},

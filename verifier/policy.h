@@ -77,6 +77,9 @@ struct EconomicsRequest {
 struct PolicyRequest {
   double confidence = 0.99;
   double cheat_fraction = 0.1;
+  // Neither --confidence nor --cheat-fraction was given: the guarantee says it rests on the
+  // defaults, not on numbers the user chose.
+  bool defaults = false;
   std::optional<double> check_probability;    // `--check-probability p` overrides the derivation
   std::optional<EconomicsRequest> economics;  // `--reward/--penalty[/--cost]`; excludes the above
 };

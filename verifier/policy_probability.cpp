@@ -105,6 +105,8 @@ Result<ProbabilityDerivation> derive_probability(const PolicyRequest& request,
     const EconomicsRequest& e = *request.economics;
     source = fmt("from --reward %g --penalty %g", e.reward, e.penalty) +
              fmt(" and K = %g", e.cost) + " (" + e.cost_basis + ")";
+    if (request.defaults)
+      source += fmt(" (judged for --cheat-fraction %g, the default)", request.cheat_fraction);
   } else if (request.check_probability) {
     const double p = *request.check_probability;
     if (!(p > 0.0 && p <= 1.0))
@@ -115,6 +117,8 @@ Result<ProbabilityDerivation> derive_probability(const PolicyRequest& request,
     d.formula = fmt("p = %.6g given; catches m = %.0f cheated epochs with 1 - (1 - p)^m = %.6g", p,
                     m, d.confidence);
     source = "given with --check-probability";
+    if (request.defaults)
+      source += fmt(" (judged for --cheat-fraction %g, the default)", request.cheat_fraction);
   } else {
     if (!(request.confidence > 0.0 && request.confidence <= 1.0)) {
       return invalid_input(fmt("--confidence: expected 0 < P <= 1, got %g", request.confidence));
@@ -123,10 +127,11 @@ Result<ProbabilityDerivation> derive_probability(const PolicyRequest& request,
     d.confidence = request.confidence;
     d.p = check_probability(request.confidence, request.cheat_fraction, epochs);
     d.formula =
-        fmt("p = 1 - (1 - P)^(1/m) = 1 - (1 - %.6g)^(1/%.0f) = %.6g, m = ceil(c*N) = ceil(%.6g*N)",
-            request.confidence, m, d.p, request.cheat_fraction);
+        fmt("p = 1 - (1 - P)^(1/m) = 1 - (1 - %.6g)^(1/%.0f) = %.6g", request.confidence, m, d.p) +
+        fmt(", m = ceil(c*N) = ceil(%.6g*%.0f) = %.0f", request.cheat_fraction, n, m);
     source =
         fmt("from --confidence %g --cheat-fraction %g", request.confidence, request.cheat_fraction);
+    if (request.defaults) source += " (the defaults)";
   }
   d.expected_checks = n * d.p + (d.p >= 1.0 ? 0.0 : std::exp(n * std::log1p(-d.p)));
   d.guarantee = fmt("p = %.4g ", d.p) + source + ": " + detection_claim(d);

@@ -20,8 +20,9 @@ std::string shell_word(std::string_view w) {
 
 }  // namespace
 
-std::string audit_command(const Verdict& v, std::string_view task_file, std::string_view workdir) {
-  if (v.accepted) return "";
+std::string next_step_command(const Verdict& v, std::string_view task_file,
+                              std::string_view workdir) {
+  if (v.accepted || v.inconclusive) return "";
   const EpochCheck* failed = nullptr;
   for (const EpochCheck& c : v.checks) {
     if (!c.passed) {
@@ -29,12 +30,15 @@ std::string audit_command(const Verdict& v, std::string_view task_file, std::str
       break;
     }
   }
-  if (failed == nullptr) return "";
+  const std::string folder =
+      workdir.empty() ? std::string("PROVIDER_WORKDIR") : shell_word(workdir);
+  // The key the log should be signed with: the one that signed it, else the one pinned.
+  const std::string& key = v.provider_key.empty() ? v.provider_key_given : v.provider_key;
+  const std::string with_key = key.empty() ? "" : " --provider-key " + shell_word(key);
+  if (failed == nullptr) return "veritrain log verify --workdir " + folder + with_key;
   const std::string e = std::to_string(failed->epoch);
-  std::string cmd = "veritrain audit --task " + shell_word(task_file) + " --workdir " +
-                    (workdir.empty() ? std::string("PROVIDER_WORKDIR") : shell_word(workdir)) +
-                    " --epoch " + e;
-  if (!v.provider_key.empty()) cmd += " --provider-key " + shell_word(v.provider_key);
+  std::string cmd = "veritrain audit --task " + shell_word(task_file) + " --workdir " + folder +
+                    " --epoch " + e + with_key;
   return cmd + " --evidence evidence-epoch-" + e + ".json --report audit-epoch-" + e;
 }
 

@@ -15,10 +15,11 @@ namespace vt::verifier {
 //   veritrain audit --task TASK --workdir WORKDIR --epoch E --provider-key KEY
 //                   --evidence evidence-epoch-E.json --report audit-epoch-E
 // `workdir` is the provider's workdir (or a copy); when the verifier read the provider over the
-// network it does not know it, and the command says PROVIDER_WORKDIR instead. Empty for an
-// accepted verdict and for a rejection no replay failed (the log itself was wrong).
-std::string audit_command(const Verdict& verdict, std::string_view task_file,
-                          std::string_view workdir);
+// network it does not know it, and the command says PROVIDER_WORKDIR instead. When no epoch
+// failed (the log itself was wrong), the `veritrain log verify` command that names the log's
+// problems. Empty for an accepted or inconclusive verdict.
+std::string next_step_command(const Verdict& verdict, std::string_view task_file,
+                              std::string_view workdir);
 
 // Creates `dir` if needed and writes verdict.json (signed with `key`) and report.html (with the
 // verdict's claimed losses and `next_step`), each atomically.

@@ -1,5 +1,6 @@
 #include "verifier/verdict.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <set>
 
@@ -43,6 +44,7 @@ nlohmann::json check_to_json(const EpochCheck& c) {
           {"failures", c.failures},
           {"fingerprint", optional_comparison(c.fingerprint)},
           {"full_state", optional_comparison(c.full_state)},
+          {"replayed", c.replayed},
           {"replay_root_matches", c.replay_root_matches},
           {"replay_root", hex_encode(c.replay_root)},
           {"replay_seconds", json_number(c.replay_seconds)},
@@ -79,15 +81,17 @@ std::string held_out_line(const EpochCheck& c) {
 
 std::string comparison_line(const char* what, const fp::Comparison& c) {
   char buf[320];
-  // Exact mode has no thresholds to quote: its values are bit-identical or they are not.
+  // A bit-for-bit comparison (portable or exact arithmetic) has no thresholds to quote: its
+  // values are bit-identical or they are not.
   if (c.mode == fp::CompareMode::kExact && c.mismatches == 0) {
-    std::snprintf(buf, sizeof buf, "%s exact: bit-identical over %llu values", what,
+    std::snprintf(buf, sizeof buf, "%s bit-identical over %llu values", what,
                   static_cast<unsigned long long>(c.compared));
     return buf;
   }
   if (c.mode == fp::CompareMode::kExact) {
     std::snprintf(buf, sizeof buf,
-                  "%s exact: %llu of %llu values differ (none allowed), max abs %.3g, rel L2 %.3g",
+                  "%s: %llu of %llu values differ (bit for bit: none allowed), max abs %.3g, rel "
+                  "L2 %.3g",
                   what, static_cast<unsigned long long>(c.mismatches),
                   static_cast<unsigned long long>(c.compared), c.max_abs_diff, c.rel_l2);
     return buf;
@@ -138,9 +142,21 @@ void finalize_verdict(Verdict& v) {
     if (v.finished.empty()) v.finished = utc_now_iso8601();
     return;
   }
+  // A log that failed stops the run before its challenges: one note says so, not a reason per
+  // epoch that buries the one that matters.
+  std::string unchecked;
   for (std::uint64_t e : v.plan.challenged) {
-    if (!checked.count(e))
+    if (checked.count(e)) continue;
+    if (v.log_failures.empty()) {
       v.reasons.push_back("epoch " + std::to_string(e) + ": challenged but never checked");
+    } else {
+      unchecked += (unchecked.empty() ? "" : ", ") + std::to_string(e);
+    }
+  }
+  if (!unchecked.empty() && std::find_if(v.notes.begin(), v.notes.end(), [](const std::string& n) {
+                              return n.starts_with("challenged epochs not checked");
+                            }) == v.notes.end()) {
+    v.notes.push_back("challenged epochs not checked, because the log failed first: " + unchecked);
   }
   if (v.plan.challenged.empty() && v.log_failures.empty()) {
     v.reasons.push_back("no epoch was challenged, so nothing was verified");
@@ -159,7 +175,11 @@ nlohmann::json verdict_to_json(const Verdict& v, const PublicKey& verifier) {
       {"log_head", v.log_head},
       {"epochs", v.epochs},
       {"source", v.source},
-      {"provider", {{"key", v.provider_key}, {"pinned", v.provider_key_pinned}}},
+      {"provider",
+       {{"key", v.provider_key},
+        {"pinned", v.provider_key_pinned},
+        {"given", v.provider_key_given.empty() ? nlohmann::json(nullptr)
+                                               : nlohmann::json(v.provider_key_given)}}},
       {"online", v.online},
       {"challenge", challenge_plan_to_json(v.plan)},
       {"checks", std::move(checks)},
@@ -282,6 +302,45 @@ Result<CheckedVerdict> verify_verdict_file(const std::filesystem::path& path,
   return verify_verdict_text(text, expected, path.string());
 }
 
+namespace {
+
+// "epoch 5: the committed snapshot ..." under the heading of epoch 5 reads "the committed ...".
+std::string without_epoch_prefix(const std::string& failure, std::uint64_t epoch) {
+  const std::string prefix = "epoch " + std::to_string(epoch) + ": ";
+  return failure.starts_with(prefix) ? failure.substr(prefix.size()) : failure;
+}
+
+// One epoch's first line: its result, whether it was re-run, and what crossed the network.
+std::string epoch_heading(const EpochCheck& c) {
+  char line[256];
+  if (!c.replayed) {
+    std::snprintf(line, sizeof line, "  epoch %llu  %s  not replayed, %s fetched\n",
+                  static_cast<unsigned long long>(c.epoch), c.passed ? "passed" : "FAILED",
+                  size_text(static_cast<double>(c.bytes_fetched)).c_str());
+    return line;
+  }
+  std::snprintf(line, sizeof line, "  epoch %llu  %s  replayed in %.2f s, %s fetched%s\n",
+                static_cast<unsigned long long>(c.epoch), c.passed ? "passed" : "FAILED",
+                c.replay_seconds, size_text(static_cast<double>(c.bytes_fetched)).c_str(),
+                c.passed && !c.after_fetched ? " (before state only)" : "");
+  return line;
+}
+
+}  // namespace
+
+std::string provider_key_text(const Verdict& v) {
+  if (!v.provider_key.empty()) {
+    return v.provider_key +
+           (v.provider_key_pinned ? " (pinned)" : " (NOT pinned: give --provider-key)");
+  }
+  if (!v.provider_key_given.empty()) {
+    return v.provider_key_given +
+           " (given with --provider-key; no record could be read, so no signature was checked "
+           "under it)";
+  }
+  return "(no record could be read, and none was pinned)";
+}
+
 std::string verdict_sentence(const Verdict& v) {
   std::size_t passed = 0;
   for (const EpochCheck& c : v.checks) passed += c.passed ? 1 : 0;
@@ -313,13 +372,23 @@ std::string verdict_sentence(const Verdict& v) {
            "what would judge it: " + v.environment_judge + ".";
   }
   std::string s = "Rejected: ";
-  if (!v.checks.empty()) {
+  std::size_t not_replayed = 0;
+  for (const EpochCheck& c : v.checks) not_replayed += c.replayed ? 0 : 1;
+  if (!v.checks.empty() && not_replayed == 0) {
     s += replayed + ", " + std::to_string(v.checks.size() - passed) + " failed; ";
+  } else if (!v.checks.empty()) {
+    // Count replays as replays: an epoch whose evidence was unusable was challenged, not re-run.
+    s += std::to_string(v.checks.size()) + " of " +
+         count_text(static_cast<double>(v.epochs), "epoch") + " challenged, " +
+         std::to_string(v.checks.size() - not_replayed) + " replayed, " +
+         std::to_string(v.checks.size() - passed) + " failed (" + std::to_string(not_replayed) +
+         " could not be replayed from the provider's evidence); ";
   }
   if (v.reasons.empty()) return s + "no reason was recorded.";
   s += printable(v.reasons.front(), 4096);
   if (v.reasons.size() > 1)
-    s += " (and " + std::to_string(v.reasons.size() - 1) + " more reasons below)";
+    s += " (and " + std::to_string(v.reasons.size() - 1) +
+         (v.reasons.size() == 2 ? " more reason)" : " more reasons)");
   return s + ".";
 }
 
@@ -330,8 +399,7 @@ std::string verdict_summary(const Verdict& v, const std::filesystem::path& repor
                                     : "REJECTED") +
        "  task " + v.task_id.substr(0, 16) + "..., " +
        count_text(static_cast<double>(v.epochs), "epoch") + " from " + v.source + "\n";
-  s += "provider key " + (v.provider_key.empty() ? std::string("(unread)") : v.provider_key) +
-       (v.provider_key_pinned ? " (pinned)\n" : " (NOT pinned: give --provider-key)\n");
+  s += "provider key " + provider_key_text(v) + "\n";
   char line[256];
   std::snprintf(line, sizeof line, "challenged %zu of %llu epochs (p = %.4g, %s%s)\n",
                 v.plan.challenged.size(), static_cast<unsigned long long>(v.epochs),
@@ -340,12 +408,9 @@ std::string verdict_summary(const Verdict& v, const std::filesystem::path& repor
   s += line;
   if (!v.plan.derivation.guarantee.empty()) s += "policy: " + v.plan.derivation.guarantee + "\n";
   s += "arithmetic: " + arithmetic_of(v.committed_environment) + "\n";
+  std::set<std::string> said;  // failures shown under their epoch are not repeated as reasons
   for (const EpochCheck& c : v.checks) {
-    std::snprintf(line, sizeof line, "  epoch %llu  %s  replay %.2f s, %s fetched%s\n",
-                  static_cast<unsigned long long>(c.epoch), c.passed ? "passed" : "FAILED",
-                  c.replay_seconds, size_text(static_cast<double>(c.bytes_fetched)).c_str(),
-                  c.after_fetched ? "" : " (before state only)");
-    s += line;
+    s += epoch_heading(c);
     if (c.fingerprint) s += "    " + comparison_line("fingerprint", *c.fingerprint) + "\n";
     if (c.full_state) s += "    " + comparison_line("full state", *c.full_state) + "\n";
     if (c.replay_loss) {
@@ -356,9 +421,15 @@ std::string verdict_summary(const Verdict& v, const std::filesystem::path& repor
     }
     if (c.claimed_eval) s += "    " + held_out_line(c) + "\n";
     for (const std::string& n : c.replay_notes) s += "    note: " + n + "\n";
+    for (const std::string& f : c.failures) {
+      s += "    failed: " + printable(without_epoch_prefix(f, c.epoch), 4096) + "\n";
+      said.insert(f);
+    }
   }
   // Reasons quote provider-chosen values: one more pass so that none reaches the terminal raw.
-  for (const std::string& r : v.reasons) s += "reason: " + printable(r, 4096) + "\n";
+  for (const std::string& r : v.reasons) {
+    if (!said.count(r)) s += "reason: " + printable(r, 4096) + "\n";
+  }
   for (const std::string& n : v.notes) s += "note: " + n + "\n";
   s += verdict_sentence(v) + "\n";
   if (!report_dir.empty()) {

@@ -31,12 +31,15 @@ inline constexpr std::string_view kVerdictFormat = "veritrain.verdict.v1";
 
 struct Verdict {
   std::string task_id;               // hex
-  std::string log_head;              // hex hash of the last record judged
+  std::string log_head;              // hex hash of the last record judged; "" when none was read
   std::uint64_t epochs = 0;          // N: the task's epochs
   std::string source;                // EvidenceSource::describe()
   std::string provider_key;          // SHA-256 of the key that signed the log, hex; "" if unread
   bool provider_key_pinned = false;  // checked against --provider-key
-  bool online = false;               // challenges were drawn while training ran
+  // The key --provider-key named, whether or not a signature could be checked under it: a log
+  // that cannot be read leaves provider_key empty, and the verdict still says what was pinned.
+  std::string provider_key_given;
+  bool online = false;  // challenges were drawn while training ran
   ChallengePlan plan;
   std::vector<EpochCheck> checks;         // one per challenged epoch, ascending
   std::vector<std::string> log_failures;  // from check_log / check_final_model
@@ -103,6 +106,10 @@ Result<CheckedVerdict> verify_verdict_file(const std::filesystem::path& path,
 // replayed, each matching the provider's commitments; a provider cheating on 10 % of epochs
 // (2 of 20) is caught with probability at least 0.99." A rejection names its first reason.
 std::string verdict_sentence(const Verdict& verdict);
+
+// Whose key signed the log and whether it is the key the verifier pinned, for people; says so
+// when no record could be read (and which key was given, if one was).
+std::string provider_key_text(const Verdict& verdict);
 
 // For people: what was checked, what passed, what failed and where the report is. Several
 // lines, each ending in '\n'. `report_dir` may be empty.

@@ -3,6 +3,7 @@
 #include <openssl/rand.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <deque>
 #include <set>
 
@@ -264,8 +265,12 @@ class Run {
     if (save && !options_.online && !options_.state_dir.empty())
       VT_RETURN_IF_ERROR(save_check(options_.state_dir, check));
     const std::string e = std::to_string(check.epoch);
-    say("epoch " + e + ": " + (check.passed ? "replay matches" : check.failures.front()) + " (" +
-        std::to_string(check.replay_seconds) + " s" +
+    // Failures name their epoch already; the line does once.
+    std::string what = check.passed ? "replay matches" : check.failures.front();
+    if (what.starts_with("epoch " + e + ": ")) what.erase(0, e.size() + 8);
+    char took[64];
+    std::snprintf(took, sizeof took, "replayed in %.2f s", check.replay_seconds);
+    say("epoch " + e + ": " + what + " (" + (check.replayed ? took : "not replayed") +
         (save ? ")" : ", judged before the interruption)"));
     for (const std::string& n : check.replay_notes)
       verdict_.notes.push_back("epoch " + e + ": " + n);
@@ -351,8 +356,10 @@ class Run {
 
   Result<Verdict> finish(const LogFacts& facts) {
     verdict_.log_failures = facts.failures;
-    verdict_.log_head = hex_encode(facts.head);
+    // No record read: its head would be all zeros, which reads like a real hash.
+    verdict_.log_head = facts.records.empty() ? std::string() : hex_encode(facts.head);
     verdict_.provider_key = facts.signer_fingerprint;
+    verdict_.provider_key_given = options_.provider_key.value_or("");
     for (const SignedRecord& r : facts.records)
       verdict_.claimed_loss.push_back(r.record.metrics.loss);
     for (const SignedRecord& r : facts.records)

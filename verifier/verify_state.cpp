@@ -111,6 +111,7 @@ nlohmann::json epoch_check_to_json(const EpochCheck& c) {
                                         : json(nullptr)},
           {"full_state",
            c.full_state ? fp::comparison_to_json(*c.full_state, NonFinite::kText) : json(nullptr)},
+          {"replayed", c.replayed},
           {"replay_root_matches", c.replay_root_matches},
           {"replay_root", hex_encode(c.replay_root)},
           {"replay_seconds", number(c.replay_seconds)},
@@ -134,6 +135,9 @@ Result<EpochCheck> epoch_check_from_json(const nlohmann::json& j, std::string_vi
   VT_RETURN_IF_ERROR(r.strings("failures", c.failures, true));
   VT_ASSIGN_OR_RETURN(c.fingerprint, comparison_from(r, "fingerprint"));
   VT_ASSIGN_OR_RETURN(c.full_state, comparison_from(r, "full_state"));
+  // State saved before "replayed" existed: a judged comparison means the epoch was replayed.
+  c.replayed = c.fingerprint.has_value();
+  VT_RETURN_IF_ERROR(r.boolean("replayed", c.replayed, false));
   VT_RETURN_IF_ERROR(r.boolean("replay_root_matches", c.replay_root_matches, true));
   std::string root;
   VT_RETURN_IF_ERROR(r.string("replay_root", root, true));

@@ -54,6 +54,8 @@ Error server_error(const Frame& frame, std::string_view where) {
   if (auto c = wire::get_optional_string(frame, "code"); c.ok() && *c) code = **c;
   if (auto m = wire::get_optional_string(frame, "message"); m.ok() && *m) message = **m;
   std::string text = std::string(where) + ": the server answered " + code + ": " + message;
+  // The provider says a state it committed cannot be produced: its own evidence failed.
+  if (code == "unusable_state") return rejected(text);
   if (code == "unauthorized" || code == "not_found" || code == "bad_request" ||
       code == "unsupported_version")
     return invalid_input(text);

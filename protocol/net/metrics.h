@@ -43,17 +43,10 @@ class Metrics {
   std::string prometheus_text() const;
 
   // Error codes the server sends (docs/protocol.md); any other code counts as "other".
-  static constexpr std::string_view kErrorCodes[] = {"bad_frame",
-                                                     "unsupported_version",
-                                                     "frame_too_large",
-                                                     "unauthorized",
-                                                     "bad_request",
-                                                     "not_found",
-                                                     "busy",
-                                                     "timeout",
-                                                     "resume_mismatch",
-                                                     "internal",
-                                                     "other"};
+  static constexpr std::string_view kErrorCodes[] = {
+      "bad_frame",   "unsupported_version", "frame_too_large", "unauthorized",
+      "bad_request", "not_found",           "unusable_state",  "busy",
+      "timeout",     "resume_mismatch",     "internal",        "other"};
 
  private:
   std::atomic<std::uint64_t> requests_[wire::kMaxMessageType + 1] = {};

@@ -22,8 +22,8 @@ constexpr std::size_t kLogBatchBytes = 4u << 20;
 
 Reply from_catalog(const Error& error, std::string_view what) {
   std::string message = std::string(what) + ": " + error.message;
-  if (error.code == Errc::kInvalidInput || error.code == Errc::kRejected)
-    return {"not_found", message};
+  if (error.code == Errc::kRejected) return {"unusable_state", message};
+  if (error.code == Errc::kInvalidInput) return {"not_found", message};
   return {"internal", message};
 }
 

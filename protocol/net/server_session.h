@@ -22,7 +22,8 @@ struct Reply {
 };
 
 // A catalog's failure as the client is told it: its invalid input is the request's (not_found),
-// anything else the server's (internal).
+// a committed state it cannot produce (kRejected) is "unusable_state", anything else the
+// server's (internal).
 Reply from_catalog(const Error& error, std::string_view what);
 inline Reply bad_request(const Error& error) { return {"bad_request", error.message}; }
 

@@ -68,10 +68,23 @@ Result<StoredSnapshot> SnapshotStore::put(std::uint64_t epoch, const Digest& roo
   return out;
 }
 
+std::string SnapshotStore::label(const Digest& root) const {
+  if (folder_) return "the container of snapshot " + hex_encode(root).substr(0, 16) + "...";
+  return path_for(root).string();
+}
+
 Result<Bytes> SnapshotStore::load_container(const Digest& root) const {
   const fs::path file = path_for(root);
   const std::uint64_t limit = options_.max_state_bytes + container_slack(options_.max_state_bytes);
-  if (folder_) return folder_->read(relative_dir_ / file.filename(), limit);
+  if (folder_) {
+    // Served to peers: a file that is not there is evidence the provider does not have, said
+    // without where it would be. Any other failure is its machine's, and keeps its detail.
+    auto bytes = folder_->read(relative_dir_ / file.filename(), limit);
+    std::error_code ec;
+    if (!bytes && !fs::exists(fs::symlink_status(file, ec)))
+      return invalid_input(label(root) + " is not stored");
+    return bytes;
+  }
   if (!fs::exists(file))
     return io_error("snapshot " + hex_encode(root) + " is missing from " + dir_.string());
   return read_file(file, limit);
@@ -93,7 +106,7 @@ Result<Bytes> SnapshotStore::decode(const Digest& root, ByteSpan container, cons
     return invalid_input("snapshot " + hex_encode(root) + ": delta chain longer than " +
                          std::to_string(options_.max_chain) + " (a cycle?)");
   }
-  const std::string where = path_for(root).string();
+  const std::string where = label(root);
   auto info = comp::read_container_info(container);
   if (!info) return info.error().context(where);
   if (info->root != root) {
@@ -113,7 +126,10 @@ Result<Bytes> SnapshotStore::decode(const Digest& root, ByteSpan container, cons
       auto base = base_container
                       ? decode(*info->base_root, *base_container, std::nullopt, depth + 1)
                       : Result<Bytes>(base_container.error());
-      if (!base) return base.error().context(where + ": its delta base");
+      // Named as what it is: this epoch's container codes only the change from that one, so it
+      // fails with it.
+      if (!base)
+        return Error{base.error().code, where + " is stored as a delta on " + base.error().message};
       loaded_base = std::move(*base);
       dec.base = loaded_base;
     }

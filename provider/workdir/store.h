@@ -44,6 +44,10 @@ class SnapshotStore {
                 StoreOptions options);
 
   std::filesystem::path path_for(const Digest& root) const;
+  // How messages name the container of `root`: its path, or for a store that serves peers
+  // (the Folder constructor) "the container of snapshot <root>...", which tells a peer nothing
+  // of the provider's file layout.
+  std::string label(const Digest& root) const;
   bool contains(const Digest& root) const;
 
   // Stores `canonical` (whose root the caller computed) for `epoch`. With a base (the previous

@@ -173,6 +173,54 @@ TEST(Abuse, TaskFileSwappedForALinkOutOfTheWorkdirIsNotServed) {
       << task.error().message;
 }
 
+// A committed epoch whose stored container is corrupt is the provider's own failure: over the
+// wire it is "unusable_state" (the client takes it as the provider's fault, a rejection), not
+// "not_found", and the message says what is wrong without the provider's paths.
+TEST(Abuse, ACorruptStoredStateIsUnusableOverTheWireAndNamesNoPath) {
+  Stored s;
+  store(s);
+  Result<Bytes> bytes = read_file(s.snapshot(1));
+  ASSERT_TRUE(bytes.ok());
+  (*bytes)[bytes->size() / 2] ^= 0x10;
+  ASSERT_TRUE(write_file_atomic(s.snapshot(1), *bytes).ok());
+  auto catalog = provider::open_workdir_catalog(s.workdir());
+  ASSERT_TRUE(catalog.ok()) << catalog.error().message;
+  ServerConfig config;
+  config.insecure = true;
+  config.token = "token";
+  auto server = Server::start(config, *catalog);
+  ASSERT_TRUE(server.ok()) << server.error().message;
+  ClientConfig c;
+  c.port = (*server)->endpoint().port;
+  c.insecure = true;
+  c.token = "token";
+  auto client = Client::connect(c);
+  ASSERT_TRUE(client.ok()) << client.error().message;
+  // Epoch 2 is stored as a delta on epoch 1: the server must decode 1 to produce it.
+  for (std::uint64_t epoch : {1u, 2u}) {
+    SnapshotRequest request;
+    request.epoch = epoch;
+    request.root = s.run.roots.at(epoch);
+    auto state = client->get_snapshot(request);
+    ASSERT_FALSE(state.ok()) << "epoch " << epoch;
+    const std::string& why = state.error().message;
+    EXPECT_EQ(state.error().code, Errc::kRejected) << why;
+    EXPECT_NE(why.find("the server answered unusable_state: "), std::string::npos) << why;
+    EXPECT_NE(
+        why.find("the state stored for committed epoch " + std::to_string(epoch) + " is unusable"),
+        std::string::npos)
+        << why;
+    EXPECT_EQ(why.find(s.dir.path().string()), std::string::npos) << why;
+    EXPECT_EQ(why.find("snapshots/"), std::string::npos) << why;
+  }
+  // An epoch not committed is still the request's mistake.
+  SnapshotRequest uncommitted;
+  uncommitted.epoch = 99;
+  auto later = client->get_snapshot(uncommitted);
+  ASSERT_FALSE(later.ok());
+  EXPECT_NE(later.error().message.find("not_found"), std::string::npos) << later.error().message;
+}
+
 TEST(Abuse, SnapshotsAndLogBehindLinksAreNotServed) {
   Stored s;
   store(s);

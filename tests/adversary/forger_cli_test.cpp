@@ -162,8 +162,9 @@ TEST(ForgerCli, BrokenWorkdirTaskJsonDoesNotStopTheVerdict) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
-// A committed state that cannot be restored: verify rejects with a verdict, audit exits 1
-// naming the epoch (neither is the auditor's input error).
+// A committed state that cannot be restored: verify rejects with a verdict, audit exits 1 with
+// the finding that the next epoch cannot be replayed from it (neither is the auditor's input
+// error).
 TEST(ForgerCli, UnrestorableStateIsExitOneForVerifyAndAudit) {
   Cli c;
   Status s = reforge_workdir(c.wd, provider_key(),
@@ -182,8 +183,12 @@ TEST(ForgerCli, UnrestorableStateIsExitOneForVerifyAndAudit) {
                                c.wd.string() + " --epoch 2 --provider-key " + provider_fp(),
                            c.dir.path());
   EXPECT_EQ(audit.exit_code, 1) << audit.out << audit.err;
-  EXPECT_NE(audit.err.find("epoch 1: the committed state cannot be restored"), std::string::npos)
-      << audit.err;
+  // The finding itself, on stdout, as signed evidence would state it: not an error.
+  EXPECT_NE(audit.out.find("epoch 2 cannot be replayed: the state the provider stores for epoch 1"),
+            std::string::npos)
+      << audit.out;
+  EXPECT_NE(audit.out.find("the committed state cannot be restored"), std::string::npos)
+      << audit.out;
 }
 
 TEST(ForgerCli, TrustAnchorOnVerifyLogVerifyAndAudit) {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -19,6 +20,7 @@
 #include "protocol/log.h"
 #include "tests/adversary/support.h"
 #include "tests/verifier/chromium.h"
+#include "verifier/html_page.h"
 
 namespace vt::adversary {
 namespace {
@@ -170,10 +172,75 @@ TEST(ReportCli, ARejectionNamesTheAuditCommandAndItsPageReadsInABrowser) {
   check_page(w.dir / "audit-epoch-5/report.html", w.dir.path(), "evidence.png");
 }
 
+// The corrupted-workdir walk: what verify, an audit of every failed epoch, `log verify` and
+// report.html say about one workdir agree. Verify fails exactly the epochs whose own stored state
+// or start state `log verify` finds unusable; each epoch verify failed without replaying is said
+// to be "not replayed" and is not counted as a replay; every failed epoch audits into signed
+// evidence (exit 1) that re-checks; the page shows every failure the verdict signed.
+void corrupted_workdir_walk(const Workdir& w, const std::string& verify_out,
+                            const nlohmann::json& verdict, const std::string& html) {
+  const std::string key = provider_key().public_key().fingerprint();
+  auto listed = run_command(veritrain_binary() + " --json log verify --workdir " + w.wd.string() +
+                                " --provider-key " + key,
+                            w.dir.path());
+  ASSERT_EQ(listed.exit_code, 1) << listed.out << listed.err;
+  const nlohmann::json found = nlohmann::json::parse(listed.out);
+  std::set<std::uint64_t> unusable;
+  for (std::size_t e = 0; e < found["epochs"].size(); ++e)
+    if (found["epochs"][e].contains("problem")) unusable.insert(e);
+  ASSERT_FALSE(unusable.empty()) << listed.out;
+
+  std::size_t not_replayed = 0;
+  for (const nlohmann::json& c : verdict["checks"]) {
+    const std::uint64_t e = c["epoch"].get<std::uint64_t>();
+    const bool expect_fail = unusable.count(e) || unusable.count(e - 1);
+    EXPECT_EQ(c["passed"].get<bool>(), !expect_fail) << "epoch " << e << ": " << c.dump();
+    if (c["passed"].get<bool>()) continue;
+    // Replayed exactly when its start state was usable.
+    EXPECT_EQ(c["replayed"].get<bool>(), !unusable.count(e - 1)) << c.dump();
+    const std::string heading = "  epoch " + std::to_string(e) + "  FAILED  ";
+    if (!c["replayed"].get<bool>()) {
+      ++not_replayed;
+      EXPECT_NE(verify_out.find(heading + "not replayed"), std::string::npos) << verify_out;
+    }
+    for (const nlohmann::json& f : c["failures"])
+      EXPECT_NE(html.find(verifier::html_escape(f.get<std::string>())), std::string::npos) << f;
+
+    const std::string evidence =
+        (w.dir / ("walk-evidence-" + std::to_string(e) + ".json")).string();
+    auto audit = run_command(veritrain_binary() + " audit --task " + (w.wd / "task.json").string() +
+                                 " --workdir " + w.wd.string() + " --provider-key " + key +
+                                 " --epoch " + std::to_string(e) + " --evidence " + evidence,
+                             w.dir.path());
+    EXPECT_EQ(audit.exit_code, 1) << audit.out << audit.err;
+    EXPECT_EQ(audit.err.find("error"), std::string::npos) << audit.err;
+    EXPECT_NE(audit.out.find(unusable.count(e - 1)
+                                 ? "epoch " + std::to_string(e) +
+                                       " cannot be replayed: the state the "
+                                       "provider stores for epoch " +
+                                       std::to_string(e - 1)
+                                 : "epoch " + std::to_string(e) + " replays bit-identically"),
+              std::string::npos)
+        << audit.out;
+    auto recheck =
+        run_command(veritrain_binary() + " audit --task " + (w.wd / "task.json").string() +
+                        " --workdir " + w.wd.string() + " --check " + evidence,
+                    w.dir.path());
+    EXPECT_EQ(recheck.exit_code, 0) << recheck.out << recheck.err;
+  }
+  EXPECT_GT(not_replayed, 0u);
+  EXPECT_NE(verify_out.find(std::to_string(not_replayed) +
+                            " could not be replayed from the provider's evidence"),
+            std::string::npos)
+      << verify_out;
+  EXPECT_EQ(verify_out.find("reason: epoch"), std::string::npos) << "said under each epoch";
+}
+
 // The provider trained honestly but the state it stores for epoch 5 is corrupt. The verdict keeps
 // every epoch's claims as committed, the report lists every challenged epoch once, and the
 // dispute path agrees with the verifier: the audit of epoch 5 proves the work and names the
-// corrupt state (exit 1), the audit of epoch 6 cannot start from it (exit 1, not a caller error).
+// corrupt state (exit 1), the audit of epoch 6 cannot start from it and says so in signed
+// evidence (exit 1, not a caller error), and `log verify` finds the same epochs.
 TEST(ReportCli, ACorruptStoredStateIsRejectedWithItsClaimsAndTheAuditAgrees) {
   Workdir w;
   ASSERT_EQ(w.roots.size(), 13u);
@@ -238,13 +305,54 @@ TEST(ReportCli, ACorruptStoredStateIsRejectedWithItsClaimsAndTheAuditAgrees) {
                              w.dir.path());
   EXPECT_EQ(recheck.exit_code, 0) << recheck.out << recheck.err;
 
-  auto six = run_command(veritrain_binary() + " audit --task " + (w.wd / "task.json").string() +
-                             " --workdir " + w.wd.string() + " --epoch 6",
-                         w.dir.path());
-  EXPECT_EQ(six.exit_code, 1) << six.out << six.err;
-  EXPECT_NE(six.err.find("the state stored for epoch 5, which it starts from, is unusable"),
+  corrupted_workdir_walk(w, r.out, verdict, *html);
+}
+
+// One edited loss in commitments.log: the signature fault is the one reason, the key that was
+// given is shown as given (not "unread"), no log head of zeros stands in the verdict, the
+// challenged epochs are one note rather than a reason each, and the next step is a command that
+// runs, with this workdir and key in it.
+TEST(ReportCli, AnEditedLogLineIsOneReasonAndTheNextStepIsARealCommand) {
+  Workdir w;
+  Result<Bytes> log = read_file(w.wd / "commitments.log");
+  ASSERT_TRUE(log.ok());
+  std::string text(log->begin(), log->end());
+  std::size_t line = 0;
+  for (int i = 0; i < 3; ++i) line = text.find('\n', line) + 1;  // the record of epoch 3
+  const std::size_t at = text.find("\"loss\":", line) + 8;
+  ASSERT_LT(at, text.find('\n', line));
+  text[at] = text[at] == '1' ? '2' : '1';
+  ASSERT_TRUE(write_file_atomic(w.wd / "commitments.log", as_bytes(text)).ok());
+
+  auto r = run_command(w.verify("--report " + (w.dir / "report").string()), w.dir.path());
+  ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+  const std::string key = provider_key().public_key().fingerprint();
+  EXPECT_NE(r.out.find("provider key " + key + " (given with --provider-key"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("(unread)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("never checked"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("note: challenged epochs not checked, because the log failed first"),
             std::string::npos)
-      << six.err;
+      << r.out;
+  const std::string next =
+      "veritrain log verify --workdir " + w.wd.string() + " --provider-key " + key;
+  EXPECT_NE(r.out.find("next: " + next + "\n"), std::string::npos) << r.out;
+  Result<std::string> signed_text = read_text_file(w.dir / "report/verdict.json");
+  ASSERT_TRUE(signed_text.ok());
+  const nlohmann::json verdict = nlohmann::json::parse(*signed_text)["verdict"];
+  EXPECT_EQ(verdict["reasons"].size(), 1u) << verdict["reasons"].dump();
+  EXPECT_EQ(verdict["log_head"], "");
+  EXPECT_EQ(verdict["provider"]["given"], key);
+  Result<std::string> html = read_text_file(w.dir / "report/report.html");
+  ASSERT_TRUE(html.ok());
+  EXPECT_NE(html->find("<pre>" + next + "</pre>"), std::string::npos);
+  EXPECT_EQ(html->find("--workdir DIR"), std::string::npos);
+  // The next step runs as printed and names the same record.
+  auto followed =
+      run_command(veritrain_binary() + next.substr(std::string("veritrain").size()), w.dir.path());
+  EXPECT_EQ(followed.exit_code, 1) << followed.out << followed.err;
+  EXPECT_NE((followed.out + followed.err).find("epoch 3"), std::string::npos)
+      << followed.out << followed.err;
 }
 
 }  // namespace

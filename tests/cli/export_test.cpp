@@ -203,6 +203,117 @@ print("%.17g" % loss.item())
   EXPECT_NE(ts.err.find("task init --loss model"), std::string::npos) << ts.err;
 }
 
+// The gpt on a requestor's own tokens: its exported weights load into scripts/veritrain_zoo.py's
+// Gpt, whose held-out loss over the eval file's disjoint windows is the one veritrain committed;
+// a conv3d's load strictly into its Conv3dNet.
+TEST_F(Export, GptAndConv3dWeightsLoadInThePythonZoo) {
+  const std::string make = R"(import numpy as np, sys
+r = np.random.default_rng(1)
+def seq(n):
+    t = [int(r.integers(64))]
+    for _ in range(n - 1):
+        t.append((t[-1] * 3 + 1) % 64 if r.random() < 0.8 else int(r.integers(64)))
+    return np.array(t, dtype="<u2")
+seq(20000).tofile(sys.argv[1] + "/train.bin")
+seq(2000).tofile(sys.argv[1] + "/val.bin")
+)";
+  fs::create_directories(dir_ / "data");
+  ASSERT_TRUE(write_file_atomic(dir_ / "make.py", make).ok());
+  ASSERT_EQ(run_command(testing::kPython + " " + (dir_ / "make.py").string() + " " +
+                            (dir_ / "data").string(),
+                        dir_.path())
+                .exit_code,
+            0);
+  const std::string task = (dir_ / "task.json").string();
+  ASSERT_EQ(
+      run_command(veritrain_binary() + " task init --model gpt --dataset tokens --data-file " +
+                      (dir_ / "data/train.bin").string() + " --eval-file " +
+                      (dir_ / "data/val.bin").string() + " --epochs 2 --steps-per-epoch 8 --out " +
+                      task,
+                  dir_.path())
+          .exit_code,
+      0);
+  auto t = run_command(
+      veritrain_binary() + " train --task " + task + " --workdir " + (dir_ / "w").string(),
+      dir_.path());
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  ASSERT_EQ(run_command(veritrain_binary() + " export --workdir " + (dir_ / "w").string() +
+                            " --epoch 2 --safetensors " + (dir_ / "gpt.safetensors").string(),
+                        dir_.path())
+                .exit_code,
+            0);
+  auto log = run_command(
+      veritrain_binary() + " --json inspect " + (dir_ / "w/commitments.log").string(), dir_.path());
+  ASSERT_EQ(log.exit_code, 0) << log.err;
+  const double committed =
+      nlohmann::json::parse(log.out)["records"][2]["eval"]["loss"].get<double>();
+  const std::string python = R"(import json, sys
+import numpy as np
+import torch, torch.nn.functional as F
+sys.path.insert(0, sys.argv[1])
+from ref_common import read_safetensors
+from veritrain_zoo import build
+task = json.load(open(sys.argv[2]))
+net = build(task["model"]["name"], task["model"]["options"])
+_, weights = read_safetensors(sys.argv[3])
+net.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()})
+net.eval()
+L = task["model"]["options"]["seq_len"]
+tokens = np.fromfile(sys.argv[4], dtype="<u2").astype(np.int64)
+windows = np.stack([tokens[i:i + L + 1] for i in range(0, len(tokens) - L, L + 1)])
+with torch.no_grad():
+    logits = net(torch.from_numpy(windows[:, :-1]))
+loss = F.cross_entropy(logits.double().reshape(-1, logits.shape[-1]),
+                       torch.from_numpy(windows[:, 1:]).reshape(-1))
+print("%.17g" % loss.item())
+)";
+  ASSERT_TRUE(write_file_atomic(dir_ / "gpt.py", python).ok());
+  auto py = run_command(testing::kPython + " " + (dir_ / "gpt.py").string() + " " + VT_SOURCE_DIR +
+                            "/scripts " + task + " " + (dir_ / "gpt.safetensors").string() + " " +
+                            (dir_ / "data/val.bin").string(),
+                        dir_.path());
+  ASSERT_EQ(py.exit_code, 0) << py.err;
+  EXPECT_NEAR(std::stod(py.out), committed, 1e-5 * std::max(1.0, committed))
+      << "veritrain committed " << committed << ", the Python zoo Gpt gives " << py.out;
+
+  const std::string conv = (dir_ / "conv3d.json").string();
+  ASSERT_EQ(run_command(veritrain_binary() +
+                            " task init --model conv3d --option size=4 --epochs 1 "
+                            "--steps-per-epoch 1 --out " +
+                            conv,
+                        dir_.path())
+                .exit_code,
+            0);
+  ASSERT_EQ(run_command(veritrain_binary() + " train --task " + conv + " --workdir " +
+                            (dir_ / "w3").string(),
+                        dir_.path())
+                .exit_code,
+            0);
+  ASSERT_EQ(run_command(veritrain_binary() + " export --workdir " + (dir_ / "w3").string() +
+                            " --epoch 1 --safetensors " + (dir_ / "conv3d.safetensors").string(),
+                        dir_.path())
+                .exit_code,
+            0);
+  const std::string load = R"(import json, sys
+import torch
+sys.path.insert(0, sys.argv[1])
+from ref_common import read_safetensors
+from veritrain_zoo import build
+task = json.load(open(sys.argv[2]))
+net = build(task["model"]["name"], task["model"]["options"])
+_, weights = read_safetensors(sys.argv[3])
+net.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()})  # strict
+print(tuple(net(torch.zeros(2, 1, 4, 4, 4)).shape))
+)";
+  ASSERT_TRUE(write_file_atomic(dir_ / "conv3d.py", load).ok());
+  auto loaded =
+      run_command(testing::kPython + " " + (dir_ / "conv3d.py").string() + " " + VT_SOURCE_DIR +
+                      "/scripts " + conv + " " + (dir_ / "conv3d.safetensors").string(),
+                  dir_.path());
+  ASSERT_EQ(loaded.exit_code, 0) << loaded.err;
+  EXPECT_EQ(loaded.out, "(2, 1, 4, 4, 4)\n");
+}
+
 TEST_F(Export, TorchScriptAndSafetensorsLoadBackInPython) {
   train("ts_synthetic.pt", "");
   const std::string w = (dir_ / "w").string();

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -184,7 +185,20 @@ TEST_F(RealModels, AnOperatorWithoutAKernelIsRefusedByNameAndLine) {
                                   "pooled.json",
                               dir_->path());
   ASSERT_EQ(fallback.exit_code, 0) << fallback.err;
+  EXPECT_NE(fallback.err.find("task init: determinism exact, not portable: "), std::string::npos)
+      << fallback.err;
   EXPECT_NE(fallback.err.find("aten::cumsum"), std::string::npos) << fallback.err;
+  // Short lines that say it once: what it means, and what to do.
+  std::istringstream lines(fallback.err);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("aten::cumsum") == std::string::npos) {
+      EXPECT_LE(line.size(), 100u) << line;
+    }
+  }
+  const std::size_t pin = fallback.err.find("--pin-environment");
+  ASSERT_NE(pin, std::string::npos) << fallback.err;
+  EXPECT_EQ(fallback.err.find("--pin-environment", pin + 1), std::string::npos) << fallback.err;
+  EXPECT_EQ(fallback.err.find("warning:"), std::string::npos) << fallback.err;
   EXPECT_EQ(nlohmann::json::parse(*read_text_file(dir_->path() / "pooled.json"))["determinism"],
             "exact");
 }

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -234,6 +235,38 @@ TEST(ReferenceReplayTensors, ReferenceRefusesAFileThatDoesNotMatchItsPin) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("digits-train-1.safetensors: SHA-256 is"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "ref1"));
+}
+
+// docs/datasets.md's numpy snippet, run as written: the file it writes is a `tensors` dataset
+// that task init pins and train trains on.
+TEST(ReferenceReplayTensors, TheDocsNumpySnippetWritesATensorsFileThatTrains) {
+  if (!reference::have_modules("numpy")) GTEST_SKIP() << "python3-numpy not installed";
+  auto doc = read_text_file(fs::path(VT_SOURCE_DIR) / "docs/datasets.md");
+  ASSERT_TRUE(doc.ok());
+  const std::string begin = "<!-- snippet:tensors:begin -->\n```python\n";
+  const std::size_t from = doc->find(begin);
+  const std::size_t to = doc->find("```\n<!-- snippet:tensors:end -->");
+  ASSERT_TRUE(from != std::string::npos && to != std::string::npos && from < to)
+      << "the snippet markers are gone from docs/datasets.md";
+  const std::string code = doc->substr(from + begin.size(), to - from - begin.size());
+  EXPECT_LE(std::count(code.begin(), code.end(), '\n'), 20);
+  testing::ScratchDir dir;
+  fs::create_directories(dir / "data");
+  ASSERT_TRUE(write_file_atomic(dir / "snippet.py", code).ok());
+  auto wrote = testing::run_command("cd " + dir.path().string() + " && " + kPython + " snippet.py",
+                                    dir.path());
+  ASSERT_EQ(wrote.exit_code, 0) << wrote.err;
+  auto init = testing::run_command(
+      "cd " + dir.path().string() + " && " + testing::veritrain_binary() +
+          " task init --model mlp --dataset tensors --option classes=2 --epochs 1 "
+          "--steps-per-epoch 2 --data-file data/train-00.safetensors --out task.json",
+      dir.path());
+  ASSERT_EQ(init.exit_code, 0) << init.err;
+  auto train =
+      testing::run_command(testing::veritrain_binary() + " train --task " +
+                               (dir / "task.json").string() + " --workdir " + (dir / "w").string(),
+                           dir.path());
+  EXPECT_EQ(train.exit_code, 0) << train.out << train.err;
 }
 
 // audit --second-opinion on a requestor's own data: the reference finds the files through the

@@ -90,6 +90,29 @@ TEST(TaskInit, OneStepOfTrainingWithEachOptimizer) {
   }
 }
 
+// task init says which arithmetic it picked when nobody asked, once and in short lines; a model
+// smaller than the default k is sampled whole, so the task it writes passes task check.
+TEST(TaskInit, SaysWhenItPicksPortableAndWritesATaskThatChecks) {
+  testing::ScratchDir dir;
+  const auto out = (dir / "t.json").string();
+  auto init = run_command(veritrain_binary() +
+                              " task init --model mlp --option hidden=4 "
+                              "--option input_dim=8 --out " +
+                              out,
+                          dir.path());
+  ASSERT_EQ(init.exit_code, 0) << init.err;
+  EXPECT_NE(init.err.find("task init: determinism portable: "), std::string::npos) << init.err;
+  auto check = run_command(veritrain_binary() + " task check " + out, dir.path());
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  EXPECT_EQ(check.out.find("determinism portable: veritrain's own"), std::string::npos)
+      << check.out;  // said once, by task init
+  auto asked =
+      run_command(veritrain_binary() + " task init --determinism portable --model mlp --out " + out,
+                  dir.path());
+  ASSERT_EQ(asked.exit_code, 0) << asked.err;
+  EXPECT_EQ(asked.err.find("determinism portable: "), std::string::npos) << asked.err;
+}
+
 TEST(TaskInit, OptimizerFlagsReachTheTaskAndMisplacedOnesAreRefused) {
   testing::ScratchDir dir;
   const auto out = (dir / "t.json").string();

@@ -1,4 +1,4 @@
-// The planner: its numbers against closed forms, design.md's economics, and its detection
+// The planner: its numbers against closed forms, docs/plan.md's economics, and its detection
 // probability against a simulation of the challenge policy itself.
 #include <gtest/gtest.h>
 
@@ -94,7 +94,7 @@ TEST(Plan, ExpectedChecksCountTheFallback) {
 }
 
 TEST(Plan, EconomicsReproduceDesignNumbers) {
-  // K/(R+D) = 0.9 needs 2.3 expected checks; 0.99 needs 4.6 (design.md).
+  // K/(R+D) = 0.9 needs 2.3 expected checks; 0.99 needs 4.6 (docs/plan.md, "Economics").
   PlanInputs in = inputs(1000, 0.99, 0.01);
   in.reward = 60;
   in.penalty = 40;
@@ -181,7 +181,9 @@ TEST(Plan, PerCheckCostComesFromTheEstimateAndCodecRatio) {
   EXPECT_DOUBLE_EQ(plan->per_check->replay_seconds, 20.0);
   EXPECT_EQ(plan->per_check->device_bytes, 1300u);
   EXPECT_EQ(plan->per_check->host_bytes, 2400u);
-  EXPECT_NEAR(plan->expected_bytes, plan->expected_checks * 400, 1e-9);
+  // The final model is fetched once whatever is challenged: one compressed state.
+  EXPECT_EQ(plan->final_model_bytes, 400u);
+  EXPECT_NEAR(plan->expected_bytes, plan->expected_checks * 400 + 400, 1e-9);
   EXPECT_DOUBLE_EQ(plan->economics->honest_cost, 8 * 20.0);  // K from N x epoch seconds
   EXPECT_NE(plan->economics->cost_basis.find("estimated"), std::string::npos);
   const nlohmann::json j = plan_to_json(*plan);

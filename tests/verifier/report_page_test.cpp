@@ -39,6 +39,7 @@ Verdict verdict(bool fail_epoch_3, fp::CompareMode mode = fp::CompareMode::kExac
     f.mismatches = bad ? 40 : 0;
     f.match = !bad;
     c.fingerprint = f;
+    c.replayed = true;
     c.passed = !bad;
     c.claimed_loss = 0.5;
     c.replay_loss = 0.5;
@@ -75,6 +76,41 @@ TEST(ReportPage, OneSentenceSaysWhatWasProven) {
   EXPECT_NE(html.find("from --reward 100 --penalty 50 and K = 120 (given)"), std::string::npos);
 }
 
+// Each epoch says what was checked and what failed, and the headline counts replays as
+// replays: an epoch whose evidence was unusable was challenged, never re-run.
+TEST(ReportPage, AnEpochWithUnusableEvidenceIsNotCountedAsReplayed) {
+  Verdict v = verdict(false);
+  EpochCheck& start_unusable = v.checks[0];  // epoch 3
+  start_unusable.replayed = false;
+  start_unusable.fingerprint.reset();
+  start_unusable.replay_loss.reset();
+  start_unusable.loss_verified = false;
+  start_unusable.passed = false;
+  start_unusable.failures = {"epoch 3: the snapshot committed for epoch 2 is unusable: <why>"};
+  EpochCheck& after_unusable = v.checks[1];  // epoch 11: replayed to the commitment
+  after_unusable.passed = false;
+  after_unusable.failures = {"epoch 11: the committed snapshot is unusable: <why>"};
+  finalize_verdict(v);
+  EXPECT_EQ(verdict_sentence(v),
+            "Rejected: 2 of 20 epochs challenged, 1 replayed, 2 failed (1 could not be replayed "
+            "from the provider's evidence); epoch 3: the snapshot committed for epoch 2 is "
+            "unusable: <why> (and 1 more reason).");
+  const std::string s = verdict_summary(v, "");
+  EXPECT_NE(s.find("  epoch 3  FAILED  not replayed, 3.50 MiB fetched\n"
+                   "    failed: the snapshot committed for epoch 2 is unusable: <why>\n"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("  epoch 11  FAILED  replayed in 0.00 s, 3.50 MiB fetched\n"
+                   "    fingerprint bit-identical over 512 values\n"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("    failed: the committed snapshot is unusable: <why>\n"), std::string::npos)
+      << s;
+  EXPECT_EQ(s.find("reason: epoch"), std::string::npos) << s;  // said once, under the epoch
+  const std::string html = render_html_report(v, {}, "");
+  EXPECT_NE(html.find("nothing: the epoch was not replayed"), std::string::npos);
+}
+
 TEST(ReportPage, EveryTableHasAHeadingAndBytesHaveUnits) {
   const std::string html = render_html_report(verdict(false), std::vector<double>(21, 1.0), "vkey");
   EXPECT_GE(count(html, "<table>"), 5u);
@@ -96,6 +132,13 @@ TEST(ReportPage, ExactModeSaysBitIdenticalNotZeroOverZero) {
   EXPECT_EQ(exact.find("0 / 0"), std::string::npos);
   EXPECT_EQ(exact.find("of 0 allowed"), std::string::npos);
   EXPECT_EQ(exact.find("viewBox=\"0 0 164 14\""), std::string::npos);  // no gauges
+  EXPECT_NE(exact.find("bit for bit (exact)"), std::string::npos);
+  EXPECT_NE(exact.find("none: every bit must match"), std::string::npos);
+  Verdict portable = verdict(true);
+  portable.committed_environment["arithmetic"] = "portable";
+  const std::string portable_html = render_html_report(portable, {});
+  EXPECT_NE(portable_html.find("bit for bit (portable)"), std::string::npos);
+  EXPECT_EQ(portable_html.find(">exact<"), std::string::npos);
   const std::string tolerance = render_html_report(verdict(true, fp::CompareMode::kTolerance), {});
   EXPECT_NE(tolerance.find("40 of 5 allowed"), std::string::npos);
   EXPECT_NE(tolerance.find("viewBox=\"0 0 164 14\""), std::string::npos);
@@ -136,15 +179,40 @@ TEST(ReportPage, LossAxisIsLabelledAndStaysAboveZeroUnlessTheDataDoesNot) {
 
 TEST(ReportPage, RejectionNamesTheAuditCommandToRunNext) {
   const Verdict bad = verdict(true);
-  const std::string cmd = audit_command(bad, "/tmp/my task.json", "/srv/wd");
+  const std::string cmd = next_step_command(bad, "/tmp/my task.json", "/srv/wd");
   EXPECT_EQ(
       cmd,
       "veritrain audit --task '/tmp/my task.json' --workdir /srv/wd --epoch 3 --provider-key " +
           std::string(64, 'c') + " --evidence evidence-epoch-3.json --report audit-epoch-3");
-  EXPECT_EQ(audit_command(bad, "t.json", ""),
+  EXPECT_EQ(next_step_command(bad, "t.json", ""),
             "veritrain audit --task t.json --workdir PROVIDER_WORKDIR --epoch 3 --provider-key " +
                 std::string(64, 'c') + " --evidence evidence-epoch-3.json --report audit-epoch-3");
-  EXPECT_EQ(audit_command(verdict(false), "t.json", "/srv/wd"), "");
+  Verdict ok = verdict(false);
+  ok.accepted = true;
+  EXPECT_EQ(next_step_command(ok, "t.json", "/srv/wd"), "");
+  // Rejected for its log alone: the next step is the command that names the log's problems,
+  // with the key that was pinned even though no record could be read.
+  Verdict log_only = verdict(false);
+  log_only.checks.clear();
+  log_only.provider_key.clear();
+  log_only.provider_key_given = std::string(64, 'd');
+  log_only.log_failures = {"the commitment log: epoch 3 (line 4): signature does not verify"};
+  finalize_verdict(log_only);
+  EXPECT_EQ(next_step_command(log_only, "t.json", "/srv/wd"),
+            "veritrain log verify --workdir /srv/wd --provider-key " + std::string(64, 'd'));
+  EXPECT_EQ(log_only.reasons.size(), 1u);  // not one more per challenged epoch never checked
+  const std::string summary = verdict_summary(log_only, "");
+  EXPECT_NE(summary.find("provider key " + std::string(64, 'd') + " (given with --provider-key"),
+            std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("challenged epochs not checked, because the log failed first: 3, 11"),
+            std::string::npos)
+      << summary;
+  const std::string log_html =
+      render_html_report(log_only, {}, "", next_step_command(log_only, "t.json", "/srv/wd"));
+  EXPECT_NE(log_html.find("veritrain log verify --workdir /srv/wd --provider-key"),
+            std::string::npos);
+  EXPECT_EQ(log_html.find("--workdir DIR"), std::string::npos);
   const std::string html = render_html_report(bad, {}, "", cmd);
   EXPECT_NE(html.find("<h2>What to do next</h2>"), std::string::npos);
   EXPECT_NE(
