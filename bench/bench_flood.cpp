@@ -40,9 +40,9 @@
 #include "protocol/log.h"
 #include "protocol/net/client.h"
 #include "protocol/net/server.h"
-#include "provider/catalog.h"
 #include "provider/workdir/store.h"
 #include "provider/workdir/workdir.h"
+#include "provider/workdir_catalog.h"
 #include "tests/protocol/flood.h"
 #include "training/zoo.h"
 

@@ -37,7 +37,7 @@
 #include "training/live_fingerprint.h"
 #include "training/runtime.h"
 #include "training/zoo.h"
-#include "verifier/verify.h"
+#include "verifier/check/verify.h"
 
 namespace {
 

@@ -29,9 +29,9 @@
 #include "compression/container.h"
 #include "provider/provider.h"
 #include "training/zoo.h"
-#include "verifier/epoch_check.h"
-#include "verifier/source.h"
-#include "verifier/verify.h"
+#include "verifier/check/epoch_check.h"
+#include "verifier/check/verify.h"
+#include "verifier/source/source.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 
 #include <iostream>
 
-#include "cli/environment.h"
+#include "cli/env_vars.h"
 #include "cli/suggest.h"
 #include "common/activity.h"
 
@@ -104,7 +104,7 @@ int run(int argc, char** argv, const CommandSet& commands) {
       "3 I/O or network error, 4 internal error (a bug), 5 inconclusive (not judged), "
       "130 interrupted. See docs/cli.md.");
   commands.register_commands(app, ctx);
-  bind_environment(app);
+  bind_env_vars(app);
 
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last first

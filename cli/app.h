@@ -36,6 +36,7 @@ void register_task(CLI::App& app, Context& ctx);
 void register_estimate(CLI::App& app, Context& ctx);
 void register_train(CLI::App& app, Context& ctx);
 void register_log(CLI::App& app, Context& ctx);
+void register_inspect(CLI::App& app, Context& ctx);
 void register_serve(CLI::App& app, Context& ctx);
 void register_verify(CLI::App& app, Context& ctx);
 void register_audit(CLI::App& app, Context& ctx);

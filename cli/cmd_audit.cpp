@@ -6,10 +6,10 @@
 #include "cli/verifier_identity.h"
 #include "common/file_io.h"
 #include "common/text.h"
-#include "verifier/audit.h"
-#include "verifier/environment_check.h"
-#include "verifier/evidence_page.h"
-#include "verifier/second_opinion.h"
+#include "verifier/audit/audit.h"
+#include "verifier/audit/evidence_page.h"
+#include "verifier/audit/second_opinion.h"
+#include "verifier/check/environment_check.h"
 
 namespace vt::cli {
 namespace {

@@ -15,8 +15,8 @@
 #include "protocol/keys.h"
 #include "training/runtime.h"
 #include "training/zoo.h"
-#include "verifier/report_folder.h"
-#include "verifier/verify.h"
+#include "verifier/check/verify.h"
+#include "verifier/report/report_folder.h"
 
 namespace vt::cli {
 namespace {

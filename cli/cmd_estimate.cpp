@@ -28,7 +28,7 @@ void register_estimate(CLI::App& app, Context& ctx) {
       options.task_dir = std::filesystem::path(*task_path).parent_path();
       options.device = *device;
       VT_ASSIGN_OR_RETURN(training::MemoryEstimate e, training::estimate(task, options));
-      // The plan's model of bytes (verifier/cost_plan.h), before compression: a bit-for-bit
+      // The plan's model of bytes (verifier/policy/cost_plan.h), before compression: a bit-for-bit
       // check fetches the state the epoch starts from; tolerance mode the one after it too.
       const std::uint64_t states = replays_bit_for_bit(task) ? 1 : 2;
       const std::uint64_t per_check = states * e.snapshot_bytes;

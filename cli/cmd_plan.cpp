@@ -11,7 +11,7 @@
 #include "training/environment.h"
 #include "training/estimate.h"
 #include "training/runtime.h"
-#include "verifier/cost_plan.h"
+#include "verifier/policy/cost_plan.h"
 
 namespace vt::cli {
 namespace {

@@ -2,8 +2,8 @@
 // signed by the verifier it names, before acting on it.
 #include "cli/app.h"
 #include "common/file_io.h"
-#include "verifier/log_check.h"
-#include "verifier/verdict.h"
+#include "verifier/check/provider_key.h"
+#include "verifier/report/verdict.h"
 
 namespace vt::cli {
 namespace {

@@ -16,12 +16,12 @@
 #include "cli/verify_bar.h"
 #include "common/file_io.h"
 #include "training/estimate.h"
-#include "verifier/cost_plan.h"
-#include "verifier/environment_check.h"
-#include "verifier/replay_jobs.h"
-#include "verifier/report_folder.h"
-#include "verifier/verify.h"
-#include "verifier/verify_state.h"
+#include "verifier/check/environment_check.h"
+#include "verifier/check/replay_jobs.h"
+#include "verifier/check/verify.h"
+#include "verifier/check/verify_state.h"
+#include "verifier/policy/cost_plan.h"
+#include "verifier/report/report_folder.h"
 
 namespace vt::cli {
 namespace {
@@ -304,8 +304,9 @@ void register_verify(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   verify->callback([&ctx, v] { ctx.action = [&ctx, v] { return run_verify(ctx, *v); }; });
 
-  // Internal: a long-lived replay process for `verify --jobs` (verifier/replay_jobs.h), talking
-  // JSON lines on stdin and stdout. Not in --help: its files are the parent's scratch files.
+  // Internal: a long-lived replay process for `verify --jobs` (verifier/check/replay_jobs.h),
+  // talking JSON lines on stdin and stdout. Not in --help: its files are the parent's scratch
+  // files.
   auto r = std::make_shared<ReplayWorkerArgs>();
   auto* replay = app.add_subcommand(
       "replay-worker", "Replay epochs from state files on request (used by verify --jobs)");

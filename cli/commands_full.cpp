@@ -14,6 +14,7 @@ void register_all(CLI::App& app, Context& ctx) {
   register_estimate(app, ctx);
   register_train(app, ctx);
   register_log(app, ctx);
+  register_inspect(app, ctx);
   register_serve(app, ctx);
   register_verify(app, ctx);
   register_audit(app, ctx);

@@ -31,6 +31,7 @@ void register_light(CLI::App& app, Context& ctx) {
   listed(app, "estimate", "estimate");
   listed(app, "train", "train");
   register_log(app, ctx);
+  register_inspect(app, ctx);
   register_serve(app, ctx);
   listed(app, "verify", "verify");
   listed(app, "audit", "audit");

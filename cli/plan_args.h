@@ -9,7 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "protocol/task.h"
-#include "verifier/cost_plan.h"
+#include "verifier/policy/cost_plan.h"
 
 namespace vt::cli {
 

@@ -7,7 +7,7 @@
 #include "cli/plan_args.h"
 #include "protocol/environment.h"
 #include "protocol/task.h"
-#include "verifier/cost_plan.h"
+#include "verifier/policy/cost_plan.h"
 
 namespace vt::cli {
 namespace {

@@ -12,7 +12,7 @@
 #include "cli/app.h"
 #include "common/file_io.h"
 #include "protocol/keys.h"
-#include "provider/catalog.h"
+#include "provider/workdir_catalog.h"
 
 namespace vt::cli {
 namespace fs = std::filesystem;

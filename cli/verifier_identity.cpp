@@ -10,7 +10,8 @@
 
 #include "common/file_io.h"
 #include "protocol/log.h"
-#include "verifier/log_check.h"
+#include "verifier/check/log_check.h"
+#include "verifier/check/provider_key.h"
 
 namespace vt::cli {
 namespace {

@@ -7,7 +7,7 @@
 #include "common/result.h"
 #include "protocol/keys.h"
 #include "protocol/task.h"
-#include "verifier/source.h"
+#include "verifier/source/source.h"
 
 namespace vt::cli {
 

@@ -11,7 +11,7 @@
 #include <mutex>
 #include <string>
 
-#include "verifier/verify.h"
+#include "verifier/check/verify.h"
 
 namespace vt::cli {
 

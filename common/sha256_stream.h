@@ -1,8 +1,8 @@
 #pragma once
 // A deterministic random stream keyed by a byte prefix: block j = SHA-256(prefix || u64le j),
 // read as consecutive little-endian u64 words (four per block). Fingerprint positions
-// (fingerprint/sampling.h) and verifier challenges (verifier/policy.h) both draw from it, each
-// with its own domain-separated prefix; its outputs are part of both formats.
+// (fingerprint/sampling.h) and verifier challenges (verifier/policy/policy.h) both draw from it,
+// each with its own domain-separated prefix; its outputs are part of both formats.
 
 #include <cstdint>
 

@@ -9,11 +9,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <optional>
+
 #include "common/file_io.h"
 #include "protocol/net/client.h"
 #include "protocol/net/server.h"
-#include "provider/catalog.h"
 #include "provider/workdir/workdir.h"
+#include "provider/workdir_catalog.h"
 #include "tests/adversary/support.h"
 
 namespace vt::adversary {
@@ -138,6 +140,24 @@ fs::path outside_file(const fs::path& dir) {
   return secret;
 }
 
+// `catalog` served on a loopback port (plain TCP) and a client connected to it.
+void serve_locally(const std::shared_ptr<Catalog>& catalog, std::unique_ptr<Server>& server,
+                   std::optional<Client>& client) {
+  ServerConfig config;
+  config.insecure = true;
+  config.token = "token";
+  auto started = Server::start(config, catalog);
+  ASSERT_TRUE(started.ok()) << started.error().message;
+  server = std::move(*started);
+  ClientConfig c;
+  c.port = server->endpoint().port;
+  c.insecure = true;
+  c.token = "token";
+  auto connected = Client::connect(c);
+  ASSERT_TRUE(connected.ok()) << connected.error().message;
+  client.emplace(std::move(*connected));
+}
+
 TEST(Abuse, TaskFileSwappedForALinkOutOfTheWorkdirIsNotServed) {
   Stored s;
   store(s);
@@ -154,17 +174,9 @@ TEST(Abuse, TaskFileSwappedForALinkOutOfTheWorkdirIsNotServed) {
                                         "files inside " + s.workdir().string() +
                                         " are read, links are not followed");
   // Over the wire the client gets an error, not the file's bytes.
-  ServerConfig config;
-  config.insecure = true;
-  config.token = "token";
-  auto server = Server::start(config, *catalog);
-  ASSERT_TRUE(server.ok()) << server.error().message;
-  ClientConfig c;
-  c.port = (*server)->endpoint().port;
-  c.insecure = true;
-  c.token = "token";
-  auto client = Client::connect(c);
-  ASSERT_TRUE(client.ok()) << client.error().message;
+  std::unique_ptr<Server> server;
+  std::optional<Client> client;
+  ASSERT_NO_FATAL_FAILURE(serve_locally(*catalog, server, client));
   auto task = client->get_task();
   ASSERT_FALSE(task.ok());
   EXPECT_NE(task.error().message.find("the server answered internal: task: " + task_file.string() +
@@ -185,17 +197,9 @@ TEST(Abuse, ACorruptStoredStateIsUnusableOverTheWireAndNamesNoPath) {
   ASSERT_TRUE(write_file_atomic(s.snapshot(1), *bytes).ok());
   auto catalog = provider::open_workdir_catalog(s.workdir());
   ASSERT_TRUE(catalog.ok()) << catalog.error().message;
-  ServerConfig config;
-  config.insecure = true;
-  config.token = "token";
-  auto server = Server::start(config, *catalog);
-  ASSERT_TRUE(server.ok()) << server.error().message;
-  ClientConfig c;
-  c.port = (*server)->endpoint().port;
-  c.insecure = true;
-  c.token = "token";
-  auto client = Client::connect(c);
-  ASSERT_TRUE(client.ok()) << client.error().message;
+  std::unique_ptr<Server> server;
+  std::optional<Client> client;
+  ASSERT_NO_FATAL_FAILURE(serve_locally(*catalog, server, client));
   // Epoch 2 is stored as a delta on epoch 1: the server must decode 1 to produce it.
   for (std::uint64_t epoch : {1u, 2u}) {
     SnapshotRequest request;

@@ -1,7 +1,7 @@
 // The auditor on stored artifacts: an honest epoch replays bit-identically; a tampered one is
 // located by its committed trail; evidence re-checks and fails after any edit.
 
-#include "verifier/audit.h"
+#include "verifier/audit/audit.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Detection rate under random challenges. Each epoch's check outcome is computed once from the
 // stored artifacts (check_epoch on every epoch); then many verifications are simulated by drawing
-// challenge sets with the verifier's own policy (verifier/policy.h) from reproducible seeds.
+// challenge sets with the verifier's own policy (verifier/policy/policy.h) from reproducible seeds.
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <cstdio>
 
 #include "tests/adversary/support.h"
-#include "verifier/policy.h"
+#include "verifier/policy/policy.h"
 
 namespace vt::adversary {
 namespace {

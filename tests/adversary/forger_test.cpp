@@ -10,7 +10,7 @@
 #include <filesystem>
 
 #include "tests/adversary/support.h"
-#include "verifier/verify.h"
+#include "verifier/check/verify.h"
 
 namespace vt::adversary {
 namespace {

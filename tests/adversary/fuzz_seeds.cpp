@@ -11,7 +11,7 @@
 #include "protocol/log.h"
 #include "tests/adversary/cheater.h"
 #include "training/zoo.h"
-#include "verifier/audit.h"
+#include "verifier/audit/audit.h"
 
 namespace fs = std::filesystem;
 

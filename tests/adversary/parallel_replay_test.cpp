@@ -9,8 +9,8 @@
 
 #include "common/file_io.h"
 #include "tests/adversary/support.h"
-#include "verifier/replay_jobs.h"
-#include "verifier/verify.h"
+#include "verifier/check/replay_jobs.h"
+#include "verifier/check/verify.h"
 
 namespace vt::adversary {
 namespace {

@@ -20,7 +20,7 @@
 #include "protocol/log.h"
 #include "tests/adversary/support.h"
 #include "tests/verifier/chromium.h"
-#include "verifier/html_page.h"
+#include "verifier/report/html_page.h"
 
 namespace vt::adversary {
 namespace {

@@ -12,8 +12,8 @@
 #include "tests/adversary/cheater.h"
 #include "tests/test_util.h"
 #include "training/zoo.h"
-#include "verifier/epoch_check.h"
-#include "verifier/log_check.h"
+#include "verifier/check/epoch_check.h"
+#include "verifier/check/log_check.h"
 
 namespace vt::adversary {
 

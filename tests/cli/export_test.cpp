@@ -124,6 +124,19 @@ TEST_F(Export, ModelLossWithAHeldOutSplitTrainsAndVerifiesItsEvalLoss) {
   }
 }
 
+// Python that loads exported weights (argv[3]) into scripts/veritrain_zoo.py (argv[1]) for the
+// task argv[2], strictly: every name and shape must be the zoo module's.
+constexpr const char* kLoadZooModel = R"(import json, sys
+import torch, torch.nn.functional as F
+sys.path.insert(0, sys.argv[1])
+from ref_common import read_safetensors
+from veritrain_zoo import build
+task = json.load(open(sys.argv[2]))
+net = build(task["model"]["name"], task["model"]["options"])
+_, weights = read_safetensors(sys.argv[3])
+net.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()})
+)";
+
 // A built-in model on a requestor's own data: task init sizes it from the files (it used to keep
 // the defaults and fail at train), says what it filled, and lists every option; the exported
 // weights load into scripts/veritrain_zoo.py's module, whose held-out loss is the one veritrain
@@ -161,16 +174,7 @@ TEST_F(Export, AZooModelSizesItselfFromOwnDataAndItsWeightsLoadInThePythonZoo) {
   const double committed =
       nlohmann::json::parse(log.out)["records"][2]["eval"]["loss"].get<double>();
 
-  const std::string python = R"(import json, sys
-import torch, torch.nn.functional as F
-sys.path.insert(0, sys.argv[1])
-from ref_common import read_safetensors
-from veritrain_zoo import build
-task = json.load(open(sys.argv[2]))
-net = build(task["model"]["name"], task["model"]["options"])
-_, weights = read_safetensors(sys.argv[3])
-net.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()})
-net.eval()
+  const std::string python = std::string(kLoadZooModel) + R"(net.eval()
 _, data = read_safetensors(sys.argv[4])
 with torch.no_grad():
     logits = net(torch.from_numpy(data["inputs"]))
@@ -247,16 +251,7 @@ seq(2000).tofile(sys.argv[1] + "/val.bin")
   ASSERT_EQ(log.exit_code, 0) << log.err;
   const double committed =
       nlohmann::json::parse(log.out)["records"][2]["eval"]["loss"].get<double>();
-  const std::string python = R"(import json, sys
-import numpy as np
-import torch, torch.nn.functional as F
-sys.path.insert(0, sys.argv[1])
-from ref_common import read_safetensors
-from veritrain_zoo import build
-task = json.load(open(sys.argv[2]))
-net = build(task["model"]["name"], task["model"]["options"])
-_, weights = read_safetensors(sys.argv[3])
-net.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()})
+  const std::string python = std::string(kLoadZooModel) + R"(import numpy as np
 net.eval()
 L = task["model"]["options"]["seq_len"]
 tokens = np.fromfile(sys.argv[4], dtype="<u2").astype(np.int64)
@@ -294,16 +289,8 @@ print("%.17g" % loss.item())
                         dir_.path())
                 .exit_code,
             0);
-  const std::string load = R"(import json, sys
-import torch
-sys.path.insert(0, sys.argv[1])
-from ref_common import read_safetensors
-from veritrain_zoo import build
-task = json.load(open(sys.argv[2]))
-net = build(task["model"]["name"], task["model"]["options"])
-_, weights = read_safetensors(sys.argv[3])
-net.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()})  # strict
-print(tuple(net(torch.zeros(2, 1, 4, 4, 4)).shape))
+  const std::string load =
+      std::string(kLoadZooModel) + R"(print(tuple(net(torch.zeros(2, 1, 4, 4, 4)).shape))
 )";
   ASSERT_TRUE(write_file_atomic(dir_ / "conv3d.py", load).ok());
   auto loaded =

@@ -1,4 +1,4 @@
-// libFuzzer target for the evidence reader (verifier/evidence.h, read_evidence: everything
+// libFuzzer target for the evidence reader (verifier/audit/evidence.h, read_evidence: everything
 // `audit --check` does before it re-runs the audit): any text is read as a finding, or refused
 // as malformed input or as a rejection (an edit after signing), never a crash, an exception or
 // an internal error. The auditor's signature and the task id gate everything after them, so
@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json.h"
-#include "verifier/evidence.h"
+#include "verifier/audit/evidence.h"
 
 namespace {
 

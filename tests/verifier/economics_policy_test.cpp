@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "verifier/cost_plan.h"
-#include "verifier/policy.h"
+#include "verifier/policy/cost_plan.h"
+#include "verifier/policy/policy.h"
 
 namespace vt::verifier {
 namespace {

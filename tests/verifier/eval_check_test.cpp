@@ -1,9 +1,9 @@
-// Held-out metrics against the replay's (verifier/epoch_check.h, eval_agrees).
+// Held-out metrics against the replay's (verifier/check/epoch_check.h, eval_agrees).
 #include <gtest/gtest.h>
 
 #include <limits>
 
-#include "verifier/epoch_check.h"
+#include "verifier/check/epoch_check.h"
 
 namespace vt::verifier {
 namespace {

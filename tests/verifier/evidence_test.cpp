@@ -5,7 +5,7 @@
 
 #include "common/json.h"
 #include "training/zoo.h"
-#include "verifier/audit.h"
+#include "verifier/audit/audit.h"
 
 namespace vt::verifier {
 namespace {

@@ -10,8 +10,8 @@
 #include "test_records.h"
 #include "tests/test_util.h"
 #include "tests/verifier/chromium.h"
-#include "verifier/evidence_page.h"
-#include "verifier/html_report.h"
+#include "verifier/audit/evidence_page.h"
+#include "verifier/report/html_report.h"
 
 namespace vt::verifier {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "verifier/cost_plan.h"
+#include "verifier/policy/cost_plan.h"
 
 namespace vt::verifier {
 namespace {

@@ -1,6 +1,6 @@
 // The challenge policy: the formula for p, the randomness stream, movement and boosting, and the
 // online stream deciding exactly as the offline plan does.
-#include "verifier/policy.h"
+#include "verifier/policy/policy.h"
 
 #include <gtest/gtest.h>
 

@@ -7,9 +7,9 @@
 
 #include "common/text.h"
 #include "test_records.h"
-#include "verifier/evidence_page.h"
-#include "verifier/html_report.h"
-#include "verifier/report_folder.h"
+#include "verifier/audit/evidence_page.h"
+#include "verifier/report/html_report.h"
+#include "verifier/report/report_folder.h"
 
 namespace vt::verifier {
 namespace {

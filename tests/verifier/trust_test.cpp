@@ -6,8 +6,8 @@
 #include "common/file_io.h"
 #include "common/json.h"
 #include "tests/test_util.h"
-#include "verifier/log_check.h"
-#include "verifier/verdict.h"
+#include "verifier/check/provider_key.h"
+#include "verifier/report/verdict.h"
 
 namespace vt::verifier {
 namespace {

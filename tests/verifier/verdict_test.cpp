@@ -1,6 +1,6 @@
 // Verdicts: acceptance rules, the signed file format and its checks, the summary and the HTML
 // report's content and escaping.
-#include "verifier/verdict.h"
+#include "verifier/report/verdict.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include "common/file_io.h"
 #include "test_records.h"
 #include "tests/test_util.h"
-#include "verifier/html_report.h"
+#include "verifier/report/html_report.h"
 
 namespace vt::verifier {
 namespace {

@@ -13,7 +13,7 @@
 #include "tests/protocol/hostile_provider.h"
 #include "tests/protocol/net_util.h"
 #include "tests/test_util.h"
-#include "verifier/verify.h"
+#include "verifier/check/verify.h"
 
 namespace vt {
 namespace {

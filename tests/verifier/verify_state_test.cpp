@@ -1,6 +1,6 @@
 // verify --resume's state folder: every field of a judged epoch survives the round trip, and a
 // damaged file is an input error that names it.
-#include "verifier/verify_state.h"
+#include "verifier/check/verify_state.h"
 
 #include <gtest/gtest.h>
 

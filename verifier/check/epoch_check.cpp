@@ -1,0 +1,383 @@
+#include "verifier/check/epoch_check.h"
+
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "common/safetensors.h"
+#include "fingerprint/fingerprint.h"
+#include "fingerprint/merkle.h"
+#include "training/eval_claim.h"
+#include "training/live_fingerprint.h"
+
+namespace vt::verifier {
+namespace {
+
+std::string epoch_text(std::uint64_t e) { return "epoch " + std::to_string(e); }
+
+// A plan over every element of every floating-point tensor: the whole state as a fingerprint.
+fp::SamplePlan full_plan(const SafetensorsView& view) {
+  fp::SamplePlan plan;
+  for (const TensorEntry& t : view.tensors) {
+    if (!is_floating(t.dtype) || t.numel() == 0) continue;
+    fp::TensorSamples s{t.name, t.dtype, t.numel(), {}};
+    s.indices.resize(t.numel());
+    for (std::uint64_t i = 0; i < t.numel(); ++i) s.indices[i] = i;
+    plan.tensors.push_back(std::move(s));
+  }
+  return plan;
+}
+
+bool same_bits(double a, double b) {
+  return (!std::isfinite(a) && !std::isfinite(b)) ||
+         std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
+}
+
+// |claimed - replayed| <= bound, where a non-finite value on either side only matches another:
+// with an infinite replay, the plain difference would be infinite and pass an infinite bound.
+bool within(double claimed, double replayed, double bound) {
+  if (!std::isfinite(claimed) || !std::isfinite(replayed))
+    return !std::isfinite(claimed) && !std::isfinite(replayed);
+  return std::fabs(claimed - replayed) <= bound;
+}
+
+// Held-out metrics: the replay's bits in exact mode; in tolerance mode within the fixed bounds
+// of docs/datasets.md ("Held-out evaluation"), since the weights themselves differ a little.
+template <typename Fail>
+void judge_eval(EpochCheck& check, const CommitMetrics& m, const Replay& replay, bool exact,
+                Fail& fail) {
+  check.claimed_eval = m.eval;
+  check.replay_eval = replay.eval;
+  if (m.eval.has_value() != replay.eval.has_value()) {
+    fail(m.eval ? "the record claims held-out metrics, but the task has no eval split"
+                : "the record lacks the held-out metrics of the task's eval split");
+    return;
+  }
+  if (!m.eval) return;
+  const EvalClaim &c = *m.eval, &r = *replay.eval;
+  char line[200];
+  if (c.examples != r.examples || c.accuracy.has_value() != r.accuracy.has_value()) {
+    std::snprintf(line, sizeof line,
+                  "committed held-out metrics cover %llu examples%s, the task's eval split %llu%s",
+                  static_cast<unsigned long long>(c.examples), c.accuracy ? " with accuracy" : "",
+                  static_cast<unsigned long long>(r.examples), r.accuracy ? " with accuracy" : "");
+    fail(line);
+    return;
+  }
+  if (!eval_agrees(c, r, exact)) {
+    std::snprintf(line, sizeof line,
+                  "committed held-out loss %.17g%s is not the replay's %.17g (%s)", c.loss,
+                  c.accuracy ? (" / accuracy " + std::to_string(*c.accuracy)).c_str() : "", r.loss,
+                  exact ? "exact mode" : "beyond the tolerance-mode bounds");
+    fail(line);
+    return;
+  }
+  check.eval_status = exact ? "verified" : "within_tolerance";
+}
+
+// The rest of what the record claims. Counts are the task's in every mode; in exact mode the
+// replay is the epoch, so the trail and the loss must be its very bits.
+template <typename Fail>
+void judge_claims(EpochCheck& check, const CommitRecord& after, const Replay& replay,
+                  const Task& task, Fail& fail) {
+  const CommitMetrics& m = after.metrics;
+  check.claimed_loss = m.loss;
+  check.replay_loss = replay.loss;
+  if (m.steps != replay.steps || m.samples != replay.samples) {
+    fail("committed metrics claim " + std::to_string(m.steps) + " steps and " +
+         std::to_string(m.samples) + " samples, the task's epoch has " +
+         std::to_string(replay.steps) + " and " + std::to_string(replay.samples));
+  }
+  judge_eval(check, m, replay, compare_mode(task) == fp::CompareMode::kExact, fail);
+  if (compare_mode(task) != fp::CompareMode::kExact) return;
+  // The log stores a non-finite loss as null (read back as NaN): any non-finite loss matches it.
+  const bool both_nonfinite = !std::isfinite(m.loss) && !std::isfinite(replay.loss);
+  check.loss_verified = both_nonfinite || std::bit_cast<std::uint64_t>(m.loss) ==
+                                              std::bit_cast<std::uint64_t>(replay.loss);
+  if (!check.loss_verified) {
+    char line[160];
+    std::snprintf(line, sizeof line, "committed loss %.17g is not the replay's %.17g (exact mode)",
+                  m.loss, replay.loss);
+    fail(line);
+  }
+  if (after.trail.size() != replay.trail.size()) {
+    fail("the committed trail has " + std::to_string(after.trail.size()) +
+         " fingerprints, the task's epoch takes " + std::to_string(replay.trail.size()));
+    return;
+  }
+  for (std::size_t i = 0; i < after.trail.size(); ++i) {
+    auto committed = fp::fingerprint_from_json(after.trail[i]);
+    auto replayed = fp::fingerprint_from_json(replay.trail[i]);
+    if (!committed || !replayed || !(*committed == *replayed)) {
+      fail("the committed trail fingerprint at step " +
+           std::to_string(static_cast<std::int64_t>(i + 1) * task.fingerprint.trail_interval) +
+           " is not the replay's (exact mode)");
+      return;
+    }
+  }
+  check.trail_verified = true;
+}
+
+// Fetches the committed "after" state (as a delta against `start` when given) and checks it like
+// every fetched state (check_committed_state). Fetch failures the provider caused are failures.
+Status fetch_after_state(EvidenceSource& source, const CheckContext& ctx, PreparedEpoch& p,
+                         const Digest& before_root, std::optional<ByteSpan> start) {
+  EpochCheck& check = p.check;
+  const std::uint64_t fetched_before = source.bytes_fetched();
+  std::optional<std::pair<Digest, ByteSpan>> base;
+  if (start) base = std::make_pair(before_root, *start);
+  auto fetched = source.snapshot(check.epoch, p.after.record.root, base);
+  check.bytes_fetched += source.bytes_fetched() - fetched_before;
+  if (!fetched) {
+    if (!is_provider_fault(fetched.error())) return fetched.error();
+    check.failures.push_back(epoch_text(check.epoch) +
+                             ": the committed snapshot is unusable: " + fetched.error().message);
+    return {};
+  }
+  check.after_fetched = true;
+  for (const std::string& problem : check_committed_state(*fetched, p.after, ctx)) {
+    check.failures.push_back(epoch_text(check.epoch) + ": the committed state: " + problem);
+  }
+  p.end = std::move(*fetched);
+  return {};
+}
+
+}  // namespace
+
+bool is_provider_fault(const Error& e) { return e.code != Errc::kIo; }
+
+bool eval_agrees(const EvalClaim& claimed, const EvalClaim& replayed, bool exact) {
+  if (claimed.accuracy.has_value() != replayed.accuracy.has_value()) return false;
+  if (exact) {
+    return same_bits(claimed.loss, replayed.loss) &&
+           (!claimed.accuracy || same_bits(*claimed.accuracy, *replayed.accuracy));
+  }
+  return within(claimed.loss, replayed.loss,
+                training::kEvalLossTolerance * std::max(1.0, std::fabs(replayed.loss))) &&
+         (!claimed.accuracy ||
+          within(*claimed.accuracy, *replayed.accuracy, training::kEvalAccuracyTolerance));
+}
+
+fp::CompareMode compare_mode(const Task& task) {
+  return replays_bit_for_bit(task) ? fp::CompareMode::kExact : fp::CompareMode::kTolerance;
+}
+
+fp::Tolerance tolerance_of(const Task& task) {
+  return {task.tolerance.atol, task.tolerance.rtol, task.tolerance.rel_l2,
+          task.tolerance.max_outlier_fraction};
+}
+
+Result<PreparedEpoch> prepare_epoch(EvidenceSource& source, const CheckContext& ctx,
+                                    const SignedRecord& before, const SignedRecord& after,
+                                    bool after_needed_later) {
+  const std::uint64_t e = after.record.epoch;
+  PreparedEpoch p;
+  p.after = after;
+  EpochCheck& check = p.check;
+  check.epoch = e;
+  // What the record claims stands in the verdict whatever happens next: an epoch whose evidence
+  // is unusable still shows the loss and held-out metrics the provider committed, as claimed.
+  check.claimed_loss = after.record.metrics.loss;
+  check.claimed_eval = after.record.metrics.eval;
+  auto fail = [&](std::string what) {
+    check.failures.push_back(epoch_text(e) + ": " + std::move(what));
+  };
+  const std::uint64_t fetched_before = source.bytes_fetched();
+
+  auto start_bytes = source.snapshot(e - 1, before.record.root, std::nullopt);
+  if (!start_bytes) {
+    if (!is_provider_fault(start_bytes.error())) return start_bytes.error();
+    fail("the snapshot committed for epoch " + std::to_string(e - 1) +
+         " is unusable: " + start_bytes.error().message);
+    return p;
+  }
+  for (const std::string& problem : check_committed_state(*start_bytes, before, ctx)) {
+    fail("the state committed for epoch " + std::to_string(e - 1) + ": " + problem);
+  }
+  if (!check.failures.empty()) return p;
+
+  // The committed fingerprint must sample the positions its own root dictates (Fiat-Shamir),
+  // over the task's tensors with the task's k: a plan the provider chose could avoid what it
+  // tampered with.
+  auto committed = fp::fingerprint_from_json(after.record.fingerprint);
+  if (!committed) {
+    fail("committed fingerprint is malformed: " + committed.error().message);
+    return p;
+  }
+  VT_ASSIGN_OR_RETURN(fp::SamplePlan expected, expected_commitment_plan(ctx, after.record));
+  if (committed->plan.seed != expected.seed) {
+    fail("committed fingerprint positions were not drawn from the committed root");
+    return p;
+  }
+  if (committed->plan != expected) {
+    fail("committed fingerprint samples other positions than the task derives (" +
+         std::to_string(committed->plan.count()) + " positions over " +
+         std::to_string(committed->plan.tensors.size()) + " tensors; the task's k is " +
+         std::to_string(expected.count()) + " over " + std::to_string(expected.tensors.size()) +
+         ")");
+    return p;
+  }
+
+  check.bytes_fetched = source.bytes_fetched() - fetched_before;
+  p.committed = std::move(*committed);
+  const bool wanted_now =
+      ctx.fetch_after == FetchAfter::kAlways ||
+      (ctx.fetch_after == FetchAfter::kAuto &&
+       (after_needed_later || compare_mode(*ctx.task) == fp::CompareMode::kTolerance));
+  if (wanted_now)
+    VT_RETURN_IF_ERROR(
+        fetch_after_state(source, ctx, p, before.record.root, ByteSpan(*start_bytes)));
+  p.start = std::move(*start_bytes);
+  return p;
+}
+
+Result<Replay> replay_here(const CheckContext& ctx, ByteSpan start) {
+  // From bytes only: nothing is shared with the provider's run.
+  const auto t0 = std::chrono::steady_clock::now();
+  Replay r;
+  VT_ASSIGN_OR_RETURN(auto trainer, restore_committed(*ctx.task, start, ctx.trainer));
+  r.notes = trainer->replay_notes();
+  // The trail as an honest provider takes it (provider/provider.cpp), to compare bit for bit:
+  // exact mode only, the one mode where it is compared (each point is a device gather).
+  const auto epoch = static_cast<std::uint64_t>(trainer->epoch() + 1);
+  Status trail_status;
+  training::EpochHooks hooks;
+  if (ctx.task->fingerprint.trail_interval > 0 &&
+      compare_mode(*ctx.task) == fp::CompareMode::kExact) {
+    hooks.trail_every = ctx.task->fingerprint.trail_interval;
+    hooks.on_trail = [&](std::int64_t step, const training::Trainer& t) {
+      if (!trail_status) return;
+      auto f = provider::live_fingerprint(
+          t, fp::trail_seed(ctx.task_id, epoch, static_cast<std::uint64_t>(step)),
+          static_cast<std::uint64_t>(ctx.task->fingerprint.tracking_k));
+      if (f) {
+        r.trail.push_back(fp::fingerprint_to_json(*f));
+      } else {
+        trail_status = f.error();
+      }
+    };
+  }
+  VT_ASSIGN_OR_RETURN(training::EpochSummary summary, trainer->train_epoch(hooks));
+  VT_RETURN_IF_ERROR(std::move(trail_status));
+  VT_ASSIGN_OR_RETURN(r.snapshot, trainer->snapshot());
+  r.root = fp::merkle_root(r.snapshot);
+  r.data_order_digest = summary.data_order_digest;
+  r.loss = summary.mean_loss;
+  if (summary.eval) r.eval = training::eval_claim(*summary.eval);
+  r.steps = static_cast<std::uint64_t>(summary.steps);
+  r.samples = static_cast<std::uint64_t>(summary.samples);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+Status fetch_after_if_replay_missed(EvidenceSource& source, const CheckContext& ctx,
+                                    PreparedEpoch& prepared, const Replay& replay) {
+  if (prepared.end || prepared.check.after_fetched || ctx.fetch_after == FetchAfter::kNever)
+    return {};
+  if (!prepared.committed || replay.root == prepared.after.record.root) return {};
+  // No delta base: the start state may be gone (a child process replayed it), and this is the
+  // rare path of a provider caught out.
+  return fetch_after_state(source, ctx, prepared, Digest{}, std::nullopt);
+}
+
+Result<EpochCheck> judge_epoch(PreparedEpoch prepared, const Replay& replay,
+                               const CheckContext& ctx) {
+  EpochCheck check = std::move(prepared.check);
+  const SignedRecord& after = prepared.after;
+  const std::uint64_t e = check.epoch;
+  auto fail = [&](std::string what) {
+    check.failures.push_back(epoch_text(e) + ": " + std::move(what));
+  };
+  if (!prepared.committed)
+    return internal_error(epoch_text(e) + ": judged without a committed fingerprint");
+  const fp::Fingerprint& committed = *prepared.committed;
+  const std::optional<Bytes>& end_bytes = prepared.end;
+  check.replayed = true;
+  check.replay_notes = replay.notes;
+  check.replay_seconds = replay.seconds;
+  check.replay_root = replay.root;
+  check.replay_root_matches = check.replay_root == after.record.root;
+
+  if (replay.data_order_digest != after.record.data_order_digest) {
+    fail("the committed data order differs from the task's (data_order_digest " +
+         hex_encode(after.record.data_order_digest).substr(0, 16) + "..., replay " +
+         hex_encode(replay.data_order_digest).substr(0, 16) + "...)");
+  }
+  VT_ASSIGN_OR_RETURN(SafetensorsView replay_view, parse_safetensors(replay.snapshot));
+  VT_ASSIGN_OR_RETURN(fp::Fingerprint replay_fp, fp::gather(committed.plan, replay_view));
+  const fp::CompareMode mode = compare_mode(*ctx.task);
+  VT_ASSIGN_OR_RETURN(check.fingerprint,
+                      fp::compare(replay_fp, committed, mode, tolerance_of(*ctx.task)));
+  if (!check.fingerprint->match) {
+    std::string where;
+    if (check.fingerprint->first_mismatch) {
+      where = " (first at " + check.fingerprint->first_mismatch->tensor + "[" +
+              std::to_string(check.fingerprint->first_mismatch->index) + "])";
+    }
+    fail("replay does not reach the committed fingerprint: " +
+         std::to_string(check.fingerprint->mismatches) + " of " +
+         std::to_string(check.fingerprint->compared) + " values differ, rel L2 " +
+         std::to_string(check.fingerprint->rel_l2) + where);
+  }
+  if (mode == fp::CompareMode::kExact && !check.replay_root_matches) {
+    fail("replay is not bit-identical: its root " + hex_encode(check.replay_root).substr(0, 16) +
+         "... differs from the committed " + hex_encode(after.record.root).substr(0, 16) + "...");
+  }
+  judge_claims(check, after.record, replay, *ctx.task, fail);
+  if (end_bytes && mode == fp::CompareMode::kTolerance) {
+    auto end_view = parse_safetensors(*end_bytes);
+    if (end_view.ok()) {
+      const fp::SamplePlan all = full_plan(replay_view);
+      VT_ASSIGN_OR_RETURN(fp::Fingerprint replay_all, fp::gather(all, replay_view));
+      auto committed_all = fp::gather(all, *end_view);
+      if (!committed_all) {
+        fail("the committed snapshot's tensors differ from the task's model: " +
+             committed_all.error().message);
+      } else {
+        VT_ASSIGN_OR_RETURN(check.full_state,
+                            fp::compare(replay_all, *committed_all, mode, tolerance_of(*ctx.task)));
+        if (!check.full_state->match) {
+          fail("replay differs from the committed snapshot beyond tolerance: rel L2 " +
+               std::to_string(check.full_state->rel_l2) + ", " +
+               std::to_string(check.full_state->mismatches) + " values outside atol/rtol");
+        }
+      }
+    }
+  }
+  check.passed = check.failures.empty();
+  return check;
+}
+
+Result<EpochCheck> check_epoch(EvidenceSource& source, const CheckContext& ctx,
+                               const SignedRecord& before, const SignedRecord& after,
+                               bool after_needed_later) {
+  VT_ASSIGN_OR_RETURN(PreparedEpoch prepared,
+                      prepare_epoch(source, ctx, before, after, after_needed_later));
+  if (!prepared.replayable()) return std::move(prepared.check);
+  auto replay = replay_here(ctx, prepared.start);
+  if (!replay) return unreplayable(std::move(prepared), replay.error());
+  VT_RETURN_IF_ERROR(fetch_after_if_replay_missed(source, ctx, prepared, *replay));
+  return judge_epoch(std::move(prepared), *replay, ctx);
+}
+
+Result<std::unique_ptr<training::Trainer>> restore_committed(
+    const Task& task, ByteSpan state, const training::TrainerOptions& options) {
+  auto restored = training::Trainer::restore(task, state, options);
+  // Refused settings (a thread count or device this verifier was told to use) come back as
+  // input errors and stay the verifier's; only a state whose bytes LibTorch cannot load is
+  // the provider's.
+  if (restored || restored.error().code != Errc::kInternal) return restored;
+  if (auto fresh = training::Trainer::create(task, options); !fresh) return restored.error();
+  return rejected("the committed state cannot be restored: " + restored.error().message);
+}
+
+Result<EpochCheck> unreplayable(PreparedEpoch prepared, const Error& replay_error) {
+  if (replay_error.code != Errc::kRejected) return replay_error;
+  prepared.check.failures.push_back(epoch_text(prepared.check.epoch) + ": " + replay_error.message);
+  return std::move(prepared.check);
+}
+
+}  // namespace vt::verifier

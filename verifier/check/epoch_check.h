@@ -1,0 +1,122 @@
+#pragma once
+// One challenged epoch: fetch the committed state before it, check it against its commitment,
+// replay the epoch from it, and compare (docs/verifier.md). The committed state after the epoch
+// crosses the network only when something needs it (see AfterState).
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fingerprint/compare.h"
+#include "protocol/task.h"
+#include "training/trainer.h"
+#include "verifier/check/state_check.h"
+#include "verifier/source/source.h"
+
+namespace vt::verifier {
+
+// Whether committed held-out metrics agree with the replay's: the very bits in exact mode, the
+// bounds of docs/datasets.md ("Held-out evaluation") in tolerance mode. The log keeps a
+// non-finite loss as null (read back as NaN), so a non-finite loss agrees with any non-finite one
+// and with nothing finite, in both modes (as the state comparison treats non-finite values).
+bool eval_agrees(const EvalClaim& claimed, const EvalClaim& replayed, bool exact);
+
+// Fetch failures that are the provider's fault (bytes that do not match the root, a broken
+// container, evidence withheld: verifier/source/source.h) reject; Errc::kIo is the verifier's own
+// side.
+bool is_provider_fault(const Error& e);
+
+struct EpochCheck {
+  std::uint64_t epoch = 0;
+  bool passed = false;
+  std::vector<std::string> failures;          // each names the epoch and what failed
+  std::optional<fp::Comparison> fingerprint;  // replay vs committed fingerprint
+  std::optional<fp::Comparison> full_state;   // replay vs the fetched "after" snapshot
+  // The epoch was re-run here. False when its evidence was unusable before a replay could start
+  // (the state it starts from, its committed fingerprint) or the replay itself failed.
+  bool replayed = false;
+  bool replay_root_matches = false;  // exact mode: the strongest statement
+  Digest replay_root{};
+  double replay_seconds = 0.0;
+  std::uint64_t bytes_fetched = 0;
+  bool after_fetched = false;             // the committed "after" state crossed the network
+  std::vector<std::string> replay_notes;  // tolerance mode: what differed in the setup
+  // The epoch's claimed mean loss, and whether the replay reproduced its bits (exact mode only):
+  // a report shows a metric as verified only then, else as claimed.
+  double claimed_loss = 0.0;
+  std::optional<double> replay_loss;
+  bool loss_verified = false;
+  bool trail_verified = false;  // exact mode: every committed trail fingerprint equals the replay's
+  // The held-out metrics the record claims and the replay's (tasks with an eval split).
+  // "verified": the replay's very bits (exact mode); "within_tolerance": inside the bounds of
+  // docs/datasets.md (tolerance mode); "claimed": not reproduced.
+  std::optional<EvalClaim> claimed_eval;
+  std::optional<EvalClaim> replay_eval;
+  std::string eval_status = "claimed";
+};
+
+// Errors are reserved for failures to check at all (I/O, a broken local setup); anything the
+// provider got wrong is a failed EpochCheck.
+// `after_needed_later`: the committed state after this epoch is the next challenged epoch's
+// start, or the final model, so fetching it now (as a delta) costs less than fetching it later.
+Result<EpochCheck> check_epoch(EvidenceSource& source, const CheckContext& ctx,
+                               const SignedRecord& before, const SignedRecord& after,
+                               bool after_needed_later);
+
+// check_epoch in three parts, so that the replays of several epochs can run at once elsewhere
+// (verifier/check/replay_jobs.h) while the next snapshots are fetched.
+
+// The part that reads the provider: the snapshots, checked against their commitments.
+struct PreparedEpoch {
+  EpochCheck check;  // its failures so far
+  SignedRecord after;
+  Bytes start;               // the committed state before the epoch
+  std::optional<Bytes> end;  // the committed state after it, when fetched
+  // Set once the start state and the committed fingerprint are usable: the epoch is replayed
+  // then even if the "after" state failed its checks, so the verdict says both.
+  std::optional<fp::Fingerprint> committed;
+  bool replayable() const { return committed.has_value(); }
+};
+Result<PreparedEpoch> prepare_epoch(EvidenceSource& source, const CheckContext& ctx,
+                                    const SignedRecord& before, const SignedRecord& after,
+                                    bool after_needed_later);
+
+// What re-running the epoch produced.
+struct Replay {
+  Bytes snapshot;  // canonical bytes of the state after the replayed epoch
+  Digest root{};   // its Merkle root
+  Digest data_order_digest{};
+  std::vector<std::string> notes;  // Trainer::replay_notes()
+  double seconds = 0.0;            // restore + epoch + snapshot
+  double loss = 0.0;               // the epoch's mean training loss
+  std::uint64_t steps = 0, samples = 0;
+  std::vector<nlohmann::json> trail;  // at the task's trail seeds every trail_interval steps
+  std::optional<EvalClaim> eval;      // the held-out split after the epoch
+};
+Result<Replay> replay_here(const CheckContext& ctx, ByteSpan start);
+// Restores a committed state that passed check_committed_state. It can still fail to restore
+// (RNG or optimizer bytes of the right size but no valid content, which LibTorch throws on);
+// when this verifier can build the task's fresh state, its own setup is sound and the failure
+// is the provider's: rejected. Settings this replay refuses stay input errors.
+Result<std::unique_ptr<training::Trainer>> restore_committed(
+    const Task& task, ByteSpan state, const training::TrainerOptions& options);
+// A replay that failed: the provider's fault (rejected) becomes the epoch's failure, anything
+// else stays an error.
+Result<EpochCheck> unreplayable(PreparedEpoch prepared, const Error& replay_error);
+
+// Fetches the committed "after" state when prepare_epoch left it and the replay missed the
+// committed root (exact mode): the state is then evidence, and is checked like any other.
+Status fetch_after_if_replay_missed(EvidenceSource& source, const CheckContext& ctx,
+                                    PreparedEpoch& prepared, const Replay& replay);
+
+// Compares a replay with the commitments and the fetched "after" state.
+Result<EpochCheck> judge_epoch(PreparedEpoch prepared, const Replay& replay,
+                               const CheckContext& ctx);
+
+// The comparison mode and thresholds a task asks for.
+fp::CompareMode compare_mode(const Task& task);
+fp::Tolerance tolerance_of(const Task& task);
+
+}  // namespace vt::verifier

@@ -1,0 +1,283 @@
+#include "verifier/check/replay_jobs.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "common/file_io.h"
+#include "protocol/log.h"
+
+namespace vt::verifier {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// A file's last lines, for an error message about a child that failed.
+std::string tail_of(const fs::path& path) {
+  auto text = read_text_file(path, std::uint64_t{16} << 20);
+  if (!text.ok() || text->empty()) return "(no output)";
+  std::string t = *text;
+  while (!t.empty() && t.back() == '\n') t.pop_back();
+  // The child reports as the CLI does; inside the parent's message its prefix is noise.
+  const std::string prefix = "veritrain: error: ";
+  for (std::size_t at; (at = t.find(prefix)) != std::string::npos;) t.erase(at, prefix.size());
+  const std::size_t keep = 2000;
+  return t.size() > keep ? "..." + t.substr(t.size() - keep) : t;
+}
+
+// Scratch files live only while this verifier runs: written whole, but not fsync'd.
+Status write_scratch(const fs::path& path, ByteSpan bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) return io_error(errno_text(errno, "writing", path));
+  return {};
+}
+
+constexpr std::string_view kScratchPrefix = "veritrain-replay-";
+
+// A verifier killed outright (SIGKILL, Ctrl-C) cannot remove its scratch folder, and the states
+// in it can be large: the next one removes the folders whose owner process is gone.
+void remove_abandoned_scratch(const fs::path& tmp) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(tmp, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(kScratchPrefix, 0) != 0) continue;
+    const std::string rest = name.substr(kScratchPrefix.size());
+    const long owner = std::strtol(rest.c_str(), nullptr, 10);
+    if (owner <= 0 || (::kill(static_cast<pid_t>(owner), 0) != 0 && errno == ESRCH)) {
+      std::error_code ignored;
+      fs::remove_all(entry.path(), ignored);
+    }
+  }
+}
+
+Result<fs::path> make_scratch() {
+  const fs::path tmp = fs::temp_directory_path();
+  remove_abandoned_scratch(tmp);
+  std::string pattern =
+      (tmp / (std::string(kScratchPrefix) + std::to_string(::getpid()) + "-XXXXXX")).string();
+  if (::mkdtemp(pattern.data()) == nullptr) return io_error(errno_text(errno, "creating", pattern));
+  return fs::path(pattern);
+}
+
+}  // namespace
+
+ReplayJobs::ReplayJobs(fs::path scratch) : scratch_(std::move(scratch)) {}
+
+Result<std::unique_ptr<ReplayJobs>> ReplayJobs::create(const fs::path& program,
+                                                       std::size_t capacity, const Task& task,
+                                                       const training::TrainerOptions& trainer) {
+  if (capacity == 0) return invalid_input("parallel replays: at least one job is needed");
+  if (::access(program.c_str(), X_OK) != 0)
+    return invalid_input("parallel replays: " + program.string() +
+                         " is not an executable veritrain");
+  VT_ASSIGN_OR_RETURN(fs::path scratch, make_scratch());
+  std::unique_ptr<ReplayJobs> jobs(new ReplayJobs(scratch));
+  // The workers replay the task this verifier checks, byte for byte, not a file that might
+  // have changed on disk since it was read.
+  VT_RETURN_IF_ERROR(write_scratch(scratch / "task.json", as_bytes(canonical_task_json(task))));
+  // The workers run in the same working directory, but an absolute folder says so explicitly
+  // ("" is what the parent path of a bare "task.json" is).
+  std::error_code ec;
+  const fs::path task_dir =
+      trainer.task_dir.empty() ? fs::current_path(ec) : fs::absolute(trainer.task_dir, ec);
+  if (ec)
+    return io_error("locating the task's folder " + trainer.task_dir.string() + ": " +
+                    ec.message());
+  std::vector<std::string> argv = {program.string(), "--log-level",
+                                   "warn",           "replay-worker",
+                                   "--task",         (scratch / "task.json").string(),
+                                   "--task-dir",     task_dir.string(),
+                                   "--threads",      std::to_string(trainer.intra_op_threads)};
+  if (!trainer.device.empty()) {
+    argv.push_back("--device");
+    argv.push_back(trainer.device);
+  }
+  for (std::size_t i = 0; i < capacity; ++i) {
+    const fs::path log = scratch / ("worker-" + std::to_string(i) + ".log");
+    VT_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::spawn_talking(argv, log));
+    jobs->workers_.push_back(Worker{std::move(child), log, false});
+  }
+  return jobs;
+}
+
+ReplayJobs::~ReplayJobs() {
+  workers_.clear();  // each ChildProcess ends its worker
+  std::error_code ignored;
+  fs::remove_all(scratch_, ignored);
+}
+
+fs::path ReplayJobs::file(std::uint64_t epoch, const char* what) const {
+  return scratch_ / ("epoch-" + std::to_string(epoch) + "." + what);
+}
+
+Error ReplayJobs::worker_failed(Worker& w, const std::string& what, const std::string& why) {
+  const int code = w.child.wait();  // it is gone or broken: reap it for its exit code
+  return Error{Errc::kInternal, what + " failed (" + why + ", exit " + std::to_string(code) +
+                                    "): " + tail_of(w.log)};
+}
+
+Status ReplayJobs::start(std::uint64_t epoch, ByteSpan start) {
+  std::size_t idle = workers_.size();
+  for (std::size_t i = 0; i < workers_.size(); ++i) {
+    if (!workers_[i].busy) {
+      idle = i;
+      break;
+    }
+  }
+  if (idle == workers_.size())
+    return internal_error("parallel replays: all " + std::to_string(workers_.size()) +
+                          " jobs are busy");
+  VT_RETURN_IF_ERROR(write_scratch(file(epoch, "before.safetensors"), start));
+  const json request = {{"epoch", epoch},
+                        {"from", file(epoch, "before.safetensors").string()},
+                        {"out", file(epoch, "after.safetensors").string()}};
+  Worker& w = workers_[idle];
+  if (Status sent = w.child.write_line(request.dump()); !sent) {
+    return worker_failed(w, "replaying epoch " + std::to_string(epoch) + " in a child process",
+                         sent.error().message);
+  }
+  w.busy = true;
+  jobs_.push_back(Job{epoch, idle});
+  return {};
+}
+
+Result<Replay> ReplayJobs::finish_oldest() {
+  if (jobs_.empty()) return internal_error("parallel replays: none is running");
+  const Job job = jobs_.front();
+  jobs_.pop_front();
+  Worker& w = workers_[job.worker];
+  w.busy = false;
+  const std::uint64_t epoch = job.epoch;
+  const std::string what = "replaying epoch " + std::to_string(epoch) + " in a child process";
+  std::error_code ignored;
+  // The answer carries the replay's trail, as large as a committed record's may be.
+  auto line = w.child.read_line(kMaxRecordBytes);
+  fs::remove(file(epoch, "before.safetensors"), ignored);
+  if (!line) return worker_failed(w, what, line.error().message);
+  Replay r;
+  try {
+    const json answer = json::parse(*line);
+    if (!answer.at("ok").get<bool>()) {
+      // The worker's own exit code for the failure says whose fault it was (docs/cli.md).
+      const int code = answer.at("code").get<int>();
+      Errc errc = Errc::kInternal;
+      for (Errc c : {Errc::kRejected, Errc::kInvalidInput, Errc::kIo})
+        if (code == exit_code(c)) errc = c;
+      return Error{errc, what + " failed (exit " + std::to_string(code) +
+                             "): " + answer.at("error").get<std::string>()};
+    }
+    // The root is the worker's own hash of the bytes it wrote: this verifier's code, hashing on
+    // a core the parent does not need.
+    VT_ASSIGN_OR_RETURN(r.root, digest_from_hex(answer.at("root").get<std::string>(), "root"));
+    VT_ASSIGN_OR_RETURN(
+        r.data_order_digest,
+        digest_from_hex(answer.at("data_order_digest").get<std::string>(), "data_order_digest"));
+    r.notes = answer.at("notes").get<std::vector<std::string>>();
+    r.seconds = answer.at("seconds").get<double>();
+    // The loss travels as its bits: the parent compares them exactly.
+    r.loss = std::bit_cast<double>(answer.at("loss_bits").get<std::uint64_t>());
+    r.steps = answer.at("steps").get<std::uint64_t>();
+    r.samples = answer.at("samples").get<std::uint64_t>();
+    r.trail = answer.at("trail").get<std::vector<json>>();
+    if (auto e = answer.find("eval"); e != answer.end()) {  // held-out metrics, also as bits
+      EvalClaim claim;
+      claim.loss = std::bit_cast<double>(e->at("loss_bits").get<std::uint64_t>());
+      if (e->contains("accuracy_bits"))
+        claim.accuracy = std::bit_cast<double>(e->at("accuracy_bits").get<std::uint64_t>());
+      claim.examples = e->at("examples").get<std::uint64_t>();
+      r.eval = claim;
+    }
+  } catch (const json::exception& e) {
+    return internal_error(what + ": unreadable answer: " + e.what());
+  }
+  VT_ASSIGN_OR_RETURN(r.snapshot, read_file(file(epoch, "after.safetensors")));
+  fs::remove(file(epoch, "after.safetensors"), ignored);
+  return r;
+}
+
+std::size_t automatic_replay_jobs(const Task& task, const training::TrainerOptions& trainer,
+                                  std::size_t epochs) {
+  const std::string device = trainer.device.empty() ? task.device : trainer.device;
+  if (device.rfind("cuda", 0) == 0 || epochs < 2) return 1;
+  const std::int64_t threads = std::max<std::int64_t>(
+      1, trainer.intra_op_threads > 0 ? trainer.intra_op_threads : task.intra_op_threads);
+  const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  return std::clamp<std::size_t>(cores / static_cast<std::size_t>(threads), 1, epochs);
+}
+
+std::size_t replay_jobs_that_fit_in_memory(std::uint64_t snapshot_bytes) {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::uint64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key != "MemAvailable:") continue;
+    const std::uint64_t per_job = (std::uint64_t{512} << 20) + 4 * snapshot_bytes;
+    return static_cast<std::size_t>(std::max<std::uint64_t>(1, kib * 1024 / per_job));
+  }
+  return std::numeric_limits<std::size_t>::max();
+}
+
+Status run_replay_worker(const ReplayWorkerArgs& args, std::istream& in, std::ostream& out_lines) {
+  VT_ASSIGN_OR_RETURN(Task task, load_task(args.task.string()));
+  CheckContext ctx;
+  ctx.task = &task;
+  ctx.task_id = task_id(task);
+  ctx.trainer = args.trainer;
+  for (std::string line; std::getline(in, line);) {
+    fs::path from, out;
+    try {
+      const json request = json::parse(line);
+      from = request.at("from").get<std::string>();
+      out = request.at("out").get<std::string>();
+    } catch (const json::exception& e) {
+      return invalid_input(std::string("replay-worker: unreadable request: ") + e.what());
+    }
+    auto replayed = [&]() -> Result<Replay> {
+      VT_ASSIGN_OR_RETURN(Bytes start, read_file(from));
+      VT_ASSIGN_OR_RETURN(Replay r, replay_here(ctx, start));
+      // A scratch file: the parent reads it only after this answer.
+      VT_RETURN_IF_ERROR(write_scratch(out, r.snapshot));
+      return r;
+    }();
+    json answer;
+    if (replayed) {
+      answer = {{"ok", true},
+                {"root", hex_encode(replayed->root)},
+                {"data_order_digest", hex_encode(replayed->data_order_digest)},
+                {"notes", replayed->notes},
+                {"seconds", replayed->seconds},
+                {"loss_bits", std::bit_cast<std::uint64_t>(replayed->loss)},
+                {"steps", replayed->steps},
+                {"samples", replayed->samples},
+                {"trail", replayed->trail}};
+      if (const auto& e = replayed->eval) {
+        answer["eval"] = {{"loss_bits", std::bit_cast<std::uint64_t>(e->loss)},
+                          {"examples", e->examples}};
+        if (e->accuracy)
+          answer["eval"]["accuracy_bits"] = std::bit_cast<std::uint64_t>(*e->accuracy);
+      }
+    } else {
+      answer = {{"ok", false},
+                {"code", exit_code(replayed.error().code)},
+                {"error", replayed.error().message}};
+    }
+    out_lines << answer.dump() << '\n' << std::flush;
+    if (!out_lines) return io_error("replay-worker: its verifier stopped listening");
+  }
+  return {};
+}
+
+}  // namespace vt::verifier

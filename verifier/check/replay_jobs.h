@@ -1,0 +1,86 @@
+#pragma once
+// Replays of challenged epochs in child processes (`veritrain replay-worker`), several at once.
+// LibTorch's thread pools, RNG and CUDA state belong to the process, so replays that run at the
+// same time need processes of their own. The workers are long-lived: each loads LibTorch once
+// and replays one epoch after another, each from its own bytes in a fresh Trainer, so a replay
+// pays neither LibTorch's start-up nor a cold allocator. Requests and answers are JSON lines over
+// the worker's stdin and stdout; the states travel through files in a private scratch folder.
+// Each worker replays with the task's intra-op thread count, so its result is the same bytes as
+// a replay in the verifier's own process (docs/verifier.md, "Parallel replays").
+
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <iosfwd>
+#include <memory>
+#include <vector>
+
+#include "common/process.h"
+#include "protocol/task.h"
+#include "training/trainer.h"
+#include "verifier/check/epoch_check.h"
+
+namespace vt::verifier {
+
+class ReplayJobs {
+ public:
+  // `program` is a veritrain binary; `capacity` replays run at most at once.
+  // Starts `capacity` workers at once, so that they load LibTorch while the caller fetches.
+  static Result<std::unique_ptr<ReplayJobs>> create(const std::filesystem::path& program,
+                                                    std::size_t capacity, const Task& task,
+                                                    const training::TrainerOptions& trainer);
+  ~ReplayJobs();  // ends the workers and removes the scratch folder
+  ReplayJobs(const ReplayJobs&) = delete;
+  ReplayJobs& operator=(const ReplayJobs&) = delete;
+
+  std::size_t capacity() const { return workers_.size(); }
+  std::size_t running() const { return jobs_.size(); }
+
+  // Starts replaying `epoch` from the canonical state `start`; needs running() < capacity().
+  Status start(std::uint64_t epoch, ByteSpan start);
+  // Waits for the earliest started replay: replays finish in the order they were started.
+  Result<Replay> finish_oldest();
+
+ private:
+  struct Worker {
+    ChildProcess child;
+    std::filesystem::path log;  // its stderr
+    bool busy = false;
+  };
+  struct Job {
+    std::uint64_t epoch;
+    std::size_t worker;  // index into workers_
+  };
+  explicit ReplayJobs(std::filesystem::path scratch);
+  std::filesystem::path file(std::uint64_t epoch, const char* what) const;
+  Error worker_failed(Worker& w, const std::string& what, const std::string& why);
+
+  std::filesystem::path scratch_;
+  std::vector<Worker> workers_;
+  std::deque<Job> jobs_;  // started, oldest first; at most one per worker
+};
+
+// How many replays to run at once when the user did not say: one on a GPU (they would share
+// its memory and compute), else as many as the cores hold at the task's thread count, and no
+// more than there are epochs to replay.
+std::size_t automatic_replay_jobs(const Task& task, const training::TrainerOptions& trainer,
+                                  std::size_t epochs);
+// And no more than the memory the kernel calls available holds, at a rough 512 MiB (LibTorch,
+// data) plus four times the state (weights and optimizer state, the snapshot, gradients and
+// activations) per replay; at least one. Unlimited when /proc/meminfo cannot be read.
+std::size_t replay_jobs_that_fit_in_memory(std::uint64_t snapshot_bytes);
+
+// The worker's side: reads the task once, then one request per line from `in` until its end:
+// {"epoch": E, "from": PATH, "out": PATH}. Each is replayed from the state in `from` (canonical
+// safetensors) in a fresh Trainer, the state after it written to `out`, and one line answered on
+// `out_lines`: {"ok": true, "root", "data_order_digest", "notes", "seconds",
+// "loss_bits", "steps", "samples", "trail"}, or {"ok": false,
+// "code": the exit code the failure maps to (docs/cli.md), "error": the message}. A failed
+// request does not end the worker; a request line it cannot read does (an error).
+struct ReplayWorkerArgs {
+  std::filesystem::path task;
+  training::TrainerOptions trainer;
+};
+Status run_replay_worker(const ReplayWorkerArgs& args, std::istream& in, std::ostream& out_lines);
+
+}  // namespace vt::verifier
