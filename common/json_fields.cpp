@@ -91,7 +91,11 @@ Status JsonFields::integer(std::string_view key, std::int64_t& out, bool require
 Status JsonFields::unsigned64(std::string_view key, std::uint64_t& out, bool required) const {
   VT_ASSIGN_OR_RETURN(const json* v, find(key, required, "an unsigned integer"));
   if (v == nullptr) return {};
-  if (!v->is_number_unsigned()) return wrong(key, "an integer in [0, 2^64 - 1]", *v);
+  // nlohmann keeps the integers it parsed unsigned when they are non-negative, and those built
+  // in memory signed: both kinds are read.
+  const bool non_negative =
+      v->is_number_unsigned() || (v->is_number_integer() && v->get<std::int64_t>() >= 0);
+  if (!non_negative) return wrong(key, "an integer in [0, 2^64 - 1]", *v);
   out = v->get<std::uint64_t>();
   return {};
 }

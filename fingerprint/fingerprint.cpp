@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_fields.h"
 #include "fingerprint/merkle.h"
 
 namespace vt::fp {
@@ -28,58 +29,42 @@ Status check_value_bytes(const TensorSamples& t, std::size_t got) {
   return {};
 }
 
-// nlohmann keeps integers it built itself signed and those it parsed unsigned; accept both.
-bool is_unsigned(const nlohmann::json& v) {
-  return v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0);
-}
-
-// Reads field `key` of object `j` as type T, naming `where.key` when it is absent or mistyped.
-template <typename T>
-Result<T> field(const nlohmann::json& j, const char* key, const std::string& where) {
-  auto it = j.find(key);
-  const std::string path = where + "." + key;
-  if (it == j.end()) return invalid_input(path + ": missing");
-  if constexpr (std::is_same_v<T, std::string>) {
-    if (!it->is_string()) return invalid_input(path + ": expected a string");
-  } else if constexpr (std::is_same_v<T, std::uint64_t>) {
-    if (!is_unsigned(*it)) return invalid_input(path + ": expected an unsigned integer");
-  } else {
-    if (!it->is_array()) return invalid_input(path + ": expected an array");
-  }
-  return it->get<T>();
-}
-
-Result<TensorSamples> tensor_from_json(const nlohmann::json& j, const std::string& where,
+// One entry of "tensors", at `path` ("tensors[3]") of the fingerprint.
+Result<TensorSamples> tensor_from_json(const nlohmann::json& j, const std::string& path,
                                        Bytes& values) {
-  if (!j.is_object()) return invalid_input(where + ": expected an object");
-  if (j.size() != 5)
-    return invalid_input(where + ": expected exactly dtype, indices, name, numel and values");
+  if (!j.is_object()) return invalid_input("fingerprint: " + path + ": expected an object");
+  const JsonFields r(j, "fingerprint", path);
+  VT_RETURN_IF_ERROR(r.known_keys({"dtype", "indices", "name", "numel", "values"}));
   TensorSamples t;
-  VT_ASSIGN_OR_RETURN(t.name, field<std::string>(j, "name", where));
-  VT_ASSIGN_OR_RETURN(std::string dtype, field<std::string>(j, "dtype", where));
+  VT_RETURN_IF_ERROR(r.string("name", t.name, true));
+  std::string dtype;
+  VT_RETURN_IF_ERROR(r.string("dtype", dtype, true));
   auto parsed = parse_dtype(dtype);
-  if (!parsed.ok() || !is_floating(*parsed)) {
-    return invalid_input(where + ".dtype: \"" + dtype + "\" is not one of F64, F32, F16, BF16");
-  }
+  if (!parsed.ok() || !is_floating(*parsed))
+    return r.problem("dtype", "\"" + dtype + "\" is not one of F64, F32, F16, BF16");
   t.dtype = *parsed;
-  VT_ASSIGN_OR_RETURN(t.numel, field<std::uint64_t>(j, "numel", where));
-  VT_ASSIGN_OR_RETURN(nlohmann::json indices, field<nlohmann::json>(j, "indices", where));
-  for (std::size_t i = 0; i < indices.size(); ++i) {
-    const std::string at = where + ".indices[" + std::to_string(i) + "]";
-    if (!is_unsigned(indices[i])) return invalid_input(at + ": expected an unsigned integer");
-    std::uint64_t v = indices[i].get<std::uint64_t>();
+  VT_RETURN_IF_ERROR(r.unsigned64("numel", t.numel, true));
+  VT_ASSIGN_OR_RETURN(const nlohmann::json* indices, r.find("indices", true, "an array"));
+  if (!indices->is_array()) return r.wrong("indices", "an array", *indices);
+  for (std::size_t i = 0; i < indices->size(); ++i) {
+    const std::string at = "indices[" + std::to_string(i) + "]";
+    const nlohmann::json& index = (*indices)[i];
+    const bool non_negative =
+        index.is_number_unsigned() || (index.is_number_integer() && index.get<std::int64_t>() >= 0);
+    if (!non_negative) return r.wrong(at, "an unsigned integer", index);
+    const std::uint64_t v = index.get<std::uint64_t>();
     if (v >= t.numel)
-      return invalid_input(at + ": " + std::to_string(v) + " is not below numel " +
-                           std::to_string(t.numel));
+      return r.problem(at, std::to_string(v) + " is not below numel " + std::to_string(t.numel));
     if (!t.indices.empty() && v <= t.indices.back())
-      return invalid_input(at + ": indices must ascend strictly");
+      return r.problem(at, "indices must ascend strictly");
     t.indices.push_back(v);
   }
-  VT_ASSIGN_OR_RETURN(std::string hex, field<std::string>(j, "values", where));
+  std::string hex;
+  VT_RETURN_IF_ERROR(r.string("values", hex, true));
   auto decoded = hex_decode(hex);
-  if (!decoded.ok()) return decoded.error().context(where + ".values");
-  auto sized = check_value_bytes(t, decoded->size());
-  if (!sized.ok()) return sized.error().context(where + ".values");
+  if (!decoded.ok()) return r.problem("values", decoded.error().message);
+  if (auto sized = check_value_bytes(t, decoded->size()); !sized.ok())
+    return r.problem("values", sized.error().message);
   values = std::move(decoded).value();
   return t;
 }
@@ -164,22 +149,25 @@ nlohmann::json fingerprint_to_json(const Fingerprint& fp) {
 }
 
 Result<Fingerprint> fingerprint_from_json(const nlohmann::json& j) {
-  const std::string where = "fingerprint";
-  if (!j.is_object()) return invalid_input(where + ": expected an object");
-  VT_ASSIGN_OR_RETURN(std::uint64_t version, field<std::uint64_t>(j, "version", where));
+  if (!j.is_object()) return invalid_input("fingerprint: expected an object");
+  const JsonFields r(j, "fingerprint", "", "the fingerprint");
+  VT_RETURN_IF_ERROR(r.known_keys({"seed", "tensors", "version"}));
+  std::uint64_t version = 0;
+  VT_RETURN_IF_ERROR(r.unsigned64("version", version, true));
   if (version != 1)
-    return invalid_input(where + ".version: " + std::to_string(version) +
-                         " is not supported (expected 1)");
-  VT_ASSIGN_OR_RETURN(std::string seed_hex, field<std::string>(j, "seed", where));
+    return r.problem("version", std::to_string(version) + " is not supported (expected 1)");
+  std::string seed_hex;
+  VT_RETURN_IF_ERROR(r.string("seed", seed_hex, true));
   Fingerprint fp;
-  VT_ASSIGN_OR_RETURN(fp.plan.seed, digest_from_hex(seed_hex, where + ".seed"));
-  VT_ASSIGN_OR_RETURN(nlohmann::json tensors, field<nlohmann::json>(j, "tensors", where));
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    const std::string at = where + ".tensors[" + std::to_string(i) + "]";
+  VT_ASSIGN_OR_RETURN(fp.plan.seed, digest_from_hex(seed_hex, "fingerprint: seed"));
+  VT_ASSIGN_OR_RETURN(const nlohmann::json* tensors, r.find("tensors", true, "an array"));
+  if (!tensors->is_array()) return r.wrong("tensors", "an array", *tensors);
+  for (std::size_t i = 0; i < tensors->size(); ++i) {
+    const std::string at = "tensors[" + std::to_string(i) + "]";
     Bytes values;
-    VT_ASSIGN_OR_RETURN(TensorSamples t, tensor_from_json(tensors[i], at, values));
+    VT_ASSIGN_OR_RETURN(TensorSamples t, tensor_from_json((*tensors)[i], at, values));
     if (!fp.plan.tensors.empty() && t.name <= fp.plan.tensors.back().name) {
-      return invalid_input(at + ".name: " + quote_name(t.name) +
+      return invalid_input("fingerprint: " + at + ".name: " + quote_name(t.name) +
                            " is out of order; names must ascend strictly (bytewise)");
     }
     fp.plan.tensors.push_back(std::move(t));

@@ -139,12 +139,12 @@ std::string json_error(const std::function<void(nlohmann::json&)>& edit) {
 
 TEST(FingerprintJson, RejectsBadFieldsNamingThem) {
   EXPECT_EQ(json_error([](auto& j) { j["tensors"][0]["dtype"] = "I32"; }),
-            "fingerprint.tensors[0].dtype: \"I32\" is not one of F64, F32, F16, BF16");
+            "fingerprint: tensors[0].dtype: \"I32\" is not one of F64, F32, F16, BF16");
   EXPECT_EQ(json_error([](auto& j) { j["tensors"][1]["dtype"] = "F8_E4M3"; }),
-            "fingerprint.tensors[1].dtype: \"F8_E4M3\" is not one of F64, F32, F16, BF16");
+            "fingerprint: tensors[1].dtype: \"F8_E4M3\" is not one of F64, F32, F16, BF16");
   EXPECT_NE(json_error([](auto& j) {
               j["tensors"][1]["values"] = "00";
-            }).find("fingerprint.tensors[1].values: "),
+            }).find("fingerprint: tensors[1].values: "),
             std::string::npos);
   EXPECT_NE(json_error([](auto& j) {
               j["tensors"][1]["indices"][0] = 1000;
@@ -156,8 +156,8 @@ TEST(FingerprintJson, RejectsBadFieldsNamingThem) {
       json_error([](auto& j) { std::swap(j["tensors"][0], j["tensors"][1]); }).find("out of order"),
       std::string::npos);
   EXPECT_EQ(json_error([](auto& j) { j["version"] = 2; }),
-            "fingerprint.version: 2 is not supported (expected 1)");
-  EXPECT_EQ(json_error([](auto& j) { j.erase("seed"); }), "fingerprint.seed: missing");
+            "fingerprint: version: 2 is not supported (expected 1)");
+  EXPECT_EQ(json_error([](auto& j) { j.erase("seed"); }), "fingerprint: seed: missing; expected a string (this field is required)");
 }
 
 }  // namespace

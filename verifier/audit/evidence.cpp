@@ -1,39 +1,62 @@
 #include "verifier/audit/evidence.h"
 
 #include "common/json.h"
+#include "common/json_fields.h"
 
 namespace vt::verifier {
 namespace {
 
 constexpr const char* kEvidenceFormat = "veritrain.evidence.v1";
 
+// An unsigned integer, or null for "none".
+Status optional_step(const JsonFields& r, std::string_view key, std::optional<std::int64_t>& out) {
+  VT_ASSIGN_OR_RETURN(const nlohmann::json* v, r.find(key, true, "an integer or null"));
+  if (v->is_null()) return {};
+  std::int64_t step = 0;
+  VT_RETURN_IF_ERROR(r.integer(key, step, true));
+  out = step;
+  return {};
+}
+
+Result<TensorDifference> difference_from_json(const nlohmann::json& j, const std::string& path) {
+  if (!j.is_object()) return invalid_input("evidence: " + path + ": expected an object");
+  const JsonFields r(j, "evidence", path);
+  TensorDifference d;
+  VT_RETURN_IF_ERROR(r.string("tensor", d.tensor, true));
+  VT_RETURN_IF_ERROR(r.unsigned64("differing", d.differing, true));
+  VT_RETURN_IF_ERROR(r.unsigned64("sampled", d.sampled, true));
+  VT_ASSIGN_OR_RETURN(const nlohmann::json* positions, r.find("positions", true, "an array"));
+  if (!positions->is_array()) return r.wrong("positions", "an array", *positions);
+  for (const nlohmann::json& p : *positions) {
+    if (!p.is_number_unsigned()) return r.wrong("positions", "an array of unsigned integers", p);
+    d.positions.push_back(p.get<std::uint64_t>());
+  }
+  return d;
+}
+
 Result<AuditFinding> finding_from_json(const nlohmann::json& j) {
-  if (!j.is_object()) return invalid_input("evidence: finding is not an object");
+  if (!j.is_object()) return invalid_input("evidence: finding: expected an object");
+  const JsonFields r(j, "evidence", "finding");
   AuditFinding f;
-  try {
-    f.epoch = j.at("epoch").get<std::uint64_t>();
-    VT_ASSIGN_OR_RETURN(f.committed_root, digest_from_hex(j.at("committed_root").get<std::string>(),
-                                                          "committed_root"));
-    VT_ASSIGN_OR_RETURN(f.replay_root,
-                        digest_from_hex(j.at("replay_root").get<std::string>(), "replay_root"));
-    f.bit_identical = j.at("bit_identical").get<bool>();
-    f.within_tolerance = j.at("within_tolerance").get<bool>();
-    if (!j.at("first_diverging_step").is_null())
-      f.first_diverging_step = j.at("first_diverging_step").get<std::int64_t>();
-    if (!j.at("last_matching_step").is_null())
-      f.last_matching_step = j.at("last_matching_step").get<std::int64_t>();
-    if (j.contains("stored_state_problem"))
-      f.stored_state_problem = j.at("stored_state_problem").get<std::string>();
-    if (j.contains("start_state_problem"))
-      f.start_state_problem = j.at("start_state_problem").get<std::string>();
-    for (const auto& d : j.at("differences")) {
-      f.differences.push_back({d.at("tensor").get<std::string>(),
-                               d.at("differing").get<std::uint64_t>(),
-                               d.at("sampled").get<std::uint64_t>(),
-                               d.at("positions").get<std::vector<std::uint64_t>>()});
-    }
-  } catch (const nlohmann::json::exception& e) {
-    return invalid_input(std::string("evidence: finding: ") + e.what());
+  VT_RETURN_IF_ERROR(r.unsigned64("epoch", f.epoch, true));
+  std::string root;
+  VT_RETURN_IF_ERROR(r.string("committed_root", root, true));
+  VT_ASSIGN_OR_RETURN(f.committed_root, digest_from_hex(root, r.path_of("committed_root")));
+  VT_RETURN_IF_ERROR(r.string("replay_root", root, true));
+  VT_ASSIGN_OR_RETURN(f.replay_root, digest_from_hex(root, r.path_of("replay_root")));
+  VT_RETURN_IF_ERROR(r.boolean("bit_identical", f.bit_identical, true));
+  VT_RETURN_IF_ERROR(r.boolean("within_tolerance", f.within_tolerance, true));
+  VT_RETURN_IF_ERROR(optional_step(r, "first_diverging_step", f.first_diverging_step));
+  VT_RETURN_IF_ERROR(optional_step(r, "last_matching_step", f.last_matching_step));
+  VT_RETURN_IF_ERROR(r.string("stored_state_problem", f.stored_state_problem));
+  VT_RETURN_IF_ERROR(r.string("start_state_problem", f.start_state_problem));
+  VT_ASSIGN_OR_RETURN(const nlohmann::json* differences, r.find("differences", true, "an array"));
+  if (!differences->is_array()) return r.wrong("differences", "an array", *differences);
+  for (std::size_t i = 0; i < differences->size(); ++i) {
+    VT_ASSIGN_OR_RETURN(
+        TensorDifference d,
+        difference_from_json((*differences)[i], "finding.differences[" + std::to_string(i) + "]"));
+    f.differences.push_back(std::move(d));
   }
   return f;
 }
@@ -94,44 +117,50 @@ Result<std::string> make_evidence(const AuditFinding& finding, const Task& task,
 
 Result<SignedEvidence> read_evidence(const std::string& evidence_json, const Task& task) {
   VT_ASSIGN_OR_RETURN(nlohmann::json doc, parse_json(evidence_json, "evidence"));
-  if (!doc.is_object() || !doc.contains("evidence") || !doc.contains("signature") ||
-      !doc.contains("signer") || !doc["signature"].is_string() || !doc["signer"].is_string()) {
+  if (!doc.is_object())
     return invalid_input("evidence: expected an object with evidence, signature and signer");
-  }
-  const nlohmann::json& evidence = doc["evidence"];
-  VT_ASSIGN_OR_RETURN(Bytes signer_raw, hex_decode(doc["signer"].get<std::string>()));
+  const JsonFields top(doc, "evidence file", "", "the evidence file");
+  std::string signer_hex, signature_hex;
+  VT_RETURN_IF_ERROR(top.string("signer", signer_hex, true));
+  VT_RETURN_IF_ERROR(top.string("signature", signature_hex, true));
+  VT_ASSIGN_OR_RETURN(const nlohmann::json* body, top.find("evidence", true, "an object"));
+  const nlohmann::json& evidence = *body;
+  VT_ASSIGN_OR_RETURN(Bytes signer_raw, hex_decode(signer_hex));
   VT_ASSIGN_OR_RETURN(PublicKey signer, PublicKey::from_raw(signer_raw));
-  VT_ASSIGN_OR_RETURN(Bytes signature, hex_decode(doc["signature"].get<std::string>()));
+  VT_ASSIGN_OR_RETURN(Bytes signature, hex_decode(signature_hex));
   if (!signer.verify(as_bytes(canonical_json(evidence)), signature)) {
     return rejected(
         "evidence: the auditor's signature does not cover this content (edited after signing?)");
   }
   // Signed is not the same as well-formed: check the shape before reading it.
-  if (!evidence.is_object() || !evidence.contains("format") || !evidence["format"].is_string() ||
-      !evidence.contains("task_id") || !evidence["task_id"].is_string() ||
-      !evidence.contains("finding") || !evidence.contains("provider_records")) {
-    return invalid_input("evidence: expected format, task_id, finding and provider_records");
-  }
-  if (evidence["format"] != kEvidenceFormat) return invalid_input("evidence: unknown format");
-  if (evidence["task_id"] != hex_encode(task_id(task))) {
-    return rejected("evidence: it is about task " + evidence["task_id"].get<std::string>() +
-                    ", not this task");
+  if (!evidence.is_object()) return top.wrong("evidence", "an object", evidence);
+  const JsonFields r(evidence, "evidence");
+  std::string format, id;
+  VT_RETURN_IF_ERROR(r.string("format", format, true));
+  VT_RETURN_IF_ERROR(r.string("task_id", id, true));
+  VT_ASSIGN_OR_RETURN(const nlohmann::json* finding, r.find("finding", true, "an object"));
+  VT_ASSIGN_OR_RETURN(const nlohmann::json* records,
+                      r.find("provider_records", true, "an array of two records"));
+  if (format != kEvidenceFormat) return r.problem("format", "unknown format \"" + format + "\"");
+  if (id != hex_encode(task_id(task))) {
+    return rejected("evidence: it is about task " + id + ", not this task");
   }
   // The provider's own signed commitments are inside: they must verify under their signer key.
-  const auto& lines = evidence["provider_records"];
+  const auto& lines = *records;
   if (!lines.is_array() || lines.size() != 2)
-    return invalid_input("evidence: provider_records must hold two records");
+    return r.wrong("provider_records", "an array of two records", lines);
   for (const auto& line : lines) {
     if (!line.is_string()) return invalid_input("evidence: a provider record is not a string");
     const std::string text = line.get<std::string>();
-    VT_ASSIGN_OR_RETURN(SignedRecord r, decode_record(as_bytes(text), "evidence provider record"));
-    VT_ASSIGN_OR_RETURN(PublicKey provider, PublicKey::from_raw(r.record.signer));
-    if (!provider.verify(as_bytes(r.body), r.signature))
+    VT_ASSIGN_OR_RETURN(SignedRecord record,
+                        decode_record(as_bytes(text), "evidence provider record"));
+    VT_ASSIGN_OR_RETURN(PublicKey provider, PublicKey::from_raw(record.record.signer));
+    if (!provider.verify(as_bytes(record.body), record.signature))
       return rejected("evidence: a provider record's signature is invalid");
   }
   SignedEvidence out;
   out.auditor_fingerprint = signer.fingerprint();
-  VT_ASSIGN_OR_RETURN(out.claimed, finding_from_json(evidence["finding"]));
+  VT_ASSIGN_OR_RETURN(out.claimed, finding_from_json(*finding));
   return out;
 }
 

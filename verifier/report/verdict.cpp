@@ -6,6 +6,7 @@
 
 #include "common/file_io.h"
 #include "common/json.h"
+#include "common/json_fields.h"
 #include "common/text.h"
 #include "protocol/log.h"
 #include "verifier/report/html_page.h"
@@ -258,41 +259,32 @@ Result<CheckedVerdict> verify_verdict_text(std::string_view text,
   if (!verdict.is_object() || canonical_json(verdict) != body) {
     return invalid_input(w + ": verdict: not a canonical JSON object");
   }
-  const auto field = [&](const char* name) -> const nlohmann::json* {
-    auto it = verdict.find(name);
-    return it == verdict.end() ? nullptr : &*it;
-  };
-  const nlohmann::json* format = field("format");
-  if (!format || *format != kVerdictFormat) {
-    return invalid_input(w + ": verdict.format: expected \"" + std::string(kVerdictFormat) + "\"");
-  }
-  const nlohmann::json* key = field("verifier");
-  if (!key || !key->is_object() || !key->contains("key") ||
-      (*key)["key"] != hex_encode(signer.raw())) {
+  // The verdict's own fields, read as every format's are (common/json_fields.h).
+  const JsonFields r(verdict, w, "verdict");
+  std::string format, result, task;
+  VT_RETURN_IF_ERROR(r.string("format", format, true));
+  if (format != kVerdictFormat)
+    return r.problem("format", "expected \"" + std::string(kVerdictFormat) + "\"");
+  VT_ASSIGN_OR_RETURN(const JsonFields verifier, r.child("verifier", true));
+  std::string key;
+  VT_RETURN_IF_ERROR(verifier.string("key", key, true));
+  if (key != hex_encode(signer.raw()))
     return rejected(w + ": verdict.verifier.key does not name the key that signed it");
-  }
-  const nlohmann::json* provider = field("provider");
-  if (!provider || !provider->is_object() || !provider->contains("key") ||
-      !(*provider)["key"].is_string() || !provider->contains("pinned") ||
-      !(*provider)["pinned"].is_boolean()) {
-    return invalid_input(
-        w + ": verdict.provider: expected {\"key\": SHA-256 hex, \"pinned\": true|false}");
-  }
-  const nlohmann::json* result = field("result");
-  const nlohmann::json* task = field("task_id");
-  if (!result || (*result != "accepted" && *result != "rejected" && *result != "inconclusive")) {
-    return invalid_input(w +
-                         ": verdict.result: expected \"accepted\", \"rejected\" or "
-                         "\"inconclusive\"");
-  }
-  if (!task || !task->is_string())
-    return invalid_input(w + ": verdict.task_id: expected a hex string");
+  VT_ASSIGN_OR_RETURN(const JsonFields provider, r.child("provider", true));
+  std::string provider_key;
+  bool pinned = false;
+  VT_RETURN_IF_ERROR(provider.string("key", provider_key, true));
+  VT_RETURN_IF_ERROR(provider.boolean("pinned", pinned, true));
+  VT_RETURN_IF_ERROR(r.string("result", result, true));
+  if (result != "accepted" && result != "rejected" && result != "inconclusive")
+    return r.problem("result", "expected \"accepted\", \"rejected\" or \"inconclusive\"");
+  VT_RETURN_IF_ERROR(r.string("task_id", task, true));
   CheckedVerdict out{std::move(verdict), std::move(signer), false, "", "", "", false};
-  out.result = result->get<std::string>();
+  out.result = result;
   out.accepted = out.result == "accepted";
-  out.task_id = task->get<std::string>();
-  out.provider_key = (*provider)["key"].get<std::string>();
-  out.provider_key_pinned = (*provider)["pinned"].get<bool>();
+  out.task_id = task;
+  out.provider_key = provider_key;
+  out.provider_key_pinned = pinned;
   return out;
 }
 
