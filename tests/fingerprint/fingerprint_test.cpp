@@ -157,7 +157,8 @@ TEST(FingerprintJson, RejectsBadFieldsNamingThem) {
       std::string::npos);
   EXPECT_EQ(json_error([](auto& j) { j["version"] = 2; }),
             "fingerprint: version: 2 is not supported (expected 1)");
-  EXPECT_EQ(json_error([](auto& j) { j.erase("seed"); }), "fingerprint: seed: missing; expected a string (this field is required)");
+  EXPECT_EQ(json_error([](auto& j) { j.erase("seed"); }),
+            "fingerprint: seed: missing; expected a string (this field is required)");
 }
 
 }  // namespace
