@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/file_io.h"
+#include "common/json.h"
+#include "common/json_fields.h"
 #include "protocol/log.h"
 
 namespace vt::verifier {
@@ -153,6 +155,71 @@ Status ReplayJobs::start(std::uint64_t epoch, ByteSpan start) {
   return {};
 }
 
+// The figures of a worker's successful answer.
+Result<Replay> replay_of(const JsonFields& r) {
+  Replay replay;
+  std::string hex;
+  // The root is the worker's own hash of the bytes it wrote: this verifier's code, hashing on a
+  // core the parent does not need.
+  VT_RETURN_IF_ERROR(r.string("root", hex, true));
+  VT_ASSIGN_OR_RETURN(replay.root, digest_from_hex(hex, r.path_of("root")));
+  VT_RETURN_IF_ERROR(r.string("data_order_digest", hex, true));
+  VT_ASSIGN_OR_RETURN(replay.data_order_digest,
+                      digest_from_hex(hex, r.path_of("data_order_digest")));
+  VT_RETURN_IF_ERROR(r.strings("notes", replay.notes, true));
+  VT_RETURN_IF_ERROR(r.number("seconds", replay.seconds, true));
+  // The loss travels as its bits: the parent compares them exactly.
+  std::uint64_t bits = 0;
+  VT_RETURN_IF_ERROR(r.unsigned64("loss_bits", bits, true));
+  replay.loss = std::bit_cast<double>(bits);
+  VT_RETURN_IF_ERROR(r.unsigned64("steps", replay.steps, true));
+  VT_RETURN_IF_ERROR(r.unsigned64("samples", replay.samples, true));
+  VT_ASSIGN_OR_RETURN(const json* trail, r.find("trail", true, "an array"));
+  if (!trail->is_array()) return r.wrong("trail", "an array", *trail);
+  replay.trail.assign(trail->begin(), trail->end());
+  if (r.value().contains("eval")) {  // held-out metrics, also as bits
+    VT_ASSIGN_OR_RETURN(const JsonFields eval, r.child("eval", true));
+    EvalClaim claim;
+    VT_RETURN_IF_ERROR(eval.unsigned64("loss_bits", bits, true));
+    claim.loss = std::bit_cast<double>(bits);
+    if (eval.value().contains("accuracy_bits")) {
+      VT_RETURN_IF_ERROR(eval.unsigned64("accuracy_bits", bits, true));
+      claim.accuracy = std::bit_cast<double>(bits);
+    }
+    VT_RETURN_IF_ERROR(eval.unsigned64("examples", claim.examples, true));
+    replay.eval = claim;
+  }
+  return replay;
+}
+
+// One answer line of a replay worker (run_replay_worker below): the replay's figures, or the
+// worker's failure with the exit code that says whose fault it was (docs/cli.md). The worker is
+// this program, so an answer it cannot have written is a bug here, never the provider's.
+Result<Replay> read_answer(const std::string& line, const std::string& what) {
+  auto parsed = parse_json(line, what + ": its answer");
+  if (!parsed || !parsed->is_object())
+    return internal_error(what + ": unreadable answer" +
+                          (parsed ? std::string() : ": " + parsed.error().message));
+  const JsonFields r(*parsed, what + ": its answer");
+  bool ok = false;
+  if (Status read = r.boolean("ok", ok, true); !read) return internal_error(read.error().message);
+  if (!ok) {
+    std::int64_t code = 0;
+    std::string error;
+    if (Status read = r.integer("code", code, true); !read)
+      return internal_error(read.error().message);
+    if (Status read = r.string("error", error, true); !read)
+      return internal_error(read.error().message);
+    Errc errc = Errc::kInternal;
+    for (Errc c : {Errc::kRejected, Errc::kInvalidInput, Errc::kIo})
+      if (code == exit_code(c)) errc = c;
+    return Error{errc, what + " failed (exit " + std::to_string(code) + "): " + error};
+  }
+  auto replay = replay_of(r);
+  if (!replay) return internal_error(replay.error().message);
+  return replay;
+}
+
 Result<Replay> ReplayJobs::finish_oldest() {
   if (jobs_.empty()) return internal_error("parallel replays: none is running");
   const Job job = jobs_.front();
@@ -166,42 +233,7 @@ Result<Replay> ReplayJobs::finish_oldest() {
   auto line = w.child.read_line(kMaxRecordBytes);
   fs::remove(file(epoch, "before.safetensors"), ignored);
   if (!line) return worker_failed(w, what, line.error().message);
-  Replay r;
-  try {
-    const json answer = json::parse(*line);
-    if (!answer.at("ok").get<bool>()) {
-      // The worker's own exit code for the failure says whose fault it was (docs/cli.md).
-      const int code = answer.at("code").get<int>();
-      Errc errc = Errc::kInternal;
-      for (Errc c : {Errc::kRejected, Errc::kInvalidInput, Errc::kIo})
-        if (code == exit_code(c)) errc = c;
-      return Error{errc, what + " failed (exit " + std::to_string(code) +
-                             "): " + answer.at("error").get<std::string>()};
-    }
-    // The root is the worker's own hash of the bytes it wrote: this verifier's code, hashing on
-    // a core the parent does not need.
-    VT_ASSIGN_OR_RETURN(r.root, digest_from_hex(answer.at("root").get<std::string>(), "root"));
-    VT_ASSIGN_OR_RETURN(
-        r.data_order_digest,
-        digest_from_hex(answer.at("data_order_digest").get<std::string>(), "data_order_digest"));
-    r.notes = answer.at("notes").get<std::vector<std::string>>();
-    r.seconds = answer.at("seconds").get<double>();
-    // The loss travels as its bits: the parent compares them exactly.
-    r.loss = std::bit_cast<double>(answer.at("loss_bits").get<std::uint64_t>());
-    r.steps = answer.at("steps").get<std::uint64_t>();
-    r.samples = answer.at("samples").get<std::uint64_t>();
-    r.trail = answer.at("trail").get<std::vector<json>>();
-    if (auto e = answer.find("eval"); e != answer.end()) {  // held-out metrics, also as bits
-      EvalClaim claim;
-      claim.loss = std::bit_cast<double>(e->at("loss_bits").get<std::uint64_t>());
-      if (e->contains("accuracy_bits"))
-        claim.accuracy = std::bit_cast<double>(e->at("accuracy_bits").get<std::uint64_t>());
-      claim.examples = e->at("examples").get<std::uint64_t>();
-      r.eval = claim;
-    }
-  } catch (const json::exception& e) {
-    return internal_error(what + ": unreadable answer: " + e.what());
-  }
+  VT_ASSIGN_OR_RETURN(Replay r, read_answer(*line, what));
   VT_ASSIGN_OR_RETURN(r.snapshot, read_file(file(epoch, "after.safetensors")));
   fs::remove(file(epoch, "after.safetensors"), ignored);
   return r;
@@ -237,14 +269,13 @@ Status run_replay_worker(const ReplayWorkerArgs& args, std::istream& in, std::os
   ctx.task_id = task_id(task);
   ctx.trainer = args.trainer;
   for (std::string line; std::getline(in, line);) {
-    fs::path from, out;
-    try {
-      const json request = json::parse(line);
-      from = request.at("from").get<std::string>();
-      out = request.at("out").get<std::string>();
-    } catch (const json::exception& e) {
-      return invalid_input(std::string("replay-worker: unreadable request: ") + e.what());
-    }
+    VT_ASSIGN_OR_RETURN(const json request, parse_json(line, "replay-worker: request"));
+    if (!request.is_object()) return invalid_input("replay-worker: request: not an object");
+    const JsonFields fields(request, "replay-worker: request");
+    std::string from_text, out_text;
+    VT_RETURN_IF_ERROR(fields.string("from", from_text, true));
+    VT_RETURN_IF_ERROR(fields.string("out", out_text, true));
+    const fs::path from = from_text, out = out_text;
     auto replayed = [&]() -> Result<Replay> {
       VT_ASSIGN_OR_RETURN(Bytes start, read_file(from));
       VT_ASSIGN_OR_RETURN(Replay r, replay_here(ctx, start));
