@@ -265,9 +265,8 @@ class Run {
     if (save && !options_.online && !options_.state_dir.empty())
       VT_RETURN_IF_ERROR(save_check(options_.state_dir, check));
     const std::string e = std::to_string(check.epoch);
-    // Failures name their epoch already; the line does once.
-    std::string what = check.passed ? "replay matches" : check.failures.front();
-    if (what.starts_with("epoch " + e + ": ")) what.erase(0, e.size() + 8);
+    const std::string what =
+        check.passed ? "replay matches" : without_epoch_prefix(check.failures.front(), check.epoch);
     char took[64];
     std::snprintf(took, sizeof took, "replayed in %.2f s", check.replay_seconds);
     say("epoch " + e + ": " + what + " (" + (check.replayed ? took : "not replayed") +

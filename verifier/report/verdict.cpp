@@ -296,12 +296,6 @@ Result<CheckedVerdict> verify_verdict_file(const std::filesystem::path& path,
 
 namespace {
 
-// "epoch 5: the committed snapshot ..." under the heading of epoch 5 reads "the committed ...".
-std::string without_epoch_prefix(const std::string& failure, std::uint64_t epoch) {
-  const std::string prefix = "epoch " + std::to_string(epoch) + ": ";
-  return failure.starts_with(prefix) ? failure.substr(prefix.size()) : failure;
-}
-
 // One epoch's first line: its result, whether it was re-run, and what crossed the network.
 std::string epoch_heading(const EpochCheck& c) {
   char line[256];
@@ -331,6 +325,11 @@ std::string provider_key_text(const Verdict& v) {
            "under it)";
   }
   return "(no record could be read, and none was pinned)";
+}
+
+std::string without_epoch_prefix(const std::string& failure, std::uint64_t epoch) {
+  const std::string prefix = "epoch " + std::to_string(epoch) + ": ";
+  return failure.starts_with(prefix) ? failure.substr(prefix.size()) : failure;
 }
 
 std::string verdict_sentence(const Verdict& v) {

@@ -107,6 +107,10 @@ Result<CheckedVerdict> verify_verdict_file(const std::filesystem::path& path,
 // (2 of 20) is caught with probability at least 0.99." A rejection names its first reason.
 std::string verdict_sentence(const Verdict& verdict);
 
+// A failure as said under its epoch's heading: "epoch 5: the committed snapshot ..." reads "the
+// committed snapshot ..." (failures name their epoch; a line about that epoch says it once).
+std::string without_epoch_prefix(const std::string& failure, std::uint64_t epoch);
+
 // Whose key signed the log and whether it is the key the verifier pinned, for people; says so
 // when no record could be read (and which key was given, if one was).
 std::string provider_key_text(const Verdict& verdict);
