@@ -66,7 +66,7 @@ Size size_verify(bool cuda) {
 
 vt::Result<vt::Task> gpt_task(const Size& s, const std::string& device) {
   VT_ASSIGN_OR_RETURN(vt::Task task, vt::training::default_task("gpt", "synthetic"));
-  task.device = device;
+  task.device = *vt::enum_named<vt::Device>(device);  // --device is checked to be one
   task.epochs = s.epochs;
   task.steps_per_epoch = s.steps;
   task.batch_size = s.batch;

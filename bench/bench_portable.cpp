@@ -141,7 +141,7 @@ std::pair<double, double> step_seconds(vt::Task task, int rounds, int threads) {
   at::set_num_threads(threads);
   vt::kernels::set_threads(threads);
   vt::Task portable = task;
-  portable.determinism = "portable";
+  portable.determinism = vt::Determinism::kPortable;
   std::unique_ptr<vt::training::Trainer> exact = trainer_for(task);
   std::unique_ptr<vt::training::Trainer> ours = trainer_for(portable);
   const double steps = static_cast<double>(ours->steps_per_epoch());

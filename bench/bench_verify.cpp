@@ -65,7 +65,7 @@ vt::Result<vt::Task> make_task(const Args& a) {
   task.epochs = a.epochs;
   task.steps_per_epoch = a.steps;
   task.intra_op_threads = 1;
-  task.determinism = "exact";
+  task.determinism = vt::Determinism::kExact;
   task.optimizer = {.name = "adamw", .lr = 1e-3, .weight_decay = 0.01};
   task.model.options = {{"width", a.width}, {"blocks", 1}, {"classes", 10}};
   task.batch_size = 32;

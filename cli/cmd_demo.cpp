@@ -37,16 +37,18 @@ Result<int> run_demo(Context& ctx, const std::string& out_dir, std::int64_t epoc
   task.epochs = epochs;
   task.steps_per_epoch = 6;
   task.model.options["width"] = 8;
-  task.device = cuda ? "cuda" : "cpu";
+  task.device = cuda ? Device::kCuda : Device::kCpu;
   // As task init chooses: portable arithmetic where it reaches (any verifier's CPU replays it).
-  task.determinism = training::portable_reaches(task).ok() ? "portable" : "exact";
-  if (task.determinism == "portable")
+  task.determinism =
+      training::portable_reaches(task).ok() ? Determinism::kPortable : Determinism::kExact;
+  if (task.determinism == Determinism::kPortable)
     task.portable_arithmetic = training::implemented_portable_arithmetic();
   const fs::path task_file = out / "task.json";
   VT_RETURN_IF_ERROR(write_file_atomic(task_file, pretty_task_json(task) + "\n"));
   say("task " + hex_encode(task_id(task)).substr(0, 16) +
       "...: a small ResNet on synthetic images, " + std::to_string(epochs) + " epochs on " +
-      task.device + ", " + task.determinism + " arithmetic (" + task_file.string() + ")");
+      name_string(task.device) + ", " + name_string(task.determinism) + " arithmetic (" +
+      task_file.string() + ")");
 
   VT_ASSIGN_OR_RETURN(IdentitySummary id, generate_identity(work / "keys"));
   say("provider keys made; TLS certificate pin " + id.tls_cert_fingerprint.substr(0, 16) + "...");

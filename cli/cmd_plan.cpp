@@ -38,14 +38,14 @@ Result<int> run_plan(Context& ctx, const PlanArgs& a) {
   verifier::PlanInputs in = plan_inputs(task, a);
   // A GPU task planned on a machine without one: the bytes and replay time stay unknown (K from
   // --cost).
-  if (task.device.rfind("cuda", 0) != 0 || training::runtime_info().cuda_available) {
+  if (task.device != Device::kCuda || training::runtime_info().cuda_available) {
     VT_ASSIGN_OR_RETURN(in.estimate, training::estimate(task, t));
     VT_ASSIGN_OR_RETURN(in.codec_ratio, measured_codec_ratio(task, t));
   } else {
     spdlog::warn(
         "plan: no CUDA device here to measure the {} task on: per-check bytes and replay time are "
         "unknown",
-        task.device);
+        name_of(task.device));
   }
   VT_ASSIGN_OR_RETURN(verifier::Plan plan, verifier::make_plan(in));
   if (std::string w = exact_mode_warning(task, training::replayable_environments(task, t));

@@ -135,9 +135,21 @@ Status cover_every_tensor(Task& task, const InitArgs& a) {
 // Portable arithmetic (the same bits on any CPU) unless --determinism says otherwise, portable
 // does not reach the task's device or precision, or --pin-environment asks for exact mode's
 // pinned machine.
-std::string chosen_determinism(const Task& task, const InitArgs& a) {
-  if (!a.determinism.empty()) return a.determinism;
-  return !a.pin_environment && training::portable_reaches(task).ok() ? "portable" : "exact";
+Determinism chosen_determinism(const Task& task, const InitArgs& a) {
+  return !a.pin_environment && training::portable_reaches(task).ok() ? Determinism::kPortable
+                                                                     : Determinism::kExact;
+}
+
+// A flag spelt as one of an enumeration's names; an empty flag leaves `out` as it was.
+template <class Enum>
+Status set_choice(const std::string& flag, const std::string& text, Enum& out) {
+  if (text.empty()) return {};
+  const std::optional<Enum> value = enum_named<Enum>(text);
+  if (!value) {
+    return invalid_input(flag + " " + text + ": expected one of " + quoted_names<Enum>());
+  }
+  out = *value;
+  return {};
 }
 
 // "--model gtp: not a model; did you mean gpt?": a typo gets the name it missed.
@@ -184,12 +196,13 @@ Result<Task> build_task(const InitArgs& a, bool& exact_fallback) {
   if (a.threads > 0) task.intra_op_threads = a.threads;
   if (a.k > 0) task.fingerprint.k = a.k;
   if (a.trail >= 0) task.fingerprint.trail_interval = a.trail;
-  if (!a.device.empty()) task.device = a.device;
-  if (!a.precision.empty()) task.precision = a.precision;
+  VT_RETURN_IF_ERROR(set_choice("--device", a.device, task.device));
+  VT_RETURN_IF_ERROR(set_choice("--precision", a.precision, task.precision));
   task.determinism = chosen_determinism(task, a);
-  if (task.determinism == "portable")
+  VT_RETURN_IF_ERROR(set_choice("--determinism", a.determinism, task.determinism));
+  if (task.determinism == Determinism::kPortable)
     task.portable_arithmetic = training::implemented_portable_arithmetic();
-  if (task.determinism == "tolerance" && task.tolerance.rel_l2 == 0.0) {
+  if (task.determinism == Determinism::kTolerance && task.tolerance.rel_l2 == 0.0) {
     // The calibrated thresholds of docs/tolerance.md: honest cross-thread-count spread times a
     // margin of 10. Convolutions spread most; the cnn row covers them, the gpt row the rest.
     const bool convolutional =
@@ -227,11 +240,11 @@ Result<Task> build_task(const InitArgs& a, bool& exact_fallback) {
     // A TorchScript module portable mode cannot run (an operator without a portable kernel)
     // trains in exact mode when nobody asked for portable: said on stderr with the reason, not
     // refused. A module exact mode cannot run either is refused with exact mode's reason.
-    if (!a.determinism.empty() || task.determinism != "portable" ||
+    if (!a.determinism.empty() || task.determinism != Determinism::kPortable ||
         task.model.name != "torchscript") {
       return covered.error();
     }
-    task.determinism = "exact";
+    task.determinism = Determinism::kExact;
     task.portable_arithmetic = 1;  // the field's default outside portable mode
     VT_RETURN_IF_ERROR(cover_every_tensor(task, a));
     const std::string& why = covered.error().message;
@@ -241,11 +254,11 @@ Result<Task> build_task(const InitArgs& a, bool& exact_fallback) {
     exact_fallback = true;
   }
   if (a.pin_environment) {
-    if (task.determinism != "exact" || task.device != "cpu") {
+    if (task.determinism != Determinism::kExact || task.device != Device::kCpu) {
       return invalid_input(
           "--pin-environment: only an exact-mode CPU task's bits depend on the machine (this one "
           "is " +
-          task.determinism + " on " + task.device + ")");
+          name_string(task.determinism) + " on " + name_string(task.device) + ")");
     }
     training::TrainerOptions here;
     here.task_dir = fs::path(a.out).parent_path();
@@ -319,7 +332,7 @@ void register_task(CLI::App& app, Context& ctx) {
         std::cerr << "wrote " << a->out << " (task_id " << hex_encode(task_id(t)) << ")\n";
       }
       // Said once, here: task check and plan repeat only what still needs doing.
-      if (t.determinism == "portable" && a->determinism.empty()) {
+      if (t.determinism == Determinism::kPortable && a->determinism.empty()) {
         std::cerr << "task init: determinism portable: veritrain's own arithmetic, the same bits "
                      "on any CPU\n  (--determinism exact for LibTorch's kernels)\n";
       }

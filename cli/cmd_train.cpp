@@ -49,7 +49,8 @@ void register_train(CLI::App& app, Context& ctx) {
   cmd->callback([&ctx, a, serve, ranks] {
     ctx.action = [&ctx, a, serve, ranks]() -> Result<int> {
       VT_ASSIGN_OR_RETURN(Task task, load_task(a->task));
-      if (a->threads > 0 && a->threads != task.intra_op_threads && task.determinism == "exact") {
+      if (a->threads > 0 && a->threads != task.intra_op_threads &&
+          task.determinism == Determinism::kExact) {
         return invalid_input("--threads " + std::to_string(a->threads) +
                              ": an exact-mode task's bits depend on its thread count (" +
                              std::to_string(task.intra_op_threads) +

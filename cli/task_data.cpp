@@ -63,7 +63,8 @@ Result<std::string> fill_model_options_from_data(Task& task,
   if (task.dataset.files.empty() ||
       !((tensors && (m == "mlp" || m == "cnn")) || (tokens && m == "gpt")))
     return std::string();
-  VT_ASSIGN_OR_RETURN(auto data, training::MappedDataset::open(task, task.dataset.path,
+  VT_ASSIGN_OR_RETURN(const training::TrainingTask resolved, training::resolve_options(task));
+  VT_ASSIGN_OR_RETURN(auto data, training::MappedDataset::open(resolved, task.dataset.path,
                                                                task.dataset.files, "train"));
   std::string filled;
   const auto fill = [&](const std::string& name, std::int64_t value) {

@@ -123,9 +123,9 @@ Result<RankPlan> plan_ranks(const RankArgs& a, const Task& task) {
   d.world_size = 1;
   d.rank = 0;
   if (world > 1) {
-    VT_ASSIGN_OR_RETURN(Options model, training::resolve_model_options(task.model));
+    VT_ASSIGN_OR_RETURN(const training::TrainingTask resolved, training::resolve_options(task));
     VT_RETURN_IF_ERROR(training::check_local_ranks(
-        task, model, world, a.nproc > 0 ? "--nproc" : "world_size", training::usable_memory()));
+        resolved, world, a.nproc > 0 ? "--nproc" : "world_size", training::usable_memory()));
     plan.launch = world;
     d.world_size = world;
     if (a.master_port == 0 && std::getenv("MASTER_PORT") == nullptr) {

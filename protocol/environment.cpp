@@ -42,11 +42,11 @@ const EnvironmentField* find_environment_field(std::string_view name) {
 }
 
 bool is_exactness_condition(std::string_view field, const Task& task) {
-  if (task.determinism != "exact") return false;
+  if (task.determinism != Determinism::kExact) return false;
   const EnvironmentField* f = find_environment_field(field);
   if (f == nullptr) return false;
   if (f->torchscript_only && task.model.name != "torchscript") return false;
-  return task.device == "cuda" ? f->cuda_condition : f->cpu_condition;
+  return task.device == Device::kCuda ? f->cuda_condition : f->cpu_condition;
 }
 
 nlohmann::json environment_to_json(const Environment& env) {
@@ -145,7 +145,7 @@ std::vector<std::string> pin_violations(const Environment& committed, const Task
 
 std::string exact_mode_warning(
     const Task& task, const std::map<std::string, std::vector<std::string>>& replayable_here) {
-  if (task.determinism != "exact") return "";
+  if (task.determinism != Determinism::kExact) return "";
   if (task.environments.empty()) {
     return "exact mode, and the task pins no arithmetic environment:\n"
            "  a verifier judges it only where it reproduces the provider's (CPU kernel level,\n"

@@ -15,6 +15,17 @@ namespace {
 
 using nlohmann::json;
 
+// A field spelt as one of an enumeration's names (EnumNames); absent, `out` keeps its default.
+template <class Enum>
+Status read_choice(const JsonFields& fields, std::string_view key, Enum& out) {
+  std::string text = name_string(out);
+  VT_RETURN_IF_ERROR(fields.string(key, text));
+  std::optional<Enum> value = enum_named<Enum>(text);
+  if (!value) return fields.wrong(key, "one of " + quoted_names<Enum>(), json(text));
+  out = *value;
+  return {};
+}
+
 // nlohmann keeps the last of two equal keys; {"lr": 0.1, "lr": 10} would then mean something
 // other than what a reader of the file sees, so duplicates are refused while parsing.
 Result<json> parse_without_duplicates(std::string_view text, std::string_view where) {
@@ -97,10 +108,10 @@ Status read_task(const JsonFields& root, Task& t) {
   VT_RETURN_IF_ERROR(root.integer("world_size", t.world_size));
   VT_RETURN_IF_ERROR(root.unsigned64("seed", t.seed));
   VT_RETURN_IF_ERROR(root.integer("intra_op_threads", t.intra_op_threads));
-  VT_RETURN_IF_ERROR(root.string("device", t.device));
-  VT_RETURN_IF_ERROR(root.string("determinism", t.determinism));
+  VT_RETURN_IF_ERROR(read_choice(root, "device", t.device));
+  VT_RETURN_IF_ERROR(read_choice(root, "determinism", t.determinism));
   VT_RETURN_IF_ERROR(root.integer("portable_arithmetic", t.portable_arithmetic));
-  VT_RETURN_IF_ERROR(root.string("precision", t.precision));
+  VT_RETURN_IF_ERROR(read_choice(root, "precision", t.precision));
 
   VT_ASSIGN_OR_RETURN(JsonFields fp, root.child("fingerprint", false));
   VT_RETURN_IF_ERROR(fp.known_keys({"k", "tracking_k", "trail_interval"}));
@@ -164,10 +175,10 @@ json task_json(const Task& t) {
   if (t.gradient_groups != 1) j["gradient_groups"] = t.gradient_groups;
   j["seed"] = t.seed;
   j["intra_op_threads"] = t.intra_op_threads;
-  j["device"] = t.device;
-  j["determinism"] = t.determinism;
+  j["device"] = name_of(t.device);
+  j["determinism"] = name_of(t.determinism);
   if (t.portable_arithmetic != 1) j["portable_arithmetic"] = t.portable_arithmetic;
-  j["precision"] = t.precision;
+  j["precision"] = name_of(t.precision);
   auto& f = j["fingerprint"] = json::object();
   f["k"] = t.fingerprint.k;
   f["tracking_k"] = t.fingerprint.tracking_k;
@@ -213,7 +224,8 @@ std::string pretty_task_json(const Task& task) {
   // Not in the canonical form: how many ranks train changes no bit of what they compute.
   if (task.world_size != 1) j["world_size"] = task.world_size;
   // Shown to people even at 1, the version every portable task had before versions existed.
-  if (task.determinism == "portable") j["portable_arithmetic"] = task.portable_arithmetic;
+  if (task.determinism == Determinism::kPortable)
+    j["portable_arithmetic"] = task.portable_arithmetic;
   return j.dump(2, ' ', false, json::error_handler_t::replace);
 }
 

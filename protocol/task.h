@@ -5,10 +5,12 @@
 // Model and dataset options are open maps of integers: which names each zoo model or dataset
 // accepts is known to training/ (training::validate_for_training), not here.
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/bytes.h"
@@ -16,6 +18,57 @@
 namespace vt {
 
 using Options = std::map<std::string, std::int64_t>;
+
+// How a replay must agree with the provider (docs/task.md, `determinism`): portable is
+// veritrain's own arithmetic, the same bits on any CPU; exact is LibTorch's kernels, bit for bit
+// in the committed environment; tolerance is LibTorch's kernels within calibrated thresholds.
+enum class Determinism { kExact, kPortable, kTolerance };
+enum class Device { kCpu, kCuda };
+enum class Precision { kFp32, kTf32, kBf16 };
+
+// How the task file, the command line and a snapshot's metadata spell each value, in the
+// enumeration's order: the one table both directions read.
+template <class Enum>
+struct EnumNames;
+template <>
+struct EnumNames<Determinism> {
+  static constexpr std::array<std::string_view, 3> names{"exact", "portable", "tolerance"};
+};
+template <>
+struct EnumNames<Device> {
+  static constexpr std::array<std::string_view, 2> names{"cpu", "cuda"};
+};
+template <>
+struct EnumNames<Precision> {
+  static constexpr std::array<std::string_view, 3> names{"fp32", "tf32", "bf16"};
+};
+
+template <class Enum>
+constexpr std::string_view name_of(Enum value) {
+  return EnumNames<Enum>::names[static_cast<std::size_t>(value)];
+}
+template <class Enum>
+std::string name_string(Enum value) {
+  return std::string(name_of(value));
+}
+// The value spelt `name`, or nullopt for a name no value has.
+template <class Enum>
+constexpr std::optional<Enum> enum_named(std::string_view name) {
+  const auto& names = EnumNames<Enum>::names;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return static_cast<Enum>(i);
+  }
+  return std::nullopt;
+}
+// "\"exact\", \"portable\", \"tolerance\"": what an error about a wrong name lists.
+template <class Enum>
+std::string quoted_names() {
+  std::string list;
+  for (std::string_view n : EnumNames<Enum>::names) {
+    list += (list.empty() ? "\"" : ", \"") + std::string(n) + "\"";
+  }
+  return list;
+}
 
 struct ModelSpec {
   std::string name;    // "mlp" | "cnn" | "conv3d" | "gpt" | "torchscript"
@@ -86,14 +139,14 @@ struct Task {
   std::int64_t world_size = 1;       // a power of two <= gradient_groups
   std::uint64_t seed = 0;
   std::int64_t intra_op_threads = 1;
-  std::string device = "cpu";         // "cpu" | "cuda"
-  std::string determinism = "exact";  // "portable" | "exact" | "tolerance"
+  Device device = Device::kCpu;
+  Determinism determinism = Determinism::kExact;
   // Which edition of docs/portable.md's arithmetic a portable task is trained in: any change that
   // moves a portable bit is a new version, so a workdir trained before it still names the
   // arithmetic that reproduces it. Meaningful for determinism "portable" only; absent from the
   // canonical form at 1, so every portable task written before versions existed keeps its id.
   std::int64_t portable_arithmetic = 1;
-  std::string precision = "fp32";  // "fp32" | "tf32" | "bf16"
+  Precision precision = Precision::kFp32;
   FingerprintSpec fingerprint;
   ToleranceSpec tolerance;
   // The arithmetic environments the requestor accepts (docs/environment.md): field -> the
@@ -114,7 +167,9 @@ Status validate_task(const Task& task, std::string_view where = "task");
 
 // Whether a replay must reproduce the committed bits (portable and exact), rather than come
 // within the task's tolerance.
-inline bool replays_bit_for_bit(const Task& task) { return task.determinism != "tolerance"; }
+inline bool replays_bit_for_bit(const Task& task) {
+  return task.determinism != Determinism::kTolerance;
+}
 
 std::string canonical_task_json(const Task& task);  // sorted keys, no whitespace
 std::string pretty_task_json(

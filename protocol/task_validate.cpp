@@ -238,14 +238,11 @@ Status validate_task(const Task& t, std::string_view where) {
   VT_RETURN_IF_ERROR(c.at_least("batch_size", t.batch_size, 1));
   VT_RETURN_IF_ERROR(validate_groups(c, t));
   VT_RETURN_IF_ERROR(c.at_least("intra_op_threads", t.intra_op_threads, 1));
-  VT_RETURN_IF_ERROR(c.one_of("device", t.device, {"cpu", "cuda"}));
-  VT_RETURN_IF_ERROR(c.one_of("determinism", t.determinism, {"exact", "portable", "tolerance"}));
   VT_RETURN_IF_ERROR(c.at_least("portable_arithmetic", t.portable_arithmetic, 1));
-  if (t.determinism != "portable") {
+  if (t.determinism != Determinism::kPortable) {
     VT_RETURN_IF_ERROR(c.unused("portable_arithmetic", t.portable_arithmetic, std::int64_t{1},
                                 "determinism \"portable\""));
   }
-  VT_RETURN_IF_ERROR(c.one_of("precision", t.precision, {"fp32", "tf32", "bf16"}));
   VT_RETURN_IF_ERROR(c.at_least("fingerprint.k", t.fingerprint.k, 1));
   VT_RETURN_IF_ERROR(c.at_least("fingerprint.tracking_k", t.fingerprint.tracking_k, 1));
   VT_RETURN_IF_ERROR(c.at_least("fingerprint.trail_interval", t.fingerprint.trail_interval, 0));

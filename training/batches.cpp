@@ -34,14 +34,16 @@ Result<std::pair<at::Tensor, at::Tensor>> MappedSplit::batch(std::span<const std
   return std::make_pair(x.to(device), y.to(device));
 }
 
-Result<MappedSplit> open_mapped_split(const Task& task, const Options& model_options,
+Result<MappedSplit> open_mapped_split(const TrainingTask& resolved,
                                       const std::filesystem::path& task_dir,
                                       const std::map<std::string, std::string>& files,
                                       const std::string& split) {
+  const Task& task = resolved.task;
+  const Options& model_options = resolved.model;
   MappedSplit out;
   VT_ASSIGN_OR_RETURN(out.data,
-                      MappedDataset::open(task, task_dir / task.dataset.path, files, split));
-  VT_RETURN_IF_ERROR(check_against_model(task, model_options, *out.data));
+                      MappedDataset::open(resolved, task_dir / task.dataset.path, files, split));
+  VT_RETURN_IF_ERROR(check_against_model(resolved, *out.data));
   const std::string& m = task.model.name;
   if (m == "gpt") {
     out.input_type = at::kLong;
@@ -56,12 +58,13 @@ Result<MappedSplit> open_mapped_split(const Task& task, const Options& model_opt
 
 namespace vt::training {
 
-Result<std::optional<MappedSplit>> open_eval_split(const Task& task, const Options& model_options,
+Result<std::optional<MappedSplit>> open_eval_split(const TrainingTask& resolved,
                                                    const std::filesystem::path& task_dir,
                                                    MappedSplit& train) {
+  const Task& task = resolved.task;
   if (!task.dataset.eval_files.empty()) {
-    VT_ASSIGN_OR_RETURN(MappedSplit eval, open_mapped_split(task, model_options, task_dir,
-                                                            task.dataset.eval_files, "eval"));
+    VT_ASSIGN_OR_RETURN(MappedSplit eval,
+                        open_mapped_split(resolved, task_dir, task.dataset.eval_files, "eval"));
     const Column &a = train.data->inputs(), &b = eval.data->inputs();
     if (a.dtype != b.dtype || a.shape != b.shape ||
         train.data->targets().dtype != eval.data->targets().dtype ||
@@ -88,7 +91,7 @@ Result<std::optional<MappedSplit>> open_eval_split(const Task& task, const Optio
     }
   }
   VT_ASSIGN_OR_RETURN(MappedSplit eval,
-                      open_mapped_split(task, model_options, task_dir, task.dataset.files, "eval"));
+                      open_mapped_split(resolved, task_dir, task.dataset.files, "eval"));
   eval.data->select(std::move(held));
   train.data->select(std::move(kept));
   return std::optional<MappedSplit>(std::move(eval));

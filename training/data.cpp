@@ -197,9 +197,10 @@ Result<Dataset> cifar10(const Task& task, const fs::path& dir, std::int64_t limi
 
 }  // namespace
 
-Result<Dataset> load_dataset(const Task& task, const fs::path& task_dir) {
-  VT_ASSIGN_OR_RETURN(Options model, resolve_model_options(task.model));
-  VT_ASSIGN_OR_RETURN(Options opt, resolve_dataset_options(task));
+Result<Dataset> load_dataset(const TrainingTask& resolved, const fs::path& task_dir) {
+  const Task& task = resolved.task;
+  const Options& model = resolved.model;
+  const Options& opt = resolved.dataset;
   const std::string& m = task.model.name;
   const fs::path dir = task_dir / task.dataset.path;
   if (task.dataset.name == "mnist") return mnist(task, dir, opt.at("limit"));

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "protocol/task.h"
+#include "training/zoo.h"
 
 namespace vt::training {
 
@@ -24,7 +25,7 @@ struct Dataset {
 
 // Builds or reads the task's dataset; files are resolved against `task_dir` and their SHA-256
 // checked against the task before a byte is used.
-Result<Dataset> load_dataset(const Task& task, const std::filesystem::path& task_dir);
+Result<Dataset> load_dataset(const TrainingTask& task, const std::filesystem::path& task_dir);
 
 // The example order of one epoch: enough passes of per-(seed, epoch, pass) permutations for
 // `steps * batch` examples. Never std::shuffle (docs/snapshot.md, "Determinism"). An empty

@@ -214,9 +214,9 @@ const std::vector<std::string>& cpu_capability_levels() {
 
 Environment measure_environment(const Task& task, const TrainerOptions& options) {
   Environment env;
-  const std::string device = options.device.empty() ? task.device : options.device;
+  const std::string device = options.device.empty() ? name_string(task.device) : options.device;
   const bool cuda = device.rfind("cuda", 0) == 0;
-  env["arithmetic"] = task.determinism;
+  env["arithmetic"] = name_of(task.determinism);
   env["device"] = cuda ? "cuda" : "cpu";
   env["torch"] = runtime_info().torch_version;
   env["intra_op_threads"] = std::to_string(threads_of(task, options));
@@ -227,11 +227,12 @@ Environment measure_environment(const Task& task, const TrainerOptions& options)
   env["blas_path"] = blas.path;
   env["blas_sha256"] = blas.sha256;
   env["cpu_model"] = cpu_model();
-  if (task.determinism == "portable") env["kernels"] = kernels::isa_name(kernels::isa());
+  if (task.determinism == Determinism::kPortable)
+    env["kernels"] = kernels::isa_name(kernels::isa());
   if (task.model.name == "torchscript") env["script_executor"] = kScriptExecutor;
   if (cuda) {
     add_cuda_fields(device, env);
-    env["tf32"] = task.precision == "fp32" ? "off" : "on";
+    env["tf32"] = task.precision == Precision::kFp32 ? "off" : "on";
   }
   return env;
 }
@@ -247,7 +248,7 @@ Result<EnvironmentMatch> match_environment(const Environment& committed, const T
   const std::string allowed = allowed_max_level();
   const std::string level = field("cpu_capability");
   bool adopted_level = false;
-  if (task.determinism == "exact" && task.device == "cpu") {
+  if (task.determinism == Determinism::kExact && task.device == Device::kCpu) {
     if (level_rank(level) >= 0 && level_rank(level) <= level_rank(allowed)) {
       ::setenv("ATEN_CPU_CAPABILITY", level.c_str(), 1);
       adopted_level = level != native;
@@ -271,7 +272,8 @@ Result<EnvironmentMatch> match_environment(const Environment& committed, const T
   }
   // A portable replay needs the task's edition of the arithmetic; another one's bits are no
   // judgement of the provider.
-  if (task.determinism == "portable" && task.portable_arithmetic != kernels::kPortableArithmetic) {
+  if (task.determinism == Determinism::kPortable &&
+      task.portable_arithmetic != kernels::kPortableArithmetic) {
     match.unmatched.push_back({"portable_arithmetic", std::to_string(task.portable_arithmetic),
                                std::to_string(kernels::kPortableArithmetic)});
   }
@@ -287,7 +289,7 @@ Result<EnvironmentMatch> match_environment(const Environment& committed, const T
 std::map<std::string, std::vector<std::string>> replayable_environments(
     const Task& task, const TrainerOptions& options) {
   std::map<std::string, std::vector<std::string>> out;
-  if (task.determinism != "exact" || task.device != "cpu") return out;
+  if (task.determinism != Determinism::kExact || task.device != Device::kCpu) return out;
   const auto& levels = cpu_capability_levels();
   const int max = level_rank(allowed_max_level());
   for (int i = 0; i <= max; ++i)

@@ -127,17 +127,17 @@ std::size_t Column::row_bytes() const {
 }
 
 Result<std::unique_ptr<MappedDataset>> MappedDataset::open(
-    const Task& task, const fs::path& dir, const std::map<std::string, std::string>& files,
-    const std::string& split) {
-  VT_ASSIGN_OR_RETURN(Options opt, resolve_dataset_options(task));
+    const TrainingTask& resolved, const fs::path& dir,
+    const std::map<std::string, std::string>& files, const std::string& split) {
+  const Task& task = resolved.task;
+  const Options& opt = resolved.dataset;
   auto data = std::unique_ptr<MappedDataset>(new MappedDataset());
   data->split_ = split;
   const std::string field = split == "eval" ? "eval_files" : "files";
   VT_ASSIGN_OR_RETURN(std::vector<MappedFile> mapped, open_pinned(dir, files, field));
   if (task.dataset.name == "tokens") {
-    VT_ASSIGN_OR_RETURN(Options model, resolve_model_options(task.model));
     std::int64_t context = opt.at("context");
-    if (context == 0 && task.model.name == "gpt") context = model.at("seq_len");
+    if (context == 0 && task.model.name == "gpt") context = resolved.model.at("seq_len");
     if (context == 0)
       return invalid_input("dataset.options.context: required for model " + task.model.name);
     VT_RETURN_IF_ERROR(data->open_tokens(std::move(mapped), context, opt.at("token_bits") / 8));
@@ -377,7 +377,9 @@ Result<std::vector<std::int64_t>> mapped_order(const MappedDataset& data, std::u
   return order;
 }
 
-Status check_against_model(const Task& task, const Options& model, const MappedDataset& data) {
+Status check_against_model(const TrainingTask& resolved, const MappedDataset& data) {
+  const Task& task = resolved.task;
+  const Options& model = resolved.model;
   const std::string& m = task.model.name;
   const Column& in = data.inputs();
   const Column& tg = data.targets();

@@ -21,6 +21,7 @@
 #include "common/mapped_file.h"
 #include "common/safetensors.h"
 #include "protocol/task.h"
+#include "training/zoo.h"
 
 namespace vt::training {
 
@@ -35,7 +36,7 @@ class MappedDataset {
   // The task's dataset from the pinned `files` (name -> SHA-256) inside `dir`; `split` ("train",
   // "eval") names the split in messages.
   static Result<std::unique_ptr<MappedDataset>> open(
-      const Task& task, const std::filesystem::path& dir,
+      const TrainingTask& task, const std::filesystem::path& dir,
       const std::map<std::string, std::string>& files, const std::string& split);
 
   bool windowed() const { return context_ > 0; }
@@ -104,7 +105,6 @@ std::vector<std::int64_t> held_out_rows(std::uint64_t seed, std::int64_t rows, d
 // Shapes and dtypes of a mapped dataset against the task's model (built-in models; a
 // TorchScript model gets its inputs as stored and is checked by running it). Messages name
 // the expected and the actual value.
-Status check_against_model(const Task& task, const Options& model_options,
-                           const MappedDataset& data);
+Status check_against_model(const TrainingTask& task, const MappedDataset& data);
 
 }  // namespace vt::training

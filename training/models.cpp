@@ -226,7 +226,9 @@ class ModuleNetwork final : public Network {
 Result<std::unique_ptr<Network>> make_network(const Task& task, const Options& o,
                                               const std::filesystem::path& task_dir) {
   const std::string& name = task.model.name;
-  auto ops = [&] { return task.determinism == "portable" ? portable_ops(task.seed) : torch_ops(); };
+  auto ops = [&] {
+    return task.determinism == Determinism::kPortable ? portable_ops(task.seed) : torch_ops();
+  };
   if (name == "mlp") {
     return std::unique_ptr<Network>(std::make_unique<ModuleNetwork<Mlp>>(
         ops(), o.at("input_dim"), o.at("hidden"), o.at("layers"), o.at("classes")));

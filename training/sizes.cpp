@@ -223,8 +223,10 @@ std::uint64_t digits(std::uint64_t n) {
 
 }  // namespace
 
-DataShape synthetic_shape(const Task& task, const Options& model, const Options& dataset) {
-  const std::string& m = task.model.name;
+DataShape synthetic_shape(const TrainingTask& resolved) {
+  const Options& model = resolved.model;
+  const Options& dataset = resolved.dataset;
+  const std::string& m = resolved.task.model.name;
   DataShape s;
   s.examples = s.permuted = dataset.at("samples");
   s.resident = true;
@@ -306,8 +308,9 @@ std::uint64_t zoo_parameter_count(const std::string& m, const Options& o) {
   return 0;
 }
 
-Result<TaskSizes> check_sizes(const Task& task, const Options& model, const DataShape& data,
+Result<TaskSizes> check_sizes(const TrainingTask& resolved, const DataShape& data,
                               std::uint64_t memory) {
+  const Task& task = resolved.task;
   // The arithmetic below needs the format's own rules (batch_size >= 1, gradient_groups >= 1).
   VT_RETURN_IF_ERROR(validate_task(task, "task"));
   if (task.intra_op_threads > kMaxIntraOpThreads) {
@@ -316,7 +319,7 @@ Result<TaskSizes> check_sizes(const Task& task, const Options& model, const Data
                          std::to_string(task.intra_op_threads));
   }
   if (data.examples < 1) return invalid_input("dataset: holds no examples to train on");
-  const Sizing sizing{task, model, data};
+  const Sizing sizing{task, resolved.model, data};
   TaskSizes out;
   out.steps = steps_per_epoch(task, data.examples);
   VT_RETURN_IF_ERROR(check_memory(sizing, out.steps, memory));
@@ -331,9 +334,9 @@ Result<TaskSizes> check_sizes(const Task& task, const Options& model, const Data
   return out;
 }
 
-Status check_local_ranks(const Task& task, const Options& model, std::int64_t ranks,
-                         const std::string& field, std::uint64_t memory) {
-  const std::uint64_t each = add(kRankProcessBytes, state_bytes(task, model));
+Status check_local_ranks(const TrainingTask& task, std::int64_t ranks, const std::string& field,
+                         std::uint64_t memory) {
+  const std::uint64_t each = add(kRankProcessBytes, state_bytes(task.task, task.model));
   if (mul(u(ranks), each) <= memory) return {};
   return invalid_input(field + ": expected at most " + std::to_string(memory / each) +
                        " ranks on this machine (each is a process of at least " + show_bytes(each) +

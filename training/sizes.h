@@ -19,6 +19,7 @@
 
 #include "common/safetensors.h"
 #include "protocol/task.h"
+#include "training/zoo.h"
 
 namespace vt::training {
 
@@ -35,7 +36,7 @@ struct DataShape {
 };
 
 // The synthetic dataset load_dataset would generate for `task`, from its options alone.
-DataShape synthetic_shape(const Task& task, const Options& model, const Options& dataset);
+DataShape synthetic_shape(const TrainingTask& task);
 // A dataset already loaded (MNIST, CIFAR-10) or memory-mapped (tensors, tokens).
 DataShape resident_shape(const Dataset& data);
 DataShape mapped_shape(const MappedDataset& data, const Task& task);
@@ -54,7 +55,7 @@ struct TaskSizes {
 };
 
 // Every size of `task` against its data and `memory` bytes; errors name the field.
-Result<TaskSizes> check_sizes(const Task& task, const Options& model, const DataShape& data,
+Result<TaskSizes> check_sizes(const TrainingTask& task, const DataShape& data,
                               std::uint64_t memory);
 
 // A process with LibTorch loaded, at least: one rank of the smallest mlp task held 179 MiB here
@@ -63,8 +64,8 @@ inline constexpr std::uint64_t kRankProcessBytes = std::uint64_t{128} << 20;
 
 // `ranks` processes of `task` on this machine, each with LibTorch and the model's whole state,
 // against `memory`; `field` is what set the count (world_size, --nproc).
-Status check_local_ranks(const Task& task, const Options& model, std::int64_t ranks,
-                         const std::string& field, std::uint64_t memory);
+Status check_local_ranks(const TrainingTask& task, std::int64_t ranks, const std::string& field,
+                         std::uint64_t memory);
 
 // fingerprint.k and tracking_k against the training state's `layout` (what plan_samples draws
 // from), and the record an epoch of `steps` commits - its fingerprint, tracking fingerprint and

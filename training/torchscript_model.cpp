@@ -222,7 +222,7 @@ Result<std::unique_ptr<Network>> load_torchscript(const Task& task,
   }
   VT_RETURN_IF_ERROR(check_no_mutable_attributes(module, file.string()));
   for (const auto& p : module.parameters(true)) p.set_requires_grad(true);
-  if (task.determinism != "portable") {
+  if (task.determinism != Determinism::kPortable) {
     return std::unique_ptr<Network>(std::make_unique<ScriptNetwork>(module, nullptr, module));
   }
   torch::jit::Module run = module.clone(/*inplace=*/true);

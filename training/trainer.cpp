@@ -99,7 +99,7 @@ at::Generator cuda_generator(const at::Device& d) {
 }
 
 Result<at::Device> resolve_device(const Task& task, const TrainerOptions& options) {
-  const std::string name = options.device.empty() ? task.device : options.device;
+  const std::string name = options.device.empty() ? name_string(task.device) : options.device;
   if (name.rfind("cuda", 0) == 0) {
     // cuBLAS reads this when it creates its first handle; deterministic GEMMs need it.
     ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 0);
@@ -131,7 +131,7 @@ void apply_determinism(const Task& task, const at::Device& device, bool determin
     ctx.setBenchmarkCuDNN(!deterministic);
     ctx.setDeterministicCuDNN(deterministic);
     // TF32 changes results but not their reproducibility (measured bit-identical on an H200).
-    const bool tf32 = task.precision != "fp32";
+    const bool tf32 = task.precision != Precision::kFp32;
     ctx.setAllowTF32CuBLAS(tf32);
     ctx.setAllowTF32CuDNN(tf32);
   }
@@ -191,9 +191,9 @@ void keep_step_memory() {
 // comes first: every size is checked against it and this machine's memory (sizes.h) before the
 // model, the data's tensors or the epoch's order take a byte.
 Result<std::unique_ptr<Trainer::Impl>> build(const Task& task, const TrainerOptions& options) {
-  VT_RETURN_IF_ERROR(validate_for_training(task));
+  VT_ASSIGN_OR_RETURN(const TrainingTask resolved, resolve_for_training(task));
+  const Options& model_options = resolved.model;
   keep_step_memory();
-  VT_ASSIGN_OR_RETURN(Options model_options, resolve_model_options(task.model));
   auto impl = std::make_unique<Trainer::Impl>();
   impl->task = task;
   impl->id = task_id(task);
@@ -203,19 +203,17 @@ Result<std::unique_ptr<Trainer::Impl>> build(const Task& task, const TrainerOpti
   std::optional<Dataset> data;
   DataShape shape;
   if (is_mapped_dataset(task)) {
-    VT_ASSIGN_OR_RETURN(impl->mapped, open_mapped_split(task, model_options, options.task_dir,
-                                                        task.dataset.files, "train"));
-    VT_ASSIGN_OR_RETURN(impl->eval,
-                        open_eval_split(task, model_options, options.task_dir, *impl->mapped));
+    VT_ASSIGN_OR_RETURN(impl->mapped,
+                        open_mapped_split(resolved, options.task_dir, task.dataset.files, "train"));
+    VT_ASSIGN_OR_RETURN(impl->eval, open_eval_split(resolved, options.task_dir, *impl->mapped));
     shape = mapped_shape(*impl->mapped->data, task);
   } else if (task.dataset.name == "synthetic") {
-    VT_ASSIGN_OR_RETURN(Options data_options, resolve_dataset_options(task));
-    shape = synthetic_shape(task, model_options, data_options);
+    shape = synthetic_shape(resolved);
   } else {
-    VT_ASSIGN_OR_RETURN(data, load_dataset(task, options.task_dir));
+    VT_ASSIGN_OR_RETURN(data, load_dataset(resolved, options.task_dir));
     shape = resident_shape(*data);
   }
-  VT_ASSIGN_OR_RETURN(TaskSizes sizes, check_sizes(task, model_options, shape, usable_memory()));
+  VT_ASSIGN_OR_RETURN(TaskSizes sizes, check_sizes(resolved, shape, usable_memory()));
   impl->dataset_size = shape.examples;
   impl->steps = sizes.steps;
 
@@ -254,7 +252,7 @@ Result<std::unique_ptr<Trainer::Impl>> build(const Task& task, const TrainerOpti
   }
   if (impl->mapped) return impl;
   if (!data) {
-    VT_ASSIGN_OR_RETURN(data, load_dataset(task, options.task_dir));
+    VT_ASSIGN_OR_RETURN(data, load_dataset(resolved, options.task_dir));
   }
   impl->inputs =
       data->tokens()
@@ -270,7 +268,8 @@ Result<std::unique_ptr<Trainer::Impl>> build(const Task& task, const TrainerOpti
 // The thread count a snapshot records: the one that ran, except in portable mode, where it
 // changes no bit and is the provider's choice, so the task's keeps every run's bytes alike.
 std::int64_t snapshot_threads(const Trainer::Impl& impl) {
-  return impl.task.determinism == "portable" ? impl.task.intra_op_threads : impl.threads;
+  return impl.task.determinism == Determinism::kPortable ? impl.task.intra_op_threads
+                                                         : impl.threads;
 }
 
 // In exact mode a replay must run where the original ran; in tolerance mode differences are
@@ -289,9 +288,9 @@ Status check_snapshot_metadata(const Metadata& meta, Trainer::Impl& impl) {
     return invalid_input("snapshot: it belongs to task " + meta.at("task_id") +
                          ", not to this task " + hex_encode(impl.id));
   }
-  if (meta.at("precision") != impl.task.precision) {
+  if (meta.at("precision") != name_of(impl.task.precision)) {
     return invalid_input("snapshot: precision " + meta.at("precision") +
-                         " differs from the task's " + impl.task.precision);
+                         " differs from the task's " + name_string(impl.task.precision));
   }
   const bool exact = replays_bit_for_bit(impl.task);
   const std::string threads = std::to_string(snapshot_threads(impl));
@@ -299,7 +298,7 @@ Status check_snapshot_metadata(const Metadata& meta, Trainer::Impl& impl) {
     std::string msg = "snapshot was made with " + meta.at("intra_op_threads") +
                       " intra-op threads, this replay uses " + threads;
     if (exact)
-      return invalid_input(msg + "; " + impl.task.determinism +
+      return invalid_input(msg + "; " + name_string(impl.task.determinism) +
                            " mode needs the same count (run with the task's intra_op_threads)");
     impl.notes.push_back(msg);
   }
@@ -307,7 +306,7 @@ Status check_snapshot_metadata(const Metadata& meta, Trainer::Impl& impl) {
     std::string msg =
         "snapshot was made on " + meta.at("device") + ", this replay runs on " + impl.device_class;
     if (exact)
-      return invalid_input(msg + "; " + impl.task.determinism +
+      return invalid_input(msg + "; " + name_string(impl.task.determinism) +
                            " mode needs the same device class");
     impl.notes.push_back(msg);
   }
@@ -341,7 +340,7 @@ Metadata Trainer::Impl::metadata() const {
           {"data_cursor", std::to_string(epoch)},
           {"intra_op_threads", std::to_string(snapshot_threads(*this))},
           {"device", device_class},
-          {"precision", task.precision}};
+          {"precision", name_string(task.precision)}};
 }
 
 Result<EpochSummary> Trainer::Impl::train_epoch(const EpochHooks& hooks, const Trainer& owner) {
@@ -353,7 +352,7 @@ Result<EpochSummary> Trainer::Impl::train_epoch(const EpochHooks& hooks, const T
                              : epoch_order(task.seed, this_epoch, dataset_size, steps, batch));
   at::Tensor order_t =
       mapped ? at::Tensor() : to_tensor(order, {static_cast<std::int64_t>(order.size())}, device);
-  const bool bf16 = task.precision == "bf16";
+  const bool bf16 = task.precision == Precision::kBf16;
   at::Tensor loss_sum = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(device));
   for (std::int64_t s = 0; s < steps; ++s) {
     at::Tensor x, y;
@@ -446,7 +445,7 @@ Status Trainer::check_model() {
     Status fits;
     {
       at::NoGradGuard no_grad;
-      AutocastScope autocast(m.task.precision == "bf16", m.device.type());
+      AutocastScope autocast(m.task.precision == Precision::kBf16, m.device.type());
       fits = check_model_fits(m.task.loss, *m.net, x, y, max_class);
     }
     std::size_t i = 0;

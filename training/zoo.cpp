@@ -156,15 +156,15 @@ Result<Options> resolve_dataset_options(const Task& task) {
 // Float32 on CPUs, today. A TorchScript module's operators are checked when it is loaded
 // (script_portable.cpp).
 Status portable_reaches(const Task& task) {
-  if (task.device != "cpu") {
+  if (task.device != Device::kCpu) {
     return invalid_input(
         "device: portable arithmetic runs on CPUs for now (its CUDA kernels are "
         "not written yet); use device cpu, or determinism exact on " +
-        task.device);
+        name_string(task.device));
   }
-  if (task.precision != "fp32") {
+  if (task.precision != Precision::kFp32) {
     return invalid_input("precision: portable arithmetic is float32 throughout; use fp32, got " +
-                         task.precision);
+                         name_string(task.precision));
   }
   return {};
 }
@@ -172,7 +172,8 @@ Status portable_reaches(const Task& task) {
 std::int64_t implemented_portable_arithmetic() { return kernels::kPortableArithmetic; }
 
 Status implements_portable_arithmetic(const Task& task) {
-  if (task.determinism != "portable" || task.portable_arithmetic == kernels::kPortableArithmetic)
+  if (task.determinism != Determinism::kPortable ||
+      task.portable_arithmetic == kernels::kPortableArithmetic)
     return {};
   return invalid_input("portable_arithmetic: this veritrain implements portable arithmetic " +
                        std::to_string(kernels::kPortableArithmetic) + ", the task asks for " +
@@ -181,8 +182,20 @@ Status implements_portable_arithmetic(const Task& task) {
 }
 
 Status validate_for_training(const Task& task) {
+  Result<TrainingTask> resolved = resolve_for_training(task);
+  if (!resolved.ok()) return resolved.error();
+  return {};
+}
+
+Result<TrainingTask> resolve_options(const Task& task) {
   VT_ASSIGN_OR_RETURN(Options model, resolve_model_options(task.model));
-  VT_RETURN_IF_ERROR(resolve_dataset_options(task));
+  VT_ASSIGN_OR_RETURN(Options dataset, resolve_dataset_options(task));
+  return TrainingTask{task, std::move(model), std::move(dataset)};
+}
+
+Result<TrainingTask> resolve_for_training(const Task& task) {
+  VT_ASSIGN_OR_RETURN(TrainingTask resolved, resolve_options(task));
+  const Options& model = resolved.model;
   const std::string& m = task.model.name;
   const std::string& ds = task.dataset.name;
   if (m == "gpt" && model.at("d_model") % model.at("heads") != 0) {
@@ -232,7 +245,8 @@ Status validate_for_training(const Task& task) {
   if (files && (task.dataset.path.empty() || task.dataset.files.empty())) {
     return invalid_input("dataset: " + ds + " needs a path and the SHA-256 of each file in files");
   }
-  return task.determinism == "portable" ? portable_reaches(task) : Status{};
+  if (task.determinism == Determinism::kPortable) VT_RETURN_IF_ERROR(portable_reaches(task));
+  return resolved;
 }
 
 OptimizerSpec default_optimizer(const std::string& model, const std::string& optimizer) {

@@ -45,8 +45,20 @@ Result<Options> resolve_dataset_options(const Task& task);
 // The options the task's dataset takes, for its model (synthetic data depends on it).
 Result<std::vector<OptionSpec>> dataset_option_specs(const Task& task);
 
+// A task checked for training, its model's and dataset's options with every default filled in:
+// worked out once, where a run starts, and read by the data, size and model code after it.
+struct TrainingTask {
+  Task task;
+  Options model;    // model.options, resolved (resolve_model_options)
+  Options dataset;  // dataset.options, resolved (resolve_dataset_options)
+};
+
+// The task's options resolved, nothing else checked: for a task still being written (task init
+// reads a dataset's files before the model's options are complete).
+Result<TrainingTask> resolve_options(const Task& task);
 // Everything a task must satisfy before training can start: options, model/dataset/loss fit,
 // and a device this build can use.
+Result<TrainingTask> resolve_for_training(const Task& task);
 Status validate_for_training(const Task& task);
 
 // Whether portable arithmetic reaches the task's device and precision (docs/portable.md,

@@ -49,7 +49,7 @@ class CheatPortable : public ::testing::TestWithParam<Strategy> {};
 TEST_P(CheatPortable, RejectedWheneverChallenged) {
   const int seeds = seed_count(2);
   std::vector<std::string> messages;
-  EXPECT_EQ(rejected_runs(GetParam(), seeds, &messages, "portable"), seeds);
+  EXPECT_EQ(rejected_runs(GetParam(), seeds, &messages, Determinism::kPortable), seeds);
   EXPECT_NE(joined(messages).find("replay does not reach the committed fingerprint"),
             std::string::npos)
       << joined(messages);
@@ -59,7 +59,7 @@ INSTANTIATE_TEST_SUITE_P(Adversary, CheatPortable, ::testing::ValuesIn(epoch_str
                          [](const auto& info) { return strategy_name(info.param); });
 
 TEST(HonestPortable, NeverRejected) {
-  EXPECT_EQ(honest_rejections(seed_count(3), 3, "portable"), 0);
+  EXPECT_EQ(honest_rejections(seed_count(3), 3, Determinism::kPortable), 0);
 }
 
 // Bits that depend on the task alone make any change visible: a relative weight noise of 1e-5,
@@ -67,7 +67,7 @@ TEST(HonestPortable, NeverRejected) {
 // rejected every time.
 TEST(CheatPortable, TinyWeightNoiseTheToleranceModeMissesIsRejected) {
   const int seeds = seed_count(3);
-  EXPECT_EQ(rejected_runs(Strategy::kNoise, seeds, nullptr, "portable", 1e-5), seeds);
+  EXPECT_EQ(rejected_runs(Strategy::kNoise, seeds, nullptr, Determinism::kPortable, 1e-5), seeds);
 }
 
 // The cheater's honest mode commits what the real provider commits, field for field: its cheats

@@ -91,11 +91,11 @@ Result<Trained> train_as(const Task& modified, ByteSpan start, const Task& task,
                          const std::map<std::string, std::string>& after_meta) {
   VT_ASSIGN_OR_RETURN(Bytes disguised,
                       rewrite_metadata(start, {{"task_id", hex_encode(task_id(modified))},
-                                               {"precision", modified.precision}}));
+                                               {"precision", name_string(modified.precision)}}));
   VT_ASSIGN_OR_RETURN(Trained t, train_from(modified, disguised, task, id, epoch, options));
   auto meta = after_meta;
   meta["task_id"] = hex_encode(id);
-  meta["precision"] = task.precision;
+  meta["precision"] = name_string(task.precision);
   VT_ASSIGN_OR_RETURN(t.bytes, rewrite_metadata(t.bytes, meta));
   return t;
 }
@@ -165,10 +165,10 @@ class Cheater {
       case Strategy::kLowPrecision:
         // Portable arithmetic is float32 throughout; its cheap way out is another arithmetic,
         // LibTorch's own (vendor) kernels, rather than a narrower type.
-        if (task_.determinism == "portable") {
-          modified.determinism = "exact";
+        if (task_.determinism == Determinism::kPortable) {
+          modified.determinism = Determinism::kExact;
         } else {
-          modified.precision = "bf16";
+          modified.precision = Precision::kBf16;
         }
         return train_as(modified, prev, task_, id_, e, options_, {});
       case Strategy::kDataOrder: {

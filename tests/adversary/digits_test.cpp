@@ -135,7 +135,7 @@ TEST(Digits, AnInflatedHeldOutAccuracyIsRejected) {
 // an accuracy inflated beyond them is still rejected.
 TEST(Digits, ToleranceModeJudgesHeldOutMetricsWithinBounds) {
   Digits d;
-  d.task.determinism = "tolerance";
+  d.task.determinism = Determinism::kTolerance;
   d.task.tolerance = {2.9e-4, 0.0, 1.1e-5, 0.0};
   d.task.epochs = 2;
   training::TrainerOptions provider;

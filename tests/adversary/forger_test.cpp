@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 
 Task tolerance_tiny(std::uint64_t seed) {
   Task task = tiny_task(seed);
-  task.determinism = "tolerance";
+  task.determinism = Determinism::kTolerance;
   task.tolerance = {1e-6, 0.0, 1e-4, 0.0};
   return task;
 }
@@ -248,8 +248,8 @@ TEST(Forger, WithheldSnapshotIsARejection) {
 
 // Exact and portable mode: the replay is the epoch, so the claimed loss must be its bits.
 TEST(Forger, WrongClaimedLossIsRejectedAndHonestLossIsVerified) {
-  for (const char* determinism : {"exact", "portable"}) {
-    SCOPED_TRACE(determinism);
+  for (Determinism determinism : {Determinism::kExact, Determinism::kPortable}) {
+    SCOPED_TRACE(name_string(determinism));
     Forged f(tiny_task(17, 3, 0, determinism));
     const verifier::Verdict honest = verify_all(f);
     ASSERT_TRUE(honest.accepted) << reasons(honest);

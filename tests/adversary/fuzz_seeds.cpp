@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
   }
   put(out / "task" / "pretty.json", vt::as_bytes(vt::pretty_task_json(task)));
   put(out / "task" / "canonical.json", vt::as_bytes(vt::canonical_task_json(task)));
-  task.determinism = "tolerance";
+  task.determinism = vt::Determinism::kTolerance;
   task.tolerance = {1e-6, 1e-5, 1e-4, 0.01};
   task.model = {
       "gpt", {{"vocab", 16}, {"d_model", 8}, {"layers", 1}, {"heads", 2}, {"seq_len", 4}}, "", ""};

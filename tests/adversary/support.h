@@ -19,7 +19,7 @@ namespace vt::adversary {
 
 // A 8 -> 16 -> 4 mlp with SGD and momentum, 3 steps of 8 examples per epoch.
 inline Task tiny_task(std::uint64_t seed, std::int64_t epochs = 3, std::int64_t trail_interval = 0,
-                      const std::string& determinism = "exact") {
+                      Determinism determinism = Determinism::kExact) {
   auto t = training::default_task("mlp", "synthetic");
   EXPECT_TRUE(t.ok()) << t.error().message;
   Task task = *t;
@@ -86,7 +86,7 @@ inline std::string joined(const std::vector<std::string>& lines) {
 inline constexpr std::uint64_t kCheatEpoch = 2;  // of 3: an honest epoch before it and after it
 
 inline int rejected_runs(Strategy s, int seeds, std::vector<std::string>* messages = nullptr,
-                         const std::string& determinism = "exact", double noise = 1e-3) {
+                         Determinism determinism = Determinism::kExact, double noise = 1e-3) {
   testing::ScratchDir dir;
   int rejected = 0;
   for (int seed = 1; seed <= seeds; ++seed) {
@@ -122,7 +122,7 @@ inline int rejected_runs(Strategy s, int seeds, std::vector<std::string>* messag
 
 // Honest runs (every other seed with a trail); returns how many were rejected anywhere.
 inline int honest_rejections(int seeds, std::int64_t epochs,
-                             const std::string& determinism = "exact") {
+                             Determinism determinism = Determinism::kExact) {
   testing::ScratchDir dir;
   int rejections = 0;
   for (int seed = 1; seed <= seeds; ++seed) {

@@ -30,7 +30,7 @@ Task base(const char* model, vt::Options model_options, vt::Options data_options
   task.batch_size = batch;
   task.steps_per_epoch = 4;
   task.epochs = 10;
-  task.determinism = "tolerance";
+  task.determinism = vt::Determinism::kTolerance;
   task.intra_op_threads = 1;
   task.fingerprint.trail_interval = 0;
   return task;

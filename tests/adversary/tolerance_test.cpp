@@ -32,7 +32,7 @@ Task tolerance_task(std::uint64_t seed, std::int64_t epochs = 3) {
   task.batch_size = 8;
   task.steps_per_epoch = 4;
   task.fingerprint = {1024, 256, 0};
-  task.determinism = "tolerance";
+  task.determinism = Determinism::kTolerance;
   task.intra_op_threads = 1;
   task.tolerance = {kAtol, 0.0, kRelL2, 0.0};
   return task;

@@ -74,11 +74,13 @@ const std::vector<vt::TensorEntry>& large_state() {
 }
 
 // What `train` computes from the sizes before LibTorch does, at the sizes just accepted.
-void run_accepted(const vt::Task& task, const DataShape& shape, const vt::training::TaskSizes& s) {
+void run_accepted(const vt::training::TrainingTask& resolved, const DataShape& shape,
+                  const vt::training::TaskSizes& s) {
   using namespace vt::training;
+  const vt::Task& task = resolved.task;
   if (s.steps < 1 || s.memory > kMemory || s.total_steps > (std::uint64_t{1} << 53)) std::abort();
   if (task.dataset.name == "synthetic") {
-    auto data = load_dataset(task, ".");
+    auto data = load_dataset(resolved, ".");
     if (!data.ok()) std::abort();
     const DataShape loaded = resident_shape(*data);
     if (loaded.examples != shape.examples || loaded.input_bytes != shape.input_bytes ||
@@ -114,30 +116,28 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     expect_input_error(task.error());
     return 0;
   }
-  if (auto fit = validate_for_training(*task); !fit.ok()) {
-    expect_input_error(fit.error());
+  auto resolved = resolve_for_training(*task);
+  if (!resolved.ok()) {
+    expect_input_error(resolved.error());
     return 0;
   }
-  const vt::Options model = *resolve_model_options(task->model);
-  const vt::Options options = *resolve_dataset_options(*task);
   DataShape shape;
   if (task->dataset.name == "synthetic") {
-    shape = synthetic_shape(*task, model, options);
+    shape = synthetic_shape(*resolved);
   } else {
-    vt::Task as_synthetic = *task;
-    as_synthetic.dataset.options = {};
-    shape =
-        synthetic_shape(as_synthetic, model, {{"samples", 1}, {"input_dim", 32}, {"classes", 4}});
+    TrainingTask as_synthetic = *resolved;
+    as_synthetic.dataset = {{"samples", 1}, {"input_dim", 32}, {"classes", 4}};
+    shape = synthetic_shape(as_synthetic);
     shape.examples = 1 + static_cast<std::int64_t>(task->seed % (std::uint64_t{1} << 40));
     // MNIST and CIFAR-10 are loaded whole; tensors rows are permuted, token windows drawn.
     shape.resident = task->dataset.name == "mnist" || task->dataset.name == "cifar10";
     shape.permuted = task->dataset.name == "tokens" ? 0 : shape.examples;
   }
-  auto sizes = check_sizes(*task, model, shape, kMemory);
+  auto sizes = check_sizes(*resolved, shape, kMemory);
   if (!sizes.ok()) {
     expect_input_error(sizes.error());
     return 0;
   }
-  run_accepted(*task, shape, *sizes);
+  run_accepted(*resolved, shape, *sizes);
   return 0;
 }

@@ -50,9 +50,9 @@ TEST(Task, MinimalTaskGetsDocumentedDefaults) {
   EXPECT_EQ(task->optimizer.lr, 0.01);
   EXPECT_EQ(task->schedule.name, "constant");
   EXPECT_EQ(task->loss, "cross_entropy");
-  EXPECT_EQ(task->device, "cpu");
-  EXPECT_EQ(task->determinism, "exact");
-  EXPECT_EQ(task->precision, "fp32");
+  EXPECT_EQ(task->device, Device::kCpu);
+  EXPECT_EQ(task->determinism, Determinism::kExact);
+  EXPECT_EQ(task->precision, Precision::kFp32);
   EXPECT_EQ(task->seed, 0u);
   EXPECT_EQ(task->intra_op_threads, 1);
   EXPECT_EQ(task->fingerprint.k, 1024);

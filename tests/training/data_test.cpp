@@ -16,6 +16,11 @@
 namespace vt::training {
 namespace {
 
+Result<Dataset> load(const Task& task, const std::filesystem::path& dir) {
+  VT_ASSIGN_OR_RETURN(const TrainingTask resolved, resolve_options(task));
+  return load_dataset(resolved, dir);
+}
+
 TEST(Prng, KnownFirstOutputsPinTheStream) {
   // Changing the generator changes every task's data order: these values are part of the format.
   Prng rng(0);
@@ -74,12 +79,12 @@ TEST(EpochOrder, AnEmptyDatasetIsAnErrorNotAnEndlessLoop) {
 
 TEST(Synthetic, SameTaskSameBytesOtherSeedOtherBytes) {
   Task task = *default_task("gpt", "synthetic");
-  auto a = load_dataset(task, ".");
+  auto a = load(task, ".");
   ASSERT_TRUE(a.ok()) << a.error().message;
   EXPECT_EQ(a->size, 256);
-  EXPECT_EQ(a->token_inputs, load_dataset(task, ".")->token_inputs);
+  EXPECT_EQ(a->token_inputs, load(task, ".")->token_inputs);
   task.seed = 1;
-  EXPECT_NE(a->token_inputs, load_dataset(task, ".")->token_inputs);
+  EXPECT_NE(a->token_inputs, load(task, ".")->token_inputs);
   // Next-token targets are the inputs shifted by one.
   EXPECT_EQ(a->class_targets[0], a->token_inputs[1]);
 }
@@ -105,14 +110,14 @@ TEST(Mnist, ReadsIdxFilesPinnedBySha256) {
   std::filesystem::rename(dir.path(), dir.path().string() + "-x");
   std::filesystem::create_directories(dir.path());
   std::filesystem::rename(dir.path().string() + "-x", dir / "data");
-  auto d = load_dataset(task, dir.path());
+  auto d = load(task, dir.path());
   ASSERT_TRUE(d.ok()) << d.error().message;
   EXPECT_EQ(d->size, 2);
   EXPECT_EQ(d->class_targets, (std::vector<std::int64_t>{3, 9}));
   EXPECT_FLOAT_EQ(d->inputs[255], 1.0f);
 
   task.dataset.files["train-labels-idx1-ubyte"] = std::string(64, '0');
-  auto bad = load_dataset(task, dir.path());
+  auto bad = load(task, dir.path());
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("train-labels-idx1-ubyte: SHA-256 is"), std::string::npos)
       << bad.error().message;
@@ -139,7 +144,7 @@ TEST(Mnist, AnEmptyIdxPairIsRefused) {
     for (const char* name : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte"}) {
       task.dataset.files[name + suffix] = hex_encode(sha256(*read_file(dir / (name + suffix))));
     }
-    auto d = load_dataset(task, dir.path());
+    auto d = load(task, dir.path());
     ASSERT_FALSE(d.ok()) << suffix;
     EXPECT_EQ(d.error().code, Errc::kInvalidInput);
     EXPECT_NE(d.error().message.find("train-images-idx3-ubyte: holds no images"), std::string::npos)
@@ -185,7 +190,7 @@ TEST(Mnist, ReadsGzippedIdxFilesAndNamesAMissingOne) {
   plain.dataset.path = ".";
   plain.dataset.files = {{"train-images-idx3-ubyte", hex_encode(sha256(images))},
                          {"train-labels-idx1-ubyte", hex_encode(sha256(labels))}};
-  auto want = load_dataset(plain, dir.path());
+  auto want = load(plain, dir.path());
   ASSERT_TRUE(want.ok()) << want.error().message;
 
   auto gz =
@@ -199,20 +204,20 @@ TEST(Mnist, ReadsGzippedIdxFilesAndNamesAMissingOne) {
   for (const char* name : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"}) {
     packed.dataset.files[name] = hex_encode(sha256(*read_file(dir / name)));
   }
-  auto got = load_dataset(packed, dir.path());
+  auto got = load(packed, dir.path());
   ASSERT_TRUE(got.ok()) << got.error().message;
   EXPECT_EQ(got->inputs, want->inputs);
   EXPECT_EQ(got->class_targets, (std::vector<std::int64_t>{4, 0, 7}));
 
   std::filesystem::remove(dir / "train-labels-idx1-ubyte.gz");
-  auto missing = load_dataset(packed, dir.path());
+  auto missing = load(packed, dir.path());
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().code, Errc::kInvalidInput);
   EXPECT_NE(missing.error().message.find("file \"train-labels-idx1-ubyte.gz\" is missing"),
             std::string::npos)
       << missing.error().message;
   packed.dataset.files.erase("train-labels-idx1-ubyte.gz");
-  auto unpinned = load_dataset(packed, dir.path());
+  auto unpinned = load(packed, dir.path());
   ASSERT_FALSE(unpinned.ok());
   EXPECT_NE(unpinned.error().message.find(
                 "pins neither \"train-labels-idx1-ubyte\" nor \"train-labels-idx1-ubyte.gz\""),
@@ -231,7 +236,7 @@ TEST(Cifar10, ReadsBinaryBatchesAndRejectsTruncation) {
   Task task = *default_task("cnn", "cifar10");
   task.dataset.path = ".";
   task.dataset.files = {{"data_batch_1.bin", hex_encode(sha256(batch))}};
-  auto d = load_dataset(task, dir.path());
+  auto d = load(task, dir.path());
   ASSERT_TRUE(d.ok()) << d.error().message;
   EXPECT_EQ(d->size, 3);
   EXPECT_EQ(d->class_targets[2], 2);
@@ -239,7 +244,7 @@ TEST(Cifar10, ReadsBinaryBatchesAndRejectsTruncation) {
   batch.pop_back();
   ASSERT_TRUE(write_file_atomic(dir / "data_batch_1.bin", batch).ok());
   task.dataset.files = {{"data_batch_1.bin", hex_encode(sha256(batch))}};
-  auto bad = load_dataset(task, dir.path());
+  auto bad = load(task, dir.path());
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("not a CIFAR-10 binary batch"), std::string::npos);
 }

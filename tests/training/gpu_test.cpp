@@ -24,7 +24,7 @@ namespace {
 // and (gpt) dropout, which draws from the CUDA generator.
 Task cuda_task(const std::string& model) {
   Task task = *default_task(model, "synthetic");
-  task.device = "cuda";
+  task.device = Device::kCuda;
   task.epochs = 2;
   task.steps_per_epoch = 4;
   task.batch_size = 8;

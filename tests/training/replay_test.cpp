@@ -111,7 +111,7 @@ TEST(Replay, OtherThreadCountIsRefusedInExactMode) {
 
 TEST(Replay, OtherThreadCountIsAllowedAndReportedInToleranceMode) {
   Task task = small_task("mlp", "adam");
-  task.determinism = "tolerance";
+  task.determinism = Determinism::kTolerance;
   task.tolerance = {1e-6, 1e-4, 1e-4, 0.01};
   auto trainer = Trainer::create(task);
   ASSERT_TRUE(trainer.ok()) << trainer.error().message;

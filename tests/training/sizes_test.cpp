@@ -29,9 +29,8 @@ Task synthetic(const std::string& model) {
 }
 
 Result<TaskSizes> check(const Task& task, std::uint64_t memory = kGiB) {
-  VT_ASSIGN_OR_RETURN(Options model, resolve_model_options(task.model));
-  VT_ASSIGN_OR_RETURN(Options data, resolve_dataset_options(task));
-  return check_sizes(task, model, synthetic_shape(task, model, data), memory);
+  VT_ASSIGN_OR_RETURN(const TrainingTask resolved, resolve_options(task));
+  return check_sizes(resolved, synthetic_shape(resolved), memory);
 }
 
 // The message names `field`, says "expected at most N" and quotes the value given; returns N.
@@ -88,32 +87,31 @@ TEST(Sizes, StepsPerEpochBoundByTheEpochsOrder) {
 TEST(Sizes, AWholePassOverMappedDataNamesStepsPerEpoch) {
   Task task = synthetic("gpt");
   task.steps_per_epoch = 0;
-  const Options model = *resolve_model_options(task.model);
+  TrainingTask resolved = *resolve_options(task);
   DataShape tokens;
   tokens.examples = std::int64_t{1} << 40;
   tokens.input_bytes = tokens.target_bytes = std::uint64_t{8} * 32;
-  auto r = check_sizes(task, model, tokens, kGiB);
+  auto r = check_sizes(resolved, tokens, kGiB);
   const std::int64_t most = most_named(r, "steps_per_epoch", 0);
   ASSERT_GT(most, 0);
-  task.steps_per_epoch = most;
-  EXPECT_TRUE(check_sizes(task, model, tokens, kGiB).ok());
+  resolved.task.steps_per_epoch = most;
+  EXPECT_TRUE(check_sizes(resolved, tokens, kGiB).ok());
 }
 
 // Rows of a `tensors` dataset are permuted whole every pass, however few an epoch takes.
 TEST(Sizes, RowsTooManyToPermuteNameTheDataset) {
-  Task task = synthetic("mlp");
-  const Options model = *resolve_model_options(task.model);
+  const TrainingTask resolved = *resolve_options(synthetic("mlp"));
   DataShape rows;
   rows.examples = rows.permuted = std::int64_t{1} << 40;
   rows.input_bytes = std::uint64_t{4} * 32;
   rows.target_bytes = 8;
-  auto r = check_sizes(task, model, rows, kGiB);
+  auto r = check_sizes(resolved, rows, kGiB);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message.rfind("dataset: expected at most ", 0), 0u) << r.error().message;
   EXPECT_NE(r.error().message.find("every pass permutes all of them"), std::string::npos)
       << r.error().message;
   rows.examples = rows.permuted = 1 << 20;
-  EXPECT_TRUE(check_sizes(task, model, rows, kGiB).ok());
+  EXPECT_TRUE(check_sizes(resolved, rows, kGiB).ok());
 }
 
 TEST(Sizes, SyntheticSamplesBoundByMemory) {
@@ -175,17 +173,16 @@ TEST(Sizes, IntraOpThreadsBeyond1024AreRefused) {
 // `train` starts a task's world_size ranks on this machine when no --nproc says otherwise: a
 // world_size of 2^20 (gradient_groups allows it) would have forked a million LibTorch processes.
 TEST(Sizes, LocalRanksBoundByMemory) {
-  Task task = synthetic("mlp");
-  const Options model = *resolve_model_options(task.model);
-  Status s = check_local_ranks(task, model, 1 << 20, "world_size", 16 * kGiB);
+  const TrainingTask task = *resolve_options(synthetic("mlp"));
+  Status s = check_local_ranks(task, 1 << 20, "world_size", 16 * kGiB);
   ASSERT_FALSE(s.ok());
   const std::string head = "world_size: expected at most ";
   ASSERT_EQ(s.error().message.rfind(head, 0), 0u) << s.error().message;
   const std::int64_t most = std::stoll(s.error().message.substr(head.size()));
   EXPECT_GE(most, 100);  // the small mlp's ranks are mostly LibTorch
   EXPECT_LT(most, 128);
-  EXPECT_TRUE(check_local_ranks(task, model, most, "world_size", 16 * kGiB).ok());
-  EXPECT_FALSE(check_local_ranks(task, model, most + 1, "--nproc", 16 * kGiB).ok());
+  EXPECT_TRUE(check_local_ranks(task, most, "world_size", 16 * kGiB).ok());
+  EXPECT_FALSE(check_local_ranks(task, most + 1, "--nproc", 16 * kGiB).ok());
 }
 
 // The torch-free counts agree with the models LibTorch builds.
@@ -219,12 +216,11 @@ TEST(Sizes, ZooParameterCountsMatchTheTrainersModels) {
 TEST(Sizes, SyntheticShapeIsWhatLoadDatasetGenerates) {
   for (const ModelInfo& m : zoo_models()) {
     if (m.name == "torchscript") continue;
-    const Task task = synthetic(m.name);
+    const TrainingTask task = *resolve_options(synthetic(m.name));
     auto data = load_dataset(task, ".");
     ASSERT_TRUE(data.ok()) << data.error().message;
     const DataShape want = resident_shape(*data);
-    const DataShape got =
-        synthetic_shape(task, *resolve_model_options(task.model), *resolve_dataset_options(task));
+    const DataShape got = synthetic_shape(task);
     EXPECT_EQ(got.examples, want.examples) << m.name;
     EXPECT_EQ(got.input_bytes, want.input_bytes) << m.name;
     EXPECT_EQ(got.target_bytes, want.target_bytes) << m.name;

@@ -74,7 +74,7 @@ def forward(self, x):
 )");
   m.save((dir / "lenet.pt").string());
   Task task = script_task("lenet.pt", hex_encode(sha256(*read_file(dir / "lenet.pt"))));
-  task.determinism = "exact";
+  task.determinism = Determinism::kExact;
   auto net = load_torchscript(task, dir.path());
   ASSERT_TRUE(net.ok()) << net.error().message;
   const at::Tensor x = torch::rand({8, 3, 32, 32});

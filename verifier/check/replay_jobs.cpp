@@ -241,7 +241,7 @@ Result<Replay> ReplayJobs::finish_oldest() {
 
 std::size_t automatic_replay_jobs(const Task& task, const training::TrainerOptions& trainer,
                                   std::size_t epochs) {
-  const std::string device = trainer.device.empty() ? task.device : trainer.device;
+  const std::string device = trainer.device.empty() ? name_string(task.device) : trainer.device;
   if (device.rfind("cuda", 0) == 0 || epochs < 2) return 1;
   const std::int64_t threads = std::max<std::int64_t>(
       1, trainer.intra_op_threads > 0 ? trainer.intra_op_threads : task.intra_op_threads);

@@ -43,7 +43,7 @@ void check_metadata(const SafetensorsView& view, std::uint64_t epoch, const Chec
   };
   must_equal("format", training::kSnapshotFormat);
   must_equal("task_id", hex_encode(ctx.task_id));
-  must_equal("precision", task.precision);
+  must_equal("precision", name_string(task.precision));
   must_equal("epoch", std::to_string(epoch));
   if (view.metadata.count("data_cursor")) must_equal("data_cursor", std::to_string(epoch));
   if (const std::string* g = get("global_step"); g && !is_count(*g, false)) {
@@ -58,11 +58,11 @@ void check_metadata(const SafetensorsView& view, std::uint64_t epoch, const Chec
     }
   }
   if (const std::string* d = get("device")) {
-    if (*d != "cpu" && *d != "cuda") {
+    if (!enum_named<Device>(*d)) {
       out.push_back("metadata device " + quoted(*d) + " is not cpu or cuda");
-    } else if (exact && *d != task.device) {
-      out.push_back("metadata device is " + quoted(*d) + ", the task says " + quoted(task.device) +
-                    " (exact mode)");
+    } else if (exact && *d != name_of(task.device)) {
+      out.push_back("metadata device is " + quoted(*d) + ", the task says " +
+                    quoted(name_string(task.device)) + " (exact mode)");
     }
   }
 }
