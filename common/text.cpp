@@ -81,4 +81,10 @@ std::string count_text(double count, std::string_view noun) {
   return std::string(number) + " " + std::string(noun) + (count == 1.0 ? "" : "s");
 }
 
+std::string format_numbers(const char* format, double a, double b, double c, double d) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, format, a, b, c, d);
+  return buf;
+}
+
 }  // namespace vt

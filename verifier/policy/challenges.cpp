@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json_number.h"
+#include "verifier/policy/probability.h"
 
 namespace vt::verifier {
 namespace {
@@ -20,7 +21,6 @@ constexpr double kMadToSigma = 1.4826;         // MAD of a normal sample → its
 const double kJumpFloor = std::log(3.0);
 const double kStallFloor = std::log(10.0);
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 double median(std::vector<double> v) {
   if (v.empty()) return kNaN;

@@ -8,26 +8,20 @@
 
 #include "common/json_number.h"
 #include "common/text.h"
+#include "verifier/policy/probability.h"
 
 namespace vt::verifier {
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // (1 − p)^n without losing small p to rounding.
 double miss(double p, double n) {
   return p >= 1.0 ? (n == 0.0 ? 1.0 : 0.0) : std::exp(n * std::log1p(-p));
 }
 
-std::string fmt(const char* format, double a, double b = 0.0, double c = 0.0) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, format, a, b, c);
-  return buf;
-}
-
 Status check_amount(const std::optional<double>& v, std::string_view flag) {
   if (v && !(std::isfinite(*v) && *v >= 0.0)) {
-    return invalid_input(std::string(flag) + fmt(": expected a finite number >= 0, got %g", *v));
+    return invalid_input(std::string(flag) +
+                         format_numbers(": expected a finite number >= 0, got %g", *v));
   }
   return {};
 }
@@ -51,7 +45,7 @@ Result<Economics> economics(const PlanInputs& in, double p) {
         "estimate");
   }
   if (!(e.honest_cost > 0.0))
-    return invalid_input(fmt("--cost: expected K > 0, got %g", e.honest_cost));
+    return invalid_input(format_numbers("--cost: expected K > 0, got %g", e.honest_cost));
   const double stake = e.reward + e.penalty;
   const auto n = static_cast<double>(in.epochs);
   e.cost_ratio = stake > 0.0 ? e.honest_cost / stake : kInf;
@@ -76,16 +70,17 @@ Result<Economics> economics(const PlanInputs& in, double p) {
         "unprofitable; raise the reward or the deposit";
   } else if (e.cheating_pays) {
     e.conclusion =
-        fmt("cheating can pay: p = %.4g gives 1-(1-p)^N = %.4g < K/(R+D) = %.4g; use p >= %.4g", p,
+        format_numbers(
+            "cheating can pay: p = %.4g gives 1-(1-p)^N = %.4g < K/(R+D) = %.4g; use p >= %.4g", p,
             e.catch_all_probability, e.cost_ratio) +
-        fmt(" (about %.2f expected checks)", e.required_expected_checks);
+        format_numbers(" (about %.2f expected checks)", e.required_expected_checks);
     if (!e.cheating_pays_exact) {
       e.conclusion += "; only the at-least-one check keeps every cheat from gaining in expectation";
     }
   } else {
-    e.conclusion =
-        fmt("cheating never pays: 1-(1-p)^N = %.4g >= K/(R+D) = %.4g (needs %.2f expected checks)",
-            e.catch_all_probability, e.cost_ratio, e.required_expected_checks);
+    e.conclusion = format_numbers(
+        "cheating never pays: 1-(1-p)^N = %.4g >= K/(R+D) = %.4g (needs %.2f expected checks)",
+        e.catch_all_probability, e.cost_ratio, e.required_expected_checks);
   }
   return e;
 }
@@ -131,7 +126,7 @@ Result<Plan> make_plan(const PlanInputs& in) {
   if (in.estimate) {
     if (!(std::isfinite(in.codec_ratio) && in.codec_ratio > 0.0)) {
       return invalid_input(
-          fmt("codec ratio: expected a finite number > 0, got %g", in.codec_ratio));
+          format_numbers("codec ratio: expected a finite number > 0, got %g", in.codec_ratio));
     }
     const training::MemoryEstimate& est = *in.estimate;
     CheckCost c;
@@ -205,44 +200,50 @@ std::string plan_text(const Plan& plan) {
   const ProbabilityDerivation& d = plan.probability;
   std::string s;
   s += "check probability  " + d.formula + "\n";
-  s += fmt("checks             %.2f expected of ", plan.expected_checks) +
+  s += format_numbers("checks             %.2f expected of ", plan.expected_checks) +
        count_text(static_cast<double>(d.epochs), "epoch") +
-       fmt(", 99th percentile %.0f (at least one always)\n", static_cast<double>(plan.checks_p99));
-  s += fmt("detection          %.4g for a provider cheating on ", plan.detection_probability) +
+       format_numbers(", 99th percentile %.0f (at least one always)\n",
+                      static_cast<double>(plan.checks_p99));
+  s += format_numbers("detection          %.4g for a provider cheating on ",
+                      plan.detection_probability) +
        count_text(static_cast<double>(d.cheated_epochs), "epoch") +
-       fmt(" (%.4g without the at-least-one fallback)\n", plan.detection_lower_bound);
+       format_numbers(" (%.4g without the at-least-one fallback)\n", plan.detection_lower_bound);
   if (plan.per_check) {
     const CheckCost& c = *plan.per_check;
     s += "per check          " + size_text(static_cast<double>(c.bytes_per_check)) + " fetched (" +
          std::to_string(c.states_per_check) + " x " +
          size_text(static_cast<double>(c.raw_snapshot_bytes)) +
-         fmt(" x ratio %.3g), ", c.codec_ratio) + fmt("replay %.2f s on ", c.replay_seconds) +
-         c.device + ", " + size_text(static_cast<double>(c.device_bytes)) + " device, " +
+         format_numbers(" x ratio %.3g), ", c.codec_ratio) +
+         format_numbers("replay %.2f s on ", c.replay_seconds) + c.device + ", " +
+         size_text(static_cast<double>(c.device_bytes)) + " device, " +
          size_text(static_cast<double>(c.host_bytes)) + " host memory\n";
     s += "in total           " + size_text(plan.expected_bytes) + " (" +
-         fmt("%.2f", plan.expected_checks) + " checks x " +
+         format_numbers("%.2f", plan.expected_checks) + " checks x " +
          size_text(static_cast<double>(c.bytes_per_check)) + ", and the final model once, " +
          size_text(static_cast<double>(plan.final_model_bytes)) +
-         fmt(") and %.1f s of replay expected\n", plan.expected_replay_seconds);
+         format_numbers(") and %.1f s of replay expected\n", plan.expected_replay_seconds);
   } else {
     s += "per check          unknown (no estimate)\n";
   }
   if (plan.economics) {
     const Economics& e = *plan.economics;
-    s += fmt("economics          R = %g, D = %g, K = %g", e.reward, e.penalty, e.honest_cost) +
+    s += format_numbers("economics          R = %g, D = %g, K = %g", e.reward, e.penalty,
+                        e.honest_cost) +
          " (" + e.cost_basis + ")\n";
     s += "                   " + e.conclusion + "\n";
     if (e.can_be_safe && e.cheating_pays != e.cheating_pays_exact) {
       s += "                   counting the at-least-one fallback, the best cheat (" +
            count_text(static_cast<double>(e.best_cheat_epochs), "epoch") +
-           fmt(") gains %.4g\n", e.best_cheat_gain);
+           format_numbers(") gains %.4g\n", e.best_cheat_gain);
     }
     if (e.can_be_safe) {
       const double n = static_cast<double>(d.epochs);
-      s += fmt("                   verify --reward %g --penalty %g", e.reward, e.penalty) +
-           fmt(" --cost %g uses the smallest such p, %.4g: ", e.honest_cost,
-               e.required_probability) +
-           fmt("%.2f checks expected\n", n * e.required_probability + (1.0 - e.cost_ratio));
+      s += format_numbers("                   verify --reward %g --penalty %g", e.reward,
+                          e.penalty) +
+           format_numbers(" --cost %g uses the smallest such p, %.4g: ", e.honest_cost,
+                          e.required_probability) +
+           format_numbers("%.2f checks expected\n",
+                          n * e.required_probability + (1.0 - e.cost_ratio));
     }
   }
   for (const std::string& w : plan.warnings) s += "warning            " + w + "\n";

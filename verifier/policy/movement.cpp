@@ -7,13 +7,10 @@
 
 #include "common/text.h"
 #include "fingerprint/compare.h"
+#include "verifier/policy/probability.h"
 
 namespace vt::verifier {
-namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-}  // namespace
+namespace {}  // namespace
 
 Result<double> fingerprint_movement(const fp::Fingerprint& previous,
                                     const fp::Fingerprint& current) {

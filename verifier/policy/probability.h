@@ -13,6 +13,7 @@
 // epoch with probability m/N), and a provider that cheats on every epoch is always caught.
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -21,6 +22,9 @@
 #include "common/result.h"
 
 namespace vt::verifier {
+
+// An unbounded reward, penalty or cost: what the policy's formulas take to their limit.
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // p = 1 − (1 − confidence)^(1/m), m = max(1, ceil(cheat_fraction · epochs − 1e-9)).
 // Requires 0 < confidence ≤ 1, 0 < cheat_fraction ≤ 1, epochs ≥ 1 (validate with
