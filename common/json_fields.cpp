@@ -143,6 +143,18 @@ Status JsonFields::string(std::string_view key, std::string& out, bool required)
   return {};
 }
 
+Status JsonFields::number_or_none(std::string_view key, std::optional<double>& out) const {
+  VT_ASSIGN_OR_RETURN(const json* v, find(key, true, "a number or null"));
+  if (v->is_null()) {
+    out.reset();
+    return {};
+  }
+  double d = 0.0;
+  VT_RETURN_IF_ERROR(number(key, d, true));
+  out = d;
+  return {};
+}
+
 Status JsonFields::optional_string(std::string_view key, std::optional<std::string>& out) const {
   VT_ASSIGN_OR_RETURN(const json* v, find(key, false, "a string"));
   if (v == nullptr || v->is_null()) {

@@ -60,6 +60,8 @@ class JsonFields {
   Status boolean(std::string_view key, bool& out, bool required = false) const;
   Status string(std::string_view key, std::string& out, bool required = false) const;
   Status optional_string(std::string_view key, std::optional<std::string>& out) const;
+  // A required field holding a finite number, or null for none.
+  Status number_or_none(std::string_view key, std::optional<double>& out) const;
   Status strings(std::string_view key, std::vector<std::string>& out, bool required = false) const;
   // An object of integers / strings / arrays of strings.
   Status integer_map(std::string_view key, std::map<std::string, std::int64_t>& out) const;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/file_io.h"
+#include "common/json_fields.h"
 #include "tests/test_util.h"
 
 namespace vt {
@@ -69,6 +70,27 @@ TEST(CanonicalJson, DoublesAgreeWithPythonOnRandomBitPatterns) {
       "python3 " + (dir / "repr.py").string() + " " + (dir / "bits").string(), dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, expected);
+}
+
+// A required field that is a finite number or null: null reads as none, anything else is named.
+TEST(JsonFields, NumberOrNoneReadsNullAsNoneAndRefusesTheRest) {
+  const nlohmann::json doc =
+      nlohmann::json::parse(R"({"none": null, "half": 0.5, "word": "x", "inf": "inf"})");
+  const JsonFields fields(doc, "state.json", "policy");
+  std::optional<double> out = 1.0;
+  ASSERT_TRUE(fields.number_or_none("none", out).ok());
+  EXPECT_FALSE(out.has_value());
+  ASSERT_TRUE(fields.number_or_none("half", out).ok());
+  EXPECT_EQ(out, 0.5);
+  const Status word = fields.number_or_none("word", out);
+  ASSERT_FALSE(word.ok());
+  EXPECT_EQ(word.error().message, R"(state.json: policy.word: expected a number, got "x")");
+  EXPECT_FALSE(fields.number_or_none("inf", out).ok());
+  const Status missing = fields.number_or_none("absent", out);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("policy.absent: missing"), std::string::npos)
+      << missing.error().message;
+  EXPECT_EQ(out, 0.5);  // a refused field leaves the value as it was
 }
 
 }  // namespace

@@ -37,12 +37,7 @@ Result<std::optional<EvalClaim>> eval_claim_from(const JsonFields& parent, std::
   VT_ASSIGN_OR_RETURN(JsonFields r, parent.child(key, true));
   EvalClaim e;
   VT_RETURN_IF_ERROR(r.number_or_null("loss", e.loss, true));
-  VT_ASSIGN_OR_RETURN(const json* accuracy, r.find("accuracy", true, "a number or null"));
-  if (!accuracy->is_null()) {
-    double a = 0.0;
-    VT_RETURN_IF_ERROR(r.number("accuracy", a, true));
-    e.accuracy = a;
-  }
+  VT_RETURN_IF_ERROR(r.number_or_none("accuracy", e.accuracy));
   VT_RETURN_IF_ERROR(r.unsigned64("examples", e.examples, true));
   return std::optional<EvalClaim>(e);
 }
@@ -75,12 +70,7 @@ Result<PolicyRequest> policy_from(const JsonFields& parent) {
   PolicyRequest p;
   VT_RETURN_IF_ERROR(r.number_or_null("confidence", p.confidence, true));
   VT_RETURN_IF_ERROR(r.number_or_null("cheat_fraction", p.cheat_fraction, true));
-  VT_ASSIGN_OR_RETURN(const json* fixed, r.find("check_probability", true, "a number or null"));
-  if (!fixed->is_null()) {
-    double q = 0.0;
-    VT_RETURN_IF_ERROR(r.number("check_probability", q, true));
-    p.check_probability = q;
-  }
+  VT_RETURN_IF_ERROR(r.number_or_none("check_probability", p.check_probability));
   VT_ASSIGN_OR_RETURN(const json* e, r.find("economics", true, "an object or null"));
   if (!e->is_null()) {
     VT_ASSIGN_OR_RETURN(JsonFields er, r.child("economics", true));
@@ -147,6 +137,7 @@ Result<EpochCheck> epoch_check_from_json(const nlohmann::json& j, std::string_vi
   VT_RETURN_IF_ERROR(r.boolean("after_fetched", c.after_fetched, true));
   VT_RETURN_IF_ERROR(r.strings("replay_notes", c.replay_notes, true));
   VT_RETURN_IF_ERROR(r.number_or_null("claimed_loss", c.claimed_loss, true));
+  // Null for no replay; a replay's non-finite loss is saved as text ("nan", "inf").
   VT_ASSIGN_OR_RETURN(const json* loss, r.find("replay_loss", true, "a number or null"));
   if (!loss->is_null()) {
     double replayed = 0.0;
