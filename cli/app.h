@@ -40,6 +40,8 @@ void register_inspect(CLI::App& app, Context& ctx);
 void register_serve(CLI::App& app, Context& ctx);
 void register_verify(CLI::App& app, Context& ctx);
 void register_audit(CLI::App& app, Context& ctx);
+void register_dispute(CLI::App& app, Context& ctx);  // `trace` and `dispute`
+void register_referee(CLI::App& app, Context& ctx);  // cmd_referee.cpp, torch-free
 void register_verdict(CLI::App& app, Context& ctx);  // cmd_verdict.cpp, torch-free
 void register_plan(CLI::App& app, Context& ctx);
 void register_demo(CLI::App& app, Context& ctx);

@@ -18,6 +18,8 @@ void register_all(CLI::App& app, Context& ctx) {
   register_serve(app, ctx);
   register_verify(app, ctx);
   register_audit(app, ctx);
+  register_dispute(app, ctx);
+  register_referee(app, ctx);
   register_verdict(app, ctx);
   register_plan(app, ctx);
   register_export(app, ctx);

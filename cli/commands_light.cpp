@@ -35,6 +35,9 @@ void register_light(CLI::App& app, Context& ctx) {
   register_serve(app, ctx);
   listed(app, "verify", "verify");
   listed(app, "audit", "audit");
+  listed(app, "trace", "trace");
+  listed(app, "dispute", "dispute");
+  register_referee(app, ctx);
   register_verdict(app, ctx);
   register_light_plan(app, ctx);
   listed(app, "export", "export");

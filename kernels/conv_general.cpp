@@ -3,12 +3,14 @@
 // explicitly and multiplies it (the products' chains run over q in order, as defined); groups are
 // convolutions of their own over contiguous copies of their channels.
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "kernels/conv.h"
 #include "kernels/conv_paths.h"
 #include "kernels/gemm.h"
 #include "kernels/parallel.h"
+#include "kernels/trace.h"
 
 namespace vt::kernels {
 namespace {
@@ -148,6 +150,33 @@ ConvShape group_shape(const ConvShape& s, std::int64_t groups) {
 
 }  // namespace
 
+namespace {
+
+// A convolution's shape and groups as trace parameters (docs/dispute.md).
+std::array<trace::Param, 19> conv_params(const ConvShape& s, std::int64_t groups) {
+  return {trace::integer("batch", s.batch),
+          trace::integer("in_channels", s.in_channels),
+          trace::integer("out_channels", s.out_channels),
+          trace::integer("groups", groups),
+          trace::integer("in_d", s.in[0]),
+          trace::integer("in_h", s.in[1]),
+          trace::integer("in_w", s.in[2]),
+          trace::integer("kernel_d", s.kernel[0]),
+          trace::integer("kernel_h", s.kernel[1]),
+          trace::integer("kernel_w", s.kernel[2]),
+          trace::integer("stride_d", s.stride[0]),
+          trace::integer("stride_h", s.stride[1]),
+          trace::integer("stride_w", s.stride[2]),
+          trace::integer("padding_d", s.padding[0]),
+          trace::integer("padding_h", s.padding[1]),
+          trace::integer("padding_w", s.padding[2]),
+          trace::integer("dilation_d", s.dilation[0]),
+          trace::integer("dilation_h", s.dilation[1]),
+          trace::integer("dilation_w", s.dilation[2])};
+}
+
+}  // namespace
+
 void conv_forward(const ConvShape& s, const float* x, const float* w, const float* bias, float* y) {
   if (s.dilated()) return dilated_conv_forward(s, x, w, bias, y);
   undilated_conv_forward(s, x, w, bias, y);
@@ -159,8 +188,10 @@ void conv_backward(const ConvShape& s, const float* x, const float* w, const flo
   undilated_conv_backward(s, x, w, dy, dx, dw, dbias);
 }
 
-void grouped_conv_forward(const ConvShape& s, std::int64_t groups, const float* x, const float* w,
-                          const float* bias, float* y) {
+namespace {
+
+void grouped_conv_forward_untraced(const ConvShape& s, std::int64_t groups, const float* x,
+                                   const float* w, const float* bias, float* y) {
   if (groups == 1) return conv_forward(s, x, w, bias, y);
   const ConvShape g = group_shape(s, groups);
   const std::int64_t in_p = s.in_positions(), out_p = s.out_positions();
@@ -175,8 +206,9 @@ void grouped_conv_forward(const ConvShape& s, std::int64_t groups, const float* 
   }
 }
 
-void grouped_conv_backward(const ConvShape& s, std::int64_t groups, const float* x, const float* w,
-                           const float* dy, float* dx, float* dw, float* dbias) {
+void grouped_conv_backward_untraced(const ConvShape& s, std::int64_t groups, const float* x,
+                                    const float* w, const float* dy, float* dx, float* dw,
+                                    float* dbias) {
   if (groups == 1) return conv_backward(s, x, w, dy, dx, dw, dbias);
   const ConvShape g = group_shape(s, groups);
   const std::int64_t in_p = s.in_positions(), out_p = s.out_positions();
@@ -196,6 +228,35 @@ void grouped_conv_backward(const ConvShape& s, std::int64_t groups, const float*
       scatter_channels(dxg.data(), s.batch, s.in_channels, in_p, k * g.in_channels, g.in_channels,
                        dx);
   }
+}
+
+}  // namespace
+
+void grouped_conv_forward(const ConvShape& s, std::int64_t groups, const float* x, const float* w,
+                          const float* bias, float* y) {
+  const std::int64_t x_count = s.batch * s.in_channels * s.in_positions();
+  const std::int64_t y_count = s.batch * s.out_channels * s.out_positions();
+  const std::int64_t w_count = s.out_channels * (s.in_channels / groups) * s.taps();
+  const auto params = conv_params(s, groups);
+  const trace::Operand inputs[] = {trace::f32("x", x, x_count), trace::f32("w", w, w_count),
+                                   trace::f32_or_none("bias", bias, s.out_channels)};
+  trace::Call traced("conv", params, inputs);
+  grouped_conv_forward_untraced(s, groups, x, w, bias, y);
+  traced.outputs({trace::f32("y", y, y_count)});
+}
+
+void grouped_conv_backward(const ConvShape& s, std::int64_t groups, const float* x, const float* w,
+                           const float* dy, float* dx, float* dw, float* dbias) {
+  const std::int64_t x_count = s.batch * s.in_channels * s.in_positions();
+  const std::int64_t y_count = s.batch * s.out_channels * s.out_positions();
+  const std::int64_t w_count = s.out_channels * (s.in_channels / groups) * s.taps();
+  const auto params = conv_params(s, groups);
+  const trace::Operand inputs[] = {trace::f32_or_none("x", x, x_count), trace::f32("w", w, w_count),
+                                   trace::f32("dy", dy, y_count)};
+  trace::Call traced("conv_backward", params, inputs);
+  grouped_conv_backward_untraced(s, groups, x, w, dy, dx, dw, dbias);
+  traced.outputs({trace::f32_or_none("dx", dx, x_count), trace::f32_or_none("dw", dw, w_count),
+                  trace::f32_or_none("dbias", dbias, s.out_channels)});
 }
 
 void conv_transpose_forward(const ConvShape& s, std::int64_t groups, const float* x, const float* w,

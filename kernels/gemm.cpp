@@ -8,6 +8,7 @@
 #include "kernels/gemm_kernel.h"
 #include "kernels/isa.h"
 #include "kernels/parallel.h"
+#include "kernels/trace.h"
 
 namespace vt::kernels {
 namespace {
@@ -115,12 +116,49 @@ void product(const MicroKernel& mk, std::int64_t M, std::int64_t N, std::int64_t
   }
 }
 
+// The operands as the trace records them: batch × rows × cols, row-major.
+std::vector<float> logical(const MatrixRef& m, std::int64_t batch, std::int64_t batch_stride,
+                           std::int64_t rows, std::int64_t cols) {
+  std::vector<float> out(static_cast<std::size_t>(batch * rows * cols));
+  float* to = out.data();
+  for (std::int64_t bi = 0; bi < batch; ++bi) {
+    MatrixRef at = m;
+    at.data += bi * batch_stride;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float* row = at.row(r);
+      for (std::int64_t c = 0; c < cols; ++c) *to++ = row[c * at.col_stride];
+    }
+  }
+  return out;
+}
+std::vector<float> logical_c(const float* c, std::int64_t ldc, std::int64_t c_batch,
+                             std::int64_t batch, std::int64_t M, std::int64_t N) {
+  return logical(MatrixRef{c, ldc, 1, nullptr}, batch, c_batch, M, N);
+}
+
 }  // namespace
 
 void gemm(std::int64_t batch, std::int64_t M, std::int64_t N, std::int64_t K, MatrixRef a,
           std::int64_t a_batch, MatrixRef b, std::int64_t b_batch, float* c, std::int64_t ldc,
           std::int64_t c_batch, bool accumulate) {
   if (batch <= 0 || M <= 0 || N <= 0) return;
+  if (trace::active()) {
+    // Recorded on contiguous copies of the operands; the product itself runs as untraced.
+    const std::vector<float> la = logical(a, batch, a_batch, M, K);
+    const std::vector<float> lb = logical(b, batch, b_batch, K, N);
+    const std::vector<float> lc =
+        accumulate ? logical_c(c, ldc, c_batch, batch, M, N) : std::vector<float>();
+    trace::Call traced(
+        "gemm",
+        {trace::integer("batch", batch), trace::integer("m", M), trace::integer("n", N),
+         trace::integer("k", K), trace::integer("accumulate", accumulate)},
+        {trace::f32("a", la.data(), batch * M * K), trace::f32("b", lb.data(), batch * K * N),
+         trace::f32_or_none("c", accumulate ? lc.data() : nullptr, batch * M * N)});
+    gemm(batch, M, N, K, a, a_batch, b, b_batch, c, ldc, c_batch, accumulate);
+    const std::vector<float> out = logical_c(c, ldc, c_batch, batch, M, N);
+    traced.outputs({trace::f32("c", out.data(), batch * M * N)});
+    return;
+  }
   const MicroKernel& mk = kernel(N);
   const std::int64_t m_blocks = (M + kMc - 1) / kMc;
   const std::int64_t n_blocks = (N + kNc - 1) / kNc;
@@ -143,6 +181,16 @@ void gemm(std::int64_t batch, std::int64_t M, std::int64_t N, std::int64_t K, Ma
 
 void column_sums(std::int64_t rows, std::int64_t cols, const float* x, std::int64_t ld,
                  float* out) {
+  if (trace::active() && ld != cols) {  // recorded as the contiguous rows × cols matrix
+    const std::vector<float> dense = logical(MatrixRef{x, ld, 1, nullptr}, 1, 0, rows, cols);
+    trace::Call traced("column_sums", {trace::integer("rows", rows), trace::integer("cols", cols)},
+                       {trace::f32("x", dense.data(), rows * cols)});
+    column_sums(rows, cols, x, ld, out);
+    traced.outputs({trace::f32("out", out, cols)});
+    return;
+  }
+  trace::Call traced("column_sums", {trace::integer("rows", rows), trace::integer("cols", cols)},
+                     {trace::f32("x", x, rows * cols)});
   parallel_for(cols, 256, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t j = begin; j < end; ++j) out[j] = 0.0f;
     for (std::int64_t i = 0; i < rows; ++i) {
@@ -150,6 +198,7 @@ void column_sums(std::int64_t rows, std::int64_t cols, const float* x, std::int6
       for (std::int64_t j = begin; j < end; ++j) out[j] = out[j] + row[j];
     }
   });
+  traced.outputs({trace::f32("out", out, cols)});
 }
 
 }  // namespace vt::kernels

@@ -3,12 +3,13 @@
 //
 // Every output C[i][j] is one sequential chain over k = 0, 1, ..., K-1:
 //
-//   c = +0.0 (or C[i][j] with accumulate);  for k: c = c + (A[i][k] * B[k][j])
+//   c = +0.0 (or C[i][j] with accumulate);  for k: c = fma(A[i][k], B[k][j], c)
 //
-// with every product and every sum rounded to float on its own (no FMA). Blocking over k keeps
-// the partial chain in C between blocks, vector lanes hold different j, threads hold different
-// tiles of C: none of them changes the order of one chain, so the bits are the same for any
-// instruction set, block size and thread count.
+// each step one fused multiply-add, rounded once (the only fused operation of the portable
+// arithmetic: docs/portable.md). Blocking over k keeps the partial chain in C between blocks,
+// vector lanes hold different j, threads hold different tiles of C: none of them changes the
+// order of one chain, so the bits are the same for any instruction set, block size and thread
+// count.
 
 #include <cstdint>
 

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kernels/parallel.h"
+#include "kernels/trace.h"
 #include "kernels/wide.h"
 
 namespace vt::kernels {
@@ -195,6 +196,15 @@ VT_WIDE void input_gradient(const BatchNormShape& s, const float* x, const float
 void batch_norm_train(const BatchNormShape& s, const float* x, const float* weight,
                       const float* bias, float eps, float momentum, float* running_mean,
                       float* running_var, float* y, float* mean, float* invstd, bool relu) {
+  const std::int64_t numel = s.batch * s.channels * s.spatial, chans = s.channels;
+  trace::Call traced("batch_norm_train",
+                     {trace::integer("batch", s.batch), trace::integer("channels", s.channels),
+                      trace::integer("spatial", s.spatial), trace::real("eps", eps),
+                      trace::real("momentum", momentum), trace::integer("relu", relu)},
+                     {trace::f32("x", x, numel), trace::f32_or_none("weight", weight, chans),
+                      trace::f32_or_none("bias", bias, chans),
+                      trace::f32_or_none("running_mean", running_mean, chans),
+                      trace::f32_or_none("running_var", running_var, chans)});
   const float count = static_cast<float>(s.batch * s.spatial);
   const float keep = 1.0f - momentum;
   const float unbias = count / (count - 1.0f);
@@ -217,6 +227,10 @@ void batch_norm_train(const BatchNormShape& s, const float* x, const float* weig
       }
     }
   });
+  traced.outputs({trace::f32("y", y, numel), trace::f32("mean", mean, chans),
+                  trace::f32("invstd", invstd, chans),
+                  trace::f32_or_none("running_mean", running_mean, chans),
+                  trace::f32_or_none("running_var", running_var, chans)});
 }
 
 void batch_norm_eval(const BatchNormShape& s, const float* x, const float* weight,
@@ -240,6 +254,13 @@ void batch_norm_eval(const BatchNormShape& s, const float* x, const float* weigh
 void batch_norm_backward(const BatchNormShape& s, const float* x, const float* weight,
                          const float* mean, const float* invstd, const float* dy, float* dx,
                          float* dweight, float* dbias, const float* relu_y) {
+  const std::int64_t numel = s.batch * s.channels * s.spatial, chans = s.channels;
+  trace::Call traced("batch_norm_backward",
+                     {trace::integer("batch", s.batch), trace::integer("channels", s.channels),
+                      trace::integer("spatial", s.spatial)},
+                     {trace::f32("x", x, numel), trace::f32_or_none("weight", weight, chans),
+                      trace::f32("mean", mean, chans), trace::f32("invstd", invstd, chans),
+                      trace::f32("dy", dy, numel), trace::f32_or_none("relu_y", relu_y, numel)});
   const std::int64_t groups = (s.channels + kGroup - 1) / kGroup;
   parallel_for(groups, 1, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t group = begin; group < end; ++group) {
@@ -261,10 +282,18 @@ void batch_norm_backward(const BatchNormShape& s, const float* x, const float* w
       }
     }
   });
+  traced.outputs({trace::f32_or_none("dx", dx, numel),
+                  trace::f32_or_none("dweight", dweight, chans),
+                  trace::f32_or_none("dbias", dbias, chans)});
 }
 
 void layer_norm(std::int64_t rows, std::int64_t width, const float* x, const float* weight,
                 const float* bias, float eps, float* y, float* mean, float* rstd) {
+  trace::Call traced(
+      "layer_norm",
+      {trace::integer("rows", rows), trace::integer("width", width), trace::real("eps", eps)},
+      {trace::f32("x", x, rows * width), trace::f32_or_none("weight", weight, width),
+       trace::f32_or_none("bias", bias, width)});
   parallel_for(rows, 8, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t r = begin; r < end; ++r) {
       const float* in = x + r * width;
@@ -281,11 +310,18 @@ void layer_norm(std::int64_t rows, std::int64_t width, const float* x, const flo
       }
     }
   });
+  traced.outputs({trace::f32("y", y, rows * width), trace::f32("mean", mean, rows),
+                  trace::f32("rstd", rstd, rows)});
 }
 
 void layer_norm_backward(std::int64_t rows, std::int64_t width, const float* x, const float* weight,
                          const float* mean, const float* rstd, const float* dy, float* dx,
                          float* dweight, float* dbias) {
+  trace::Call traced("layer_norm_backward",
+                     {trace::integer("rows", rows), trace::integer("width", width)},
+                     {trace::f32("x", x, rows * width), trace::f32_or_none("weight", weight, width),
+                      trace::f32("mean", mean, rows), trace::f32("rstd", rstd, rows),
+                      trace::f32("dy", dy, rows * width)});
   const float count = static_cast<float>(width);
   if (dx != nullptr) {
     parallel_for(rows, 8, [&](std::int64_t begin, std::int64_t end) {
@@ -325,6 +361,9 @@ void layer_norm_backward(std::int64_t rows, std::int64_t width, const float* x, 
       }
     }
   });
+  traced.outputs({trace::f32_or_none("dx", dx, rows * width),
+                  trace::f32_or_none("dweight", dweight, width),
+                  trace::f32_or_none("dbias", dbias, width)});
 }
 
 void group_norm(std::int64_t batch, std::int64_t channels, std::int64_t spatial,

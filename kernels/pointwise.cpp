@@ -4,6 +4,7 @@
 
 #include "kernels/parallel.h"
 #include "kernels/scalar.h"
+#include "kernels/trace.h"
 #include "kernels/wide.h"
 
 namespace vt::kernels {
@@ -21,6 +22,14 @@ void chunks(std::int64_t n, const Body& body) {
 
 float dropout_scale(float p) { return 1.0f / (1.0f - p); }
 
+// The table rows an embedding reads: 0 up to the largest id (a trace records no more of the
+// table than decides the output).
+std::int64_t embedding_rows(std::int64_t count, const std::int64_t* ids) {
+  std::int64_t rows = 0;
+  for (std::int64_t i = 0; i < count; ++i) rows = std::max(rows, ids[i] + 1);
+  return rows;
+}
+
 bool kept(std::uint64_t state, std::uint64_t call, std::int64_t i, float p) {
   return uniform_of(stream_at(state, (call << 40) + static_cast<std::uint64_t>(i))) >= p;
 }
@@ -28,12 +37,15 @@ bool kept(std::uint64_t state, std::uint64_t call, std::int64_t i, float p) {
 }  // namespace
 
 void add_bias(std::int64_t rows, std::int64_t cols, float* y, const float* bias) {
+  trace::Call traced("add_bias", {trace::integer("rows", rows), trace::integer("cols", cols)},
+                     {trace::f32("y", y, rows * cols), trace::f32("bias", bias, cols)});
   parallel_for(rows, kGrain / (cols > 0 ? cols : 1) + 1, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t r = begin; r < end; ++r) {
       float* row = y + r * cols;
       for (std::int64_t c = 0; c < cols; ++c) row[c] = row[c] + bias[c];
     }
   });
+  traced.outputs({trace::f32("y", y, rows * cols)});
 }
 
 namespace {
@@ -51,11 +63,16 @@ VT_WIDE void relu_backward_range(std::int64_t begin, std::int64_t end, const flo
 }  // namespace
 
 void relu(std::int64_t n, const float* x, float* y) {
+  trace::Call traced("relu", {trace::integer("n", n)}, {trace::f32("x", x, n)});
   chunks(n, [=](std::int64_t begin, std::int64_t end) { relu_range(begin, end, x, y); });
+  traced.outputs({trace::f32("y", y, n)});
 }
 void relu_backward(std::int64_t n, const float* y, const float* dy, float* dx) {
+  trace::Call traced("relu_backward", {trace::integer("n", n)},
+                     {trace::f32("y", y, n), trace::f32("dy", dy, n)});
   chunks(n,
          [=](std::int64_t begin, std::int64_t end) { relu_backward_range(begin, end, y, dy, dx); });
+  traced.outputs({trace::f32("dx", dx, n)});
 }
 
 namespace {
@@ -70,27 +87,44 @@ VT_WIDE void gelu_backward_range(std::int64_t begin, std::int64_t end, const flo
 }  // namespace
 
 void gelu(std::int64_t n, const float* x, float* y) {
+  trace::Call traced("gelu", {trace::integer("n", n)}, {trace::f32("x", x, n)});
   chunks(n, [=](std::int64_t begin, std::int64_t end) { gelu_range(begin, end, x, y); });
+  traced.outputs({trace::f32("y", y, n)});
 }
 void gelu_backward(std::int64_t n, const float* x, const float* dy, float* dx) {
+  trace::Call traced("gelu_backward", {trace::integer("n", n)},
+                     {trace::f32("x", x, n), trace::f32("dy", dy, n)});
   chunks(n,
          [=](std::int64_t begin, std::int64_t end) { gelu_backward_range(begin, end, x, dy, dx); });
+  traced.outputs({trace::f32("dx", dx, n)});
 }
 
 void dropout(std::int64_t n, const float* x, float p, std::uint64_t state, std::uint64_t call,
              float* y) {
+  trace::Call traced("dropout",
+                     {trace::integer("n", n), trace::real("p", p),
+                      trace::integer("state", static_cast<std::int64_t>(state)),
+                      trace::integer("call", static_cast<std::int64_t>(call))},
+                     {trace::f32("x", x, n)});
   const float scale = dropout_scale(p);
   chunks(n, [=](std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i) y[i] = kept(state, call, i, p) ? x[i] * scale : 0.0f;
   });
+  traced.outputs({trace::f32("y", y, n)});
 }
 void dropout_backward(std::int64_t n, const float* dy, float p, std::uint64_t state,
                       std::uint64_t call, float* dx) {
+  trace::Call traced("dropout_backward",
+                     {trace::integer("n", n), trace::real("p", p),
+                      trace::integer("state", static_cast<std::int64_t>(state)),
+                      trace::integer("call", static_cast<std::int64_t>(call))},
+                     {trace::f32("dy", dy, n)});
   const float scale = dropout_scale(p);
   chunks(n, [=](std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i)
       dx[i] = kept(state, call, i, p) ? dy[i] * scale : 0.0f;
   });
+  traced.outputs({trace::f32("dx", dx, n)});
 }
 
 void feature_dropout(std::int64_t batch, std::int64_t channels, std::int64_t spatial,
@@ -119,6 +153,8 @@ void bernoulli(std::int64_t n, float p, std::uint64_t state, std::uint64_t call,
 }
 
 void row_mean(std::int64_t rows, std::int64_t width, const float* x, float* y) {
+  trace::Call traced("row_mean", {trace::integer("rows", rows), trace::integer("width", width)},
+                     {trace::f32("x", x, rows * width)});
   const float count = static_cast<float>(width);
   parallel_for(rows, 16, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t r = begin; r < end; ++r) {
@@ -127,8 +163,12 @@ void row_mean(std::int64_t rows, std::int64_t width, const float* x, float* y) {
       y[r] = sum / count;
     }
   });
+  traced.outputs({trace::f32("y", y, rows)});
 }
 void row_mean_backward(std::int64_t rows, std::int64_t width, const float* dy, float* dx) {
+  trace::Call traced("row_mean_backward",
+                     {trace::integer("rows", rows), trace::integer("width", width)},
+                     {trace::f32("dy", dy, rows)});
   const float count = static_cast<float>(width);
   parallel_for(rows, 16, [=](std::int64_t begin, std::int64_t end) {
     for (std::int64_t r = begin; r < end; ++r) {
@@ -136,33 +176,50 @@ void row_mean_backward(std::int64_t rows, std::int64_t width, const float* dy, f
       for (std::int64_t j = 0; j < width; ++j) dx[r * width + j] = share;
     }
   });
+  traced.outputs({trace::f32("dx", dx, rows * width)});
 }
 
 float mse(std::int64_t n, const float* a, const float* b) {
+  trace::Call traced("mse", {trace::integer("n", n)},
+                     {trace::f32("a", a, n), trace::f32("b", b, n)});
   float sum = 0.0f;
   for (std::int64_t i = 0; i < n; ++i) {
     const float d = a[i] - b[i];
     sum = sum + d * d;
   }
-  return sum / static_cast<float>(n);
+  const float loss = sum / static_cast<float>(n);
+  traced.outputs({trace::f32("loss", &loss, 1)});
+  return loss;
 }
 void mse_backward(std::int64_t n, const float* a, const float* b, float dloss, float* da) {
+  trace::Call traced("mse_backward", {trace::integer("n", n), trace::real("dloss", dloss)},
+                     {trace::f32("a", a, n), trace::f32("b", b, n)});
   const float scale = (2.0f * dloss) / static_cast<float>(n);
   chunks(n, [=](std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i) da[i] = (a[i] - b[i]) * scale;
   });
+  traced.outputs({trace::f32("da", da, n)});
 }
 
 void embedding(std::int64_t count, std::int64_t width, const std::int64_t* ids, const float* table,
                float* y) {
+  trace::Call traced(
+      "embedding", {trace::integer("count", count), trace::integer("width", width)},
+      {trace::i64("ids", ids, count),
+       trace::f32("table", table, trace::active() ? embedding_rows(count, ids) * width : 0)});
   parallel_for(count, 16, [=](std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i)
       std::copy(table + ids[i] * width, table + (ids[i] + 1) * width, y + i * width);
   });
+  traced.outputs({trace::f32("y", y, count * width)});
 }
 
 void embedding_backward(std::int64_t count, std::int64_t width, std::int64_t rows,
                         const std::int64_t* ids, const float* dy, float* dtable) {
+  trace::Call traced("embedding_backward",
+                     {trace::integer("count", count), trace::integer("width", width),
+                      trace::integer("rows", rows)},
+                     {trace::i64("ids", ids, count), trace::f32("dy", dy, count * width)});
   parallel_for(width, 16, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t r = 0; r < rows; ++r) {
       for (std::int64_t j = begin; j < end; ++j) dtable[r * width + j] = 0.0f;
@@ -173,6 +230,7 @@ void embedding_backward(std::int64_t count, std::int64_t width, std::int64_t row
       for (std::int64_t j = begin; j < end; ++j) row[j] = row[j] + g[j];
     }
   });
+  traced.outputs({trace::f32("dtable", dtable, rows * width)});
 }
 
 }  // namespace vt::kernels

@@ -2,6 +2,7 @@
 
 #include "kernels/parallel.h"
 #include "kernels/scalar.h"
+#include "kernels/trace.h"
 #include "kernels/wide.h"
 
 namespace vt::kernels {
@@ -30,6 +31,10 @@ VT_WIDE void exp_shifted(float* __restrict v, std::int64_t n, float m) {
 
 void softmax(std::int64_t rows, std::int64_t width, const float* x, float divisor, bool causal,
              float* y) {
+  trace::Call traced("softmax",
+                     {trace::integer("rows", rows), trace::integer("width", width),
+                      trace::real("divisor", divisor), trace::integer("causal", causal)},
+                     {trace::f32("x", x, rows * width)});
   parallel_for(rows, 16, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t r = begin; r < end; ++r) {
       const float* in = x + r * width;
@@ -44,10 +49,15 @@ void softmax(std::int64_t rows, std::int64_t width, const float* x, float diviso
       for (std::int64_t j = n; j < width; ++j) out[j] = 0.0f;
     }
   });
+  traced.outputs({trace::f32("y", y, rows * width)});
 }
 
 void softmax_backward(std::int64_t rows, std::int64_t width, const float* y, const float* dy,
                       float divisor, bool causal, float* dx) {
+  trace::Call traced("softmax_backward",
+                     {trace::integer("rows", rows), trace::integer("width", width),
+                      trace::real("divisor", divisor), trace::integer("causal", causal)},
+                     {trace::f32("y", y, rows * width), trace::f32("dy", dy, rows * width)});
   parallel_for(rows, 16, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t r = begin; r < end; ++r) {
       const float* p = y + r * width;
@@ -60,9 +70,12 @@ void softmax_backward(std::int64_t rows, std::int64_t width, const float* y, con
       for (std::int64_t j = n; j < width; ++j) out[j] = 0.0f;
     }
   });
+  traced.outputs({trace::f32("dx", dx, rows * width)});
 }
 
 void log_softmax(std::int64_t rows, std::int64_t width, const float* x, float* y) {
+  trace::Call traced("log_softmax", {trace::integer("rows", rows), trace::integer("width", width)},
+                     {trace::f32("x", x, rows * width)});
   parallel_for(rows, 16, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t r = begin; r < end; ++r) {
       const float* in = x + r * width;
@@ -74,10 +87,14 @@ void log_softmax(std::int64_t rows, std::int64_t width, const float* x, float* y
       for (std::int64_t j = 0; j < width; ++j) out[j] = in[j] - lse;
     }
   });
+  traced.outputs({trace::f32("y", y, rows * width)});
 }
 
 void log_softmax_backward(std::int64_t rows, std::int64_t width, const float* y, const float* dy,
                           float* dx) {
+  trace::Call traced("log_softmax_backward",
+                     {trace::integer("rows", rows), trace::integer("width", width)},
+                     {trace::f32("y", y, rows * width), trace::f32("dy", dy, rows * width)});
   parallel_for(rows, 16, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t r = begin; r < end; ++r) {
       const float* out = y + r * width;
@@ -88,10 +105,14 @@ void log_softmax_backward(std::int64_t rows, std::int64_t width, const float* y,
       for (std::int64_t j = 0; j < width; ++j) d[j] = g[j] - vt_exp(out[j]) * sum;
     }
   });
+  traced.outputs({trace::f32("dx", dx, rows * width)});
 }
 
 float cross_entropy(std::int64_t rows, std::int64_t classes, const float* logits,
                     const std::int64_t* targets, float* row_max, float* row_sum) {
+  trace::Call traced(
+      "cross_entropy", {trace::integer("rows", rows), trace::integer("classes", classes)},
+      {trace::f32("logits", logits, rows * classes), trace::i64("targets", targets, rows)});
   // Each row's loss first (threads split rows), then their mean as one chain in row order.
   parallel_for(rows, 16, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t r = begin; r < end; ++r) {
@@ -108,12 +129,21 @@ float cross_entropy(std::int64_t rows, std::int64_t classes, const float* logits
     const float lse = row_max[r] + vt_log(row_sum[r]);
     total = total + (lse - logits[r * classes + targets[r]]);
   }
-  return total / static_cast<float>(rows);
+  const float loss = total / static_cast<float>(rows);
+  traced.outputs({trace::f32("loss", &loss, 1), trace::f32("row_max", row_max, rows),
+                  trace::f32("row_sum", row_sum, rows)});
+  return loss;
 }
 
 void cross_entropy_backward(std::int64_t rows, std::int64_t classes, const float* logits,
                             const std::int64_t* targets, const float* row_max, const float* row_sum,
                             float dloss, float* dlogits) {
+  trace::Call traced(
+      "cross_entropy_backward",
+      {trace::integer("rows", rows), trace::integer("classes", classes),
+       trace::real("dloss", dloss)},
+      {trace::f32("logits", logits, rows * classes), trace::i64("targets", targets, rows),
+       trace::f32("row_max", row_max, rows), trace::f32("row_sum", row_sum, rows)});
   const float scale = dloss / static_cast<float>(rows);
   parallel_for(rows, 16, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t r = begin; r < end; ++r) {
@@ -125,6 +155,7 @@ void cross_entropy_backward(std::int64_t rows, std::int64_t classes, const float
       }
     }
   });
+  traced.outputs({trace::f32("dlogits", dlogits, rows * classes)});
 }
 
 }  // namespace vt::kernels

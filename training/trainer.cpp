@@ -45,6 +45,7 @@ struct Trainer::Impl {
   std::int64_t epoch = 0;
   std::int64_t global_step = 0;
   std::int64_t steps = 0;  // per epoch
+  bool mid_epoch = false;  // an epoch ended early (EpochHooks::on_step_end): no snapshot
   std::vector<std::string> notes;
 
   NamedTensors state_tensors() const;
@@ -355,6 +356,7 @@ Result<EpochSummary> Trainer::Impl::train_epoch(const EpochHooks& hooks, const T
   const bool bf16 = task.precision == Precision::kBf16;
   at::Tensor loss_sum = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(device));
   for (std::int64_t s = 0; s < steps; ++s) {
+    if (hooks.on_step_begin) hooks.on_step_begin(s + 1);
     at::Tensor x, y;
     if (mapped) {
       VT_ASSIGN_OR_RETURN(std::tie(x, y), mapped->batch(std::span(order).subspan(
@@ -397,6 +399,14 @@ Result<EpochSummary> Trainer::Impl::train_epoch(const EpochHooks& hooks, const T
       epoch = this_epoch;  // the callback sees the epoch it is inside of
       hooks.on_trail(done, owner);
       epoch = this_epoch - 1;
+    }
+    if (hooks.on_step_end && !hooks.on_step_end(done)) {
+      mid_epoch = true;
+      EpochSummary partial;
+      partial.epoch = this_epoch;
+      partial.steps = done;
+      partial.samples = done * batch;
+      return partial;
     }
   }
   epoch = this_epoch;
@@ -489,12 +499,20 @@ Result<EpochSummary> Trainer::train_epoch(const EpochHooks& hooks) {
 
 Result<Bytes> Trainer::snapshot() const {
   return guarded("capturing a snapshot", [&]() -> Result<Bytes> {
+    if (impl_->mid_epoch)
+      return internal_error(
+          "capturing a snapshot: the epoch was ended after a step; the state "
+          "is no epoch boundary");
     return encode_snapshot(impl_->state_tensors(), impl_->metadata());
   });
 }
 
 Status Trainer::snapshot_into(Bytes& out) const {
   return guarded("capturing a snapshot", [&]() -> Status {
+    if (impl_->mid_epoch)
+      return internal_error(
+          "capturing a snapshot: the epoch was ended after a step; the state "
+          "is no epoch boundary");
     return encode_snapshot_into(impl_->state_tensors(), impl_->metadata(), out);
   });
 }

@@ -48,6 +48,11 @@ struct EpochHooks {
   std::function<void(const StepMetrics&)> on_progress;
   std::int64_t trail_every = 0;  // call on_trail after every N-th step (0 = never)
   std::function<void(std::int64_t step_in_epoch, const Trainer&)> on_trail;
+  // Around each step (1-based), its optimizer update included: a step trace (docs/dispute.md)
+  // records one step's operator calls between the two. An on_step_end that returns false ends
+  // the epoch after that step; the trainer is then mid-epoch and refuses to snapshot.
+  std::function<void(std::int64_t step_in_epoch)> on_step_begin;
+  std::function<bool(std::int64_t step_in_epoch)> on_step_end;
 };
 
 // The held-out split at an epoch end, in eval mode without gradients (docs/datasets.md).

@@ -1,0 +1,226 @@
+#include "dispute/referee.h"
+
+#include <cstring>
+
+#include "common/json.h"
+#include "common/json_fields.h"
+#include "dispute/recompute.h"
+
+namespace vt::dispute {
+namespace {
+
+constexpr std::string_view kEvidenceFormat = "veritrain/operator-evidence/v1";
+
+std::string call_words(std::int64_t index, const TracedCall& call) {
+  return "call " + std::to_string(index) + " (" + call.op + ")";
+}
+
+bool same_inputs(const TracedCall& a, const TracedCall& b) { return a.inputs == b.inputs; }
+
+// How many values of `claimed` differ bit for bit from `recomputed`.
+std::int64_t differing_values(const OperandValues& recomputed, const OperandValues& claimed) {
+  if (recomputed.bytes.size() != claimed.bytes.size())
+    return static_cast<std::int64_t>(std::max(recomputed.bytes.size(), claimed.bytes.size()) /
+                                     dtype_bytes(claimed.dtype));
+  const std::size_t width = dtype_bytes(claimed.dtype);
+  std::int64_t differ = 0;
+  for (std::size_t i = 0; i < claimed.bytes.size(); i += width)
+    differ += std::memcmp(recomputed.bytes.data() + i, claimed.bytes.data() + i, width) != 0;
+  return differ;
+}
+
+nlohmann::json proof_to_json(const CallProof& p) {
+  nlohmann::json path = nlohmann::json::array();
+  for (const Digest& d : p.path) path.push_back(hex_encode(d));
+  return {{"index", p.index}, {"calls", p.calls}, {"path", path}};
+}
+
+Result<CallProof> proof_from_json(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_object()) return invalid_input(where + ": expected an object");
+  JsonFields f(j, where);
+  VT_RETURN_IF_ERROR(f.known_keys({"index", "calls", "path"}));
+  CallProof p;
+  std::vector<std::string> path;
+  VT_RETURN_IF_ERROR(f.integer("index", p.index, true));
+  VT_RETURN_IF_ERROR(f.integer("calls", p.calls, true));
+  VT_RETURN_IF_ERROR(f.strings("path", path, true));
+  if (path.size() > 64) return f.problem("path", "longer than 64 hashes");
+  for (const std::string& h : path) {
+    VT_ASSIGN_OR_RETURN(Digest d, digest_from_hex(h, where + ": path"));
+    p.path.push_back(d);
+  }
+  return p;
+}
+
+}  // namespace
+
+std::string_view departure_kind_name(Departure::Kind kind) {
+  switch (kind) {
+    case Departure::Kind::kOperator:
+      return "operator";
+    case Departure::Kind::kUntraced:
+      return "untraced";
+    case Departure::Kind::kStructure:
+      return "structure";
+    case Departure::Kind::kLength:
+      return "length";
+  }
+  return "operator";
+}
+
+std::optional<Departure> first_departure(const StepTrace& auditor, const StepTrace& provider) {
+  const std::size_t common = std::min(auditor.calls.size(), provider.calls.size());
+  for (std::size_t i = 0; i < common; ++i) {
+    const TracedCall& mine = auditor.calls[i];
+    const TracedCall& theirs = provider.calls[i];
+    if (mine == theirs) continue;
+    const auto index = static_cast<std::int64_t>(i);
+    if (mine.op != theirs.op || mine.params != theirs.params) {
+      return Departure{Departure::Kind::kStructure, index,
+                       call_words(index, theirs) + ": the provider traced another operator or " +
+                           "other parameters than the documented step calls here (" +
+                           call_words(index, mine) + ")"};
+    }
+    if (!same_inputs(mine, theirs)) {
+      return Departure{Departure::Kind::kUntraced, index,
+                       call_words(index, theirs) + " reads other inputs than the replay, though " +
+                           "every earlier call agrees: the difference arose outside the traced " +
+                           "operators"};
+    }
+    return Departure{Departure::Kind::kOperator, index,
+                     call_words(index, theirs) +
+                         ": the same inputs as the replay, other outputs: this operator is the "
+                         "dispute"};
+  }
+  if (auditor.calls.size() != provider.calls.size()) {
+    return Departure{Departure::Kind::kLength, static_cast<std::int64_t>(common),
+                     "the provider's trace has " + std::to_string(provider.calls.size()) +
+                         " calls, the replay " + std::to_string(auditor.calls.size())};
+  }
+  return std::nullopt;
+}
+
+std::string write_operator_evidence(const OperatorEvidence& e, const SigningKey& auditor) {
+  const nlohmann::json body = {{"format", std::string(kEvidenceFormat)},
+                               {"header", header_to_json(e.header)},
+                               {"provider", hex_encode(e.provider.raw())},
+                               {"provider_signature", hex_encode(e.provider_signature)},
+                               {"call", call_to_json(e.proof.index, e.call)},
+                               {"proof", proof_to_json(e.proof)},
+                               {"inputs", values_to_json(e.inputs)},
+                               {"outputs", values_to_json(e.outputs)},
+                               {"auditor_calls_root", hex_encode(e.auditor_calls_root)},
+                               {"place", e.place}};
+  const nlohmann::json doc = {
+      {"evidence", body},
+      {"signature", hex_encode(auditor.sign(as_bytes(canonical_json(body))))},
+      {"signer", hex_encode(auditor.public_key().raw())}};
+  return canonical_json(doc) + "\n";
+}
+
+Result<CheckedEvidence> read_operator_evidence(std::string_view text, const std::string& where) {
+  VT_ASSIGN_OR_RETURN(nlohmann::json doc, parse_json(text, where));
+  if (!doc.is_object()) return invalid_input(where + ": expected an object");
+  JsonFields top(doc, where);
+  VT_RETURN_IF_ERROR(top.known_keys({"evidence", "signature", "signer"}));
+  std::string signature_hex, signer_hex;
+  VT_RETURN_IF_ERROR(top.string("signature", signature_hex, true));
+  VT_RETURN_IF_ERROR(top.string("signer", signer_hex, true));
+  VT_ASSIGN_OR_RETURN(const nlohmann::json* body, top.find("evidence", true, "an object"));
+  if (!body->is_object()) return top.wrong("evidence", "an object", *body);
+  VT_ASSIGN_OR_RETURN(Bytes signer_raw, hex_decode(signer_hex));
+  VT_ASSIGN_OR_RETURN(PublicKey auditor, PublicKey::from_raw(signer_raw));
+  VT_ASSIGN_OR_RETURN(Bytes signature, hex_decode(signature_hex));
+  if (!auditor.verify(as_bytes(canonical_json(*body)), signature))
+    return rejected(where +
+                    ": the auditor's signature does not cover this content (edited after "
+                    "signing?)");
+
+  const std::string at = where + ": evidence";
+  JsonFields f(*body, at);
+  VT_RETURN_IF_ERROR(f.known_keys({"format", "header", "provider", "provider_signature", "call",
+                                   "proof", "inputs", "outputs", "auditor_calls_root", "place"}));
+  std::string format, provider_hex, provider_sig_hex, auditor_root;
+  CheckedEvidence out{{}, auditor.fingerprint()};
+  OperatorEvidence& e = out.evidence;
+  VT_RETURN_IF_ERROR(f.string("format", format, true));
+  if (format != kEvidenceFormat)
+    return f.problem("format", "expected \"" + std::string(kEvidenceFormat) + "\"");
+  VT_ASSIGN_OR_RETURN(const nlohmann::json* header, f.find("header", true, "an object"));
+  VT_ASSIGN_OR_RETURN(e.header, header_from_json(*header, at + ": header"));
+  VT_RETURN_IF_ERROR(f.string("provider", provider_hex, true));
+  VT_RETURN_IF_ERROR(f.string("provider_signature", provider_sig_hex, true));
+  VT_ASSIGN_OR_RETURN(Bytes provider_raw, hex_decode(provider_hex));
+  VT_ASSIGN_OR_RETURN(e.provider, PublicKey::from_raw(provider_raw));
+  VT_ASSIGN_OR_RETURN(e.provider_signature, hex_decode(provider_sig_hex));
+  VT_ASSIGN_OR_RETURN(const nlohmann::json* proof, f.find("proof", true, "an object"));
+  VT_ASSIGN_OR_RETURN(e.proof, proof_from_json(*proof, at + ": proof"));
+  VT_ASSIGN_OR_RETURN(const nlohmann::json* call, f.find("call", true, "an object"));
+  VT_ASSIGN_OR_RETURN(e.call, call_from_json(*call, e.proof.index, at + ": call"));
+  VT_ASSIGN_OR_RETURN(const nlohmann::json* inputs, f.find("inputs", true, "an array"));
+  VT_ASSIGN_OR_RETURN(e.inputs, values_from_json(*inputs, at + ": inputs"));
+  VT_ASSIGN_OR_RETURN(const nlohmann::json* outputs, f.find("outputs", true, "an array"));
+  VT_ASSIGN_OR_RETURN(e.outputs, values_from_json(*outputs, at + ": outputs"));
+  VT_RETURN_IF_ERROR(f.string("auditor_calls_root", auditor_root, true));
+  VT_ASSIGN_OR_RETURN(e.auditor_calls_root,
+                      digest_from_hex(auditor_root, at + ": auditor_calls_root"));
+  VT_RETURN_IF_ERROR(f.string("place", e.place, true));
+  if (e.place.size() > 1024) return f.problem("place", "longer than 1024 characters");
+
+  // What the provider signed, and that this call is in it.
+  if (!e.provider.verify(as_bytes(canonical_json(*header)), e.provider_signature))
+    return rejected(at + ": the provider's signature does not cover the trace header");
+  if (e.proof.calls != e.header.calls)
+    return rejected(at + ": the proof is for a trace of " + std::to_string(e.proof.calls) +
+                    " calls; the signed header has " + std::to_string(e.header.calls));
+  if (!verify_call(e.header.calls_root, e.call, e.proof))
+    return rejected(at + ": call " + std::to_string(e.proof.index) +
+                    " is not in the provider's signed trace (its proof does not reach calls_root)");
+  const std::string what = at + ": " + call_words(e.proof.index, e.call);
+  VT_RETURN_IF_ERROR(check_values(e.inputs, e.call.inputs, what + ": input"));
+  VT_RETURN_IF_ERROR(check_values(e.outputs, e.call.outputs, what + ": output"));
+  return out;
+}
+
+Result<Ruling> rule(const OperatorEvidence& e) {
+  VT_ASSIGN_OR_RETURN(std::vector<OperandValues> recomputed, recompute(e.call, e.inputs));
+  Ruling r;
+  r.op = e.call.op;
+  r.call = e.proof.index;
+  for (std::size_t i = 0; i < recomputed.size() && i < e.outputs.size(); ++i) {
+    const std::int64_t differ = differing_values(recomputed[i], e.outputs[i]);
+    if (differ > 0)
+      r.differing_outputs.push_back(
+          e.outputs[i].name + " (" + std::to_string(differ) + " of " +
+          std::to_string(e.outputs[i].bytes.size() / dtype_bytes(e.outputs[i].dtype)) + " values)");
+  }
+  r.provider_correct = r.differing_outputs.empty() && recomputed.size() == e.outputs.size();
+  const std::string where = "in step " + std::to_string(e.header.step) + " of epoch " +
+                            std::to_string(e.header.epoch) + ", " + call_words(r.call, e.call) +
+                            (e.place.empty() ? "" : ", " + e.place);
+  if (r.provider_correct) {
+    r.summary = "for the provider: " + where +
+                " - its outputs are what the documented arithmetic gives on its inputs";
+  } else {
+    std::string list;
+    for (const std::string& d : r.differing_outputs) list += (list.empty() ? "" : ", ") + d;
+    r.summary = "against the provider: " + where + " - given the inputs it signed, the " +
+                "documented arithmetic gives other outputs than it signed: " + list;
+  }
+  return r;
+}
+
+nlohmann::json ruling_to_json(const Ruling& r, const OperatorEvidence& e) {
+  return {{"ruling", r.provider_correct ? "provider_correct" : "provider_wrong"},
+          {"operator", r.op},
+          {"call", r.call},
+          {"epoch", e.header.epoch},
+          {"step", e.header.step},
+          {"task_id", hex_encode(e.header.task_id)},
+          {"provider", e.provider.fingerprint()},
+          {"differing_outputs", r.differing_outputs},
+          {"place", e.place},
+          {"summary", r.summary}};
+}
+
+}  // namespace vt::dispute

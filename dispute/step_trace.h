@@ -1,0 +1,163 @@
+#pragma once
+// A training step's trace (docs/dispute.md): every operator call the portable arithmetic made in
+// one step, in order, each with its parameters and the SHA-256 of every operand's canonical
+// bytes (little-endian values in the operand's logical order). The provider signs a header that
+// commits to the calls through a Merkle root, so one call can be shown with a short proof.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+#include "common/sha256.h"
+#include "kernels/trace.h"
+#include "protocol/keys.h"
+
+namespace vt::dispute {
+
+enum class DType { kF32, kI64 };
+std::string_view dtype_name(DType d);
+std::size_t dtype_bytes(DType d);
+
+struct OperandHash {
+  std::string name;
+  DType dtype = DType::kF32;
+  std::int64_t count =
+      0;  // 0: the operand is absent (an optional weight, a gradient not asked for)
+  Digest sha256{};
+  bool operator==(const OperandHash&) const = default;
+};
+
+struct TracedParam {
+  std::string name;
+  std::int64_t integer = 0;
+  float real = 0.0f;
+  bool is_real = false;
+  bool operator==(const TracedParam& o) const;  // reals compare by bits
+};
+
+struct TracedCall {
+  std::string op;
+  std::vector<TracedParam> params;
+  std::vector<OperandHash> inputs, outputs;
+  bool operator==(const TracedCall&) const = default;
+};
+
+// The identity of a trace: whose task, which step of which epoch.
+struct TraceHeader {
+  Digest task_id{};
+  std::uint64_t epoch = 0;  // the epoch being trained (its start state is epoch − 1)
+  std::int64_t step = 0;    // 1-based step in the epoch
+  std::int64_t calls = 0;
+  Digest calls_root{};  // Merkle root over call_leaf(i, call) (RFC 6962 tree)
+};
+
+struct StepTrace {
+  TraceHeader header;
+  std::vector<TracedCall> calls;
+};
+
+// Bounds on what a trace read from a provider may hold.
+inline constexpr std::int64_t kMaxTraceCalls = 1 << 20;
+inline constexpr std::size_t kMaxCallOperands = 64;
+inline constexpr std::size_t kMaxCallParams = 64;
+
+nlohmann::json call_to_json(std::int64_t index, const TracedCall& call);
+Result<TracedCall> call_from_json(const nlohmann::json& j, std::int64_t expected_index,
+                                  const std::string& where);
+Digest call_leaf(std::int64_t index, const TracedCall& call);
+Digest calls_root(const std::vector<TracedCall>& calls);
+nlohmann::json header_to_json(const TraceHeader& h);
+Result<TraceHeader> header_from_json(const nlohmann::json& j, const std::string& where);
+
+// A call's place under the calls root: the sibling hashes from its leaf up.
+struct CallProof {
+  std::int64_t index = 0;
+  std::int64_t calls = 0;
+  std::vector<Digest> path;
+};
+CallProof prove_call(const std::vector<TracedCall>& calls, std::int64_t index);
+bool verify_call(const Digest& root, const TracedCall& call, const CallProof& proof);
+
+struct SignedTrace {
+  StepTrace trace;
+  PublicKey signer;
+  Bytes signature;  // over canonical_json(header_to_json(trace.header))
+};
+std::string write_signed_trace(const StepTrace& trace, const SigningKey& key);
+// Checks the signature and that the calls hash to the signed root; `where` names the document.
+Result<SignedTrace> read_signed_trace(std::string_view text, const std::string& where);
+
+// The operands of one call, as values (little-endian bytes).
+struct OperandValues {
+  std::string name;
+  DType dtype = DType::kF32;
+  Bytes bytes;
+};
+struct CallValues {
+  std::int64_t index = -1;
+  std::vector<OperandValues> inputs, outputs;
+};
+nlohmann::json values_to_json(const std::vector<OperandValues>& values);
+Result<std::vector<OperandValues>> values_from_json(const nlohmann::json& j,
+                                                    const std::string& where);
+// The provider's answer for one call: its values, for the trace (task, epoch, step) `header` names.
+std::string write_call_values(const TraceHeader& header, const CallValues& values);
+// Invalid input when the file is malformed or for another trace than `header`'s.
+Result<CallValues> read_call_values(std::string_view text, const std::string& where,
+                                    const TraceHeader& header);
+// Whether each value hashes to the trace's operand of the same place (name, dtype, count, hash).
+Status check_values(const std::vector<OperandValues>& values,
+                    const std::vector<OperandHash>& hashes, const std::string& what);
+
+// Records the calls of a step: hashes every operand; keeps the values of call `capture`.
+class TraceRecorder : public kernels::trace::Sink {
+ public:
+  explicit TraceRecorder(std::optional<std::int64_t> capture = std::nullopt) : capture_(capture) {}
+  void begin(std::string_view op, std::span<const kernels::trace::Param> params,
+             std::span<const kernels::trace::Operand> inputs) override;
+  void end(std::span<const kernels::trace::Operand> outputs) override;
+
+  const std::vector<TracedCall>& calls() const { return calls_; }
+  std::vector<TracedCall> take_calls() { return std::move(calls_); }
+  const std::optional<CallValues>& captured() const { return captured_; }
+
+ private:
+  std::optional<std::int64_t> capture_;
+  std::vector<TracedCall> calls_;
+  std::optional<CallValues> captured_;
+};
+
+// A sink that passes every call on to `next` when one is set: the base of sinks that act on the
+// calls and still let a recorder see them (tests/adversary's cheaters).
+class ForwardingSink : public kernels::trace::Sink {
+ public:
+  void set_next(kernels::trace::Sink* next) { next_ = next; }
+  void begin(std::string_view op, std::span<const kernels::trace::Param> params,
+             std::span<const kernels::trace::Operand> inputs) override {
+    if (next_ != nullptr) next_->begin(op, params, inputs);
+  }
+  void end(std::span<const kernels::trace::Operand> outputs) override {
+    if (next_ != nullptr) next_->end(outputs);
+  }
+
+ private:
+  kernels::trace::Sink* next_ = nullptr;
+};
+
+// Installs a sink for this thread's kernel calls while it lives.
+class ScopedSink {
+ public:
+  explicit ScopedSink(kernels::trace::Sink* sink) : previous_(kernels::trace::install(sink)) {}
+  ~ScopedSink() { kernels::trace::install(previous_); }
+  ScopedSink(const ScopedSink&) = delete;
+  ScopedSink& operator=(const ScopedSink&) = delete;
+
+ private:
+  kernels::trace::Sink* previous_;
+};
+
+}  // namespace vt::dispute

@@ -1,0 +1,380 @@
+#!/usr/bin/env python3
+"""Rules on operator evidence (docs/dispute.md) from numpy alone: no veritrain code at all.
+
+    referee_ref.py EVIDENCE.json
+
+The evidence holds one operator call of a provider's signed step trace, the provider's values of
+its inputs and outputs, and the proof that the call is in the trace it signed. This script
+checks the proof and the values against the signed hashes (and both Ed25519 signatures, with the
+`openssl` program), recomputes the call with the arithmetic of docs/portable.md (the functions of
+portable_ref.py, written from that page) and compares its outputs with the provider's, bit for
+bit. It prints a JSON ruling on stdout.
+Exit status: 0 the provider's outputs are the documented result, 1 they are not, 2 the evidence
+does not hold (malformed, a signature, proof or hash that does not check), 3 an operator or a
+form of one this script does not cover.
+"""
+import base64
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import portable_ref as ref  # noqa: E402
+
+F = ref.F
+WRONG, BAD, NOT_COVERED = 1, 2, 3
+ED25519_SPKI_PREFIX = bytes.fromhex("302a300506032b6570032100")
+
+
+class Refused(Exception):
+    """The evidence does not hold."""
+
+
+class NotCovered(Exception):
+    pass
+
+
+def canonical(value):
+    """veritrain's canonical JSON: sorted keys, no blanks, floats as Python's repr."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+# --- what the provider signed -------------------------------------------------------------
+def leaf(call):
+    return hashlib.sha256(b"\x00" + canonical(call).encode()).digest()
+
+
+def node(left, right):
+    return hashlib.sha256(b"\x01" + left + right).digest()
+
+
+def root_from_path(digest, m, lo, hi, path):
+    """RFC 6962's tree over calls [lo, hi): the path lists siblings from the leaf upwards."""
+    if hi - lo == 1:
+        return digest
+    if not path:
+        raise Refused("the call's proof is too short")
+    k = 1
+    while k * 2 < hi - lo:
+        k *= 2
+    sibling = path.pop()
+    if m < lo + k:
+        return node(root_from_path(digest, m, lo, lo + k, path), sibling)
+    return node(sibling, root_from_path(digest, m, lo + k, hi, path))
+
+
+def verify_signature(public_raw, message, signature):
+    """Ed25519 with the openssl program; None when it is not installed."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        return None
+    with tempfile.TemporaryDirectory() as d:
+        pem = os.path.join(d, "key.pem")
+        with open(pem, "w") as f:
+            body = base64.b64encode(ED25519_SPKI_PREFIX + public_raw).decode()
+            f.write("-----BEGIN PUBLIC KEY-----\n%s\n-----END PUBLIC KEY-----\n" % body)
+        msg, sig = os.path.join(d, "msg"), os.path.join(d, "sig")
+        open(msg, "wb").write(message)
+        open(sig, "wb").write(signature)
+        r = subprocess.run([openssl, "pkeyutl", "-verify", "-pubin", "-inkey", pem, "-rawin",
+                            "-in", msg, "-sigfile", sig], capture_output=True)
+        return r.returncode == 0
+
+
+def operand_arrays(values, hashes, what):
+    """The values as numpy arrays by name, each checked against the signed hash."""
+    if len(values) != len(hashes):
+        raise Refused("%s: %d operands given, the trace has %d" % (what, len(values), len(hashes)))
+    out = {}
+    for v, h in zip(values, hashes):
+        raw = bytes.fromhex(v["hex"])
+        dtype = {"f32": "<f4", "i64": "<i8"}[v["dtype"]]
+        count = len(raw) // np.dtype(dtype).itemsize
+        if (v["name"], v["dtype"], count) != (h["name"], h["dtype"], h["count"]) or \
+                hashlib.sha256(raw).hexdigest() != h["sha256"]:
+            raise Refused("%s %s: the values given are not the ones the signed trace hashes"
+                          % (what, h["name"]))
+        out[v["name"]] = np.frombuffer(raw, dtype=dtype).copy() if count else None
+    return out
+
+
+# --- the operators (docs/portable.md) -----------------------------------------------------
+def softmax(x, rows, width, divisor, causal):
+    z = x.reshape(rows, width) / F(divisor)
+    valid = np.ones((rows, width), bool)
+    if causal:
+        valid = np.arange(width)[None, :] <= (np.arange(rows) % width)[:, None]
+    m = np.max(np.where(valid, z, F(-np.inf)), axis=1)
+    e = np.where(valid, ref.vt_exp(z - m[:, None]), F(0.0))
+    return np.where(valid, e / ref.chain(e, 1)[:, None], F(0.0)), valid
+
+
+def softmax_backward(y, dy, rows, width, divisor, causal):
+    y, dy = y.reshape(rows, width), dy.reshape(rows, width)
+    valid = np.ones((rows, width), bool)
+    if causal:
+        valid = np.arange(width)[None, :] <= (np.arange(rows) % width)[:, None]
+    dot = ref.chain(np.where(valid, dy * y, F(0.0)), 1)
+    return np.where(valid, (y * (dy - dot[:, None])) / F(divisor), F(0.0))
+
+
+def log_softmax(a, i, o):
+    x = i["x"].reshape(a["rows"], a["width"])
+    m = np.max(x, axis=1)
+    lse = m + ref.vt_log(ref.chain(ref.vt_exp(x - m[:, None]), 1))
+    return {"y": x - lse[:, None]}
+
+
+def log_softmax_backward(a, i, o):
+    y, dy = i["y"].reshape(a["rows"], a["width"]), i["dy"].reshape(a["rows"], a["width"])
+    return {"dx": dy - ref.vt_exp(y) * ref.chain(dy, 1)[:, None]}
+
+
+def kept(n, p, state, call):
+    j = np.arange(n, dtype=np.uint64) + (np.uint64(call) << np.uint64(40))
+    return ref.uniforms_at(state, j) >= F(p)
+
+
+def batch_norm(a, i, o):
+    b, c, s = a["batch"], a["channels"], a["spatial"]
+    v = i["x"].reshape(b, c, s).transpose(1, 0, 2).reshape(c, -1)
+    n = v.shape[1]
+    w = i["weight"] if i["weight"] is not None else np.ones(c, F)
+    bias = i["bias"] if i["bias"] is not None else np.zeros(c, F)
+    mean, var = ref.moments(v, n, ref.lanes)
+    inv = F(1.0) / np.sqrt(var + F(a["eps"]))
+    y = ((v - mean[:, None]) * inv[:, None]) * w[:, None] + bias[:, None]
+    if a["relu"]:
+        y = ref.relu(y)
+    out = {"y": y.reshape(c, b, s).transpose(1, 0, 2), "mean": mean, "invstd": inv}
+    keep, momentum, count = F(1.0) - F(a["momentum"]), F(a["momentum"]), F(n)
+    if i["running_mean"] is not None:
+        out["running_mean"] = keep * i["running_mean"] + momentum * mean
+    if i["running_var"] is not None:
+        out["running_var"] = keep * i["running_var"] + momentum * (var * (count / (count - F(1.0))))
+    return out
+
+
+def batch_norm_backward(a, i, o):
+    b, c, s = a["batch"], a["channels"], a["spatial"]
+    per_channel = lambda t: t.reshape(b, c, s).transpose(1, 0, 2).reshape(c, -1)  # noqa: E731
+    v, g = per_channel(i["x"]), per_channel(i["dy"])
+    if i["relu_y"] is not None:
+        g = ref.relu_backward(per_channel(i["relu_y"]), g)
+    w = i["weight"] if i["weight"] is not None else np.ones(c, F)
+    dx, xhat = ref.norm_backward(v, i["mean"], i["invstd"], w[:, None], g, v.shape[1], ref.lanes)
+    return {"dx": dx.reshape(c, b, s).transpose(1, 0, 2), "dweight": ref.lanes(g * xhat),
+            "dbias": ref.lanes(g)}
+
+
+def layer_norm(a, i, o):
+    rows, width = a["rows"], a["width"]
+    v = i["x"].reshape(rows, width)
+    w = i["weight"] if i["weight"] is not None else np.ones(width, F)
+    bias = i["bias"] if i["bias"] is not None else np.zeros(width, F)
+    mean, var = ref.moments(v, width)
+    inv = F(1.0) / np.sqrt(var + F(a["eps"]))
+    return {"y": ((v - mean[:, None]) * inv[:, None]) * w + bias, "mean": mean, "rstd": inv}
+
+
+def layer_norm_backward(a, i, o):
+    rows, width = a["rows"], a["width"]
+    v, g = i["x"].reshape(rows, width), i["dy"].reshape(rows, width)
+    w = i["weight"] if i["weight"] is not None else np.ones(width, F)
+    dx, xhat = ref.norm_backward(v, i["mean"], i["rstd"], w[None, :], g, width)
+    return {"dx": dx, "dweight": ref.chain(g * xhat, 0), "dbias": ref.chain(g, 0)}
+
+
+def adam_update(a, i, o):
+    p, g, m, v = i["param"], i["grad"], i["exp_avg"], i["exp_avg_sq"]
+    wd = F(a["weight_decay"])
+    if a["decoupled"]:
+        p = p * (F(1.0) - F(a["lr"]) * wd)
+    elif wd != F(0.0):
+        g = g + wd * p
+    m = m + (F(1.0) - F(a["beta1"])) * (g - m)
+    v = v * F(a["beta2"]) + (F(1.0) - F(a["beta2"])) * (g * g)
+    den = np.sqrt(v) / F(a["bias2_sqrt"]) + F(a["eps"])
+    return {"param": p - F(a["lr_over_bias1"]) * (m / den), "exp_avg": m, "exp_avg_sq": v}
+
+
+def sgd_update(a, i, o):
+    p, d, buf = i["param"], i["grad"], i["buffer"]
+    if F(a["weight_decay"]) != F(0.0):
+        d = d + F(a["weight_decay"]) * p
+    out = {}
+    if buf is not None:
+        buf = d.copy() if a["first"] else buf * F(a["momentum"]) + d
+        d = d + F(a["momentum"]) * buf if a["nesterov"] else buf
+        out["buffer"] = buf
+    out["param"] = p - F(a["lr"]) * d
+    return out
+
+
+def conv_arrays(a, i):
+    if a["groups"] != 1 or any(a["dilation_" + d] != 1 for d in "dhw"):
+        raise NotCovered("a grouped or dilated convolution")
+    spatial = [a["in_" + d] for d in "dhw"]
+    kernel = [a["kernel_" + d] for d in "dhw"]
+    x = i["x"].reshape([a["batch"], a["in_channels"]] + spatial) if i["x"] is not None else None
+    w = i["w"].reshape([a["out_channels"], a["in_channels"]] + kernel)
+    return x, w, [a["stride_" + d] for d in "dhw"], [a["padding_" + d] for d in "dhw"]
+
+
+def conv(a, i, o):
+    x, w, stride, pad = conv_arrays(a, i)
+    return {"y": ref.conv(x, w, i["bias"], stride, pad)}
+
+
+def conv_backward(a, i, o):
+    x, w, stride, pad = conv_arrays(a, i)
+    if x is None:
+        raise NotCovered("a convolution backward without its input")
+    out = ref.conv_shape(x, w, stride, pad)
+    dy = i["dy"].reshape([a["batch"], a["out_channels"]] + out)
+    dx, dw, db = ref.conv_backward(x, w, dy, stride, pad, o["dx"] > 0, o["dbias"] > 0)
+    return {"dx": dx, "dw": dw, "dbias": db}
+
+
+def gemm(a, i, o):
+    b, m, n, k = a["batch"], a["m"], a["n"], a["k"]
+    start = i["c"].reshape(b, m, n) if a["accumulate"] else None
+    return {"c": ref.mm(i["a"].reshape(b, m, k), i["b"].reshape(b, k, n), start)}
+
+
+def cross_entropy(a, i, o):
+    loss, saved = ref.cross_entropy(i["logits"].reshape(a["rows"], a["classes"]), i["targets"])
+    return {"loss": np.array([loss], F), "row_max": saved[2], "row_sum": saved[3]}
+
+
+def cross_entropy_backward(a, i, o):
+    logits = i["logits"].reshape(a["rows"], a["classes"])
+    saved = (logits, i["targets"], i["row_max"], i["row_sum"])
+    return {"dlogits": ref.cross_entropy_backward(saved, a["dloss"])}
+
+
+def dropout(a, i, o, backward):
+    n, p = a["n"], a["p"]
+    mask = kept(n, p, a["state"] & (2 ** 64 - 1), a["call"] & (2 ** 64 - 1))
+    scale = F(1.0) / (F(1.0) - F(p))
+    src = i["dy" if backward else "x"]
+    return {"dx" if backward else "y": np.where(mask, src * scale, F(0.0))}
+
+
+OPERATORS = {
+    "gemm": gemm,
+    "column_sums": lambda a, i, o: {"out": ref.chain(i["x"].reshape(a["rows"], a["cols"]), 0)},
+    "add_bias": lambda a, i, o: {"y": i["y"].reshape(a["rows"], a["cols"]) + i["bias"]},
+    "relu": lambda a, i, o: {"y": ref.relu(i["x"])},
+    "relu_backward": lambda a, i, o: {"dx": ref.relu_backward(i["y"], i["dy"])},
+    "gelu": lambda a, i, o: {"y": ref.gelu(i["x"])},
+    "gelu_backward": lambda a, i, o: {"dx": i["dy"] * ref.gelu_grad(i["x"])},
+    "dropout": lambda a, i, o: dropout(a, i, o, False),
+    "dropout_backward": lambda a, i, o: dropout(a, i, o, True),
+    "row_mean": lambda a, i, o: {
+        "y": ref.chain(i["x"].reshape(a["rows"], a["width"]), 1) / F(a["width"])},
+    "row_mean_backward": lambda a, i, o: {
+        "dx": np.repeat((i["dy"] / F(a["width"]))[:, None], a["width"], axis=1)},
+    "mse": lambda a, i, o: {"loss": np.array([ref.mse(i["a"], i["b"])[0]], F)},
+    "mse_backward": lambda a, i, o: {"da": ref.mse_backward((i["a"], i["b"]), a["dloss"])},
+    "embedding": lambda a, i, o: {"y": i["table"].reshape(-1, a["width"])[i["ids"]]},
+    "embedding_backward": lambda a, i, o: {"dtable": ref.embedding_backward(
+        i["ids"], i["dy"].reshape(a["count"], a["width"]), a["rows"])},
+    "softmax": lambda a, i, o: {"y": softmax(i["x"], a["rows"], a["width"], a["divisor"],
+                                             a["causal"])[0]},
+    "softmax_backward": lambda a, i, o: {"dx": softmax_backward(
+        i["y"], i["dy"], a["rows"], a["width"], a["divisor"], a["causal"])},
+    "log_softmax": log_softmax,
+    "log_softmax_backward": log_softmax_backward,
+    "cross_entropy": cross_entropy,
+    "cross_entropy_backward": cross_entropy_backward,
+    "batch_norm_train": batch_norm,
+    "batch_norm_backward": batch_norm_backward,
+    "layer_norm": layer_norm,
+    "layer_norm_backward": layer_norm_backward,
+    "sgd_update": sgd_update,
+    "adam_update": adam_update,
+    "conv": conv,
+    "conv_backward": conv_backward,
+}
+
+
+def rule(doc):
+    if set(doc) != {"evidence", "signature", "signer"}:
+        raise Refused("expected an object with evidence, signature and signer")
+    e = doc["evidence"]
+    if e.get("format") != "veritrain/operator-evidence/v1":
+        raise Refused("format: expected \"veritrain/operator-evidence/v1\"")
+    header, call, proof = e["header"], e["call"], e["proof"]
+    checks = [(bytes.fromhex(doc["signer"]), canonical(e).encode(), doc["signature"], "auditor"),
+              (bytes.fromhex(e["provider"]), canonical(header).encode(), e["provider_signature"],
+               "provider")]
+    signatures = "checked"
+    for key, message, signature, whose in checks:
+        ok = verify_signature(key, message, bytes.fromhex(signature))
+        if ok is None:
+            signatures = "not checked (no openssl program)"
+        elif not ok:
+            raise Refused("the %s's signature does not hold" % whose)
+    if proof["calls"] != header["calls"] or proof["index"] != call["index"]:
+        raise Refused("the proof is for another call or trace than the signed header's")
+    path = [bytes.fromhex(h) for h in proof["path"]]
+    if root_from_path(leaf(call), proof["index"], 0, proof["calls"], path).hex() != \
+            header["calls_root"] or path:
+        raise Refused("call %d is not in the provider's signed trace" % call["index"])
+    inputs = operand_arrays(e["inputs"], call["inputs"], "input")
+    claimed = operand_arrays(e["outputs"], call["outputs"], "output")
+    if call["op"] not in OPERATORS:
+        raise NotCovered("operator " + call["op"])
+    params = {p["name"]: p.get("int", p.get("f32")) for p in call["params"]}
+    counts = {h["name"]: h["count"] for h in call["outputs"]}
+    with np.errstate(all="ignore"):
+        mine = OPERATORS[call["op"]](params, inputs, counts)
+    differing = []
+    for h in call["outputs"]:
+        theirs = claimed[h["name"]]
+        ours = mine.get(h["name"]) if h["count"] > 0 else None
+        if theirs is None and ours is None:
+            continue
+        if theirs is None or ours is None:
+            differing.append("%s (absent on one side)" % h["name"])
+            continue
+        a = np.ascontiguousarray(ours, dtype=theirs.dtype).reshape(-1)
+        if a.size != theirs.size:
+            differing.append("%s (%d values, not %d)" % (h["name"], theirs.size, a.size))
+            continue
+        n = int(np.count_nonzero(np.any(a.view(np.uint8).reshape(a.size, -1) !=
+                                        theirs.view(np.uint8).reshape(a.size, -1), axis=1)))
+        if n:
+            differing.append("%s (%d of %d values)" % (h["name"], n, a.size))
+    return {"ruling": "provider_wrong" if differing else "provider_correct",
+            "operator": call["op"], "call": call["index"], "epoch": header["epoch"],
+            "step": header["step"], "differing_outputs": differing, "signatures": signatures}
+
+
+def main(argv):
+    if len(argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return BAD
+    try:
+        with open(argv[1], encoding="utf-8") as f:
+            doc = json.load(f)
+        ruling = rule(doc)
+    except NotCovered as e:
+        print("referee_ref.py: not covered: %s" % e, file=sys.stderr)
+        return NOT_COVERED
+    except (Refused, KeyError, TypeError, ValueError, OSError) as e:
+        print("referee_ref.py: no ruling: %s: %s" % (type(e).__name__, e), file=sys.stderr)
+        return BAD
+    print(json.dumps(ruling))
+    return 0 if ruling["ruling"] == "provider_correct" else WRONG
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
