@@ -89,7 +89,8 @@ void register_train(CLI::App& app, Context& ctx) {
       }).detach();
       if (!serve->listen.empty()) {
         VT_RETURN_IF_ERROR(provider::Workdir::open_for(a->workdir, task));
-        serve->key_dir = a->key;  // the certificate keygen made beside the signing key
+        serve->key_dir = a->key;     // the certificate keygen made beside the signing key
+        serve->task_file = a->task;  // trace answers replay this task, its data beside it
         VT_ASSIGN_OR_RETURN(service, start_service(a->workdir, *serve, gauges));
       } else if (!serve->metrics.empty()) {
         VT_ASSIGN_OR_RETURN(service.metrics, start_metrics(serve->metrics, nullptr, gauges));

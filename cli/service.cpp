@@ -11,6 +11,7 @@
 
 #include "cli/app.h"
 #include "common/file_io.h"
+#include "common/process.h"
 #include "protocol/keys.h"
 #include "provider/workdir_catalog.h"
 
@@ -72,6 +73,55 @@ Result<std::string> read_or_create_token(const std::string& workdir,
   return token;
 }
 
+// veritrain-torch: this program itself when it is that one, else the one beside it (or
+// $VERITRAIN_TORCH), as the light veritrain finds it (torch_forward.h).
+fs::path torch_program() {
+  if (const char* env = std::getenv("VERITRAIN_TORCH"); env != nullptr && *env != '\0') return env;
+  std::error_code ec;
+  return fs::read_symlink("/proc/self/exe", ec).parent_path() / "veritrain-torch";
+}
+
+// Trace requests are answered by `veritrain-torch trace` in a child process: a replay needs
+// LibTorch (the light `serve` has none) and a trainer of its own (`train --serve` is training).
+provider::TraceAnswerer trace_answerer(const std::string& workdir, const ServeArgs& a) {
+  const fs::path task =
+      a.task_file.empty() ? fs::path(workdir) / "task.json" : fs::path(a.task_file);
+  return [program = torch_program(), task, workdir,
+          key = a.key_dir](const TraceRequest& r) -> Result<Bytes> {
+    char pattern[] = "/tmp/veritrain-trace-XXXXXX";
+    if (::mkdtemp(pattern) == nullptr) return io_error("making a folder for a trace answer");
+    const fs::path dir = pattern;
+    struct Cleanup {
+      fs::path dir;
+      ~Cleanup() {
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+      }
+    } cleanup{dir};
+    std::vector<std::string> args = {program.string(), "trace",
+                                     "--task",         task.string(),
+                                     "--workdir",      workdir,
+                                     "--epoch",        std::to_string(r.epoch),
+                                     "--step",         std::to_string(r.step),
+                                     "--out",          (dir / "answer.json").string()};
+    if (r.call) args.insert(args.end(), {"--call", std::to_string(*r.call)});
+    if (!key.empty()) args.insert(args.end(), {"--key", key});
+    VT_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::spawn(args, dir / "output.txt"));
+    const int code = child.wait();
+    if (code != 0) {
+      auto said = read_text_file(dir / "output.txt", 1 << 16);
+      std::string why = said.ok() ? *said : std::string("(no output)");
+      while (!why.empty() && why.back() == '\n') why.pop_back();
+      if (const auto at = why.find("error: "); at != std::string::npos) why = why.substr(at + 7);
+      // What the request got wrong (a step the epoch does not have, a task that is not
+      // portable) is the client's to hear; anything else is this side's failure.
+      return code == exit_code(Errc::kInvalidInput) ? invalid_input(why)
+                                                    : internal_error("veritrain trace: " + why);
+    }
+    return read_file(dir / "answer.json", std::uint64_t{1} << 31);
+  };
+}
+
 }  // namespace
 
 Result<Service> start_service(const std::string& workdir, const ServeArgs& a,
@@ -107,7 +157,8 @@ Result<Service> start_service(const std::string& workdir, const ServeArgs& a,
     config.tls_cert = a.tls_cert.empty() ? keys.tls_cert : fs::path(a.tls_cert);
     config.tls_key = a.tls_key.empty() ? keys.tls_key : fs::path(a.tls_key);
   }
-  VT_ASSIGN_OR_RETURN(std::shared_ptr<Catalog> catalog, provider::open_workdir_catalog(workdir));
+  VT_ASSIGN_OR_RETURN(std::shared_ptr<Catalog> catalog,
+                      provider::open_workdir_catalog(workdir, trace_answerer(workdir, a)));
   Service service;
   VT_ASSIGN_OR_RETURN(service.server, Server::start(config, catalog));
   const Endpoint ep = service.server->endpoint();

@@ -19,6 +19,9 @@ struct ServeArgs {
   bool insecure = false;
   std::string metrics;  // HOST:PORT for /metrics
   std::string key_dir;  // keygen's folder: its tls.*.pem; default: <workdir>/keys
+  // The task that trace requests replay (docs/dispute.md): its data resolve beside it.
+  // Default: the workdir's own task.json.
+  std::string task_file;
 };
 
 // `listen_required`: serve needs --listen; train only serves when it is given.

@@ -1,6 +1,10 @@
 #include "common/bytes.h"
 
+#include <openssl/evp.h>
 #include <sys/mman.h>
+
+#include <cctype>
+#include <limits>
 
 namespace vt {
 
@@ -48,6 +52,37 @@ Result<Bytes> hex_decode(std::string_view hex) {
     }
     out[i] = static_cast<std::uint8_t>(hi << 4 | lo);
   }
+  return out;
+}
+
+std::string base64_encode(ByteSpan bytes) {
+  std::string out((bytes.size() + 2) / 3 * 4, '\0');
+  if (!bytes.empty()) {
+    EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), bytes.data(),
+                    static_cast<int>(bytes.size()));
+  }
+  return out;
+}
+
+Result<Bytes> base64_decode(std::string_view text) {
+  if (text.size() % 4 != 0)
+    return invalid_input("base64 text of " + std::to_string(text.size()) +
+                         " characters is not a multiple of 4");
+  if (text.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+    return invalid_input("base64 text longer than 2 GiB");
+  std::size_t padding = 0;
+  while (padding < 2 && padding < text.size() && text[text.size() - 1 - padding] == '=') ++padding;
+  for (std::size_t i = 0; i + padding < text.size(); ++i) {
+    const char c = text[i];
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '/'))
+      return invalid_input("not a base64 character at offset " + std::to_string(i));
+  }
+  Bytes out(text.size() / 4 * 3);
+  if (!text.empty() &&
+      EVP_DecodeBlock(out.data(), reinterpret_cast<const unsigned char*>(text.data()),
+                      static_cast<int>(text.size())) < 0)
+    return invalid_input("malformed base64");
+  out.resize(out.size() - padding);
   return out;
 }
 

@@ -24,6 +24,10 @@ inline ByteSpan as_bytes(std::string_view s) {
 std::string hex_encode(ByteSpan bytes);
 inline std::string hex_encode(const Digest& d) { return hex_encode(ByteSpan(d)); }
 Result<Bytes> hex_decode(std::string_view hex);
+// RFC 4648 base64 with padding (operand values in operator evidence: a third smaller than hex).
+std::string base64_encode(ByteSpan bytes);
+// Strict: the standard alphabet, padded to a multiple of 4, no blanks.
+Result<Bytes> base64_decode(std::string_view text);
 // Parses exactly 64 hex digits; `what` names the field in the error.
 Result<Digest> digest_from_hex(std::string_view hex, std::string_view what);
 

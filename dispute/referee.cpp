@@ -17,15 +17,36 @@ std::string call_words(std::int64_t index, const TracedCall& call) {
 
 bool same_inputs(const TracedCall& a, const TracedCall& b) { return a.inputs == b.inputs; }
 
-// How many values of `claimed` differ bit for bit from `recomputed`.
-std::int64_t differing_values(const OperandValues& recomputed, const OperandValues& claimed) {
+constexpr std::size_t kExamplesPerOutput = 4;
+
+double value_at(const OperandValues& v, std::size_t i) {
+  if (v.dtype == DType::kI64) {
+    std::int64_t x = 0;
+    std::memcpy(&x, v.bytes.data() + i * 8, 8);
+    return static_cast<double>(x);
+  }
+  float x = 0;
+  std::memcpy(&x, v.bytes.data() + i * 4, 4);
+  return x;
+}
+
+// How many values of `claimed` differ bit for bit from `recomputed`; the first few into
+// `examples`.
+std::int64_t differing_values(const OperandValues& recomputed, const OperandValues& claimed,
+                              std::vector<ValueDifference>& examples) {
   if (recomputed.bytes.size() != claimed.bytes.size())
     return static_cast<std::int64_t>(std::max(recomputed.bytes.size(), claimed.bytes.size()) /
                                      dtype_bytes(claimed.dtype));
   const std::size_t width = dtype_bytes(claimed.dtype);
   std::int64_t differ = 0;
-  for (std::size_t i = 0; i < claimed.bytes.size(); i += width)
-    differ += std::memcmp(recomputed.bytes.data() + i, claimed.bytes.data() + i, width) != 0;
+  std::size_t shown = 0;
+  for (std::size_t i = 0; i < claimed.bytes.size(); i += width) {
+    if (std::memcmp(recomputed.bytes.data() + i, claimed.bytes.data() + i, width) == 0) continue;
+    ++differ;
+    if (shown++ < kExamplesPerOutput)
+      examples.push_back({claimed.name, static_cast<std::int64_t>(i / width),
+                          value_at(claimed, i / width), value_at(recomputed, i / width)});
+  }
   return differ;
 }
 
@@ -188,7 +209,7 @@ Result<Ruling> rule(const OperatorEvidence& e) {
   r.op = e.call.op;
   r.call = e.proof.index;
   for (std::size_t i = 0; i < recomputed.size() && i < e.outputs.size(); ++i) {
-    const std::int64_t differ = differing_values(recomputed[i], e.outputs[i]);
+    const std::int64_t differ = differing_values(recomputed[i], e.outputs[i], r.examples);
     if (differ > 0)
       r.differing_outputs.push_back(
           e.outputs[i].name + " (" + std::to_string(differ) + " of " +
@@ -210,6 +231,18 @@ Result<Ruling> rule(const OperatorEvidence& e) {
   return r;
 }
 
+namespace {
+nlohmann::json examples_json(const std::vector<ValueDifference>& examples) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const ValueDifference& d : examples)
+    out.push_back({{"output", d.output},
+                   {"index", d.index},
+                   {"provider", d.provider},
+                   {"documented", d.documented}});
+  return out;
+}
+}  // namespace
+
 nlohmann::json ruling_to_json(const Ruling& r, const OperatorEvidence& e) {
   return {{"ruling", r.provider_correct ? "provider_correct" : "provider_wrong"},
           {"operator", r.op},
@@ -219,6 +252,7 @@ nlohmann::json ruling_to_json(const Ruling& r, const OperatorEvidence& e) {
           {"task_id", hex_encode(e.header.task_id)},
           {"provider", e.provider.fingerprint()},
           {"differing_outputs", r.differing_outputs},
+          {"examples", examples_json(r.examples)},
           {"place", e.place},
           {"summary", r.summary}};
 }

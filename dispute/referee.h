@@ -56,11 +56,19 @@ struct CheckedEvidence {
 // rejected for one whose signatures or hashes do not hold.
 Result<CheckedEvidence> read_operator_evidence(std::string_view text, const std::string& where);
 
+// One value the provider's output has where the documented arithmetic gives another.
+struct ValueDifference {
+  std::string output;
+  std::int64_t index = 0;  // in the output's logical order
+  double provider = 0, documented = 0;
+};
+
 struct Ruling {
   bool provider_correct = false;
   std::string op;
   std::int64_t call = 0;
   std::vector<std::string> differing_outputs;  // names, with how many values differ
+  std::vector<ValueDifference> examples;       // the first few differing values of each output
   std::string summary;                         // in words an arbiter reads
 };
 Result<Ruling> rule(const OperatorEvidence& evidence);

@@ -306,7 +306,7 @@ nlohmann::json values_to_json(const std::vector<OperandValues>& values) {
   for (const OperandValues& v : values)
     out.push_back({{"name", v.name},
                    {"dtype", std::string(dtype_name(v.dtype))},
-                   {"hex", hex_encode(v.bytes)}});
+                   {"base64", base64_encode(v.bytes)}});
   return out;
 }
 
@@ -319,18 +319,18 @@ Result<std::vector<OperandValues>> values_from_json(const nlohmann::json& j,
     const std::string at = where + "[" + std::to_string(i) + "]";
     if (!j[i].is_object()) return invalid_input(at + ": expected an object");
     JsonFields f(j[i], at);
-    VT_RETURN_IF_ERROR(f.known_keys({"name", "dtype", "hex"}));
+    VT_RETURN_IF_ERROR(f.known_keys({"name", "dtype", "base64"}));
     OperandValues v;
-    std::string dtype, hex;
+    std::string dtype, text;
     VT_RETURN_IF_ERROR(f.string("name", v.name, true));
     VT_RETURN_IF_ERROR(f.string("dtype", dtype, true));
-    VT_RETURN_IF_ERROR(f.string("hex", hex, true));
+    VT_RETURN_IF_ERROR(f.string("base64", text, true));
     VT_ASSIGN_OR_RETURN(v.dtype, dtype_named(dtype, at));
-    auto bytes = hex_decode(hex);
-    if (!bytes) return f.problem("hex", bytes.error().message);
+    auto bytes = base64_decode(text);
+    if (!bytes) return f.problem("base64", bytes.error().message);
     v.bytes = std::move(*bytes);
     if (v.bytes.size() % dtype_bytes(v.dtype) != 0)
-      return f.problem("hex", "holds a partial " + std::string(dtype_name(v.dtype)) + " value");
+      return f.problem("base64", "holds a partial " + std::string(dtype_name(v.dtype)) + " value");
     out.push_back(std::move(v));
   }
   return out;

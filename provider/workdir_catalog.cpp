@@ -17,9 +17,10 @@ namespace {
 // file elsewhere say, is refused instead of handing that file to a peer.
 class WorkdirCatalog final : public Catalog {
  public:
-  WorkdirCatalog(Workdir w, std::shared_ptr<const Folder> folder)
+  WorkdirCatalog(Workdir w, std::shared_ptr<const Folder> folder, TraceAnswerer answer)
       : workdir_(std::move(w)),
         folder_(std::move(folder)),
+        answer_(std::move(answer)),
         store_(folder_, workdir_.snapshots_dir().filename(), {1, 2, 64}) {}
 
   Result<Bytes> task() override {
@@ -54,6 +55,18 @@ class WorkdirCatalog final : public Catalog {
   Result<std::shared_ptr<const Bytes>> container(const ContainerRequest& request) override {
     VT_ASSIGN_OR_RETURN(Digest root, root_of(request.epoch));
     return unusable_if_bad(request.epoch, coded_container(request, root));
+  }
+
+  Result<std::shared_ptr<const Bytes>> step_trace(const TraceRequest& request) override {
+    if (!answer_) return Catalog::step_trace(request);
+    // Only committed epochs: what the answer replays from is the state before it.
+    VT_ASSIGN_OR_RETURN(Digest root, root_of(request.epoch));
+    (void)root;
+    // One replay at a time: each is a whole process with LibTorch, and the server's slow-work
+    // threads would otherwise run as many as it has.
+    std::lock_guard lock(trace_mutex_);
+    VT_ASSIGN_OR_RETURN(Bytes answer, answer_(request));
+    return std::make_shared<const Bytes>(std::move(answer));
   }
 
  private:
@@ -179,6 +192,8 @@ class WorkdirCatalog final : public Catalog {
   static constexpr std::size_t kCacheEntries = 4;
   Workdir workdir_;
   std::shared_ptr<const Folder> folder_;
+  TraceAnswerer answer_;
+  std::mutex trace_mutex_;
   SnapshotStore store_;
   std::mutex mutex_;
   std::mutex load_mutex_;  // held while a stored container is read, so it is read once
@@ -189,11 +204,12 @@ class WorkdirCatalog final : public Catalog {
 
 }  // namespace
 
-Result<std::shared_ptr<Catalog>> open_workdir_catalog(const std::filesystem::path& workdir) {
+Result<std::shared_ptr<Catalog>> open_workdir_catalog(const std::filesystem::path& workdir,
+                                                      TraceAnswerer answer) {
   VT_ASSIGN_OR_RETURN(Workdir w, Workdir::open_existing(workdir));
   VT_ASSIGN_OR_RETURN(Folder folder, Folder::open(workdir));
   return std::shared_ptr<Catalog>(std::make_shared<WorkdirCatalog>(
-      std::move(w), std::make_shared<const Folder>(std::move(folder))));
+      std::move(w), std::make_shared<const Folder>(std::move(folder)), std::move(answer)));
 }
 
 }  // namespace vt::provider

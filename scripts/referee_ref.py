@@ -93,7 +93,7 @@ def operand_arrays(values, hashes, what):
         raise Refused("%s: %d operands given, the trace has %d" % (what, len(values), len(hashes)))
     out = {}
     for v, h in zip(values, hashes):
-        raw = bytes.fromhex(v["hex"])
+        raw = base64.b64decode(v["base64"], validate=True)
         dtype = {"f32": "<f4", "i64": "<i8"}[v["dtype"]]
         count = len(raw) // np.dtype(dtype).itemsize
         if (v["name"], v["dtype"], count) != (h["name"], h["dtype"], h["count"]) or \

@@ -28,6 +28,14 @@ struct ContainerRequest {
   std::optional<Digest> base_root;
 };
 
+// A request for the provider's answer for one training step (docs/dispute.md): its signed step
+// trace of step `step` of `epoch`, or with `call` its values of that call.
+struct TraceRequest {
+  std::uint64_t epoch = 0;
+  std::uint64_t step = 0;
+  std::optional<std::uint64_t> call;
+};
+
 class Catalog {
  public:
   virtual ~Catalog() = default;
@@ -47,6 +55,14 @@ class Catalog {
   // return the same bytes (a content-addressed store does); if they differ, the client is told
   // and restarts from offset 0.
   virtual Result<std::shared_ptr<const Bytes>> container(const ContainerRequest& request) = 0;
+
+  // The answer for one step (a JSON document: docs/dispute.md), computed by replaying it: slow
+  // work, like container(). A catalog that does not answer trace requests says so (invalid input,
+  // which the client hears as "not_found").
+  virtual Result<std::shared_ptr<const Bytes>> step_trace(const TraceRequest& request) {
+    (void)request;
+    return invalid_input("this provider does not answer trace requests");
+  }
 };
 
 }  // namespace vt

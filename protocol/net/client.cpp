@@ -173,6 +173,74 @@ Result<std::vector<SignedRecord>> Client::get_log_frames(std::uint64_t from_epoc
   return records;
 }
 
+Result<Bytes> Client::get_trace(std::uint64_t epoch, std::uint64_t step,
+                                std::optional<std::uint64_t> call, std::uint64_t max_bytes,
+                                std::chrono::milliseconds wait) {
+  return in_sync(get_trace_frames(epoch, step, call, max_bytes, wait));
+}
+
+Result<Bytes> Client::get_trace_frames(std::uint64_t epoch, std::uint64_t step,
+                                       std::optional<std::uint64_t> call, std::uint64_t max_bytes,
+                                       std::chrono::milliseconds wait) {
+  answered_ = false;
+  VT_RETURN_IF_ERROR(ensure_connected());
+  json header = {{"epoch", epoch}, {"step", step}};
+  if (call) header["call"] = *call;
+  const std::string what = "get_trace of step " + std::to_string(step) + " of epoch " +
+                           std::to_string(epoch) + " from " + connection_->where();
+  if (auto sent = connection_->send(MessageType::kGetTrace, header); !sent.ok()) {
+    connection_.reset();
+    return sent.error();
+  }
+  // The provider replays the step before its first frame: that one may take `wait`.
+  auto first = connection_->read_frame(wait);
+  if (!first.ok()) {
+    connection_.reset();
+    return first.error().context(what);
+  }
+  if (first->type == MessageType::kError) {
+    answered_ = true;
+    return server_error(*first, what);
+  }
+  Frame frame = std::move(*first);
+  Bytes out;
+  for (;;) {
+    if (frame.type != MessageType::kTrace) {
+      connection_.reset();
+      return io_error(what + ": expected trace, got " +
+                      std::string(wire::message_name(frame.type)));
+    }
+    VT_ASSIGN_OR_RETURN(std::uint64_t offset, wire::get_u64(frame, "offset"));
+    VT_ASSIGN_OR_RETURN(std::uint64_t size, wire::get_u64(frame, "size"));
+    if (size > max_bytes) {
+      connection_.reset();
+      return rejected(what + ": an answer of " + std::to_string(size) + " bytes, more than the " +
+                      std::to_string(max_bytes) + " accepted");
+    }
+    if (offset != out.size() || offset + frame.payload.size() > size) {
+      connection_.reset();
+      return rejected(what + ": a trace frame at offset " + std::to_string(offset) +
+                      " does not continue the " + std::to_string(out.size()) + " bytes so far");
+    }
+    append_bytes(out, frame.payload);
+    auto more = frame.header.find("more");
+    const bool more_frames = more != frame.header.end() && more->is_boolean() && more->get<bool>();
+    if (!more_frames) {
+      if (out.size() != size) {
+        connection_.reset();
+        return rejected(what + ": the answer ends after " + std::to_string(out.size()) + " of " +
+                        std::to_string(size) + " bytes");
+      }
+      return out;
+    }
+    if (frame.payload.empty()) {
+      connection_.reset();
+      return rejected(what + ": a trace frame promises more but carries nothing");
+    }
+    VT_ASSIGN_OR_RETURN(frame, next(MessageType::kTrace, what));
+  }
+}
+
 Result<std::vector<VerifiedChunk>> Client::get_chunks(std::uint64_t epoch, const Digest& root,
                                                       std::span<const std::uint64_t> indices) {
   return in_sync(get_chunk_frames(epoch, root, indices));

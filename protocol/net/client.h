@@ -99,6 +99,14 @@ class Client {
   Result<std::vector<VerifiedChunk>> get_chunks(std::uint64_t epoch, const Digest& root,
                                                 std::span<const std::uint64_t> indices);
 
+  // The provider's answer for one step (docs/dispute.md): its signed step trace, or with `call`
+  // its values of that call, as the JSON text it sent (the caller checks it). The provider
+  // replays the step to answer: the first frame may take up to `wait`. An answer larger than
+  // `max_bytes` is refused (rejected) before it is read.
+  Result<Bytes> get_trace(std::uint64_t epoch, std::uint64_t step,
+                          std::optional<std::uint64_t> call, std::uint64_t max_bytes,
+                          std::chrono::milliseconds wait);
+
   // Calls on_commit with each record of epoch >= from_epoch as the server pushes it (the ones
   // already durable first), until on_commit returns false (ok) or no commitment arrives within
   // `wait` (an I/O error naming the wait), or a record breaks `bounds` (rejected, as get_log).
@@ -118,6 +126,9 @@ class Client {
                            Bytes* payload_sink = nullptr);
   Result<std::vector<SignedRecord>> get_log_frames(std::uint64_t from_epoch,
                                                    const LogBounds& bounds);
+  Result<Bytes> get_trace_frames(std::uint64_t epoch, std::uint64_t step,
+                                 std::optional<std::uint64_t> call, std::uint64_t max_bytes,
+                                 std::chrono::milliseconds wait);
   Result<std::vector<VerifiedChunk>> get_chunk_frames(std::uint64_t epoch, const Digest& root,
                                                       std::span<const std::uint64_t> indices);
   // A call that failed before reading its whole answer leaves frames in the stream; only an

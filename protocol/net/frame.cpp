@@ -11,7 +11,7 @@ namespace {
 constexpr std::string_view kNames[] = {
     "?",          "hello",  "get_task",     "task",           "get_log",       "log",
     "subscribe",  "commit", "get_snapshot", "snapshot_begin", "snapshot_data", "snapshot_end",
-    "get_chunks", "chunk",  "chunks_end",   "error",
+    "get_chunks", "chunk",  "chunks_end",   "error",          "get_trace",     "trace",
 };
 static_assert(std::size(kNames) == kMaxMessageType + 1);
 

@@ -36,8 +36,9 @@ inline constexpr std::size_t kPrefixSize = 16;
 inline constexpr std::uint64_t kProtocolVersion = 1;
 inline constexpr std::string_view kSoftwareName = "veritrain/0.1";
 // What hello advertises: the requests this side serves and the features of get_snapshot.
-inline constexpr std::string_view kCapabilities[] = {
-    "get_task", "get_log", "subscribe", "get_snapshot", "get_chunks", "delta", "resume"};
+inline constexpr std::string_view kCapabilities[] = {"get_task",     "get_log",    "subscribe",
+                                                     "get_snapshot", "get_chunks", "delta",
+                                                     "resume",       "get_trace"};
 
 enum class MessageType : std::uint8_t {
   kHello = 1,
@@ -55,8 +56,10 @@ enum class MessageType : std::uint8_t {
   kChunk = 13,
   kChunksEnd = 14,
   kError = 15,
+  kGetTrace = 16,
+  kTrace = 17,
 };
-inline constexpr std::uint8_t kMaxMessageType = 15;
+inline constexpr std::uint8_t kMaxMessageType = 17;
 
 std::string_view message_name(MessageType type);  // "hello", "get_task", ...
 

@@ -192,6 +192,8 @@ net::awaitable<std::optional<Reply>> Session::handle(const Frame& request) {
       co_return co_await get_snapshot(request);
     case MessageType::kGetChunks:
       co_return co_await get_chunks(request);
+    case MessageType::kGetTrace:
+      co_return co_await get_trace(request);
     default:
       co_return Reply{"bad_request", std::string(wire::message_name(request.type)) +
                                          " is not a request a client may send here"};

@@ -58,6 +58,7 @@ class Session : public std::enable_shared_from_this<Session> {
   net::awaitable<std::optional<Reply>> subscribe(const wire::Frame& request);
   net::awaitable<std::optional<Reply>> get_snapshot(const wire::Frame& request);
   net::awaitable<std::optional<Reply>> get_chunks(const wire::Frame& request);
+  net::awaitable<std::optional<Reply>> get_trace(const wire::Frame& request);
 
   Server::Impl& server_;
   const ServerLimits& limits_;

@@ -172,4 +172,38 @@ net::awaitable<std::optional<Reply>> Session::get_chunks(const Frame& request) {
   co_return std::nullopt;
 }
 
+// The provider's answer for one step: replaying it is slow work; the bytes go out in frames of
+// the snapshot chunk size, the last with more: false.
+net::awaitable<std::optional<Reply>> Session::get_trace(const Frame& request) {
+  auto epoch = wire::get_u64(request, "epoch");
+  if (!epoch.ok()) co_return bad_request(epoch.error());
+  auto step = wire::get_u64(request, "step");
+  if (!step.ok()) co_return bad_request(step.error());
+  if (*epoch == 0 || *step == 0)
+    co_return Reply{"bad_request", "get_trace: epoch and step count from 1"};
+  TraceRequest want{*epoch, *step, std::nullopt};
+  if (request.header.contains("call") && !request.header["call"].is_null()) {
+    auto call = wire::get_u64(request, "call");
+    if (!call.ok()) co_return bad_request(call.error());
+    want.call = *call;
+  }
+  std::function<Result<std::shared_ptr<const Bytes>>()> answer = [catalog = server_.catalog, want] {
+    return catalog->step_trace(want);
+  };
+  auto answered = co_await off_io(std::move(answer));
+  const std::string what =
+      "trace of step " + std::to_string(*step) + " of epoch " + std::to_string(*epoch);
+  if (!answered.ok()) co_return from_catalog(answered.error(), what);
+  auto keep_alive = *answered;
+  const Bytes& bytes = *keep_alive;
+  std::uint64_t at = 0;
+  do {
+    const std::uint64_t n = std::min<std::uint64_t>(limits_.snapshot_chunk, bytes.size() - at);
+    json header = {{"offset", at}, {"size", bytes.size()}, {"more", at + n < bytes.size()}};
+    co_await send(MessageType::kTrace, header, ByteSpan(bytes).subspan(at, n));
+    at += n;
+  } while (at < bytes.size());
+  co_return std::nullopt;
+}
+
 }  // namespace vt

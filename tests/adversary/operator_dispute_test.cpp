@@ -4,11 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <thread>
 
 #include "common/file_io.h"
 #include "common/json.h"
 #include "dispute/recompute.h"
 #include "protocol/keys.h"
+#include "protocol/net/server.h"
+#include "provider/workdir_catalog.h"
 #include "tests/adversary/operator_cheater.h"
 #include "tests/test_util.h"
 #include "training/trainer.h"
@@ -116,6 +119,16 @@ TEST_P(Cheats, AreLocatedAtTheirOperatorAndRuledAgainst) {
       testing::veritrain_binary() + " --json referee " + file.string(), dir.path());
   EXPECT_EQ(cli.exit_code, 1) << cli.out << cli.err;
   EXPECT_NE(cli.out.find("\"ruling\":\"provider_wrong\""), std::string::npos) << cli.out;
+  // The page an arbiter reads: the ruling, the operator and where its outputs differ.
+  const auto page = testing::run_command(testing::veritrain_binary() + " referee " + file.string() +
+                                             " --report " + (dir / "ruling").string(),
+                                         dir.path());
+  EXPECT_EQ(page.exit_code, 1) << page.err;
+  const auto html = read_text_file(dir / "ruling" / "report.html");
+  ASSERT_TRUE(html.ok()) << page.out << page.err;
+  EXPECT_NE(html->find("AGAINST THE PROVIDER"), std::string::npos);
+  EXPECT_NE(html->find("<b>" + expected_op + "</b>"), std::string::npos);
+  EXPECT_NE(html->find("Where the provider&#39;s outputs differ"), std::string::npos);
 
   const auto numpy = numpy_referee(file, dir.path());
   EXPECT_EQ(numpy.exit_code, 1) << numpy.out << numpy.err;
@@ -311,13 +324,111 @@ TEST(OperatorDispute, CommandsTraceDisputeAndReferee) {
       write_file_atomic(forged_file, dispute::write_signed_trace(read->trace, stranger)).ok());
   auto foreign = run("dispute" + common + " --provider-trace " + forged_file);
   EXPECT_EQ(foreign.exit_code, 1) << foreign.err;
-  EXPECT_NE(foreign.err.find("not by the key that signed the workdir's commitments"),
+  EXPECT_NE(foreign.err.find("not by the key that signed the provider's commitments"),
             std::string::npos)
       << foreign.err;
   ASSERT_TRUE(write_file_atomic(forged_file, std::string("{\"header\": 3}")).ok());
   auto malformed = run("referee " + forged_file);
   EXPECT_EQ(malformed.exit_code, 2) << malformed.err;
   EXPECT_NE(malformed.err.find("no ruling: " + forged_file), std::string::npos) << malformed.err;
+}
+
+// A provider's service that answers trace requests with a cheater's traces: its GELU is the tanh
+// form. Everything else is the workdir's, served as `serve` serves it.
+class CheatingCatalog : public Catalog {
+ public:
+  CheatingCatalog(std::shared_ptr<Catalog> inner, Task task, SigningKey key)
+      : inner_(std::move(inner)), task_(std::move(task)), key_(std::move(key)) {}
+  Result<Bytes> task() override { return inner_->task(); }
+  Result<std::vector<SignedRecord>> log_records(std::uint64_t from) override {
+    return inner_->log_records(from);
+  }
+  Result<std::shared_ptr<const Bytes>> canonical_snapshot(std::uint64_t epoch) override {
+    return inner_->canonical_snapshot(epoch);
+  }
+  Result<std::shared_ptr<const Bytes>> container(const ContainerRequest& request) override {
+    return inner_->container(request);
+  }
+  Result<std::shared_ptr<const Bytes>> step_trace(const TraceRequest& r) override {
+    VT_ASSIGN_OR_RETURN(auto start, inner_->canonical_snapshot(r.epoch - 1));
+    OperatorCheater cheat(OperatorCheat::kGeluTanh);
+    std::optional<std::int64_t> call;
+    if (r.call) call = static_cast<std::int64_t>(*r.call);
+    VT_ASSIGN_OR_RETURN(verifier::TracedStep traced,
+                        verifier::trace_step(task_, *start, r.epoch,
+                                             static_cast<std::int64_t>(r.step), {}, call, &cheat));
+    const std::string text = traced.values
+                                 ? dispute::write_call_values(traced.trace.header, *traced.values)
+                                 : dispute::write_signed_trace(traced.trace, key_);
+    return std::make_shared<const Bytes>(text.begin(), text.end());
+  }
+
+ private:
+  std::shared_ptr<Catalog> inner_;
+  Task task_;
+  SigningKey key_;
+};
+
+// Online: `dispute --provider` asks the service for the provider's traces. An honest `serve`
+// answers with veritrain-torch's trace (it agrees with the replay); a provider whose GELU is the
+// tanh form is located at its gelu, its values fetched, the evidence written and ruled on.
+TEST(OperatorDispute, OnlineAgainstTheProvidersService) {
+  testing::ScratchDir dir;
+  Task task = small_gpt();
+  task.epochs = 2;
+  ASSERT_TRUE(write_file_atomic(dir / "task.json", canonical_task_json(task)).ok());
+  const std::string v = testing::veritrain_binary();
+  const std::string workdir = (dir / "w").string();
+  auto run = [&](const std::string& args) {
+    return testing::run_command(v + " --json " + args, dir.path());
+  };
+  ASSERT_EQ(run("train --task " + (dir / "task.json").string() + " --workdir " + workdir).exit_code,
+            0);
+  const std::string token = (dir / "token").string();
+  ASSERT_TRUE(
+      write_file_atomic(token, std::string("0123456789abcdef0123456789abcdef\n"), 0600).ok());
+  const std::uint16_t port = testing::free_port();
+  testing::Background serve(
+      {v, "serve", "--workdir", workdir, "--listen", "127.0.0.1:" + std::to_string(port),
+       "--insecure", "--token-file", token},
+      dir / "serve.log");
+  const std::string online = "dispute --task " + (dir / "task.json").string() +
+                             " --provider 127.0.0.1:" + std::to_string(port) +
+                             " --insecure --token-file " + token + " --epoch 2";
+  testing::CommandResult honest;
+  for (int attempt = 0; attempt < 100; ++attempt) {  // until serve listens
+    honest = run(online + " --step 2");
+    if (honest.err.find("connect") == std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(honest.exit_code, 0) << honest.out << honest.err;
+  EXPECT_NE(honest.out.find("\"result\":\"agrees\""), std::string::npos) << honest.out;
+  auto whole = run(online);  // no --step: the audit finds nothing to dispute
+  EXPECT_EQ(whole.exit_code, 0) << whole.out << whole.err;
+  EXPECT_NE(whole.out.find("\"result\":\"no_step_dispute\""), std::string::npos) << whole.out;
+
+  // The cheater's service, in this process.
+  auto inner = provider::open_workdir_catalog(workdir);
+  ASSERT_TRUE(inner.ok()) << inner.error().message;
+  auto key = SigningKey::load(KeyFiles::in(dir / "w" / "keys").signing_key);
+  ASSERT_TRUE(key.ok());
+  ServerConfig config;
+  config.insecure = true;
+  config.token = "0123456789abcdef0123456789abcdef";
+  auto server = Server::start(std::move(config),
+                              std::make_shared<CheatingCatalog>(*inner, task, std::move(*key)));
+  ASSERT_TRUE(server.ok()) << server.error().message;
+  const std::string evidence = (dir / "evidence.json").string();
+  auto against = run("dispute --task " + (dir / "task.json").string() + " --provider 127.0.0.1:" +
+                     std::to_string((*server)->endpoint().port) + " --insecure --token-file " +
+                     token + " --epoch 2 --step 1 --evidence " + evidence + " --key " +
+                     (dir / "auditor").string() + " --report " + (dir / "ruling").string());
+  EXPECT_EQ(against.exit_code, 1) << against.out << against.err;
+  EXPECT_NE(against.out.find("\"operator\":\"gelu\""), std::string::npos) << against.out;
+  EXPECT_NE(against.out.find("\"ruling\":\"provider_wrong\""), std::string::npos) << against.out;
+  auto ruled = run("referee " + evidence);
+  EXPECT_EQ(ruled.exit_code, 1) << ruled.out << ruled.err;
+  EXPECT_TRUE(std::filesystem::exists(dir / "ruling" / "report.html"));
 }
 
 }  // namespace

@@ -17,6 +17,31 @@ TEST(Hex, RoundTripsAndRejectsBadDigits) {
   EXPECT_NE(bad.error().message.find("offset 0"), std::string::npos);
 }
 
+TEST(Base64, RoundTripsEveryPaddingAndRefusesWhatIsNotBase64) {
+  // RFC 4648's test vectors.
+  const std::pair<std::string, std::string> vectors[] = {{"", ""},
+                                                         {"f", "Zg=="},
+                                                         {"fo", "Zm8="},
+                                                         {"foo", "Zm9v"},
+                                                         {"foob", "Zm9vYg=="},
+                                                         {"fooba", "Zm9vYmE="},
+                                                         {"foobar", "Zm9vYmFy"}};
+  for (const auto& [plain, encoded] : vectors) {
+    EXPECT_EQ(base64_encode(as_bytes(plain)), encoded);
+    auto back = base64_decode(encoded);
+    ASSERT_TRUE(back.ok()) << encoded;
+    EXPECT_EQ(std::string(back->begin(), back->end()), plain);
+  }
+  Bytes all(256);
+  for (int i = 0; i < 256; ++i) all[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(i);
+  EXPECT_EQ(*base64_decode(base64_encode(all)), all);
+  for (const char* bad : {"Zm9", "Zm9v\n", "Zm=v", "Zm9*", "===="}) {
+    auto r = base64_decode(bad);
+    EXPECT_FALSE(r.ok()) << bad;
+  }
+  EXPECT_NE(base64_decode("Zm9*").error().message.find("offset 3"), std::string::npos);
+}
+
 TEST(Hex, DigestNeedsExactly64Digits) {
   auto d = digest_from_hex(std::string(63, 'a'), "root");
   ASSERT_FALSE(d.ok());

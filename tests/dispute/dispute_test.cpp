@@ -359,6 +359,11 @@ TEST(Referee, RulesForAnHonestCallAndAgainstAChangedOne) {
   ASSERT_TRUE(ruling.ok());
   EXPECT_FALSE(ruling->provider_correct);
   EXPECT_EQ(ruling->differing_outputs, std::vector<std::string>{"y (1 of 30 values)"});
+  ASSERT_EQ(ruling->examples.size(), 1u);
+  EXPECT_EQ(ruling->examples[0].output, "y");
+  EXPECT_EQ(ruling->examples[0].index, 7);
+  EXPECT_EQ(static_cast<float>(ruling->examples[0].provider),
+            std::nextafter(static_cast<float>(ruling->examples[0].documented), INFINITY));
   EXPECT_NE(ruling->summary.find("against the provider"), std::string::npos);
 }
 
@@ -382,9 +387,9 @@ TEST(Referee, RefusesEvidenceThatDoesNotHold) {
   expect_refused(edited, nullptr, "auditor's signature");
   // Values that are not the ones the provider's trace hashes (re-signed by the auditor).
   auto values = doc;
-  std::string hex = values["evidence"]["inputs"][0]["hex"];
-  hex[0] = hex[0] == '0' ? '1' : '0';
-  values["evidence"]["inputs"][0]["hex"] = hex;
+  std::string text = values["evidence"]["inputs"][0]["base64"];
+  text[0] = text[0] == 'A' ? 'B' : 'A';
+  values["evidence"]["inputs"][0]["base64"] = text;
   expect_refused(values, &auditor, "not the ones the signed trace hashes");
   // A call that is not in the provider's signed trace.
   auto moved = doc;

@@ -67,7 +67,7 @@ TEST(Frame, RefusesBrokenPrefixes) {
   bad[4] = 2;
   EXPECT_EQ(error_of(bad).errc, FrameErrc::kBadVersion);
   EXPECT_EQ(frame_errc_code(FrameErrc::kBadVersion), "unsupported_version");
-  for (std::uint8_t t : {0, 16, 200}) {
+  for (std::uint8_t t : {0, 18, 200}) {
     bad = f;
     bad[5] = t;
     EXPECT_EQ(error_of(bad).errc, FrameErrc::kBadType) << int(t);

@@ -37,6 +37,17 @@ class ProviderSource final : public EvidenceSource {
     return watcher->subscribe(from, on_commit, wait, bounds);
   }
 
+  // A step's operands are of the batch's size, not the state's, so a trace answer has a bound
+  // of its own: a provider may not make the verifier hold more than 1 GiB of it.
+  Result<Bytes> step_trace(std::uint64_t epoch, std::uint64_t step,
+                           std::optional<std::uint64_t> call) override {
+    constexpr std::uint64_t kMaxAnswer = std::uint64_t{1} << 30;
+    VT_ASSIGN_OR_RETURN(Bytes answer,
+                        client_.get_trace(epoch, step, call, kMaxAnswer, evidence_timeout_));
+    fetched_ += answer.size();
+    return answer;
+  }
+
   Result<std::string> task_json() override {
     VT_ASSIGN_OR_RETURN(Bytes task, client_.get_task());
     return std::string(task.begin(), task.end());

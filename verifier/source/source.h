@@ -55,6 +55,15 @@ class EvidenceSource {
     (void)from, (void)on_commit, (void)wait;
     return invalid_input("--online needs a provider (--provider HOST:PORT), not a workdir");
   }
+  // The provider's answer for one step (docs/dispute.md): its signed trace of step `step` of
+  // `epoch`, or with `call` its values of that call, as it sent them (unchecked). Network
+  // sources only: a workdir cannot answer for its provider.
+  virtual Result<Bytes> step_trace(std::uint64_t epoch, std::uint64_t step,
+                                   std::optional<std::uint64_t> call) {
+    (void)epoch, (void)step, (void)call;
+    return invalid_input(describe() + " cannot answer for its provider: give the provider's " +
+                         "answers (veritrain trace) as --provider-trace and --provider-values");
+  }
 };
 
 Result<std::unique_ptr<EvidenceSource>> open_workdir_source(const std::filesystem::path& workdir);

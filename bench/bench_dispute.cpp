@@ -1,0 +1,165 @@
+// bench_dispute: what settling a dispute by one operator costs (docs/dispute.md), for the zoo
+// gpt and cnn at their defaults, step 1 of epoch 1:
+//   evidence_vs_state_<model>: operator evidence bytes over one committed state's, for the call a
+//     cheater most plausibly changes (gpt: its first gelu; cnn: its first batch norm) and, as
+//     _largest, for the step's call with the most operand bytes;
+//   referee_ms_<model>: reading, checking and ruling on that evidence (veritrain referee's work);
+//   numpy_referee_ms_<model>: scripts/referee_ref.py on it, the interpreter's start included;
+//   dispute_vs_step_replays_<model>: the auditor's extra work (its traced replay of the step,
+//     the comparison, the evidence) in replays of one untraced step;
+//   trace_on_vs_off_<model>: a traced step's time over an untraced one's; trace_off_ns_per_call:
+//     a recording kernel's cost with no sink installed (an empty call, measured alone), and
+//     trace_off_share_<model>: that times the step's calls over the step's time.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "bench/bench_util.h"
+#include "common/file_io.h"
+#include "dispute/referee.h"
+#include "kernels/trace.h"
+#include "training/trainer.h"
+#include "training/zoo.h"
+#include "verifier/audit/operator_audit.h"
+
+namespace {
+
+using vt::bench::best_seconds;
+using vt::bench::Report;
+namespace fs = std::filesystem;
+
+struct Model {
+  std::string name;
+  std::string cheated_op;
+};
+
+// The index of the first call of `op`, or of the call with the most operand bytes when op is "".
+std::int64_t pick_call(const std::vector<vt::dispute::TracedCall>& calls, const std::string& op) {
+  std::int64_t best = 0, most = -1;
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    if (!op.empty()) {
+      if (calls[i].op == op) return static_cast<std::int64_t>(i);
+      continue;
+    }
+    std::int64_t values = 0;
+    for (const auto& o : calls[i].inputs) values += o.count;
+    for (const auto& o : calls[i].outputs) values += o.count;
+    if (values > most) {
+      most = values;
+      best = static_cast<std::int64_t>(i);
+    }
+  }
+  return best;
+}
+
+template <typename T>
+T must(vt::Result<T> r, const char* what) {
+  if (!r.ok()) {
+    std::fprintf(stderr, "bench_dispute: %s: %s\n", what, r.error().message.c_str());
+    std::exit(1);
+  }
+  return std::move(*r);
+}
+
+double untraced_step_seconds(const vt::Task& task, const vt::Bytes& start) {
+  return best_seconds(3, [&] {
+    auto trainer = must(vt::training::Trainer::restore(task, start), "restore");
+    vt::training::EpochHooks hooks;
+    hooks.on_step_end = [](std::int64_t) { return false; };
+    must(trainer->train_epoch(hooks), "step");
+  });
+}
+
+void measure(Report& report, const Model& m, const fs::path& dir, double off_ns_per_call) {
+  vt::Task task = must(vt::training::default_task(m.name, "synthetic"), "task");
+  task.determinism = vt::Determinism::kPortable;
+  const vt::Bytes start =
+      must(must(vt::training::Trainer::create(task), "create")->snapshot(), "snapshot");
+  const vt::SigningKey provider = *vt::SigningKey::generate(),
+                       auditor = *vt::SigningKey::generate();
+
+  const double step = untraced_step_seconds(task, start);
+  vt::verifier::TracedStep traced;
+  const double traced_step = best_seconds(
+      3, [&] { traced = must(vt::verifier::trace_step(task, start, 1, 1, {}), "trace"); });
+  auto signed_trace = must(vt::dispute::read_signed_trace(
+                               vt::dispute::write_signed_trace(traced.trace, provider), "trace"),
+                           "signed trace");
+  const auto calls = static_cast<double>(traced.trace.calls.size());
+
+  for (const bool largest : {false, true}) {
+    const std::int64_t index = pick_call(traced.trace.calls, largest ? "" : m.cheated_op);
+    const std::string suffix = m.name + (largest ? "_largest" : "");
+    // The auditor's side: its own traced replay and comparison, then the evidence.
+    std::string text;
+    const double dispute = best_seconds(3, [&] {
+      auto cmp = must(vt::verifier::compare_step(task, start, signed_trace, {}), "compare");
+      auto values = must(vt::verifier::trace_step(task, start, 1, 1, {}, index), "values");
+      auto evidence = must(vt::verifier::operator_evidence(signed_trace, *values.values,
+                                                           cmp.auditor.header.calls_root),
+                           "evidence");
+      text = vt::dispute::write_operator_evidence(evidence, auditor);
+    });
+    const fs::path file = dir / ("evidence-" + suffix + ".json");
+    if (auto written = vt::write_file_atomic(file, text); !written.ok()) {
+      std::fprintf(stderr, "bench_dispute: %s\n", written.error().message.c_str());
+      std::exit(1);
+    }
+    const double referee = best_seconds(5, [&] {
+      auto checked = must(vt::dispute::read_operator_evidence(text, file.string()), "read");
+      must(vt::dispute::rule(checked.evidence), "rule");
+    });
+    const std::string command = "/usr/bin/python3 " + std::string(VT_SOURCE_DIR) +
+                                "/scripts/referee_ref.py " + file.string() + " > /dev/null";
+    const double numpy = best_seconds(3, [&] { (void)std::system(command.c_str()); });
+    report.add("evidence_operator_" + suffix,
+               traced.trace.calls[static_cast<std::size_t>(index)].op);
+    report.add("evidence_bytes_" + suffix, text.size());
+    report.add("evidence_vs_state_" + suffix,
+               static_cast<double>(text.size()) / static_cast<double>(start.size()));
+    report.add("referee_ms_" + suffix, referee * 1e3);
+    report.add("numpy_referee_ms_" + suffix, numpy * 1e3);
+    if (!largest) report.add("dispute_vs_step_replays_" + m.name, dispute / step);
+  }
+  report.add("state_bytes_" + m.name, start.size());
+  report.add("step_ms_" + m.name, step * 1e3);
+  report.add("trace_calls_" + m.name, calls);
+  report.add("trace_on_vs_off_" + m.name, traced_step / step);
+  report.add("trace_off_share_" + m.name, calls * off_ns_per_call * 1e-9 / step);
+}
+
+// What a recording kernel adds with no sink installed: its trace::Call, built and finished as
+// relu's is (out of line in kernels/trace.cpp, so nothing is folded away).
+double off_ns_per_call() {
+  float x = 1.0f, y = 0.0f;
+  constexpr int kCalls = 10'000'000;
+  const double s = best_seconds(5, [&] {
+    for (int i = 0; i < kCalls; ++i) {
+      vt::kernels::trace::Call call("relu", {vt::kernels::trace::integer("n", 1)},
+                                    {vt::kernels::trace::f32("x", &x, 1)});
+      call.outputs({vt::kernels::trace::f32("y", &y, 1)});
+    }
+  });
+  return s / kCalls * 1e9;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"bench_dispute: what settling a dispute by one operator costs"};
+  std::string dir_arg;
+  app.add_option("--dir", dir_arg, "Scratch folder for the evidence files (default: a temp one)");
+  if (auto code = vt::bench::parse_flags(app, argc, argv)) return *code;
+  Report report(argc, argv);
+  const fs::path dir = dir_arg.empty() ? fs::temp_directory_path() /
+                                             ("vt-bench-dispute-" + std::to_string(::getpid()))
+                                       : fs::path(dir_arg);
+  fs::create_directories(dir);
+  const double per_call = off_ns_per_call();
+  report.add("trace_off_ns_per_call", per_call);
+  for (const Model& m : {Model{"gpt", "gelu"}, Model{"cnn", "batch_norm_train"}})
+    measure(report, m, dir, per_call);
+  if (dir_arg.empty()) fs::remove_all(dir);
+  return 0;
+}
