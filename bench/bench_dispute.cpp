@@ -5,8 +5,9 @@
 //     _largest, for the step's call with the most operand bytes;
 //   referee_ms_<model>: reading, checking and ruling on that evidence (veritrain referee's work);
 //   numpy_referee_ms_<model>: scripts/referee_ref.py on it, the interpreter's start included;
-//   dispute_vs_step_replays_<model>: the auditor's extra work (its traced replay of the step,
-//     the comparison, the evidence) in replays of one untraced step;
+//   dispute_vs_step_replays_<model>: the auditor's extra work (its traced replay of the step from
+//     the committed state, the comparison, the evidence) in replays of one untraced step (also
+//     from the committed state: restoring it included on both sides);
 //   trace_on_vs_off_<model>: a traced step's time over an untraced one's; trace_off_ns_per_call:
 //     a recording kernel's cost with no sink installed (an empty call, measured alone), and
 //     trace_off_share_<model>: that times the step's calls over the step's time.
@@ -91,11 +92,12 @@ void measure(Report& report, const Model& m, const fs::path& dir, double off_ns_
   for (const bool largest : {false, true}) {
     const std::int64_t index = pick_call(traced.trace.calls, largest ? "" : m.cheated_op);
     const std::string suffix = m.name + (largest ? "_largest" : "");
-    // The auditor's side: its own traced replay and comparison, then the evidence.
+    // The provider's answer (its work, not timed), then the auditor's side: its own traced
+    // replay of the step, the comparison, the evidence.
+    const auto values = must(vt::verifier::trace_step(task, start, 1, 1, {}, index), "values");
     std::string text;
     const double dispute = best_seconds(3, [&] {
       auto cmp = must(vt::verifier::compare_step(task, start, signed_trace, {}), "compare");
-      auto values = must(vt::verifier::trace_step(task, start, 1, 1, {}, index), "values");
       auto evidence = must(vt::verifier::operator_evidence(signed_trace, *values.values,
                                                            cmp.auditor.header.calls_root),
                            "evidence");

@@ -345,6 +345,10 @@ Metadata Trainer::Impl::metadata() const {
 }
 
 Result<EpochSummary> Trainer::Impl::train_epoch(const EpochHooks& hooks, const Trainer& owner) {
+  if (mid_epoch)
+    return internal_error(
+        "training: the last epoch was ended after a step; this trainer holds no "
+        "epoch boundary to go on from");
   const auto start = std::chrono::steady_clock::now();
   const std::int64_t this_epoch = epoch + 1;
   const std::int64_t batch = task.batch_size;

@@ -50,7 +50,7 @@ struct EpochHooks {
   std::function<void(std::int64_t step_in_epoch, const Trainer&)> on_trail;
   // Around each step (1-based), its optimizer update included: a step trace (docs/dispute.md)
   // records one step's operator calls between the two. An on_step_end that returns false ends
-  // the epoch after that step; the trainer is then mid-epoch and refuses to snapshot.
+  // the epoch after that step; the trainer is then mid-epoch and refuses to snapshot or train on.
   std::function<void(std::int64_t step_in_epoch)> on_step_begin;
   std::function<bool(std::int64_t step_in_epoch)> on_step_end;
 };

@@ -252,6 +252,25 @@ TEST(OperatorDispute, AForgedHashIsCaughtByTheValues) {
       << evidence.error().message;
 }
 
+// A trace ends its epoch after the traced step: that trainer holds no epoch boundary, so it
+// neither snapshots nor trains on.
+TEST(OperatorDispute, ATrainerStoppedAfterAStepHoldsNoEpochBoundary) {
+  auto trainer = training::Trainer::create(small_gpt());
+  ASSERT_TRUE(trainer.ok()) << trainer.error().message;
+  training::EpochHooks hooks;
+  hooks.on_step_end = [](std::int64_t) { return false; };
+  auto one = (*trainer)->train_epoch(hooks);
+  ASSERT_TRUE(one.ok()) << one.error().message;
+  EXPECT_EQ(one->steps, 1);
+  EXPECT_EQ((*trainer)->epoch(), 0);
+  auto snapshot = (*trainer)->snapshot();
+  ASSERT_FALSE(snapshot.ok());
+  EXPECT_NE(snapshot.error().message.find("no epoch boundary"), std::string::npos);
+  auto again = (*trainer)->train_epoch();
+  ASSERT_FALSE(again.ok());
+  EXPECT_NE(again.error().message.find("no epoch boundary"), std::string::npos);
+}
+
 TEST(OperatorDispute, RefusesTasksItDoesNotTrace) {
   Task task = small_gpt();
   task.determinism = Determinism::kExact;
