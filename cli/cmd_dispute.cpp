@@ -176,7 +176,8 @@ Result<StepDispute> dispute_step(
                          "; the disputed call is " + std::to_string(d.call));
   VT_ASSIGN_OR_RETURN(
       dispute::OperatorEvidence evidence,
-      verifier::operator_evidence(provider, *values, cmp.auditor.header.calls_root));
+      verifier::operator_evidence(provider, *values, cmp.auditor.header.calls_root,
+                                  {start.records[h.epoch - 1], start.records[h.epoch]}));
   VT_ASSIGN_OR_RETURN(dispute::Ruling ruling, dispute::rule(evidence));
   j["ruling"] = dispute::ruling_to_json(ruling, evidence);
   std::string written, auditor_key = "(no evidence signed: give --evidence)";

@@ -73,6 +73,41 @@ Result<CallProof> proof_from_json(const nlohmann::json& j, const std::string& wh
   return p;
 }
 
+nlohmann::json records_to_json(const std::vector<SignedRecord>& records) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const SignedRecord& r : records) {
+    const Bytes line = encode_record(r);
+    out.push_back(std::string(line.begin(), line.end() - 1));  // without its newline
+  }
+  return out;
+}
+
+// The provider's commitments of epochs E - 1 and E, each signed by the key that signed the
+// trace and of its task, the second chained to the first; none at all is allowed (evidence made
+// without the log at hand).
+Result<std::vector<SignedRecord>> records_from_json(const nlohmann::json& j,
+                                                    const OperatorEvidence& e,
+                                                    const std::string& where) {
+  if (!j.is_array() || (!j.empty() && j.size() != 2))
+    return invalid_input(where + ": expected the two records of epochs E - 1 and E, or none");
+  std::vector<SignedRecord> out;
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    if (!j[i].is_string()) return invalid_input(at + ": expected a log line");
+    const std::string line = j[i].get<std::string>() + "\n";
+    VT_ASSIGN_OR_RETURN(SignedRecord r, decode_record(as_bytes(line), at));
+    const std::uint64_t epoch = e.header.epoch - 1 + i;
+    if (auto checked = verify_record(r, epoch, e.header.task_id, r.record.prev, e.provider, at);
+        !checked)
+      return rejected(checked.error().message);
+    out.push_back(std::move(r));
+  }
+  if (out.size() == 2 && out[1].record.prev != out[0].hash)
+    return rejected(where + ": the record of epoch " + std::to_string(e.header.epoch) +
+                    " does not chain to the one of epoch " + std::to_string(e.header.epoch - 1));
+  return out;
+}
+
 }  // namespace
 
 std::string_view departure_kind_name(Departure::Kind kind) {
@@ -131,7 +166,8 @@ std::string write_operator_evidence(const OperatorEvidence& e, const SigningKey&
                                {"inputs", values_to_json(e.inputs)},
                                {"outputs", values_to_json(e.outputs)},
                                {"auditor_calls_root", hex_encode(e.auditor_calls_root)},
-                               {"place", e.place}};
+                               {"place", e.place},
+                               {"records", records_to_json(e.records)}};
   const nlohmann::json doc = {
       {"evidence", body},
       {"signature", hex_encode(auditor.sign(as_bytes(canonical_json(body))))},
@@ -159,8 +195,9 @@ Result<CheckedEvidence> read_operator_evidence(std::string_view text, const std:
 
   const std::string at = where + ": evidence";
   JsonFields f(*body, at);
-  VT_RETURN_IF_ERROR(f.known_keys({"format", "header", "provider", "provider_signature", "call",
-                                   "proof", "inputs", "outputs", "auditor_calls_root", "place"}));
+  VT_RETURN_IF_ERROR(
+      f.known_keys({"format", "header", "provider", "provider_signature", "call", "proof", "inputs",
+                    "outputs", "auditor_calls_root", "place", "records"}));
   std::string format, provider_hex, provider_sig_hex, auditor_root;
   CheckedEvidence out{{}, auditor.fingerprint()};
   OperatorEvidence& e = out.evidence;
@@ -187,6 +224,9 @@ Result<CheckedEvidence> read_operator_evidence(std::string_view text, const std:
                       digest_from_hex(auditor_root, at + ": auditor_calls_root"));
   VT_RETURN_IF_ERROR(f.string("place", e.place, true));
   if (e.place.size() > 1024) return f.problem("place", "longer than 1024 characters");
+  if (body->contains("records")) {
+    VT_ASSIGN_OR_RETURN(e.records, records_from_json((*body)["records"], e, at + ": records"));
+  }
 
   // What the provider signed, and that this call is in it.
   if (!e.provider.verify(as_bytes(canonical_json(*header)), e.provider_signature))

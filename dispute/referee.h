@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dispute/step_trace.h"
+#include "protocol/log.h"
 
 namespace vt::dispute {
 
@@ -42,6 +43,9 @@ struct OperatorEvidence {
   std::vector<OperandValues> inputs, outputs;  // the provider's values of the call's operands
   Digest auditor_calls_root{};                 // the auditor's own trace of the step
   std::string place;  // where the call sits in the model, in words (for the reader)
+  // The provider's signed commitments of epochs E − 1 and E (empty when not at hand): the
+  // state the step starts from and the one it committed, under the key that signed the trace.
+  std::vector<SignedRecord> records;
 };
 
 // Signed by `auditor`; canonical JSON.

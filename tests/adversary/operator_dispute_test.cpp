@@ -448,6 +448,25 @@ TEST(OperatorDispute, OnlineAgainstTheProvidersService) {
   auto ruled = run("referee " + evidence);
   EXPECT_EQ(ruled.exit_code, 1) << ruled.out << ruled.err;
   EXPECT_TRUE(std::filesystem::exists(dir / "ruling" / "report.html"));
+  const auto numpy = numpy_referee(evidence, dir.path());
+  EXPECT_EQ(numpy.exit_code, 1) << numpy.out << numpy.err;
+
+  // The evidence carries the provider's commitments of epochs 1 and 2, signed by the key that
+  // signed the trace; one of them edited (and the evidence re-signed) gives no ruling.
+  auto doc = parse_json(*read_text_file(evidence), "evidence");
+  ASSERT_TRUE(doc.ok());
+  ASSERT_EQ((*doc)["evidence"]["records"].size(), 2u);
+  std::string line = (*doc)["evidence"]["records"][1];
+  const std::size_t root = line.find("\"root\":\"") + 8;
+  line[root] = line[root] == 'a' ? 'b' : 'a';
+  (*doc)["evidence"]["records"][1] = line;
+  const SigningKey auditor = *SigningKey::generate();
+  (*doc)["signature"] = hex_encode(auditor.sign(as_bytes(canonical_json((*doc)["evidence"]))));
+  (*doc)["signer"] = hex_encode(auditor.public_key().raw());
+  ASSERT_TRUE(write_file_atomic(evidence, canonical_json(*doc)).ok());
+  auto edited = run("referee " + evidence);
+  EXPECT_EQ(edited.exit_code, 2) << edited.out << edited.err;
+  EXPECT_NE(edited.err.find("records[1]"), std::string::npos) << edited.err;
 }
 
 }  // namespace

@@ -93,7 +93,8 @@ std::string place_of(const std::vector<dispute::TracedCall>& calls, std::int64_t
 
 Result<dispute::OperatorEvidence> operator_evidence(const dispute::SignedTrace& provider,
                                                     const dispute::CallValues& values,
-                                                    const Digest& auditor_calls_root) {
+                                                    const Digest& auditor_calls_root,
+                                                    std::vector<SignedRecord> records) {
   const auto& calls = provider.trace.calls;
   if (values.index < 0 || values.index >= static_cast<std::int64_t>(calls.size()))
     return invalid_input("the provider's values are for call " + std::to_string(values.index) +
@@ -112,6 +113,7 @@ Result<dispute::OperatorEvidence> operator_evidence(const dispute::SignedTrace& 
   e.outputs = values.outputs;
   e.auditor_calls_root = auditor_calls_root;
   e.place = place_of(calls, values.index);
+  e.records = std::move(records);
   return e;
 }
 

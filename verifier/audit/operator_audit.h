@@ -41,8 +41,10 @@ std::string place_of(const std::vector<dispute::TracedCall>& calls, std::int64_t
 
 // The evidence for the referee from the provider's signed trace and its values of `call`
 // (checked against the hashes it signed: rejected when they are not those values).
+// `records`: the provider's signed commitments of epochs E − 1 and E, carried in the evidence.
 Result<dispute::OperatorEvidence> operator_evidence(const dispute::SignedTrace& provider,
                                                     const dispute::CallValues& values,
-                                                    const Digest& auditor_calls_root);
+                                                    const Digest& auditor_calls_root,
+                                                    std::vector<SignedRecord> records = {});
 
 }  // namespace vt::verifier

@@ -92,7 +92,13 @@ std::string render_ruling_page(const dispute::Ruling& r, const dispute::Operator
                     {"auditor key (SHA-256)", info.auditor_key},
                     {"task_id", hex_encode(e.header.task_id)},
                     {"provider's trace root (signed)", hex_encode(e.header.calls_root)},
-                    {"auditor's trace root", hex_encode(e.auditor_calls_root)}});
+                    {"auditor's trace root", hex_encode(e.auditor_calls_root)},
+                    {"committed root before the epoch (signed)",
+                     e.records.size() == 2 ? hex_encode(e.records[0].record.root)
+                                           : std::string("(not in the evidence)")},
+                    {"committed root after the epoch (signed)",
+                     e.records.size() == 2 ? hex_encode(e.records[1].record.root)
+                                           : std::string("(not in the evidence)")}});
   s += "<h2>Re-checking this</h2>\n<p>The evidence holds everything this page says, signed by "
        "the auditor, with the provider's signature over its trace. Anyone re-checks it alone, "
        "without the task, the data or LibTorch:</p>\n<pre>" +
