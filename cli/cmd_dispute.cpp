@@ -12,14 +12,10 @@
 #include "verifier/audit/audit.h"
 #include "verifier/audit/operator_audit.h"
 #include "verifier/audit/ruling_page.h"
-#include "verifier/check/environment_check.h"
 
 namespace vt::cli {
 namespace {
 namespace fs = std::filesystem;
-
-// Values and evidence carry operands in base64: a large layer's are tens of megabytes.
-constexpr std::uint64_t kMaxValuesFile = std::uint64_t{1} << 30;
 
 struct TraceArgs {
   std::string task, workdir, key, out;
@@ -214,7 +210,7 @@ Result<dispute::SignedTrace> read_trace(ByteSpan text, const std::string& where,
 // Offline: the provider's answers are files it wrote with `veritrain trace`.
 Result<int> dispute_from_files(Context& ctx, const DisputeArgs& a, const Task& task) {
   VT_RETURN_IF_ERROR(check_input_file(a.provider_trace, "--provider-trace"));
-  VT_ASSIGN_OR_RETURN(std::string text, read_text_file(a.provider_trace, kMaxValuesFile));
+  VT_ASSIGN_OR_RETURN(std::string text, read_text_file(a.provider_trace, dispute::kMaxTraceText));
   VT_ASSIGN_OR_RETURN(dispute::SignedTrace provider,
                       read_trace(as_bytes(text), a.provider_trace, task));
   VT_ASSIGN_OR_RETURN(EpochStart start,
@@ -222,7 +218,7 @@ Result<int> dispute_from_files(Context& ctx, const DisputeArgs& a, const Task& t
   auto values_for = [&](std::int64_t) -> Result<std::optional<dispute::CallValues>> {
     if (a.provider_values.empty()) return std::optional<dispute::CallValues>();
     VT_RETURN_IF_ERROR(check_input_file(a.provider_values, "--provider-values"));
-    VT_ASSIGN_OR_RETURN(std::string v, read_text_file(a.provider_values, kMaxValuesFile));
+    VT_ASSIGN_OR_RETURN(std::string v, read_text_file(a.provider_values, dispute::kMaxValuesText));
     VT_ASSIGN_OR_RETURN(dispute::CallValues values,
                         dispute::read_call_values(v, a.provider_values, provider.trace.header));
     return std::optional(std::move(values));

@@ -17,7 +17,7 @@ struct RefereeArgs {
 Result<int> run_referee(Context& ctx, const RefereeArgs& a) {
   const std::string& file = a.file;
   VT_RETURN_IF_ERROR(check_input_file(file, "evidence"));
-  VT_ASSIGN_OR_RETURN(std::string text, read_text_file(file));
+  VT_ASSIGN_OR_RETURN(std::string text, read_text_file(file, dispute::kMaxValuesText));
   auto checked = dispute::read_operator_evidence(text, file);
   if (!checked) {
     return invalid_input("no ruling: " + checked.error().message);

@@ -64,6 +64,10 @@ struct StepTrace {
 inline constexpr std::int64_t kMaxTraceCalls = 1 << 20;
 inline constexpr std::size_t kMaxCallOperands = 64;
 inline constexpr std::size_t kMaxCallParams = 64;
+// A trace's text (a gpt step's is about 90 kB) and a call's values or operator evidence (a large
+// layer's operands in base64): what a reader accepts before parsing.
+inline constexpr std::uint64_t kMaxTraceText = std::uint64_t{64} << 20;
+inline constexpr std::uint64_t kMaxValuesText = std::uint64_t{1} << 30;
 
 nlohmann::json call_to_json(std::int64_t index, const TracedCall& call);
 Result<TracedCall> call_from_json(const nlohmann::json& j, std::int64_t expected_index,

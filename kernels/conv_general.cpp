@@ -148,10 +148,6 @@ ConvShape group_shape(const ConvShape& s, std::int64_t groups) {
   return g;
 }
 
-}  // namespace
-
-namespace {
-
 // A convolution's shape and groups as trace parameters (docs/dispute.md).
 std::array<trace::Param, 19> conv_params(const ConvShape& s, std::int64_t groups) {
   return {trace::integer("batch", s.batch),

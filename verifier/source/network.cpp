@@ -8,6 +8,7 @@
 
 #include "common/activity.h"
 #include "common/fd.h"
+#include "dispute/step_trace.h"
 #include "protocol/net/client.h"
 #include "verifier/source/source.h"
 
@@ -37,13 +38,13 @@ class ProviderSource final : public EvidenceSource {
     return watcher->subscribe(from, on_commit, wait, bounds);
   }
 
-  // A step's operands are of the batch's size, not the state's, so a trace answer has a bound
-  // of its own: a provider may not make the verifier hold more than 1 GiB of it.
+  // A step's operands are of the batch's size, not the state's, so a trace answer has bounds of
+  // its own (dispute/step_trace.h), checked before it is read.
   Result<Bytes> step_trace(std::uint64_t epoch, std::uint64_t step,
                            std::optional<std::uint64_t> call) override {
-    constexpr std::uint64_t kMaxAnswer = std::uint64_t{1} << 30;
+    const std::uint64_t bound = call ? dispute::kMaxValuesText : dispute::kMaxTraceText;
     VT_ASSIGN_OR_RETURN(Bytes answer,
-                        client_.get_trace(epoch, step, call, kMaxAnswer, evidence_timeout_));
+                        client_.get_trace(epoch, step, call, bound, evidence_timeout_));
     fetched_ += answer.size();
     return answer;
   }
