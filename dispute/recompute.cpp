@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 
+#include "kernels/activation.h"
 #include "kernels/conv.h"
 #include "kernels/gemm.h"
 #include "kernels/norm.h"
@@ -358,8 +359,36 @@ void conv(Args& a, bool backward) {
                                 a.in_or_none("bias", s.out_channels), a.out("y", yn));
 }
 
+// One of the element-wise activations (kernels/activation.h), forward or backward: its backward
+// reads the output (sigmoid, tanh) or the input (the others), as the trace records it.
+void activation(Args& a, kernels::Activation f, bool backward) {
+  const std::int64_t n = a.integer("n");
+  kernels::ActivationParams p;
+  p.min_val = a.real("min_val");
+  p.max_val = a.real("max_val");
+  p.slope = a.real("slope");
+  p.alpha = a.real("alpha");
+  p.beta = a.real("beta");
+  p.threshold = a.real("threshold");
+  if (!backward) {
+    kernels::activation(f, p, n, a.in("x", n), a.out("y", n));
+    return;
+  }
+  const bool reads_output = kernels::backward_reads_output(f);
+  kernels::activation_backward(f, p, n, reads_output ? nullptr : a.in("x", n),
+                               reads_output ? a.in("y", n) : nullptr, a.in("dy", n),
+                               a.out("dx", n));
+}
+
+std::map<std::string_view, Recompute> make_table();
+
 const std::map<std::string_view, Recompute>& table() {
-  static const std::map<std::string_view, Recompute> ops = {
+  static const std::map<std::string_view, Recompute> ops = make_table();
+  return ops;
+}
+
+std::map<std::string_view, Recompute> make_table() {
+  std::map<std::string_view, Recompute> ops = {
       {"add_bias",
        [](Args& a) {
          const std::int64_t rows = a.integer("rows"), cols = a.integer("cols", 1);
@@ -422,6 +451,12 @@ const std::map<std::string_view, Recompute>& table() {
       {"conv", [](Args& a) { conv(a, false); }},
       {"conv_backward", [](Args& a) { conv(a, true); }},
   };
+  for (const kernels::Activation f : kernels::kActivations) {
+    for (const bool backward : {false, true})
+      ops[kernels::activation_name(f, backward)] = [f, backward](Args& a) {
+        activation(a, f, backward);
+      };
+  }
   return ops;
 }
 

@@ -1,7 +1,10 @@
 #include "kernels/activation.h"
 
+#include <array>
+
 #include "kernels/parallel.h"
 #include "kernels/scalar.h"
+#include "kernels/trace.h"
 
 namespace vt::kernels {
 namespace {
@@ -74,18 +77,54 @@ bool backward_reads_output(Activation f) {
   return f == Activation::kSigmoid || f == Activation::kTanh;
 }
 
+std::string_view activation_name(Activation f, bool backward) {
+  static constexpr std::string_view kNames[][2] = {{"sigmoid", "sigmoid_backward"},
+                                                   {"tanh", "tanh_backward"},
+                                                   {"silu", "silu_backward"},
+                                                   {"hardtanh", "hardtanh_backward"},
+                                                   {"hardsigmoid", "hardsigmoid_backward"},
+                                                   {"hardswish", "hardswish_backward"},
+                                                   {"leaky_relu", "leaky_relu_backward"},
+                                                   {"elu", "elu_backward"},
+                                                   {"gelu_tanh", "gelu_tanh_backward"},
+                                                   {"softplus", "softplus_backward"}};
+  return kNames[static_cast<int>(f)][backward ? 1 : 0];
+}
+
+namespace {
+// Every parameter of ActivationParams: the trace records them all, whichever f reads.
+std::array<trace::Param, 7> activation_params(const ActivationParams& p, std::int64_t n) {
+  return {trace::integer("n", n),
+          trace::real("min_val", p.min_val),
+          trace::real("max_val", p.max_val),
+          trace::real("slope", p.slope),
+          trace::real("alpha", p.alpha),
+          trace::real("beta", p.beta),
+          trace::real("threshold", p.threshold)};
+}
+}  // namespace
+
 void activation(Activation f, const ActivationParams& p, std::int64_t n, const float* x, float* y) {
+  const auto params = activation_params(p, n);
+  const trace::Operand inputs[] = {trace::f32("x", x, n)};
+  trace::Call traced(activation_name(f), params, inputs);
   parallel_for(n, kGrain, [=, &p](std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i) y[i] = forward_one(f, p, x[i]);
   });
+  traced.outputs({trace::f32("y", y, n)});
 }
 
 void activation_backward(Activation f, const ActivationParams& p, std::int64_t n, const float* x,
                          const float* y, const float* dy, float* dx) {
+  const auto params = activation_params(p, n);
+  const trace::Operand inputs[] = {trace::f32_or_none("x", x, n), trace::f32_or_none("y", y, n),
+                                   trace::f32("dy", dy, n)};
+  trace::Call traced(activation_name(f, true), params, inputs);
   parallel_for(n, kGrain, [=, &p](std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i)
       dx[i] = backward_one(f, p, x != nullptr ? x[i] : 0.0f, y != nullptr ? y[i] : 0.0f, dy[i]);
   });
+  traced.outputs({trace::f32("dx", dx, n)});
 }
 
 }  // namespace vt::kernels

@@ -3,6 +3,7 @@
 // forward and backward. Threads and vector lanes split elements: no value depends on another.
 
 #include <cstdint>
+#include <string_view>
 
 namespace vt::kernels {
 
@@ -37,5 +38,13 @@ void activation_backward(Activation f, const ActivationParams& p, std::int64_t n
 
 // Whether the backward of f reads its output (sigmoid, tanh) rather than its input.
 bool backward_reads_output(Activation f);
+
+// Its name in step traces (docs/dispute.md): "sigmoid", ..., "softplus"; the backward's is the
+// name with "_backward". Every function, in enum order, for whoever needs them all.
+std::string_view activation_name(Activation f, bool backward = false);
+inline constexpr Activation kActivations[] = {
+    Activation::kSigmoid,     Activation::kTanh,      Activation::kSilu,      Activation::kHardtanh,
+    Activation::kHardsigmoid, Activation::kHardswish, Activation::kLeakyRelu, Activation::kElu,
+    Activation::kGeluTanh,    Activation::kSoftplus};
 
 }  // namespace vt::kernels

@@ -25,6 +25,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import portable_ops_ref as ops  # noqa: E402
 import portable_ref as ref  # noqa: E402
 
 F = ref.F
@@ -303,6 +304,30 @@ OPERATORS = {
     "conv": conv,
     "conv_backward": conv_backward,
 }
+
+
+ACTIVATIONS = ("sigmoid", "tanh", "silu", "hardtanh", "hardsigmoid", "hardswish", "leaky_relu",
+               "elu", "gelu_tanh", "softplus")
+
+
+def activation(fn, backward):
+    """An element-wise activation of "More functions" (portable_ops_ref.py), forward or
+    backward; sigmoid's and tanh's backward read the output, the others' the input."""
+    def run(a, i, o):
+        params = {k: a[k] for k in ("min_val", "max_val", "slope", "alpha", "beta", "threshold")}
+        if not backward:
+            return {"y": ops.activation(fn, i["x"], np.zeros_like(i["x"]), **params)["y"]}
+        if fn == "sigmoid":
+            return {"dx": ops.sigmoid_backward(i["y"], i["dy"])}
+        if fn == "tanh":
+            return {"dx": ops.tanh_backward(i["y"], i["dy"])}
+        return {"dx": ops.activation(fn, i["x"], i["dy"], **params)["dx"]}
+    return run
+
+
+for _fn in ACTIVATIONS:
+    OPERATORS[_fn] = activation(_fn, False)
+    OPERATORS[_fn + "_backward"] = activation(_fn, True)
 
 
 def rule(doc):

@@ -9,6 +9,7 @@
 #include "common/json.h"
 #include "dispute/recompute.h"
 #include "dispute/referee.h"
+#include "kernels/activation.h"
 #include "kernels/conv.h"
 #include "kernels/gemm.h"
 #include "kernels/norm.h"
@@ -101,6 +102,18 @@ void run_more_kernels() {
   kernels::sgd_update(8, sgd, param.data(), dy.data(), buffer.data());
   sgd.first = false;
   kernels::sgd_update(8, sgd, param.data(), dy.data(), buffer.data());
+  // Activations: one whose backward reads its output, two that read parameters.
+  kernels::ActivationParams act;
+  act.min_val = -0.5f;
+  act.max_val = 0.75f;
+  act.beta = 2.0f;
+  for (const kernels::Activation f : {kernels::Activation::kSigmoid, kernels::Activation::kHardtanh,
+                                      kernels::Activation::kSoftplus}) {
+    kernels::activation(f, act, 24, x.data(), y.data());
+    const bool reads_output = kernels::backward_reads_output(f);
+    kernels::activation_backward(f, act, 24, reads_output ? nullptr : x.data(),
+                                 reads_output ? y.data() : nullptr, dy.data(), dx.data());
+  }
 }
 
 // A handful of kernel calls of every shape of operand the trace knows: strided and batched
@@ -214,7 +227,13 @@ TEST(StepTrace, RecordsOuterCallsOnlyInOrder) {
                                            "conv",
                                            "conv_backward",
                                            "sgd_update",
-                                           "sgd_update"}));
+                                           "sgd_update",
+                                           "sigmoid",
+                                           "sigmoid_backward",
+                                           "hardtanh",
+                                           "hardtanh_backward",
+                                           "softplus",
+                                           "softplus_backward"}));
   // An absent operand is recorded as such; an in-place update has its inputs before the call.
   const TracedCall& ln = recorder.calls()[7];
   EXPECT_EQ(ln.inputs[2].name, "bias");
@@ -229,7 +248,7 @@ TEST(StepTrace, EveryRecordedCallRecomputesToItsOwnOutputs) {
     ScopedSink on(&all);
     run_kernels();
   }
-  ASSERT_EQ(all.calls.size(), 35u);
+  ASSERT_EQ(all.calls.size(), 41u);
   for (std::size_t i = 0; i < all.calls.size(); ++i) {
     SCOPED_TRACE(all.calls[i].op);
     auto out = recompute(all.calls[i], all.values[i].inputs);
