@@ -145,4 +145,10 @@ int run(int argc, char** argv, const CommandSet& commands) {
   return *result;
 }
 
+std::filesystem::path torch_program() {
+  if (const char* env = std::getenv("VERITRAIN_TORCH"); env != nullptr && *env != '\0') return env;
+  std::error_code ec;
+  return std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "veritrain-torch";
+}
+
 }  // namespace vt::cli

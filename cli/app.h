@@ -4,6 +4,7 @@
 // message on stderr and an exit code (docs/cli.md).
 
 #include <charconv>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
@@ -58,6 +59,11 @@ const CommandSet& full_commands();   // commands_full.cpp
 const CommandSet& light_commands();  // commands_light.cpp
 
 int run(int argc, char** argv, const CommandSet& commands);
+
+// veritrain-torch: $VERITRAIN_TORCH when set, else the one beside this executable (this one
+// itself when it is veritrain-torch). `veritrain` execs it (torch_forward.h); `serve` runs it
+// to answer trace requests.
+std::filesystem::path torch_program();
 
 // `text` as a whole integer in `base`, or nothing: no sign where T is unsigned, no blanks, no
 // trailing characters, no overflow.

@@ -196,11 +196,20 @@ Result<StepDispute> dispute_step(
   return StepDispute{ruling.provider_correct ? 0 : exit_code(Errc::kRejected), true};
 }
 
+// What the provider answered, read: a malformed answer is the provider's failure (rejected), not
+// a usage error of the auditor's.
+template <typename T>
+Result<T> provider_answer(Result<T> read) {
+  if (!read.ok() && read.error().code == Errc::kInvalidInput)
+    return rejected("the provider's answer is malformed: " + read.error().message);
+  return read;
+}
+
 Result<dispute::SignedTrace> read_trace(ByteSpan text, const std::string& where, const Task& task) {
   VT_ASSIGN_OR_RETURN(
       dispute::SignedTrace trace,
-      dispute::read_signed_trace(
-          std::string_view(reinterpret_cast<const char*>(text.data()), text.size()), where));
+      provider_answer(dispute::read_signed_trace(
+          std::string_view(reinterpret_cast<const char*>(text.data()), text.size()), where)));
   if (trace.trace.header.task_id != task_id(task))
     return rejected(where + ": a trace of task " + hex_encode(trace.trace.header.task_id) +
                     ", not of this one (" + hex_encode(task_id(task)) + ")");
@@ -219,8 +228,9 @@ Result<int> dispute_from_files(Context& ctx, const DisputeArgs& a, const Task& t
     if (a.provider_values.empty()) return std::optional<dispute::CallValues>();
     VT_RETURN_IF_ERROR(check_input_file(a.provider_values, "--provider-values"));
     VT_ASSIGN_OR_RETURN(std::string v, read_text_file(a.provider_values, dispute::kMaxValuesText));
-    VT_ASSIGN_OR_RETURN(dispute::CallValues values,
-                        dispute::read_call_values(v, a.provider_values, provider.trace.header));
+    VT_ASSIGN_OR_RETURN(
+        dispute::CallValues values,
+        provider_answer(dispute::read_call_values(v, a.provider_values, provider.trace.header)));
     return std::optional(std::move(values));
   };
   VT_ASSIGN_OR_RETURN(StepDispute d, dispute_step(ctx, a, task, start, provider, values_for));
@@ -295,9 +305,9 @@ Result<int> run_dispute(Context& ctx, const DisputeArgs& a) {
       VT_ASSIGN_OR_RETURN(Bytes v,
                           source->step_trace(a.epoch, step, static_cast<std::uint64_t>(call)));
       VT_ASSIGN_OR_RETURN(dispute::CallValues values,
-                          dispute::read_call_values(
+                          provider_answer(dispute::read_call_values(
                               std::string_view(reinterpret_cast<const char*>(v.data()), v.size()),
-                              at, provider.trace.header));
+                              at, provider.trace.header)));
       return std::optional(std::move(values));
     };
     VT_ASSIGN_OR_RETURN(StepDispute d, dispute_step(ctx, a, task, start, provider, values_for));

@@ -73,14 +73,6 @@ Result<std::string> read_or_create_token(const std::string& workdir,
   return token;
 }
 
-// veritrain-torch: this program itself when it is that one, else the one beside it (or
-// $VERITRAIN_TORCH), as the light veritrain finds it (torch_forward.h).
-fs::path torch_program() {
-  if (const char* env = std::getenv("VERITRAIN_TORCH"); env != nullptr && *env != '\0') return env;
-  std::error_code ec;
-  return fs::read_symlink("/proc/self/exe", ec).parent_path() / "veritrain-torch";
-}
-
 // Trace requests are answered by `veritrain-torch trace` in a child process: a replay needs
 // LibTorch (the light `serve` has none) and a trainer of its own (`train --serve` is training).
 provider::TraceAnswerer trace_answerer(const std::string& workdir, const ServeArgs& a) {

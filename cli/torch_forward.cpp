@@ -112,13 +112,7 @@ const StoredHelp* stored_help(int argc, char** argv) {
 }
 
 int exec_torch_program() {
-  std::filesystem::path program;
-  if (const char* env = std::getenv("VERITRAIN_TORCH"); env != nullptr && *env != '\0') {
-    program = env;
-  } else {
-    std::error_code ec;
-    program = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "veritrain-torch";
-  }
+  const std::filesystem::path program = torch_program();
   std::vector<char*> argv = g_argv;
   std::string name = program.string();
   if (argv.empty()) argv = {nullptr};

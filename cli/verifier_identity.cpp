@@ -45,7 +45,8 @@ Result<SigningKey> verifier_key(const std::string& key_dir) {
   }
   std::error_code ec;
   if (!fs::exists(dir, ec)) {
-    fs::create_directories(dir.parent_path(), ec);
+    // A bare folder name (--key keys) has no parent to make: create_directories("") fails.
+    if (!dir.parent_path().empty()) fs::create_directories(dir.parent_path(), ec);
     if (ec) return io_error("creating " + dir.parent_path().string() + ": " + ec.message());
     if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
       return io_error(errno_text(errno, "creating", dir));

@@ -60,8 +60,7 @@ class WorkdirCatalog final : public Catalog {
   Result<std::shared_ptr<const Bytes>> step_trace(const TraceRequest& request) override {
     if (!answer_) return Catalog::step_trace(request);
     // Only committed epochs: what the answer replays from is the state before it.
-    VT_ASSIGN_OR_RETURN(Digest root, root_of(request.epoch));
-    (void)root;
+    if (auto committed = root_of(request.epoch); !committed) return committed.error();
     // One replay at a time: each is a whole process with LibTorch, and the server's slow-work
     // threads would otherwise run as many as it has.
     std::lock_guard lock(trace_mutex_);

@@ -347,6 +347,10 @@ TEST(OperatorDispute, CommandsTraceDisputeAndReferee) {
             std::string::npos)
       << foreign.err;
   ASSERT_TRUE(write_file_atomic(forged_file, std::string("{\"header\": 3}")).ok());
+  auto unreadable = run("dispute" + common + " --provider-trace " + forged_file);
+  EXPECT_EQ(unreadable.exit_code, 1) << unreadable.err;  // the provider's fault, not a usage error
+  EXPECT_NE(unreadable.err.find("the provider's answer is malformed"), std::string::npos)
+      << unreadable.err;
   auto malformed = run("referee " + forged_file);
   EXPECT_EQ(malformed.exit_code, 2) << malformed.err;
   EXPECT_NE(malformed.err.find("no ruling: " + forged_file), std::string::npos) << malformed.err;
