@@ -8,11 +8,17 @@
 //   dispute_vs_step_replays_<model>: the auditor's extra work (its traced replay of the step from
 //     the committed state, the comparison, the evidence) in replays of one untraced step (also
 //     from the committed state: restoring it included on both sides);
+//   dispute_cpu_vs_step_replays_<model>: the same in CPU time of all threads (the auditor hashes
+//     new operands on a helper thread while its replay runs: docs/dispute.md);
+//   trace_operand_mb_<model>, trace_hashed_mb_<model>: the step's operand bytes, and those hashed
+//     (the rest are values the step already hashed, known again);
 //   trace_on_vs_off_<model>: a traced step's time over an untraced one's; trace_off_ns_per_call:
 //     a recording kernel's cost with no sink installed (an empty call, measured alone), and
 //     trace_off_share_<model>: that times the step's calls over the step's time.
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -63,12 +69,23 @@ T must(vt::Result<T> r, const char* what) {
   return std::move(*r);
 }
 
-double untraced_step_seconds(const vt::Task& task, const vt::Bytes& start) {
+double process_cpu_seconds() {
+  timespec t{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+// The wall time of one untraced step from the committed state (the best of three), and its CPU
+// time in `cpu`.
+double untraced_step_seconds(const vt::Task& task, const vt::Bytes& start, double& cpu) {
+  cpu = 1e300;
   return best_seconds(3, [&] {
+    const double cpu_start = process_cpu_seconds();
     auto trainer = must(vt::training::Trainer::restore(task, start), "restore");
     vt::training::EpochHooks hooks;
     hooks.on_step_end = [](std::int64_t) { return false; };
     must(trainer->train_epoch(hooks), "step");
+    cpu = std::min(cpu, process_cpu_seconds() - cpu_start);
   });
 }
 
@@ -80,7 +97,8 @@ void measure(Report& report, const Model& m, const fs::path& dir, double off_ns_
   const vt::SigningKey provider = *vt::SigningKey::generate(),
                        auditor = *vt::SigningKey::generate();
 
-  const double step = untraced_step_seconds(task, start);
+  double step_cpu = 0;
+  const double step = untraced_step_seconds(task, start, step_cpu);
   vt::verifier::TracedStep traced;
   const double traced_step = best_seconds(
       3, [&] { traced = must(vt::verifier::trace_step(task, start, 1, 1, {}), "trace"); });
@@ -96,12 +114,15 @@ void measure(Report& report, const Model& m, const fs::path& dir, double off_ns_
     // replay of the step, the comparison, the evidence.
     const auto values = must(vt::verifier::trace_step(task, start, 1, 1, {}, index), "values");
     std::string text;
+    double cpu = 1e300;
     const double dispute = best_seconds(3, [&] {
+      const double cpu_start = process_cpu_seconds();
       auto cmp = must(vt::verifier::compare_step(task, start, signed_trace, {}), "compare");
       auto evidence = must(vt::verifier::operator_evidence(signed_trace, *values.values,
                                                            cmp.auditor.header.calls_root),
                            "evidence");
       text = vt::dispute::write_operator_evidence(evidence, auditor);
+      cpu = std::min(cpu, process_cpu_seconds() - cpu_start);
     });
     const fs::path file = dir / ("evidence-" + suffix + ".json");
     if (auto written = vt::write_file_atomic(file, text); !written.ok()) {
@@ -122,11 +143,17 @@ void measure(Report& report, const Model& m, const fs::path& dir, double off_ns_
                static_cast<double>(text.size()) / static_cast<double>(start.size()));
     report.add("referee_ms_" + suffix, referee * 1e3);
     report.add("numpy_referee_ms_" + suffix, numpy * 1e3);
-    if (!largest) report.add("dispute_vs_step_replays_" + m.name, dispute / step);
+    if (!largest) {
+      report.add("dispute_vs_step_replays_" + m.name, dispute / step);
+      report.add("dispute_cpu_vs_step_replays_" + m.name, cpu / step_cpu);
+    }
   }
   report.add("state_bytes_" + m.name, start.size());
   report.add("step_ms_" + m.name, step * 1e3);
   report.add("trace_calls_" + m.name, calls);
+  report.add("trace_operand_mb_" + m.name,
+             static_cast<double>(traced.hashed_bytes + traced.repeated_bytes) / 1e6);
+  report.add("trace_hashed_mb_" + m.name, static_cast<double>(traced.hashed_bytes) / 1e6);
   report.add("trace_on_vs_off_" + m.name, traced_step / step);
   report.add("trace_off_share_" + m.name, calls * off_ns_per_call * 1e-9 / step);
 }

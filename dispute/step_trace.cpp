@@ -60,17 +60,12 @@ Result<std::vector<OperandHash>> operands_from_json(const nlohmann::json& j,
   return out;
 }
 
-Digest hash_operand(const kernels::trace::Operand& o) {
-  if (o.count <= 0) return sha256(ByteSpan());
+ByteSpan operand_bytes(const kernels::trace::Operand& o) {
+  if (o.count <= 0 || (o.f32 == nullptr && o.i64 == nullptr)) return {};
   const void* data = o.f32 != nullptr ? static_cast<const void*>(o.f32) : o.i64;
   const std::size_t width = o.f32 != nullptr ? sizeof(float) : sizeof(std::int64_t);
-  return sha256(
-      ByteSpan(static_cast<const std::uint8_t*>(data), static_cast<std::size_t>(o.count) * width));
-}
-
-OperandHash operand_hash(const kernels::trace::Operand& o) {
-  return {std::string(o.name), o.i64 != nullptr ? DType::kI64 : DType::kF32,
-          o.f32 == nullptr && o.i64 == nullptr ? 0 : o.count, hash_operand(o)};
+  return ByteSpan(static_cast<const std::uint8_t*>(data),
+                  static_cast<std::size_t>(o.count) * width);
 }
 
 OperandValues operand_values(const kernels::trace::Operand& o) {
@@ -397,25 +392,43 @@ Status check_values(const std::vector<OperandValues>& values,
   return {};
 }
 
+void TraceRecorder::record(const kernels::trace::Operand& o, bool output) {
+  TracedCall& call = calls_.back();
+  std::vector<OperandHash>& list = output ? call.outputs : call.inputs;
+  list.push_back({std::string(o.name), o.i64 != nullptr ? DType::kI64 : DType::kF32,
+                  o.f32 == nullptr && o.i64 == nullptr ? 0 : o.count, Digest{}});
+  pending_.push_back({calls_.size() - 1, list.size() - 1, output, digests_.add(operand_bytes(o))});
+}
+
+void TraceRecorder::settle() {
+  if (pending_.empty()) return;
+  digests_.finish();
+  for (const Pending& p : pending_) {
+    TracedCall& call = calls_[p.call];
+    (p.output ? call.outputs : call.inputs)[p.operand].sha256 = digests_.digest(p.ticket);
+  }
+  pending_.clear();
+}
+
 void TraceRecorder::begin(std::string_view op, std::span<const kernels::trace::Param> params,
                           std::span<const kernels::trace::Operand> inputs) {
   TracedCall call;
   call.op = std::string(op);
   for (const auto& p : params)
     call.params.push_back({std::string(p.name), p.integer, p.real, p.is_real});
-  for (const auto& o : inputs) call.inputs.push_back(operand_hash(o));
-  const auto index = static_cast<std::int64_t>(calls_.size());
+  calls_.push_back(std::move(call));
+  for (const auto& o : inputs) record(o, false);
+  const auto index = static_cast<std::int64_t>(calls_.size()) - 1;
   if (capture_ && *capture_ == index) {
     captured_.emplace();
     captured_->index = index;
     for (const auto& o : inputs) captured_->inputs.push_back(operand_values(o));
   }
-  calls_.push_back(std::move(call));
 }
 
 void TraceRecorder::end(std::span<const kernels::trace::Operand> outputs) {
   if (calls_.empty()) return;
-  for (const auto& o : outputs) calls_.back().outputs.push_back(operand_hash(o));
+  for (const auto& o : outputs) record(o, true);
   if (captured_ && captured_->index == static_cast<std::int64_t>(calls_.size()) - 1 &&
       captured_->outputs.empty()) {
     for (const auto& o : outputs) captured_->outputs.push_back(operand_values(o));

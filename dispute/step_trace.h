@@ -13,6 +13,7 @@
 
 #include "common/result.h"
 #include "common/sha256.h"
+#include "dispute/operand_digests.h"
 #include "kernels/trace.h"
 #include "protocol/keys.h"
 
@@ -117,22 +118,48 @@ Result<CallValues> read_call_values(std::string_view text, const std::string& wh
 Status check_values(const std::vector<OperandValues>& values,
                     const std::vector<OperandHash>& hashes, const std::string& what);
 
-// Records the calls of a step: hashes every operand; keeps the values of call `capture`.
+// Records the calls of a step: hashes every operand; keeps the values of call `capture`. With
+// `background`, new operands are hashed on a helper thread while the step runs (the auditor's and
+// the provider's replays); calls() and take_calls() wait for the last digest.
 class TraceRecorder : public kernels::trace::Sink {
  public:
-  explicit TraceRecorder(std::optional<std::int64_t> capture = std::nullopt) : capture_(capture) {}
+  // What a recorder may keep of a step's values to recognise repeats (OperandDigests).
+  static constexpr std::size_t kMemoBytes = std::size_t{512} << 20;
+
+  explicit TraceRecorder(std::optional<std::int64_t> capture = std::nullopt,
+                         bool background = false)
+      : capture_(capture), digests_(kMemoBytes, background) {}
   void begin(std::string_view op, std::span<const kernels::trace::Param> params,
              std::span<const kernels::trace::Operand> inputs) override;
   void end(std::span<const kernels::trace::Operand> outputs) override;
 
-  const std::vector<TracedCall>& calls() const { return calls_; }
-  std::vector<TracedCall> take_calls() { return std::move(calls_); }
+  const std::vector<TracedCall>& calls() {
+    settle();
+    return calls_;
+  }
+  std::vector<TracedCall> take_calls() {
+    settle();
+    return std::move(calls_);
+  }
   const std::optional<CallValues>& captured() const { return captured_; }
+  // Operand bytes hashed, and those recognised as values this step already hashed.
+  std::size_t hashed_bytes() const { return digests_.hashed_bytes(); }
+  std::size_t repeated_bytes() const { return digests_.repeated_bytes(); }
 
  private:
+  void record(const kernels::trace::Operand& o, bool output);
+  void settle();
+
+  struct Pending {  // an operand hash that waits for its digest
+    std::size_t call, operand;
+    bool output;
+    OperandDigests::Ticket ticket;
+  };
   std::optional<std::int64_t> capture_;
   std::vector<TracedCall> calls_;
   std::optional<CallValues> captured_;
+  OperandDigests digests_;
+  std::vector<Pending> pending_;
 };
 
 // A sink that passes every call on to `next` when one is set: the base of sinks that act on the

@@ -4,6 +4,8 @@
 
 #include <cstring>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "common/file_io.h"
 #include "common/json_fields.h"
@@ -37,6 +39,21 @@ TEST(CanonicalJson, DoublesAreSpelledAsPythonRepr) {
   for (const auto& [value, text] : cases) EXPECT_EQ(json_double_text(value), text) << text;
   EXPECT_EQ(canonical_json(nlohmann::json{{"b", 1e15}, {"a", {1, 2.5, "x"}}}),
             R"({"a":[1,2.5,"x"],"b":1000000000000000.0})");
+}
+
+// Strings, plain or not, as nlohmann::json writes them: every ASCII character alone and amid text,
+// and multi-byte UTF-8, as values and as keys.
+TEST(CanonicalJson, StringsAreSpelledAsDumpSpellsThem) {
+  std::vector<std::string> cases = {"", "plain", "QUJD+/==", "caf\xc3\xa9", "\xe2\x82\xac 5"};
+  for (int c = 0; c < 128; ++c) {
+    cases.emplace_back(1, static_cast<char>(c));
+    cases.push_back("ab" + std::string(1, static_cast<char>(c)) + "cd");
+  }
+  for (const std::string& s : cases) {
+    EXPECT_EQ(canonical_json(nlohmann::json(s)), nlohmann::json(s).dump()) << s;
+    const nlohmann::json object = {{s, s}};
+    EXPECT_EQ(canonical_json(object), object.dump()) << s;
+  }
 }
 
 // Random bit patterns (every exponent range, subnormals included) against python3 itself.

@@ -33,9 +33,8 @@ class CaptureAll : public kernels::trace::Sink {
  public:
   void begin(std::string_view op, std::span<const kernels::trace::Param> params,
              std::span<const kernels::trace::Operand> inputs) override {
-    TraceRecorder one(0);
-    one.begin(op, params, inputs);
-    pending_ = std::move(one);
+    pending_.emplace(0);
+    pending_->begin(op, params, inputs);
   }
   void end(std::span<const kernels::trace::Operand> outputs) override {
     pending_->end(outputs);
@@ -175,6 +174,47 @@ void run_kernels() {
   s.weight_decay = 0.01f;
   kernels::adam_update(10, s, param.data(), grad.data(), m.data(), v.data());
   run_more_kernels();
+}
+
+// Every way of hashing gives each operand its own SHA-256: repeats known by value, kept copies
+// taken when added (the caller may overwrite its buffer at once), with or without the helper
+// thread, and past the memo's budget.
+TEST(OperandDigests, EachTicketIsItsBytesSha256) {
+  std::vector<Bytes> operands;
+  for (std::size_t n : {0, 1, 7, 4096, 100000}) {
+    Bytes b(n);
+    for (std::size_t i = 0; i < n; ++i) b[i] = static_cast<std::uint8_t>(i * 31 + n);
+    operands.push_back(b);
+    operands.push_back(b);  // a repeat
+    if (n > 0) {
+      b[n / 2] ^= 1;  // the same length and key-sized prefix, one bit apart
+      operands.push_back(b);
+    }
+  }
+  for (const bool background : {false, true}) {
+    for (const std::size_t memo : {std::size_t{0}, std::size_t{5000}, std::size_t{1} << 30}) {
+      OperandDigests digests(memo, background);
+      std::vector<OperandDigests::Ticket> tickets;
+      for (const Bytes& b : operands) {
+        Bytes scratch = b;
+        tickets.push_back(digests.add(scratch));
+        std::fill(scratch.begin(), scratch.end(), std::uint8_t{0xee});  // overwritten at once
+      }
+      digests.finish();
+      for (std::size_t i = 0; i < operands.size(); ++i)
+        EXPECT_EQ(digests.digest(tickets[i]), sha256(operands[i]))
+            << "operand " << i << ", memo " << memo << ", background " << background;
+      const std::size_t total =
+          std::accumulate(operands.begin(), operands.end(), std::size_t{0},
+                          [](std::size_t sum, const Bytes& b) { return sum + b.size(); });
+      EXPECT_EQ(digests.hashed_bytes() + digests.repeated_bytes(), total);
+      if (memo > total) {
+        EXPECT_EQ(digests.repeated_bytes(), 1 + 7 + 4096 + 100000);
+      } else if (memo == 0) {
+        EXPECT_EQ(digests.repeated_bytes(), 0u);
+      }
+    }
+  }
 }
 
 TEST(StepTrace, RecordsNothingWithoutASink) {
@@ -390,6 +430,8 @@ TEST(Referee, RefusesEvidenceThatDoesNotHold) {
   const Signed s = signed_trace();
   const SigningKey auditor = *SigningKey::generate();
   const std::string good = write_operator_evidence(evidence_for(s, 3), auditor);
+  // The document is canonical JSON, as every signed document of ours.
+  EXPECT_EQ(good, canonical_json(nlohmann::json::parse(good)) + "\n");
   auto expect_refused = [&](nlohmann::json doc, const SigningKey* resign, const std::string& says) {
     if (resign != nullptr) {
       doc["signature"] = hex_encode(resign->sign(as_bytes(canonical_json(doc["evidence"]))));

@@ -30,7 +30,7 @@ Result<TracedStep> trace_step(const Task& task, ByteSpan start_state, std::uint6
   if (step < 1 || step > trainer->steps_per_epoch())
     return invalid_input("--step " + std::to_string(step) + ": an epoch has steps 1.." +
                          std::to_string(trainer->steps_per_epoch()));
-  dispute::TraceRecorder recorder(capture);
+  dispute::TraceRecorder recorder(capture, /*background=*/true);
   std::optional<dispute::ScopedSink> provider_scope;
   if (provider_code != nullptr) provider_scope.emplace(provider_code);
   std::optional<dispute::ScopedSink> recording;
@@ -53,6 +53,8 @@ Result<TracedStep> trace_step(const Task& task, ByteSpan start_state, std::uint6
   TracedStep out;
   out.trace.calls = recorder.take_calls();
   out.values = recorder.captured();
+  out.hashed_bytes = recorder.hashed_bytes();
+  out.repeated_bytes = recorder.repeated_bytes();
   if (capture && !out.values)
     return invalid_input("--call " + std::to_string(*capture) + ": step " + std::to_string(step) +
                          " makes " + std::to_string(out.trace.calls.size()) + " calls");

@@ -15,6 +15,8 @@ namespace vt::verifier {
 struct TracedStep {
   dispute::StepTrace trace;
   std::optional<dispute::CallValues> values;  // of the call asked for
+  // The operands' bytes the recorder hashed, and those it knew as values the step already hashed.
+  std::size_t hashed_bytes = 0, repeated_bytes = 0;
 };
 
 // Replays epoch `epoch` from `start_state` (the committed state of epoch − 1) through step
