@@ -155,8 +155,19 @@ Result<StepDispute> dispute_step(
              "stands\n");
     return StepDispute{exit_code(Errc::kRejected), true};
   }
+  j["operator"] = provider.trace.calls[static_cast<std::size_t>(d.call)].op;
   j["place"] = verifier::place_of(provider.trace.calls, d.call);
-  VT_ASSIGN_OR_RETURN(std::optional<dispute::CallValues> values, values_for(d.call));
+  auto asked = values_for(d.call);
+  if (!asked.ok() && asked.error().code == Errc::kRejected) {
+    // The operator is found; the provider does not back its own trace with the values.
+    j["result"] = "withheld";
+    j["summary"] = d.description + "; " + asked.error().message;
+    emit(ctx, j,
+         step_words + ": " + d.description + " (" + j["place"].get<std::string>() +
+             ")\nthe provider does not answer for that call: " + asked.error().message + "\n");
+    return StepDispute{exit_code(Errc::kRejected), true};
+  }
+  VT_ASSIGN_OR_RETURN(std::optional<dispute::CallValues> values, std::move(asked));
   if (!values) {
     j["next"] = "veritrain trace --epoch " + std::to_string(h.epoch) + " --step " +
                 std::to_string(h.step) + " --call " + std::to_string(d.call);
@@ -293,24 +304,38 @@ Result<int> run_dispute(Context& ctx, const DisputeArgs& a) {
   }
   for (const std::uint64_t step : steps) {
     const std::string where = source->describe() + ": trace of step " + std::to_string(step);
-    VT_ASSIGN_OR_RETURN(Bytes text, source->step_trace(a.epoch, step, std::nullopt));
-    VT_ASSIGN_OR_RETURN(dispute::SignedTrace provider, read_trace(text, where, task));
-    if (provider.trace.header.epoch != a.epoch ||
-        provider.trace.header.step != static_cast<std::int64_t>(step))
+    auto answer = source->step_trace(a.epoch, step, std::nullopt);
+    auto provider = answer.ok() ? read_trace(*answer, where, task)
+                                : Result<dispute::SignedTrace>(answer.error());
+    if (!provider.ok() && provider.error().code == Errc::kRejected) {
+      // Withheld, oversized or malformed: the provider does not answer for a step of an epoch it
+      // committed, which is its failure, said as a rejection that names the step.
+      emit(ctx,
+           {{"ok", false},
+            {"epoch", a.epoch},
+            {"step", step},
+            {"result", "withheld"},
+            {"summary", provider.error().message}},
+           "the provider does not answer for step " + std::to_string(step) + " of epoch " +
+               std::to_string(a.epoch) + ": " + provider.error().message + "\n");
+      return exit_code(Errc::kRejected);
+    }
+    if (!provider.ok()) return provider.error();
+    const dispute::TraceHeader& h = provider->trace.header;
+    if (h.epoch != a.epoch || h.step != static_cast<std::int64_t>(step))
       return rejected(where + ": the provider answered with its trace of step " +
-                      std::to_string(provider.trace.header.step) + " of epoch " +
-                      std::to_string(provider.trace.header.epoch));
+                      std::to_string(h.step) + " of epoch " + std::to_string(h.epoch));
     auto values_for = [&](std::int64_t call) -> Result<std::optional<dispute::CallValues>> {
       const std::string at = source->describe() + ": values of call " + std::to_string(call);
       VT_ASSIGN_OR_RETURN(Bytes v,
                           source->step_trace(a.epoch, step, static_cast<std::uint64_t>(call)));
-      VT_ASSIGN_OR_RETURN(dispute::CallValues values,
-                          provider_answer(dispute::read_call_values(
-                              std::string_view(reinterpret_cast<const char*>(v.data()), v.size()),
-                              at, provider.trace.header)));
+      VT_ASSIGN_OR_RETURN(
+          dispute::CallValues values,
+          provider_answer(dispute::read_call_values(
+              std::string_view(reinterpret_cast<const char*>(v.data()), v.size()), at, h)));
       return std::optional(std::move(values));
     };
-    VT_ASSIGN_OR_RETURN(StepDispute d, dispute_step(ctx, a, task, start, provider, values_for));
+    VT_ASSIGN_OR_RETURN(StepDispute d, dispute_step(ctx, a, task, start, *provider, values_for));
     // A step named with --step answers for itself; steps the audit found answer for the epoch.
     if (d.departs || a.step > 0) return d.exit;
   }

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <set>
 
 #include "kernels/activation.h"
 #include "kernels/conv.h"
@@ -10,6 +11,8 @@
 #include "kernels/norm.h"
 #include "kernels/optim.h"
 #include "kernels/pointwise.h"
+#include "kernels/pool.h"
+#include "kernels/products.h"
 #include "kernels/softmax.h"
 
 namespace vt::dispute {
@@ -66,15 +69,17 @@ class Args {
     check_count(v, count);
     return reinterpret_cast<const float*>(v.bytes.data());
   }
-  // Ids, each in [0, bound).
-  const std::int64_t* ids(std::string_view name, std::int64_t count, std::int64_t bound) {
+  // Ids, each in [lo, bound) (a max pool's argmax may be −1: a window over padding alone).
+  const std::int64_t* ids(std::string_view name, std::int64_t count, std::int64_t bound,
+                          std::int64_t lo = 0) {
     const OperandValues& v = input(name, DType::kI64);
     check_count(v, count);
     const auto* p = reinterpret_cast<const std::int64_t*>(v.bytes.data());
     for (std::int64_t i = 0; i < count; ++i) {
-      if (p[i] < 0 || p[i] >= bound)
-        throw Unfit{"input " + std::string(name) + "[" + std::to_string(i) + "] = " +
-                    std::to_string(p[i]) + " is outside [0, " + std::to_string(bound) + ")"};
+      if (p[i] < lo || p[i] >= bound)
+        throw Unfit{"input " + std::string(name) + "[" + std::to_string(i) +
+                    "] = " + std::to_string(p[i]) + " is outside [" + std::to_string(lo) + ", " +
+                    std::to_string(bound) + ")"};
     }
     return p;
   }
@@ -93,6 +98,14 @@ class Args {
   float* out_or_none(std::string_view name, std::int64_t count) {
     return traced_absent(name) ? nullptr : out(name, count);
   }
+  // A fresh output of `count` ids (a max pool's argmax), or null when traced absent.
+  std::int64_t* ids_out_or_none(std::string_view name, std::int64_t count) {
+    if (traced_absent(name)) return nullptr;
+    Bytes& b = outputs_[std::string(name)];
+    b.assign(static_cast<std::size_t>(count) * sizeof(std::int64_t), 0);
+    id_outputs_.insert(std::string(name));
+    return reinterpret_cast<std::int64_t*>(b.data());
+  }
   // An output that starts as the input of the same name (an update in place).
   float* in_out(std::string_view name, std::int64_t count) {
     const float* from = in(name, count);
@@ -108,7 +121,7 @@ class Args {
   std::vector<OperandValues> results() {
     std::vector<OperandValues> out;
     for (const OperandHash& h : call_.outputs) {
-      OperandValues v{h.name, DType::kF32, {}};
+      OperandValues v{h.name, id_outputs_.contains(h.name) ? DType::kI64 : DType::kF32, {}};
       if (auto it = outputs_.find(h.name); it != outputs_.end()) v.bytes = std::move(it->second);
       out.push_back(std::move(v));
     }
@@ -153,6 +166,7 @@ class Args {
   const TracedCall& call_;
   const std::vector<OperandValues>& inputs_;
   std::map<std::string, Bytes> outputs_;
+  std::set<std::string> id_outputs_;
 };
 
 using Recompute = std::function<void(Args&)>;
@@ -250,6 +264,99 @@ void layer_norm(Args& a, bool backward) {
   kernels::layer_norm(rows, width, a.in("x", n), a.in_or_none("weight", width),
                       a.in_or_none("bias", width), a.real("eps"), a.out("y", n),
                       a.out("mean", rows), a.out("rstd", rows));
+}
+
+// Window sizes, strides, padding and dilations of real models are small; bounding them (and the
+// window positions a call visits) bounds the referee's work on a hostile call.
+constexpr std::int64_t kMaxWindow = std::int64_t{1} << 16;
+
+kernels::PoolShape pool_shape(Args& a, bool windowed) {
+  kernels::PoolShape s;
+  s.planes = a.integer("planes");
+  s.in_h = a.integer("in_h", 1);
+  s.in_w = a.integer("in_w", 1);
+  s.out_h = a.integer("out_h", 1);
+  s.out_w = a.integer("out_w", 1);
+  s.kernel_h = a.integer("kernel_h", 1, kMaxWindow);
+  s.kernel_w = a.integer("kernel_w", 1, kMaxWindow);
+  s.stride_h = a.integer("stride_h", 1, kMaxWindow);
+  s.stride_w = a.integer("stride_w", 1, kMaxWindow);
+  s.pad_h = a.integer("pad_h", 0, kMaxWindow);
+  s.pad_w = a.integer("pad_w", 0, kMaxWindow);
+  s.dilation_h = a.integer("dilation_h", 1, kMaxWindow);
+  s.dilation_w = a.integer("dilation_w", 1, kMaxWindow);
+  values({s.planes, s.in_h, s.in_w});
+  values({s.planes, s.out_h, s.out_w});
+  if (windowed) {
+    values({s.planes, s.out_h, s.out_w, s.kernel_h, s.kernel_w});
+  } else {  // an adaptive window spans at most ⌈in / out⌉ + 1 positions each way
+    values({s.planes, s.out_h, s.out_w, s.in_h / s.out_h + 2, s.in_w / s.out_w + 2});
+  }
+  return s;
+}
+
+void pool(Args& a, std::string_view op) {
+  const bool adaptive = op.starts_with("adaptive_");
+  const kernels::PoolShape s = pool_shape(a, !adaptive);
+  const std::int64_t in = s.planes * s.in_h * s.in_w, out = s.planes * s.out_h * s.out_w;
+  kernels::AvgPoolOptions o;
+  if (op.starts_with("avg_pool2d")) {
+    o.count_include_pad = a.flag("count_include_pad");
+    o.divisor_override = a.integer("divisor_override", 0, kMaxValues);
+  }
+  if (op == "max_pool2d") {
+    kernels::max_pool2d(s, a.in("x", in), a.out("y", out), a.ids_out_or_none("argmax", out));
+  } else if (op == "adaptive_max_pool2d") {
+    kernels::adaptive_max_pool2d(s, a.in("x", in), a.out("y", out),
+                                 a.ids_out_or_none("argmax", out));
+  } else if (op == "max_pool2d_backward") {
+    kernels::max_pool2d_backward(s, a.ids("argmax", out, s.in_h * s.in_w, -1), a.in("dy", out),
+                                 a.out("dx", in));
+  } else if (op == "avg_pool2d") {
+    kernels::avg_pool2d(s, o, a.in("x", in), a.out("y", out));
+  } else if (op == "avg_pool2d_backward") {
+    kernels::avg_pool2d_backward(s, o, a.in("dy", out), a.out("dx", in));
+  } else if (op == "adaptive_avg_pool2d") {
+    kernels::adaptive_avg_pool2d(s, a.in("x", in), a.out("y", out));
+  } else if (op == "adaptive_avg_pool2d_backward") {
+    kernels::adaptive_avg_pool2d_backward(s, a.in("dy", out), a.out("dx", in));
+  }
+}
+
+void group_norm(Args& a, bool backward) {
+  const std::int64_t batch = a.integer("batch"), channels = a.integer("channels", 1),
+                     spatial = a.integer("spatial", 1), groups = a.integer("groups", 1, channels);
+  if (channels % groups != 0)
+    throw Unfit{"parameter groups = " + std::to_string(groups) +
+                " does not divide channels = " + std::to_string(channels)};
+  const std::int64_t n = values({batch, channels, spatial}), rows = batch * groups;
+  if (backward) {
+    kernels::group_norm_backward(
+        batch, channels, spatial, groups, a.in("x", n), a.in_or_none("weight", channels),
+        a.in("mean", rows), a.in("rstd", rows), a.in("dy", n), a.out_or_none("dx", n),
+        a.out_or_none("dweight", channels), a.out_or_none("dbias", channels));
+    return;
+  }
+  kernels::group_norm(batch, channels, spatial, groups, a.in("x", n),
+                      a.in_or_none("weight", channels), a.in_or_none("bias", channels),
+                      a.real("eps"), a.out("y", n), a.out("mean", rows), a.out("rstd", rows));
+}
+
+void baddbmm(Args& a, bool backward) {
+  const std::int64_t batch = a.integer("batch"), m = a.integer("m"), n = a.integer("n"),
+                     k = a.integer("k");
+  const std::int64_t na = values({batch, m, k}), nb = values({batch, k, n}),
+                     ny = values({batch, m, n});
+  values({batch, m, n, k});  // the products' work
+  const float alpha = a.real("alpha"), beta = a.real("beta");
+  if (backward) {
+    kernels::baddbmm_backward(batch, m, n, k, a.in("a", na), a.in("b", nb), a.in("dy", ny), alpha,
+                              beta, a.out_or_none("da", na), a.out_or_none("db", nb),
+                              a.out_or_none("dc", ny));
+    return;
+  }
+  kernels::baddbmm(batch, m, n, k, a.in("a", na), a.in("b", nb), a.in_or_none("c", ny), alpha, beta,
+                   a.out("y", ny));
 }
 
 void sgd_update(Args& a) {
@@ -450,7 +557,15 @@ std::map<std::string_view, Recompute> make_table() {
       {"column_sums", column_sums},
       {"conv", [](Args& a) { conv(a, false); }},
       {"conv_backward", [](Args& a) { conv(a, true); }},
+      {"group_norm", [](Args& a) { group_norm(a, false); }},
+      {"group_norm_backward", [](Args& a) { group_norm(a, true); }},
+      {"baddbmm", [](Args& a) { baddbmm(a, false); }},
+      {"baddbmm_backward", [](Args& a) { baddbmm(a, true); }},
   };
+  for (const std::string_view op :
+       {"max_pool2d", "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward",
+        "adaptive_avg_pool2d", "adaptive_avg_pool2d_backward", "adaptive_max_pool2d"})
+    ops[op] = [op](Args& a) { pool(a, op); };
   for (const kernels::Activation f : kernels::kActivations) {
     for (const bool backward : {false, true})
       ops[kernels::activation_name(f, backward)] = [f, backward](Args& a) {

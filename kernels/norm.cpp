@@ -369,6 +369,13 @@ void layer_norm_backward(std::int64_t rows, std::int64_t width, const float* x, 
 void group_norm(std::int64_t batch, std::int64_t channels, std::int64_t spatial,
                 std::int64_t groups, const float* x, const float* weight, const float* bias,
                 float eps, float* y, float* mean, float* rstd) {
+  const std::int64_t numel = batch * channels * spatial, rows = batch * groups;
+  trace::Call traced("group_norm",
+                     {trace::integer("batch", batch), trace::integer("channels", channels),
+                      trace::integer("spatial", spatial), trace::integer("groups", groups),
+                      trace::real("eps", eps)},
+                     {trace::f32("x", x, numel), trace::f32_or_none("weight", weight, channels),
+                      trace::f32_or_none("bias", bias, channels)});
   const std::int64_t per = channels / groups, width = per * spatial;
   parallel_for(batch * groups, 1, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t r = begin; r < end; ++r) {
@@ -388,12 +395,21 @@ void group_norm(std::int64_t batch, std::int64_t channels, std::int64_t spatial,
       }
     }
   });
+  traced.outputs(
+      {trace::f32("y", y, numel), trace::f32("mean", mean, rows), trace::f32("rstd", rstd, rows)});
 }
 
 void group_norm_backward(std::int64_t batch, std::int64_t channels, std::int64_t spatial,
                          std::int64_t groups, const float* x, const float* weight,
                          const float* mean, const float* rstd, const float* dy, float* dx,
                          float* dweight, float* dbias) {
+  const std::int64_t numel = batch * channels * spatial, rows = batch * groups;
+  trace::Call traced("group_norm_backward",
+                     {trace::integer("batch", batch), trace::integer("channels", channels),
+                      trace::integer("spatial", spatial), trace::integer("groups", groups)},
+                     {trace::f32("x", x, numel), trace::f32_or_none("weight", weight, channels),
+                      trace::f32("mean", mean, rows), trace::f32("rstd", rstd, rows),
+                      trace::f32("dy", dy, numel)});
   const std::int64_t per = channels / groups, width = per * spatial;
   const float count = static_cast<float>(width);
   auto w_of = [&](std::int64_t c) { return weight != nullptr ? weight[c] : 1.0f; };
@@ -421,24 +437,28 @@ void group_norm_backward(std::int64_t batch, std::int64_t channels, std::int64_t
       }
     });
   }
-  if (dweight == nullptr && dbias == nullptr) return;
-  parallel_for(channels, 1, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t c = begin; c < end; ++c) {
-      float dw = 0.0f, db = 0.0f;
-      const std::int64_t g = c / per;
-      for (std::int64_t b = 0; b < batch; ++b) {
-        const std::int64_t r = b * groups + g;
-        const float* in = x + (b * channels + c) * spatial;
-        const float* d = dy + (b * channels + c) * spatial;
-        for (std::int64_t p = 0; p < spatial; ++p) {
-          dw = dw + d[p] * ((in[p] - mean[r]) * rstd[r]);
-          db = db + d[p];
+  if (dweight != nullptr || dbias != nullptr) {
+    parallel_for(channels, 1, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t c = begin; c < end; ++c) {
+        float dw = 0.0f, db = 0.0f;
+        const std::int64_t g = c / per;
+        for (std::int64_t b = 0; b < batch; ++b) {
+          const std::int64_t r = b * groups + g;
+          const float* in = x + (b * channels + c) * spatial;
+          const float* d = dy + (b * channels + c) * spatial;
+          for (std::int64_t p = 0; p < spatial; ++p) {
+            dw = dw + d[p] * ((in[p] - mean[r]) * rstd[r]);
+            db = db + d[p];
+          }
         }
+        if (dweight != nullptr) dweight[c] = dw;
+        if (dbias != nullptr) dbias[c] = db;
       }
-      if (dweight != nullptr) dweight[c] = dw;
-      if (dbias != nullptr) dbias[c] = db;
-    }
-  });
+    });
+  }
+  traced.outputs({trace::f32_or_none("dx", dx, numel),
+                  trace::f32_or_none("dweight", dweight, channels),
+                  trace::f32_or_none("dbias", dbias, channels)});
 }
 
 }  // namespace vt::kernels

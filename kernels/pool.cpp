@@ -1,8 +1,11 @@
 #include "kernels/pool.h"
 
 #include <algorithm>
+#include <array>
+#include <span>
 
 #include "kernels/parallel.h"
+#include "kernels/trace.h"
 
 namespace vt::kernels {
 namespace {
@@ -55,6 +58,32 @@ struct MaxScan {
   }
 };
 
+// Every field of the shape, and an average pool's options: the trace records them all,
+// whichever the operator reads (adaptive pooling reads no kernel, stride or padding).
+constexpr std::size_t kShapeParams = 13;
+std::array<trace::Param, kShapeParams + 2> pool_params(const PoolShape& s,
+                                                       const AvgPoolOptions& o = {}) {
+  return {trace::integer("planes", s.planes),
+          trace::integer("in_h", s.in_h),
+          trace::integer("in_w", s.in_w),
+          trace::integer("out_h", s.out_h),
+          trace::integer("out_w", s.out_w),
+          trace::integer("kernel_h", s.kernel_h),
+          trace::integer("kernel_w", s.kernel_w),
+          trace::integer("stride_h", s.stride_h),
+          trace::integer("stride_w", s.stride_w),
+          trace::integer("pad_h", s.pad_h),
+          trace::integer("pad_w", s.pad_w),
+          trace::integer("dilation_h", s.dilation_h),
+          trace::integer("dilation_w", s.dilation_w),
+          trace::integer("count_include_pad", o.count_include_pad ? 1 : 0),
+          trace::integer("divisor_override", o.divisor_override)};
+}
+// The shape's parameters alone (the max and adaptive pools have no options).
+std::span<const trace::Param> shape_only(const std::array<trace::Param, kShapeParams + 2>& p) {
+  return std::span(p).first(kShapeParams);
+}
+
 }  // namespace
 
 std::int64_t pool_out_size(std::int64_t in, std::int64_t kernel, std::int64_t stride,
@@ -67,6 +96,9 @@ std::int64_t pool_out_size(std::int64_t in, std::int64_t kernel, std::int64_t st
 }
 
 void max_pool2d(const PoolShape& s, const float* x, float* y, std::int64_t* argmax) {
+  const auto params = pool_params(s);
+  const std::int64_t in = s.planes * s.in_h * s.in_w, out = s.planes * s.out_h * s.out_w;
+  trace::Call traced("max_pool2d", shape_only(params), std::array{trace::f32("x", x, in)});
   const std::int64_t in_plane = s.in_h * s.in_w, out_plane = s.out_h * s.out_w;
   planes(s, [&](std::int64_t p) {
     const float* xp = x + p * in_plane;
@@ -88,10 +120,15 @@ void max_pool2d(const PoolShape& s, const float* x, float* y, std::int64_t* argm
       }
     }
   });
+  traced.outputs({trace::f32("y", y, out), trace::i64("argmax", argmax, argmax ? out : 0)});
 }
 
 void max_pool2d_backward(const PoolShape& s, const std::int64_t* argmax, const float* dy,
                          float* dx) {
+  const auto params = pool_params(s);
+  const std::int64_t in = s.planes * s.in_h * s.in_w, out = s.planes * s.out_h * s.out_w;
+  trace::Call traced("max_pool2d_backward", shape_only(params),
+                     std::array{trace::i64("argmax", argmax, out), trace::f32("dy", dy, out)});
   const std::int64_t in_plane = s.in_h * s.in_w, out_plane = s.out_h * s.out_w;
   planes(s, [&](std::int64_t p) {
     float* dxp = dx + p * in_plane;
@@ -101,9 +138,13 @@ void max_pool2d_backward(const PoolShape& s, const std::int64_t* argmax, const f
       if (at >= 0) dxp[at] = dxp[at] + dy[p * out_plane + o];
     }
   });
+  traced.outputs({trace::f32("dx", dx, in)});
 }
 
 void avg_pool2d(const PoolShape& s, const AvgPoolOptions& o, const float* x, float* y) {
+  const auto params = pool_params(s, o);
+  const std::int64_t in = s.planes * s.in_h * s.in_w, out = s.planes * s.out_h * s.out_w;
+  trace::Call traced("avg_pool2d", params, std::array{trace::f32("x", x, in)});
   const std::int64_t in_plane = s.in_h * s.in_w, out_plane = s.out_h * s.out_w;
   planes(s, [&](std::int64_t p) {
     const float* xp = x + p * in_plane;
@@ -119,9 +160,13 @@ void avg_pool2d(const PoolShape& s, const AvgPoolOptions& o, const float* x, flo
       }
     }
   });
+  traced.outputs({trace::f32("y", y, out)});
 }
 
 void avg_pool2d_backward(const PoolShape& s, const AvgPoolOptions& o, const float* dy, float* dx) {
+  const auto params = pool_params(s, o);
+  const std::int64_t in = s.planes * s.in_h * s.in_w, out = s.planes * s.out_h * s.out_w;
+  trace::Call traced("avg_pool2d_backward", params, std::array{trace::f32("dy", dy, out)});
   const std::int64_t in_plane = s.in_h * s.in_w, out_plane = s.out_h * s.out_w;
   planes(s, [&](std::int64_t p) {
     float* dxp = dx + p * in_plane;
@@ -138,9 +183,13 @@ void avg_pool2d_backward(const PoolShape& s, const AvgPoolOptions& o, const floa
       }
     }
   });
+  traced.outputs({trace::f32("dx", dx, in)});
 }
 
 void adaptive_avg_pool2d(const PoolShape& s, const float* x, float* y) {
+  const auto params = pool_params(s);
+  const std::int64_t in = s.planes * s.in_h * s.in_w, out = s.planes * s.out_h * s.out_w;
+  trace::Call traced("adaptive_avg_pool2d", shape_only(params), std::array{trace::f32("x", x, in)});
   const std::int64_t in_plane = s.in_h * s.in_w, out_plane = s.out_h * s.out_w;
   planes(s, [&](std::int64_t p) {
     const float* xp = x + p * in_plane;
@@ -158,9 +207,14 @@ void adaptive_avg_pool2d(const PoolShape& s, const float* x, float* y) {
       }
     }
   });
+  traced.outputs({trace::f32("y", y, out)});
 }
 
 void adaptive_avg_pool2d_backward(const PoolShape& s, const float* dy, float* dx) {
+  const auto params = pool_params(s);
+  const std::int64_t in = s.planes * s.in_h * s.in_w, out = s.planes * s.out_h * s.out_w;
+  trace::Call traced("adaptive_avg_pool2d_backward", shape_only(params),
+                     std::array{trace::f32("dy", dy, out)});
   const std::int64_t in_plane = s.in_h * s.in_w, out_plane = s.out_h * s.out_w;
   planes(s, [&](std::int64_t p) {
     float* dxp = dx + p * in_plane;
@@ -179,9 +233,13 @@ void adaptive_avg_pool2d_backward(const PoolShape& s, const float* dy, float* dx
       }
     }
   });
+  traced.outputs({trace::f32("dx", dx, in)});
 }
 
 void adaptive_max_pool2d(const PoolShape& s, const float* x, float* y, std::int64_t* argmax) {
+  const auto params = pool_params(s);
+  const std::int64_t in = s.planes * s.in_h * s.in_w, out = s.planes * s.out_h * s.out_w;
+  trace::Call traced("adaptive_max_pool2d", shape_only(params), std::array{trace::f32("x", x, in)});
   const std::int64_t in_plane = s.in_h * s.in_w, out_plane = s.out_h * s.out_w;
   planes(s, [&](std::int64_t p) {
     const float* xp = x + p * in_plane;
@@ -201,6 +259,7 @@ void adaptive_max_pool2d(const PoolShape& s, const float* x, float* y, std::int6
       }
     }
   });
+  traced.outputs({trace::f32("y", y, out), trace::i64("argmax", argmax, argmax ? out : 0)});
 }
 
 }  // namespace vt::kernels

@@ -268,6 +268,116 @@ def dropout(a, i, o, backward):
     return {"dx" if backward else "y": np.where(mask, src * scale, F(0.0))}
 
 
+def planes(a, v, size):
+    """A pool's operand as [planes, 1, h, w] (the trace's B·C planes)."""
+    return v.reshape(a["planes"], 1, *size)
+
+
+def pool_sizes(a):
+    return (a["in_h"], a["in_w"]), (a["out_h"], a["out_w"])
+
+
+def max_windows(a):
+    """max_pool2d's window positions, per output row and column (positions outside skipped)."""
+    return ([[i * a["stride_h"] - a["pad_h"] + k * a["dilation_h"] for k in range(a["kernel_h"])]
+             for i in range(a["out_h"])],
+            [[j * a["stride_w"] - a["pad_w"] + k * a["dilation_w"] for k in range(a["kernel_w"])]
+             for j in range(a["out_w"])])
+
+
+def adaptive_windows(a):
+    (h, w), (oh, ow) = pool_sizes(a)
+    return ([list(range(*ops.adaptive_span(i, h, oh))) for i in range(oh)],
+            [list(range(*ops.adaptive_span(j, w, ow))) for j in range(ow)])
+
+
+def max_pool(a, i, windows):
+    size, _ = pool_sizes(a)
+    y, arg = ops._max_windows(planes(a, i["x"], size), *windows)
+    return {"y": y, "argmax": arg}
+
+
+def max_pool_backward(a, i, o):
+    size, out = pool_sizes(a)
+    shape = (a["planes"], 1) + size
+    return {"dx": ops._max_backward(shape, planes(a, i["argmax"], out), planes(a, i["dy"], out))}
+
+
+def avg_windows(a):
+    """avg_pool2d's windows at the traced output size: rows [i·s − p, min(i·s − p + k, H + p)),
+    clipped to the input, and the divisor (override, or the size with or without padding)."""
+    (h, w), (oh, ow) = pool_sizes(a)
+
+    def span(i, k, s, p, size):
+        start = i * s - p
+        end = min(start + k, size + p)
+        return start, end, max(start, 0), min(end, size)
+
+    windows = []
+    for r in range(oh):
+        hs, he, r0, r1 = span(r, a["kernel_h"], a["stride_h"], a["pad_h"], h)
+        row = []
+        for c in range(ow):
+            ws, we, c0, c1 = span(c, a["kernel_w"], a["stride_w"], a["pad_w"], w)
+            if a["divisor_override"]:
+                divisor = a["divisor_override"]
+            elif a["count_include_pad"]:
+                divisor = (he - hs) * (we - ws)
+            else:
+                divisor = (r1 - r0) * (c1 - c0)
+            row.append(((r0, r1), (c0, c1), divisor))
+        windows.append(row)
+    return windows
+
+
+def adaptive_avg_windows(a):
+    rows, cols = adaptive_windows(a)
+    return [[((r[0], r[-1] + 1), (c[0], c[-1] + 1), len(r) * len(c)) for c in cols] for r in rows]
+
+
+def avg_pool(a, i, windows, backward):
+    """Forward or backward of an average pool over `windows` (the other side's operand zero)."""
+    size, out = pool_sizes(a)
+    shape, out_shape = (a["planes"], 1) + size, (a["planes"], 1) + out
+    x = np.zeros(shape, F) if backward else planes(a, i["x"], size)
+    dy = planes(a, i["dy"], out) if backward else np.zeros(out_shape, F)
+    res = ops._avg_windows(x, dy, windows)
+    return {"dx": res["dx"]} if backward else {"y": res["y"]}
+
+
+def group_norm(a, i, o, backward):
+    """*group_norm*: each (b, g) row a layer norm's over its C/G channels' values in (c, s) order,
+    with w[c], bias[c] per channel; the backward from the mean and rstd the call was given."""
+    b, c, s, g = a["batch"], a["channels"], a["spatial"], a["groups"]
+    width = c // g * s
+    v = i["x"].reshape(b * g, width)
+
+    def per_value(p, absent):  # a per-channel parameter at each value of the rows
+        p = p if p is not None else np.full(c, absent, F)
+        return np.tile(np.repeat(p, s).reshape(g, width), (b, 1))
+
+    w = per_value(i["weight"], 1.0)
+    if not backward:
+        bias = per_value(i["bias"], 0.0)
+        mean, var = ref.moments(v, width)
+        inv = F(1.0) / np.sqrt(var + F(a["eps"]))
+        return {"y": ((v - mean[:, None]) * inv[:, None]) * w + bias, "mean": mean, "rstd": inv}
+    dy = i["dy"].reshape(b * g, width)
+    dx, xhat = ref.norm_backward(v, i["mean"], i["rstd"], w, dy, width)
+    gc = dy.reshape(b, c, s).transpose(1, 0, 2).reshape(c, -1)  # (b, then s) per channel
+    xc = xhat.reshape(b, c, s).transpose(1, 0, 2).reshape(c, -1)
+    return {"dx": dx, "dweight": ref.chain(gc * xc, 1), "dbias": ref.chain(gc, 1)}
+
+
+def baddbmm(a, i, o, backward):
+    b, m, n, k = a["batch"], a["m"], a["n"], a["k"]
+    x, y = i["a"].reshape(b, m, k), i["b"].reshape(b, k, n)
+    if not backward:
+        c = i["c"].reshape(b, m, n) if i["c"] is not None else None
+        return {"y": ops.bmm(x, y, c, np.zeros((b, m, n), F), a["alpha"], a["beta"])["y"]}
+    return ops.bmm(x, y, np.zeros((b, m, n), F), i["dy"].reshape(b, m, n), a["alpha"], a["beta"])
+
+
 OPERATORS = {
     "gemm": gemm,
     "column_sums": lambda a, i, o: {"out": ref.chain(i["x"].reshape(a["rows"], a["cols"]), 0)},
@@ -303,6 +413,18 @@ OPERATORS = {
     "adam_update": adam_update,
     "conv": conv,
     "conv_backward": conv_backward,
+    "max_pool2d": lambda a, i, o: max_pool(a, i, max_windows(a)),
+    "adaptive_max_pool2d": lambda a, i, o: max_pool(a, i, adaptive_windows(a)),
+    "max_pool2d_backward": max_pool_backward,
+    "avg_pool2d": lambda a, i, o: avg_pool(a, i, avg_windows(a), False),
+    "avg_pool2d_backward": lambda a, i, o: avg_pool(a, i, avg_windows(a), True),
+    "adaptive_avg_pool2d": lambda a, i, o: avg_pool(a, i, adaptive_avg_windows(a), False),
+    "adaptive_avg_pool2d_backward": lambda a, i, o: avg_pool(a, i, adaptive_avg_windows(a), True),
+    "group_norm": lambda a, i, o: group_norm(a, i, o, False),
+    "group_norm_backward": lambda a, i, o: group_norm(a, i, o, True),
+    "baddbmm": lambda a, i, o: baddbmm(a, i, o, False),
+    "baddbmm_backward": lambda a, i, o: {
+        k: v for k, v in baddbmm(a, i, o, True).items() if k in ("da", "db", "dc")},
 }
 
 

@@ -357,11 +357,14 @@ TEST(OperatorDispute, CommandsTraceDisputeAndReferee) {
 }
 
 // A provider's service that answers trace requests with a cheater's traces: its GELU is the tanh
-// form. Everything else is the workdir's, served as `serve` serves it.
+// form. Everything else is the workdir's, served as `serve` serves it. It may fail to answer for
+// its traces, or for the values of a call, as a provider hiding its arithmetic would.
+enum class Answers { kAll, kNoTraces, kNoValues };
 class CheatingCatalog : public Catalog {
  public:
-  CheatingCatalog(std::shared_ptr<Catalog> inner, Task task, SigningKey key)
-      : inner_(std::move(inner)), task_(std::move(task)), key_(std::move(key)) {}
+  CheatingCatalog(std::shared_ptr<Catalog> inner, Task task, SigningKey key,
+                  Answers answers = Answers::kAll)
+      : inner_(std::move(inner)), task_(std::move(task)), key_(std::move(key)), answers_(answers) {}
   Result<Bytes> task() override { return inner_->task(); }
   Result<std::vector<SignedRecord>> log_records(std::uint64_t from) override {
     return inner_->log_records(from);
@@ -373,6 +376,8 @@ class CheatingCatalog : public Catalog {
     return inner_->container(request);
   }
   Result<std::shared_ptr<const Bytes>> step_trace(const TraceRequest& r) override {
+    if (answers_ == Answers::kNoTraces || (answers_ == Answers::kNoValues && r.call))
+      return io_error("the replay ran out of memory");
     VT_ASSIGN_OR_RETURN(auto start, inner_->canonical_snapshot(r.epoch - 1));
     OperatorCheater cheat(OperatorCheat::kGeluTanh);
     std::optional<std::int64_t> call;
@@ -390,6 +395,7 @@ class CheatingCatalog : public Catalog {
   std::shared_ptr<Catalog> inner_;
   Task task_;
   SigningKey key_;
+  Answers answers_;
 };
 
 // Online: `dispute --provider` asks the service for the provider's traces. An honest `serve`
@@ -471,6 +477,35 @@ TEST(OperatorDispute, OnlineAgainstTheProvidersService) {
   auto edited = run("referee " + evidence);
   EXPECT_EQ(edited.exit_code, 2) << edited.out << edited.err;
   EXPECT_NE(edited.err.find("records[1]"), std::string::npos) << edited.err;
+
+  // A provider that fails to answer for its trace, or for the values of the call its own trace
+  // puts in dispute, until --evidence-timeout has passed: a rejection naming the step, not an
+  // error of the auditor's.
+  for (const Answers answers : {Answers::kNoTraces, Answers::kNoValues}) {
+    ServerConfig quiet;
+    quiet.insecure = true;
+    quiet.token = "0123456789abcdef0123456789abcdef";
+    auto again = provider::open_workdir_catalog(workdir);
+    ASSERT_TRUE(again.ok()) << again.error().message;
+    auto refusing = Server::start(
+        std::move(quiet),
+        std::make_shared<CheatingCatalog>(
+            *again, task, *SigningKey::load(KeyFiles::in(dir / "w" / "keys").signing_key),
+            answers));
+    ASSERT_TRUE(refusing.ok()) << refusing.error().message;
+    auto refused = run("dispute --task " + (dir / "task.json").string() + " --provider 127.0.0.1:" +
+                       std::to_string((*refusing)->endpoint().port) + " --insecure --token-file " +
+                       token + " --epoch 2 --step 1 --evidence-timeout 1");
+    EXPECT_EQ(refused.exit_code, 1) << refused.out << refused.err;
+    EXPECT_NE(refused.out.find("\"result\":\"withheld\""), std::string::npos) << refused.out;
+    EXPECT_NE(refused.out.find("\"step\":1"), std::string::npos) << refused.out;
+    const std::string withheld = answers == Answers::kNoTraces
+                                     ? "the trace of step 1 of epoch 2 is withheld"
+                                     : "the answer for call ";
+    EXPECT_NE(refused.out.find(withheld), std::string::npos) << refused.out;
+    if (answers == Answers::kNoValues)
+      EXPECT_NE(refused.out.find("\"operator\":\"gelu\""), std::string::npos) << refused.out;
+  }
 }
 
 }  // namespace

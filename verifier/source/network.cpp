@@ -39,12 +39,18 @@ class ProviderSource final : public EvidenceSource {
   }
 
   // A step's operands are of the batch's size, not the state's, so a trace answer has bounds of
-  // its own (dispute/step_trace.h), checked before it is read.
+  // its own (dispute/step_trace.h), checked before it is read. A trace is evidence like a
+  // snapshot: one the provider fails to deliver (an internal error, a broken or silent
+  // connection) until --evidence-timeout has passed is withheld.
   Result<Bytes> step_trace(std::uint64_t epoch, std::uint64_t step,
                            std::optional<std::uint64_t> call) override {
     const std::uint64_t bound = call ? dispute::kMaxValuesText : dispute::kMaxTraceText;
-    VT_ASSIGN_OR_RETURN(Bytes answer,
-                        client_.get_trace(epoch, step, call, bound, evidence_timeout_));
+    const std::string what = (call ? "the answer for call " + std::to_string(*call) + " of"
+                                   : std::string("the trace of")) +
+                             " step " + std::to_string(step) + " of epoch " + std::to_string(epoch);
+    VT_ASSIGN_OR_RETURN(Bytes answer, until_withheld(what, [&] {
+                          return client_.get_trace(epoch, step, call, bound, evidence_timeout_);
+                        }));
     fetched_ += answer.size();
     return answer;
   }
