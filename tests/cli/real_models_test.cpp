@@ -4,12 +4,15 @@
 // weights set from numpy (torch's own fill differs with the vector width), on sklearn's digits.
 // `task init` picks portable for each; each trains to the same roots under every
 // ATEN_CPU_CAPABILITY and thread count this CPU can pose as, and a verifier under another
-// setting accepts it. A module with an operator that has no portable kernel is refused by name
-// and line.
+// setting accepts it, and a step's signed trace written under one setting is the replay's under
+// another, call for call. A module with an operator that has no portable kernel is refused by
+// name and line.
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -162,6 +165,35 @@ TEST_P(RealModels, TrainPortablyToTheSameRootsOnEverySettingAndVerifyOnAnother) 
                        dir_->path());
   EXPECT_EQ(v.exit_code, 0) << first.name() << " verified at " << last.name() << ":\n"
                             << v.out << v.err;
+
+  // A dispute below the step (docs/dispute.md): the provider's signed trace of a step, written
+  // under one setting, is the auditor's replay under another, call for call; the pools, norms
+  // and batched products of these models are recorded operators (the LSTM's recurrence is not).
+  const std::string wd = "w-" + model + "-" + first.name();
+  auto traced =
+      run_command(in() + first.env() + veritrain_binary() + " trace --task " + task +
+                      " --workdir " + wd + " --epoch 1 --step 2 --out trace-" + model + ".json",
+                  dir_->path());
+  ASSERT_EQ(traced.exit_code, 0) << traced.err;
+  const auto trace =
+      nlohmann::json::parse(*read_text_file(dir_->path() / ("trace-" + model + ".json")));
+  std::set<std::string> ops;
+  for (const auto& call : trace["calls"]) ops.insert(call["op"].get<std::string>());
+  // (An adaptive average pool to 1 × 1 runs as a row mean.)
+  const std::map<std::string, std::vector<std::string>> expected = {
+      {"resnet18", {"max_pool2d", "max_pool2d_backward", "row_mean", "conv", "batch_norm_train"}},
+      {"mobilenet_v2",
+       {"hardtanh", "hardtanh_backward", "row_mean", "conv", "batch_norm_backward"}},
+      {"encoder", {"layer_norm", "softmax", "dropout", "gemm", "baddbmm", "baddbmm_backward"}},
+      {"lstm", {"gemm", "cross_entropy"}}};
+  for (const std::string& op : expected.at(model))
+    EXPECT_TRUE(ops.contains(op)) << op << " not in " << ::testing::PrintToString(ops);
+  auto agrees =
+      run_command(in() + last.env() + veritrain_binary() + " --json dispute --task " + task +
+                      " --workdir " + wd + " --provider-trace trace-" + model + ".json",
+                  dir_->path());
+  EXPECT_EQ(agrees.exit_code, 0) << agrees.out << agrees.err;
+  EXPECT_NE(agrees.out.find("\"result\":\"agrees\""), std::string::npos) << agrees.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(TorchvisionAndTorchNn, RealModels,
