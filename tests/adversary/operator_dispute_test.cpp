@@ -224,6 +224,67 @@ INSTANTIATE_TEST_SUITE_P(OperatorDispute, HonestStep, ::testing::Values(false, t
                            return std::string(info.param ? "cnn" : "gpt");
                          });
 
+// With gradient groups a step runs its groups one after another in one process (their sum a
+// fixed tree of LibTorch additions, untraced): the trace is that sequence, the same at any thread
+// count, and a cheat in the second group is located there and ruled against.
+TEST(OperatorDispute, GradientGroupsTraceAsOneSequence) {
+  Task task = small_gpt();
+  task.gradient_groups = 2;
+  const Bytes start = start_state(task);
+  auto honest = verifier::trace_step(task, start, 1, 1, {});
+  ASSERT_TRUE(honest.ok()) << honest.error().message;
+  training::TrainerOptions three;
+  three.intra_op_threads = 3;
+  auto other = verifier::trace_step(task, start, 1, 1, three);
+  ASSERT_TRUE(other.ok()) << other.error().message;
+  EXPECT_EQ(honest->trace.header.calls_root, other->trace.header.calls_root);
+  std::vector<std::int64_t> gelus;
+  for (std::size_t i = 0; i < honest->trace.calls.size(); ++i)
+    if (honest->trace.calls[i].op == "gelu") gelus.push_back(static_cast<std::int64_t>(i));
+  ASSERT_EQ(gelus.size(), 2u);  // one layer's MLP, once in each group's forward
+
+  // A provider whose GELU is the tanh form in the second group (the cheater changes the first
+  // gelu it sees; the first group's calls pass it by).
+  class SecondGroupCheater : public OperatorCheater {
+   public:
+    using OperatorCheater::OperatorCheater;
+    void begin(std::string_view op, std::span<const kernels::trace::Param> params,
+               std::span<const kernels::trace::Operand> inputs) override {
+      if (op == "gelu") ++gelus_;
+      cheating_ = gelus_ >= 2;  // calls strictly alternate begin, end: one flag serves
+      if (cheating_) return OperatorCheater::begin(op, params, inputs);
+      ForwardingSink::begin(op, params, inputs);
+    }
+    void end(std::span<const kernels::trace::Operand> outputs) override {
+      if (cheating_) return OperatorCheater::end(outputs);
+      ForwardingSink::end(outputs);
+    }
+
+   private:
+    int gelus_ = 0;
+    bool cheating_ = false;
+  };
+  SecondGroupCheater cheat(OperatorCheat::kGeluTanh);
+  auto provider = verifier::trace_step(task, start, 1, 1, {}, std::nullopt, &cheat);
+  ASSERT_TRUE(provider.ok()) << provider.error().message;
+  const auto departure = dispute::first_departure(honest->trace, provider->trace);
+  ASSERT_TRUE(departure.has_value());
+  EXPECT_EQ(departure->kind, dispute::Departure::Kind::kOperator) << departure->description;
+  EXPECT_EQ(departure->call, gelus[1]);
+  SecondGroupCheater again(OperatorCheat::kGeluTanh);
+  auto values = verifier::trace_step(task, start, 1, 1, {}, departure->call, &again);
+  ASSERT_TRUE(values.ok()) << values.error().message;
+  auto signed_trace = dispute::read_signed_trace(
+      dispute::write_signed_trace(provider->trace, key(0)), "provider trace");
+  ASSERT_TRUE(signed_trace.ok()) << signed_trace.error().message;
+  auto evidence =
+      verifier::operator_evidence(*signed_trace, *values->values, honest->trace.header.calls_root);
+  ASSERT_TRUE(evidence.ok()) << evidence.error().message;
+  auto ruling = dispute::rule(*evidence);
+  ASSERT_TRUE(ruling.ok()) << ruling.error().message;
+  EXPECT_FALSE(ruling->provider_correct) << ruling->summary;
+}
+
 // A provider that signs a trace with one output hash changed cannot back it with values: the
 // values it computed do not hash to what it signed.
 TEST(OperatorDispute, AForgedHashIsCaughtByTheValues) {
@@ -503,8 +564,9 @@ TEST(OperatorDispute, OnlineAgainstTheProvidersService) {
                                      ? "the trace of step 1 of epoch 2 is withheld"
                                      : "the answer for call ";
     EXPECT_NE(refused.out.find(withheld), std::string::npos) << refused.out;
-    if (answers == Answers::kNoValues)
+    if (answers == Answers::kNoValues) {
       EXPECT_NE(refused.out.find("\"operator\":\"gelu\""), std::string::npos) << refused.out;
+    }
   }
 }
 

@@ -17,10 +17,6 @@ Result<TracedStep> trace_step(const Task& task, ByteSpan start_state, std::uint6
   if (task.determinism != Determinism::kPortable)
     return invalid_input("a step trace is defined for portable tasks; this task's determinism is " +
                          name_string(task.determinism) + " (its disputes stay at the step: audit)");
-  if (task.gradient_groups > 1)
-    return invalid_input("a step trace records one process's calls in order; this task adds " +
-                         std::to_string(task.gradient_groups) +
-                         " gradient groups (its disputes stay at the step: audit)");
   VT_ASSIGN_OR_RETURN(std::unique_ptr<training::Trainer> trainer,
                       restore_committed(task, start_state, options));
   if (static_cast<std::uint64_t>(trainer->epoch()) + 1 != epoch)
