@@ -13,6 +13,7 @@
 #include "kernels/pointwise.h"
 #include "kernels/pool.h"
 #include "kernels/products.h"
+#include "kernels/rnn.h"
 #include "kernels/softmax.h"
 
 namespace vt::dispute {
@@ -359,6 +360,41 @@ void baddbmm(Args& a, bool backward) {
                    a.out("y", ny));
 }
 
+// One layer and direction of an LSTM (cell 0) or GRU (cell 1), as kernels/rnn.h runs it.
+void rnn(Args& a, bool backward) {
+  kernels::RnnShape s;
+  s.cell = a.integer("cell", 0, 1) == 0 ? kernels::Cell::kLstm : kernels::Cell::kGru;
+  s.steps = a.integer("steps", 1);
+  s.batch = a.integer("batch", 1);
+  s.input = a.integer("input", 1);
+  s.hidden = a.integer("hidden", 1);
+  s.reverse = a.flag("reverse");
+  const std::int64_t G = s.gate_rows();
+  values({s.steps, s.batch, G, s.input + s.hidden});  // the products' work
+  values({s.steps, s.batch, G + s.hidden});           // what forward keeps
+  const bool lstm = s.cell == kernels::Cell::kLstm;
+  const std::int64_t state = s.batch * s.hidden, xs = values({s.steps, s.batch, s.input}),
+                     ys = s.steps * state;
+  const float* x = a.in("x", xs);
+  const float* h0 = a.in("h0", state);
+  const float* c0 = lstm ? a.in("c0", state) : nullptr;
+  const float* w_ih = a.in("w_ih", G * s.input);
+  const float* w_hh = a.in("w_hh", G * s.hidden);
+  if (!backward) {
+    kernels::rnn_forward(s, x, h0, c0, w_ih, w_hh, a.in_or_none("b_ih", G), a.in_or_none("b_hh", G),
+                         a.out("y", ys), a.out("hn", state),
+                         lstm ? a.out_or_none("cn", state) : nullptr,
+                         a.out("saved", s.saved_floats()));
+    return;
+  }
+  kernels::rnn_backward(s, x, h0, c0, w_ih, w_hh, a.in("y", ys), a.in("saved", s.saved_floats()),
+                        a.in("dy", ys), a.in_or_none("dhn", state),
+                        lstm ? a.in_or_none("dcn", state) : nullptr, a.out_or_none("dx", xs),
+                        a.out_or_none("dh0", state), lstm ? a.out_or_none("dc0", state) : nullptr,
+                        a.out_or_none("dw_ih", G * s.input), a.out_or_none("dw_hh", G * s.hidden),
+                        a.out_or_none("db_ih", G), a.out_or_none("db_hh", G));
+}
+
 void sgd_update(Args& a) {
   const std::int64_t n = a.integer("n");
   kernels::SgdStep s;
@@ -561,6 +597,8 @@ std::map<std::string_view, Recompute> make_table() {
       {"group_norm_backward", [](Args& a) { group_norm(a, true); }},
       {"baddbmm", [](Args& a) { baddbmm(a, false); }},
       {"baddbmm_backward", [](Args& a) { baddbmm(a, true); }},
+      {"rnn", [](Args& a) { rnn(a, false); }},
+      {"rnn_backward", [](Args& a) { rnn(a, true); }},
   };
   for (const std::string_view op :
        {"max_pool2d", "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward",

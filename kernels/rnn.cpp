@@ -1,12 +1,14 @@
 #include "kernels/rnn.h"
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "kernels/gemm.h"
 #include "kernels/parallel.h"
 #include "kernels/pointwise.h"
 #include "kernels/scalar.h"
+#include "kernels/trace.h"
 
 namespace vt::kernels {
 namespace {
@@ -31,11 +33,32 @@ const float* c_before(const RnnShape& s, std::int64_t step, const float* c0, con
   return step == 0 ? c0 : cs + time_of(s, step - 1) * s.batch * s.hidden;
 }
 
+std::array<trace::Param, 6> rnn_params(const RnnShape& s) {
+  return {trace::integer("cell", s.cell == Cell::kLstm ? 0 : 1),
+          trace::integer("steps", s.steps),
+          trace::integer("batch", s.batch),
+          trace::integer("input", s.input),
+          trace::integer("hidden", s.hidden),
+          trace::integer("reverse", s.reverse ? 1 : 0)};
+}
+
 }  // namespace
 
 void rnn_forward(const RnnShape& s, const float* x, const float* h0, const float* c0,
                  const float* w_ih, const float* w_hh, const float* b_ih, const float* b_hh,
                  float* y, float* hn, float* cn, float* saved) {
+  const std::int64_t state = s.batch * s.hidden, x_count = s.steps * s.batch * s.input;
+  const bool lstm = s.cell == Cell::kLstm;
+  // One call for the layer and direction: its products and gate steps are part of it.
+  const auto params = rnn_params(s);
+  const std::array inputs = {trace::f32("x", x, x_count),
+                             trace::f32("h0", h0, state),
+                             trace::f32_or_none("c0", lstm ? c0 : nullptr, state),
+                             trace::f32("w_ih", w_ih, s.gate_rows() * s.input),
+                             trace::f32("w_hh", w_hh, s.gate_rows() * s.hidden),
+                             trace::f32_or_none("b_ih", b_ih, s.gate_rows()),
+                             trace::f32_or_none("b_hh", b_hh, s.gate_rows())};
+  trace::Call traced("rnn", params, inputs);
   const std::int64_t H = s.hidden, G = s.gate_rows(), B = s.batch, TB = s.steps * B;
   std::vector<float> xs(static_cast<std::size_t>(TB * G)), r(static_cast<std::size_t>(B * G));
   linear(TB, G, s.input, x, w_ih, b_ih, xs.data());
@@ -81,12 +104,29 @@ void rnn_forward(const RnnShape& s, const float* x, const float* h0, const float
   const std::int64_t last = time_of(s, s.steps - 1);
   std::copy(y + last * B * H, y + (last + 1) * B * H, hn);
   if (cn != nullptr) std::copy(extra + last * B * H, extra + (last + 1) * B * H, cn);
+  traced.outputs({trace::f32("y", y, TB * H), trace::f32("hn", hn, B * H),
+                  trace::f32_or_none("cn", lstm ? cn : nullptr, B * H),
+                  trace::f32("saved", saved, s.saved_floats())});
 }
 
 void rnn_backward(const RnnShape& s, const float* x, const float* h0, const float* c0,
                   const float* w_ih, const float* w_hh, const float* y, const float* saved,
                   const float* dy, const float* dhn, const float* dcn, float* dx, float* dh0,
                   float* dc0, float* dw_ih, float* dw_hh, float* db_ih, float* db_hh) {
+  const std::int64_t state = s.batch * s.hidden, x_count = s.steps * s.batch * s.input;
+  const auto params = rnn_params(s);
+  const bool is_lstm = s.cell == Cell::kLstm;
+  const std::array inputs = {trace::f32("x", x, x_count),
+                             trace::f32("h0", h0, state),
+                             trace::f32_or_none("c0", is_lstm ? c0 : nullptr, state),
+                             trace::f32("w_ih", w_ih, s.gate_rows() * s.input),
+                             trace::f32("w_hh", w_hh, s.gate_rows() * s.hidden),
+                             trace::f32("y", y, s.steps * state),
+                             trace::f32("saved", saved, s.saved_floats()),
+                             trace::f32("dy", dy, s.steps * state),
+                             trace::f32_or_none("dhn", dhn, state),
+                             trace::f32_or_none("dcn", is_lstm ? dcn : nullptr, state)};
+  trace::Call traced("rnn_backward", params, inputs);
   const std::int64_t H = s.hidden, G = s.gate_rows(), B = s.batch, TB = s.steps * B;
   const float* acts = saved;
   const float* extra = saved + TB * G;
@@ -164,6 +204,11 @@ void rnn_backward(const RnnShape& s, const float* x, const float* h0, const floa
   if (dw_ih != nullptr) gemm(G, s.input, TB, {d_x.data(), 1, G}, {x, s.input, 1}, dw_ih, s.input);
   if (db_ih != nullptr) column_sums(TB, G, d_x.data(), G, db_ih);
   if (dx != nullptr) gemm(TB, s.input, G, {d_x.data(), G, 1}, {w_ih, s.input, 1}, dx, s.input);
+  traced.outputs({trace::f32_or_none("dx", dx, x_count), trace::f32_or_none("dh0", dh0, state),
+                  trace::f32_or_none("dc0", lstm ? dc0 : nullptr, state),
+                  trace::f32_or_none("dw_ih", dw_ih, G * s.input),
+                  trace::f32_or_none("dw_hh", dw_hh, G * H), trace::f32_or_none("db_ih", db_ih, G),
+                  trace::f32_or_none("db_hh", db_hh, G)});
 }
 
 }  // namespace vt::kernels

@@ -378,6 +378,51 @@ def baddbmm(a, i, o, backward):
     return ops.bmm(x, y, np.zeros((b, m, n), F), i["dy"].reshape(b, m, n), a["alpha"], a["beta"])
 
 
+def rnn(a, i, o, backward):
+    """One layer and direction of an LSTM (cell 0) or GRU (cell 1): forward keeps each step's
+    gate activations [T, B, G] then c (LSTM) or R_n (GRU) [T, B, H], by time index; backward reads
+    them, with y and h0 (c0) for the states each step started from."""
+    lstm = a["cell"] == 0
+    kind = "lstm" if lstm else "gru"
+    t_len, b, n_in, hid = a["steps"], a["batch"], a["input"], a["hidden"]
+    g = (4 if lstm else 3) * hid
+    reverse = bool(a["reverse"])
+    x = i["x"].reshape(t_len, b, n_in)
+    h0 = i["h0"].reshape(b, hid)
+    c0 = i["c0"].reshape(b, hid) if lstm else np.zeros((b, hid), F)
+    w_ih, w_hh = i["w_ih"].reshape(g, n_in), i["w_hh"].reshape(g, hid)
+    gates = ("i", "f", "g", "o") if lstm else ("r", "z", "n")
+    kept = "c" if lstm else "rn"
+    if not backward:
+        y, h, c, steps = ops._rnn_direction_forward(kind, x, h0, c0, w_ih, w_hh, i["b_ih"],
+                                                    i["b_hh"], reverse)
+        acts = np.stack([np.concatenate([steps[t][k] for k in gates], axis=1)
+                         for t in range(t_len)])
+        extra = np.stack([steps[t][kept] for t in range(t_len)])
+        return {"y": y, "hn": h, "cn": c,
+                "saved": np.concatenate([acts.ravel(), extra.ravel()]).astype(F)}
+    y = i["y"].reshape(t_len, b, hid)
+    acts = i["saved"][:t_len * b * g].reshape(t_len, b, g)
+    extra = i["saved"][t_len * b * g:].reshape(t_len, b, hid)
+    order = list(reversed(range(t_len))) if reverse else list(range(t_len))
+    steps = {}
+    for n, t in enumerate(order):
+        before = order[n - 1] if n else None
+        s = {k: acts[t][:, j * hid:(j + 1) * hid] for j, k in enumerate(gates)}
+        s["h_prev"] = h0 if before is None else y[before]
+        s[kept] = extra[t]
+        if lstm:
+            s["c_prev"] = c0 if before is None else extra[before]
+        steps[t] = s
+    zeros = np.zeros((b, hid), F)
+    dhn = i["dhn"].reshape(b, hid) if i["dhn"] is not None else zeros
+    dcn = i["dcn"].reshape(b, hid) if lstm and i["dcn"] is not None else zeros
+    dx, dw_ih, dw_hh, db_ih, db_hh, dh0, dc0 = ops._rnn_direction_backward(
+        kind, x, w_ih, w_hh, steps, i["dy"].reshape(t_len, b, hid), dhn, dcn, reverse)
+    return {"dx": dx, "dh0": dh0, "dc0": dc0, "dw_ih": dw_ih, "dw_hh": dw_hh, "db_ih": db_ih,
+            "db_hh": db_hh}
+
+
 OPERATORS = {
     "gemm": gemm,
     "column_sums": lambda a, i, o: {"out": ref.chain(i["x"].reshape(a["rows"], a["cols"]), 0)},
@@ -425,6 +470,8 @@ OPERATORS = {
     "baddbmm": lambda a, i, o: baddbmm(a, i, o, False),
     "baddbmm_backward": lambda a, i, o: {
         k: v for k, v in baddbmm(a, i, o, True).items() if k in ("da", "db", "dc")},
+    "rnn": lambda a, i, o: rnn(a, i, o, False),
+    "rnn_backward": lambda a, i, o: rnn(a, i, o, True),
 }
 
 

@@ -167,8 +167,8 @@ TEST_P(RealModels, TrainPortablyToTheSameRootsOnEverySettingAndVerifyOnAnother) 
                             << v.out << v.err;
 
   // A dispute below the step (docs/dispute.md): the provider's signed trace of a step, written
-  // under one setting, is the auditor's replay under another, call for call; the pools, norms
-  // and batched products of these models are recorded operators (the LSTM's recurrence is not).
+  // under one setting, is the auditor's replay under another, call for call; the pools, norms,
+  // batched products and recurrent layers of these models are recorded operators.
   const std::string wd = "w-" + model + "-" + first.name();
   auto traced =
       run_command(in() + first.env() + veritrain_binary() + " trace --task " + task +
@@ -185,7 +185,7 @@ TEST_P(RealModels, TrainPortablyToTheSameRootsOnEverySettingAndVerifyOnAnother) 
       {"mobilenet_v2",
        {"hardtanh", "hardtanh_backward", "row_mean", "conv", "batch_norm_backward"}},
       {"encoder", {"layer_norm", "softmax", "dropout", "gemm", "baddbmm", "baddbmm_backward"}},
-      {"lstm", {"gemm", "cross_entropy"}}};
+      {"lstm", {"rnn", "rnn_backward", "gemm", "cross_entropy"}}};
   for (const std::string& op : expected.at(model))
     EXPECT_TRUE(ops.contains(op)) << op << " not in " << ::testing::PrintToString(ops);
   auto agrees =

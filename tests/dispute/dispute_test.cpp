@@ -17,6 +17,7 @@
 #include "kernels/pointwise.h"
 #include "kernels/pool.h"
 #include "kernels/products.h"
+#include "kernels/rnn.h"
 #include "kernels/softmax.h"
 #include "tests/test_util.h"
 
@@ -118,7 +119,8 @@ void run_more_kernels() {
 }
 
 // The operators of real models: pools (one window over padding alone, so an argmax of −1),
-// group norm with and without its affine parameters, baddbmm with and without its addend.
+// group norm with and without its affine parameters, baddbmm with and without its addend,
+// recurrent layers.
 void run_real_model_kernels() {
   kernels::PoolShape ps;
   ps.planes = 3;
@@ -164,6 +166,30 @@ void run_real_model_kernels() {
   kernels::baddbmm(2, 3, 5, 4, ba.data(), bb.data(), nullptr, 1.0f, 1.0f, bmm_y.data());
   kernels::baddbmm_backward(2, 3, 5, 4, ba.data(), bb.data(), bc.data(), 0.125f, 0.5f, bda.data(),
                             bdb.data(), bdc.data());
+  // An LSTM layer forwards (biases, a final state's gradient) and a GRU layer in reverse (none).
+  for (const kernels::Cell cell : {kernels::Cell::kLstm, kernels::Cell::kGru}) {
+    const bool lstm = cell == kernels::Cell::kLstm;
+    kernels::RnnShape rs{cell, 3, 2, 4, 3, !lstm};
+    const std::int64_t G = rs.gate_rows(), state = rs.batch * rs.hidden;
+    const auto rx = ramp(3 * 2 * 4, 0.8f, 0.5f), h0 = ramp(6, 0.3f, 1.2f), c0 = ramp(6, 0.4f, 2.2f);
+    const auto w_ih = ramp(static_cast<std::size_t>(G * 4), 0.5f, 0.7f),
+               w_hh = ramp(static_cast<std::size_t>(G * 3), 0.45f, 1.4f),
+               b_ih = ramp(static_cast<std::size_t>(G), 0.1f, 0.2f),
+               b_hh = ramp(static_cast<std::size_t>(G), 0.15f, 0.9f);
+    std::vector<float> ry(static_cast<std::size_t>(3 * state)), hn(6), cn(6),
+        saved(static_cast<std::size_t>(rs.saved_floats()));
+    kernels::rnn_forward(rs, rx.data(), h0.data(), lstm ? c0.data() : nullptr, w_ih.data(),
+                         w_hh.data(), lstm ? b_ih.data() : nullptr, lstm ? b_hh.data() : nullptr,
+                         ry.data(), hn.data(), lstm ? cn.data() : nullptr, saved.data());
+    const auto rdy = ramp(ry.size(), 0.6f, 0.3f), dhn = ramp(6, 0.2f, 0.8f);
+    std::vector<float> rdx(rx.size()), dh0(6), dc0(6), dw_ih(w_ih.size()), dw_hh(w_hh.size()),
+        db_ih(b_ih.size()), db_hh(b_hh.size());
+    kernels::rnn_backward(rs, rx.data(), h0.data(), lstm ? c0.data() : nullptr, w_ih.data(),
+                          w_hh.data(), ry.data(), saved.data(), rdy.data(),
+                          lstm ? dhn.data() : nullptr, lstm ? dhn.data() : nullptr, rdx.data(),
+                          dh0.data(), lstm ? dc0.data() : nullptr, dw_ih.data(), dw_hh.data(),
+                          lstm ? db_ih.data() : nullptr, lstm ? db_hh.data() : nullptr);
+  }
 }
 
 // A handful of kernel calls of every shape of operand the trace knows: strided and batched
@@ -338,7 +364,11 @@ TEST(StepTrace, RecordsOuterCallsOnlyInOrder) {
                                            "group_norm",
                                            "baddbmm",
                                            "baddbmm",
-                                           "baddbmm_backward"}));
+                                           "baddbmm_backward",
+                                           "rnn",
+                                           "rnn_backward",
+                                           "rnn",
+                                           "rnn_backward"}));
   // An absent operand is recorded as such; an in-place update has its inputs before the call.
   const TracedCall& ln = recorder.calls()[7];
   EXPECT_EQ(ln.inputs[2].name, "bias");
@@ -353,7 +383,7 @@ TEST(StepTrace, EveryRecordedCallRecomputesToItsOwnOutputs) {
     ScopedSink on(&all);
     run_kernels();
   }
-  ASSERT_EQ(all.calls.size(), 54u);
+  ASSERT_EQ(all.calls.size(), 58u);
   for (std::size_t i = 0; i < all.calls.size(); ++i) {
     SCOPED_TRACE(all.calls[i].op);
     auto out = recompute(all.calls[i], all.values[i].inputs);
