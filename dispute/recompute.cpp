@@ -2,17 +2,20 @@
 
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 
 #include "kernels/activation.h"
 #include "kernels/conv.h"
 #include "kernels/gemm.h"
+#include "kernels/loss.h"
 #include "kernels/norm.h"
 #include "kernels/optim.h"
 #include "kernels/pointwise.h"
 #include "kernels/pool.h"
 #include "kernels/products.h"
+#include "kernels/reduce.h"
 #include "kernels/rnn.h"
 #include "kernels/softmax.h"
 
@@ -81,6 +84,18 @@ class Args {
         throw Unfit{"input " + std::string(name) + "[" + std::to_string(i) +
                     "] = " + std::to_string(p[i]) + " is outside [" + std::to_string(lo) + ", " +
                     std::to_string(bound) + ")"};
+    }
+    return p;
+  }
+  // Class targets of a loss: each in [0, classes) or equal to ignore_index.
+  const std::int64_t* targets(std::int64_t rows, std::int64_t classes, std::int64_t ignore_index) {
+    const OperandValues& v = input("targets", DType::kI64);
+    check_count(v, rows);
+    const auto* p = reinterpret_cast<const std::int64_t*>(v.bytes.data());
+    for (std::int64_t i = 0; i < rows; ++i) {
+      if (p[i] != ignore_index && (p[i] < 0 || p[i] >= classes))
+        throw Unfit{"input targets[" + std::to_string(i) + "] = " + std::to_string(p[i]) +
+                    " is outside [0, " + std::to_string(classes) + ")"};
     }
     return p;
   }
@@ -192,6 +207,21 @@ void dropout(Args& a, bool backward) {
   }
 }
 
+void feature_dropout(Args& a, bool backward) {
+  const std::int64_t batch = a.integer("batch"), channels = a.integer("channels"),
+                     spatial = a.integer("spatial");
+  const std::int64_t n = values({batch, channels, spatial});
+  const float p = a.real("p");
+  if (!(p >= 0.0f && p < 1.0f)) throw Unfit{"parameter p is outside [0, 1)"};
+  const std::uint64_t state = a.bits64("state"), call = a.bits64("call");
+  if (backward) {
+    kernels::feature_dropout_backward(batch, channels, spatial, a.in("dy", n), p, state, call,
+                                      a.out("dx", n));
+  } else {
+    kernels::feature_dropout(batch, channels, spatial, a.in("x", n), p, state, call, a.out("y", n));
+  }
+}
+
 void softmax(Args& a, bool backward) {
   const std::int64_t rows = a.integer("rows"), width = a.integer("width");
   const std::int64_t n = values({rows, width});
@@ -241,6 +271,14 @@ void batch_norm_train(Args& a) {
   kernels::batch_norm_train(s, x, weight, bias, a.real("eps"), a.real("momentum"), running_mean,
                             running_var, a.out("y", n), a.out("mean", c), a.out("invstd", c),
                             a.flag("relu"));
+}
+
+void batch_norm_eval(Args& a) {
+  const kernels::BatchNormShape s = bn_shape(a);
+  const std::int64_t n = s.batch * s.channels * s.spatial, c = s.channels;
+  kernels::batch_norm_eval(s, a.in("x", n), a.in_or_none("weight", c), a.in_or_none("bias", c),
+                           a.in("running_mean", c), a.in("running_var", c), a.real("eps"),
+                           a.out("y", n));
 }
 
 void batch_norm_backward(Args& a) {
@@ -393,6 +431,73 @@ void rnn(Args& a, bool backward) {
                         a.out_or_none("dh0", state), lstm ? a.out_or_none("dc0", state) : nullptr,
                         a.out_or_none("dw_ih", G * s.input), a.out_or_none("dw_hh", G * s.hidden),
                         a.out_or_none("db_ih", G), a.out_or_none("db_hh", G));
+}
+
+// The losses of "Losses, further forms"; g, the loss's gradient, is the parameter dloss.
+void nll_loss(Args& a, bool backward) {
+  const std::int64_t rows = a.integer("rows", 1), classes = a.integer("classes", 1);
+  const std::int64_t ignore = a.integer("ignore_index", std::numeric_limits<std::int64_t>::min(),
+                                        std::numeric_limits<std::int64_t>::max());
+  const std::int64_t n = values({rows, classes});
+  const std::int64_t* targets = a.targets(rows, classes, ignore);
+  if (backward) {
+    kernels::nll_loss_backward(rows, classes, targets, ignore, a.real("dloss"), a.out("dlogp", n));
+    return;
+  }
+  *a.out("loss", 1) = kernels::nll_loss(rows, classes, a.in("logp", n), targets, ignore);
+}
+
+void cross_entropy_smoothed(Args& a, bool backward) {
+  const std::int64_t rows = a.integer("rows", 1), classes = a.integer("classes", 1);
+  const std::int64_t n = values({rows, classes});
+  const float* logits = a.in("logits", n);
+  const std::int64_t* targets = a.ids("targets", rows, classes);
+  const float eps = a.real("eps");
+  if (backward) {
+    kernels::cross_entropy_smoothed_backward(rows, classes, logits, targets, eps,
+                                             a.in("row_max", rows), a.in("row_sum", rows),
+                                             a.real("dloss"), a.out("dlogits", n));
+    return;
+  }
+  float* row_max = a.out("row_max", rows);
+  float* row_sum = a.out("row_sum", rows);
+  *a.out("loss", 1) =
+      kernels::cross_entropy_smoothed(rows, classes, logits, targets, eps, row_max, row_sum);
+}
+
+void bce_with_logits(Args& a, bool backward) {
+  const std::int64_t n = a.integer("n", 1);
+  const float* x = a.in("x", n);
+  const float* target = a.in("target", n);
+  if (backward) {
+    kernels::bce_with_logits_backward(n, x, target, a.real("dloss"), a.out("dx", n));
+    return;
+  }
+  *a.out("loss", 1) = kernels::bce_with_logits(n, x, target);
+}
+
+// A reduction over the dimensions flagged reduced_d of an input of sizes size_d.
+void reduce(Args& a, bool backward) {
+  const std::int64_t kind = a.integer("kind", 0, 3);
+  const std::int64_t rank = a.integer("rank", 0, 64);
+  std::vector<std::int64_t> sizes;
+  std::vector<bool> reduced;
+  std::int64_t elements = 1;
+  for (std::int64_t d = 0; d < rank; ++d) {
+    sizes.push_back(a.integer("size_" + std::to_string(d)));
+    reduced.push_back(a.flag("reduced_" + std::to_string(d)));
+    elements = values({elements, sizes.back()});
+  }
+  const kernels::ReduceShape s(sizes, reduced);
+  const auto r = static_cast<kernels::Reduction>(kind);
+  if (backward) {
+    const bool reads_values = r == kernels::Reduction::kAmax || r == kernels::Reduction::kLogsumexp;
+    kernels::reduce_backward(r, s, reads_values ? a.in("x", elements) : nullptr,
+                             reads_values ? a.in("y", s.outputs()) : nullptr,
+                             a.in("dy", s.outputs()), a.out("dx", elements));
+    return;
+  }
+  kernels::reduce(r, s, a.in("x", elements), a.out("y", s.outputs()));
 }
 
 void sgd_update(Args& a) {
@@ -585,6 +690,7 @@ std::map<std::string_view, Recompute> make_table() {
       {"cross_entropy_backward", [](Args& a) { cross_entropy(a, true); }},
       {"batch_norm_train", batch_norm_train},
       {"batch_norm_backward", batch_norm_backward},
+      {"batch_norm_eval", batch_norm_eval},
       {"layer_norm", [](Args& a) { layer_norm(a, false); }},
       {"layer_norm_backward", [](Args& a) { layer_norm(a, true); }},
       {"sgd_update", sgd_update},
@@ -598,6 +704,22 @@ std::map<std::string_view, Recompute> make_table() {
       {"baddbmm", [](Args& a) { baddbmm(a, false); }},
       {"baddbmm_backward", [](Args& a) { baddbmm(a, true); }},
       {"rnn", [](Args& a) { rnn(a, false); }},
+      {"feature_dropout", [](Args& a) { feature_dropout(a, false); }},
+      {"feature_dropout_backward", [](Args& a) { feature_dropout(a, true); }},
+      {"bernoulli",
+       [](Args& a) {
+         const std::int64_t n = a.integer("n", 0, (std::int64_t{1} << 40) - 1);
+         const float p = a.real("p");
+         kernels::bernoulli(n, p, a.bits64("state"), a.bits64("call"), a.out("y", n));
+       }},
+      {"nll_loss", [](Args& a) { nll_loss(a, false); }},
+      {"nll_loss_backward", [](Args& a) { nll_loss(a, true); }},
+      {"cross_entropy_smoothed", [](Args& a) { cross_entropy_smoothed(a, false); }},
+      {"cross_entropy_smoothed_backward", [](Args& a) { cross_entropy_smoothed(a, true); }},
+      {"bce_with_logits", [](Args& a) { bce_with_logits(a, false); }},
+      {"bce_with_logits_backward", [](Args& a) { bce_with_logits(a, true); }},
+      {"reduce", [](Args& a) { reduce(a, false); }},
+      {"reduce_backward", [](Args& a) { reduce(a, true); }},
       {"rnn_backward", [](Args& a) { rnn(a, true); }},
   };
   for (const std::string_view op :

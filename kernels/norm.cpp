@@ -236,6 +236,14 @@ void batch_norm_train(const BatchNormShape& s, const float* x, const float* weig
 void batch_norm_eval(const BatchNormShape& s, const float* x, const float* weight,
                      const float* bias, const float* running_mean, const float* running_var,
                      float eps, float* y) {
+  const std::int64_t numel = s.batch * s.channels * s.spatial, chans = s.channels;
+  trace::Call traced(
+      "batch_norm_eval",
+      {trace::integer("batch", s.batch), trace::integer("channels", s.channels),
+       trace::integer("spatial", s.spatial), trace::real("eps", eps)},
+      {trace::f32("x", x, numel), trace::f32_or_none("weight", weight, chans),
+       trace::f32_or_none("bias", bias, chans), trace::f32("running_mean", running_mean, chans),
+       trace::f32("running_var", running_var, chans)});
   parallel_for(s.channels, 1, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t c = begin; c < end; ++c) {
       const float m = running_mean[c];
@@ -249,6 +257,7 @@ void batch_norm_eval(const BatchNormShape& s, const float* x, const float* weigh
       }
     }
   });
+  traced.outputs({trace::f32("y", y, numel)});
 }
 
 void batch_norm_backward(const BatchNormShape& s, const float* x, const float* weight,

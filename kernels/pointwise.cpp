@@ -1,6 +1,7 @@
 #include "kernels/pointwise.h"
 
 #include <algorithm>
+#include <array>
 
 #include "kernels/parallel.h"
 #include "kernels/scalar.h"
@@ -127,8 +128,10 @@ void dropout_backward(std::int64_t n, const float* dy, float p, std::uint64_t st
   traced.outputs({trace::f32("dx", dx, n)});
 }
 
-void feature_dropout(std::int64_t batch, std::int64_t channels, std::int64_t spatial,
-                     const float* x, float p, std::uint64_t state, std::uint64_t call, float* y) {
+namespace {
+void feature_dropout_untraced(std::int64_t batch, std::int64_t channels, std::int64_t spatial,
+                              const float* x, float p, std::uint64_t state, std::uint64_t call,
+                              float* y) {
   const float scale = dropout_scale(p);
   parallel_for(batch * channels, 1, [=](std::int64_t begin, std::int64_t end) {
     for (std::int64_t bc = begin; bc < end; ++bc) {
@@ -138,18 +141,48 @@ void feature_dropout(std::int64_t batch, std::int64_t channels, std::int64_t spa
     }
   });
 }
+std::array<trace::Param, 6> feature_dropout_params(std::int64_t batch, std::int64_t channels,
+                                                   std::int64_t spatial, float p,
+                                                   std::uint64_t state, std::uint64_t call) {
+  return {trace::integer("batch", batch),
+          trace::integer("channels", channels),
+          trace::integer("spatial", spatial),
+          trace::real("p", p),
+          trace::integer("state", static_cast<std::int64_t>(state)),
+          trace::integer("call", static_cast<std::int64_t>(call))};
+}
+}  // namespace
+
+void feature_dropout(std::int64_t batch, std::int64_t channels, std::int64_t spatial,
+                     const float* x, float p, std::uint64_t state, std::uint64_t call, float* y) {
+  const std::int64_t n = batch * channels * spatial;
+  const auto params = feature_dropout_params(batch, channels, spatial, p, state, call);
+  trace::Call traced("feature_dropout", params, std::array{trace::f32("x", x, n)});
+  feature_dropout_untraced(batch, channels, spatial, x, p, state, call, y);
+  traced.outputs({trace::f32("y", y, n)});
+}
 void feature_dropout_backward(std::int64_t batch, std::int64_t channels, std::int64_t spatial,
                               const float* dy, float p, std::uint64_t state, std::uint64_t call,
                               float* dx) {
-  feature_dropout(batch, channels, spatial, dy, p, state, call, dx);
+  const std::int64_t n = batch * channels * spatial;
+  const auto params = feature_dropout_params(batch, channels, spatial, p, state, call);
+  trace::Call traced("feature_dropout_backward", params, std::array{trace::f32("dy", dy, n)});
+  feature_dropout_untraced(batch, channels, spatial, dy, p, state, call, dx);
+  traced.outputs({trace::f32("dx", dx, n)});
 }
 
 void bernoulli(std::int64_t n, float p, std::uint64_t state, std::uint64_t call, float* y) {
+  trace::Call traced("bernoulli",
+                     {trace::integer("n", n), trace::real("p", p),
+                      trace::integer("state", static_cast<std::int64_t>(state)),
+                      trace::integer("call", static_cast<std::int64_t>(call))},
+                     {});
   chunks(n, [=](std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i)
       y[i] = uniform_of(stream_at(state, (call << 40) + static_cast<std::uint64_t>(i))) < p ? 1.0f
                                                                                             : 0.0f;
   });
+  traced.outputs({trace::f32("y", y, n)});
 }
 
 void row_mean(std::int64_t rows, std::int64_t width, const float* x, float* y) {

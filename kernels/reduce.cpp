@@ -1,7 +1,11 @@
 #include "kernels/reduce.h"
 
+#include <array>
+#include <string>
+
 #include "kernels/parallel.h"
 #include "kernels/scalar.h"
+#include "kernels/trace.h"
 
 namespace vt::kernels {
 namespace {
@@ -36,9 +40,36 @@ float max_of(const float* x, const std::vector<std::int64_t>& offsets) {
   return m;
 }
 
+// The trace's parameters of a reduction (docs/dispute.md): its kind, the input's rank, then
+// size_d and reduced_d for each dimension d (names with static storage: a trace keeps views).
+constexpr std::size_t kMaxTracedRank = 64;
+std::string_view dimension_name(const char* what, std::size_t d) {
+  static const auto names = [] {
+    std::array<std::array<std::string, kMaxTracedRank>, 2> out;
+    for (std::size_t i = 0; i < kMaxTracedRank; ++i) {
+      out[0][i] = "size_" + std::to_string(i);
+      out[1][i] = "reduced_" + std::to_string(i);
+    }
+    return out;
+  }();
+  return names[what[0] == 's' ? 0 : 1][d];
+}
+std::vector<trace::Param> reduce_params(Reduction r, const ReduceShape& s) {
+  std::vector<trace::Param> params = {trace::integer("kind", static_cast<std::int64_t>(r)),
+                                      trace::integer("rank", std::ssize(s.sizes()))};
+  if (!trace::active()) return params;
+  for (std::size_t d = 0; d < s.sizes().size() && d < kMaxTracedRank; ++d) {
+    params.push_back(trace::integer(dimension_name("size", d), s.sizes()[d]));
+    params.push_back(trace::integer(dimension_name("reduced", d), s.reduced()[d] ? 1 : 0));
+  }
+  return params;
+}
+
 }  // namespace
 
 ReduceShape::ReduceShape(const std::vector<std::int64_t>& sizes, const std::vector<bool>& reduced) {
+  sizes_ = sizes;
+  reduced_ = reduced;
   std::vector<bool> kept(reduced.size());
   for (std::size_t d = 0; d < reduced.size(); ++d) kept[d] = !reduced[d];
   bases_ = offsets_of(sizes, kept);
@@ -46,6 +77,8 @@ ReduceShape::ReduceShape(const std::vector<std::int64_t>& sizes, const std::vect
 }
 
 void reduce(Reduction r, const ReduceShape& s, const float* x, float* y) {
+  const auto params = reduce_params(r, s);
+  trace::Call traced("reduce", params, std::array{trace::f32("x", x, s.elements())});
   const std::vector<std::int64_t>& off = s.offsets();
   const float count = static_cast<float>(s.count());
   parallel_for(s.outputs(), 64, [&](std::int64_t begin, std::int64_t end) {
@@ -66,10 +99,17 @@ void reduce(Reduction r, const ReduceShape& s, const float* x, float* y) {
       y[o] = r == Reduction::kSum ? sum : r == Reduction::kMean ? sum / count : vt_log(sum) + m;
     }
   });
+  traced.outputs({trace::f32("y", y, s.outputs())});
 }
 
 void reduce_backward(Reduction r, const ReduceShape& s, const float* x, const float* y,
                      const float* dy, float* dx) {
+  const auto params = reduce_params(r, s);
+  const bool reads_values = r == Reduction::kAmax || r == Reduction::kLogsumexp;
+  trace::Call traced("reduce_backward", params,
+                     std::array{trace::f32_or_none("x", reads_values ? x : nullptr, s.elements()),
+                                trace::f32_or_none("y", reads_values ? y : nullptr, s.outputs()),
+                                trace::f32("dy", dy, s.outputs())});
   const std::vector<std::int64_t>& off = s.offsets();
   const float count = static_cast<float>(s.count());
   parallel_for(s.outputs(), 64, [&](std::int64_t begin, std::int64_t end) {
@@ -97,6 +137,7 @@ void reduce_backward(Reduction r, const ReduceShape& s, const float* x, const fl
       }
     }
   });
+  traced.outputs({trace::f32("dx", dx, s.elements())});
 }
 
 }  // namespace vt::kernels

@@ -21,8 +21,12 @@ class ReduceShape {
   std::int64_t base(std::int64_t o) const { return bases_[static_cast<std::size_t>(o)]; }
   const std::vector<std::int64_t>& offsets() const { return offsets_; }
   std::int64_t elements() const { return outputs() * count(); }
+  const std::vector<std::int64_t>& sizes() const { return sizes_; }
+  const std::vector<bool>& reduced() const { return reduced_; }
 
  private:
+  std::vector<std::int64_t> sizes_;
+  std::vector<bool> reduced_;
   std::vector<std::int64_t> bases_, offsets_;
 };
 

@@ -1,17 +1,17 @@
 #!/usr/bin/env python3
 """Rules on operator evidence (docs/dispute.md) from numpy alone: no veritrain code at all.
 
-    referee_ref.py EVIDENCE.json
+    referee_ref.py EVIDENCE.json [EVIDENCE.json ...]
 
 The evidence holds one operator call of a provider's signed step trace, the provider's values of
 its inputs and outputs, and the proof that the call is in the trace it signed. This script
 checks the proof and the values against the signed hashes (and both Ed25519 signatures, with the
 `openssl` program), recomputes the call with the arithmetic of docs/portable.md (the functions of
 portable_ref.py, written from that page) and compares its outputs with the provider's, bit for
-bit. It prints a JSON ruling on stdout.
+bit. It prints a JSON ruling on stdout, one line per evidence file, in the order given.
 Exit status: 0 the provider's outputs are the documented result, 1 they are not, 2 the evidence
 does not hold (malformed, a signature, proof or hash that does not check), 3 an operator or a
-form of one this script does not cover.
+form of one this script does not cover; with several files, the largest of theirs.
 """
 import base64
 import hashlib
@@ -423,6 +423,61 @@ def rnn(a, i, o, backward):
             "db_hh": db_hh}
 
 
+def smoothed(a, i, o, backward):
+    """cross_entropy with label smoothing eps: forward from the logits (saving each row's max and
+    chain of exp); backward from the row_max and row_sum the call was given."""
+    rows, classes, eps = a["rows"], a["classes"], F(a["eps"])
+    x, t = i["logits"].reshape(rows, classes), i["targets"]
+    if not backward:
+        m, _ = ops.max_rule(ops._along_last(x))
+        s = ops.row_chain(ops.vt_exp(x - m[:, None]))
+        loss = ops.cross_entropy(x, t, eps, F(1.0))["loss"]
+        return {"loss": np.array([loss], F), "row_max": m, "row_sum": s}
+    p = ops.vt_exp(x - i["row_max"][:, None]) / i["row_sum"][:, None]
+    onehot = (np.arange(classes)[None, :] == t[:, None]).astype(F)
+    target = (F(1.0) - eps) * onehot + eps / F(classes)
+    return {"dlogits": (p - target) * (F(a["dloss"]) / F(rows))}
+
+
+REDUCTIONS = ("sum", "mean", "amax", "logsumexp")
+
+
+def reduction(a, i, o, backward):
+    """A reduction over the dimensions flagged reduced_d of an input of sizes size_d; the
+    backward of amax and logsumexp from the x and y the call was given."""
+    fn = REDUCTIONS[a["kind"]]
+    sizes = [a["size_%d" % d] for d in range(a["rank"])]
+    dims = [d for d in range(a["rank"]) if a["reduced_%d" % d]]
+    shape = tuple(sizes)
+    keep = tuple(1 if d in dims else sizes[d] for d in range(len(sizes)))
+    if not backward:
+        no_dy = np.zeros(int(np.prod(keep, dtype=np.int64)), F)
+        return {"y": ops.reduce(fn, i["x"].reshape(shape), no_dy, dims, True)["y"]}
+    g = np.broadcast_to(i["dy"].reshape(keep), shape)
+    count = int(np.prod([sizes[d] for d in dims], dtype=np.int64))
+    if fn == "sum":
+        return {"dx": g.copy()}
+    if fn == "mean":
+        return {"dx": g / F(count)}
+    x = i["x"].reshape(shape)
+    yb = np.broadcast_to(i["y"].reshape(keep), shape)
+    if fn == "logsumexp":
+        return {"dx": g * ops.vt_exp(x - yb)}
+    ties = np.broadcast_to((x == yb).sum(axis=tuple(dims), keepdims=True), shape)
+    return {"dx": np.where(x == yb, g / ties.astype(F), F(0.0))}
+
+
+def batch_norm_eval(a, i, o):
+    """A batch norm in evaluation: `y = ((x ⊖ running_mean) ⊗ inv) ⊗ w ⊕ bias` per channel,
+    `inv = 1 ⊘ sqrt(running_var ⊕ eps)`."""
+    b, c, s = a["batch"], a["channels"], a["spatial"]
+    x = i["x"].reshape(b, c, s)
+    w = i["weight"] if i["weight"] is not None else np.ones(c, F)
+    bias = i["bias"] if i["bias"] is not None else np.zeros(c, F)
+    inv = F(1.0) / np.sqrt(i["running_var"] + F(a["eps"]))
+    return {"y": ((x - i["running_mean"][:, None]) * inv[:, None]) * w[:, None] + bias[:, None]}
+
+
 OPERATORS = {
     "gemm": gemm,
     "column_sums": lambda a, i, o: {"out": ref.chain(i["x"].reshape(a["rows"], a["cols"]), 0)},
@@ -471,6 +526,30 @@ OPERATORS = {
     "baddbmm_backward": lambda a, i, o: {
         k: v for k, v in baddbmm(a, i, o, True).items() if k in ("da", "db", "dc")},
     "rnn": lambda a, i, o: rnn(a, i, o, False),
+    "batch_norm_eval": batch_norm_eval,
+    "feature_dropout": lambda a, i, o: {"y": ops.feature_dropout(
+        i["x"].reshape(a["batch"], a["channels"], a["spatial"]), np.zeros(1, F), a["p"],
+        a["state"] & (2 ** 64 - 1), a["call"] & (2 ** 64 - 1))["y"]},
+    "feature_dropout_backward": lambda a, i, o: {"dx": ops.feature_dropout(
+        np.zeros((a["batch"], a["channels"], a["spatial"]), F),
+        i["dy"].reshape(a["batch"], a["channels"], a["spatial"]), a["p"],
+        a["state"] & (2 ** 64 - 1), a["call"] & (2 ** 64 - 1))["dx"]},
+    "bernoulli": lambda a, i, o: ops.bernoulli((a["n"],), a["p"], a["state"] & (2 ** 64 - 1),
+                                               a["call"] & (2 ** 64 - 1)),
+    "nll_loss": lambda a, i, o: {"loss": np.array([ops.nll_loss(
+        i["logp"].reshape(a["rows"], a["classes"]), i["targets"], a["ignore_index"],
+        F(1.0))["loss"]], F)},
+    "nll_loss_backward": lambda a, i, o: {"dlogp": ops.nll_loss(
+        np.zeros((a["rows"], a["classes"]), F), i["targets"], a["ignore_index"],
+        a["dloss"])["dlogp"]},
+    "cross_entropy_smoothed": lambda a, i, o: smoothed(a, i, o, False),
+    "cross_entropy_smoothed_backward": lambda a, i, o: smoothed(a, i, o, True),
+    "bce_with_logits": lambda a, i, o: {
+        "loss": np.array([ops.bce_logits(i["x"], i["target"], F(1.0))["loss"]], F)},
+    "bce_with_logits_backward": lambda a, i, o: {
+        "dx": ops.bce_logits(i["x"], i["target"], a["dloss"])["dx"]},
+    "reduce": lambda a, i, o: reduction(a, i, o, False),
+    "reduce_backward": lambda a, i, o: reduction(a, i, o, True),
     "rnn_backward": lambda a, i, o: rnn(a, i, o, True),
 }
 
@@ -552,22 +631,29 @@ def rule(doc):
             "step": header["step"], "differing_outputs": differing, "signatures": signatures}
 
 
-def main(argv):
-    if len(argv) != 2:
-        print(__doc__, file=sys.stderr)
-        return BAD
+def rule_file(path):
+    """Rules on one evidence file: prints the ruling (or why there is none) and returns its
+    exit status."""
     try:
-        with open(argv[1], encoding="utf-8") as f:
+        with open(path, encoding="utf-8") as f:
             doc = json.load(f)
         ruling = rule(doc)
     except NotCovered as e:
-        print("referee_ref.py: not covered: %s" % e, file=sys.stderr)
+        print("referee_ref.py: %s: not covered: %s" % (path, e), file=sys.stderr)
         return NOT_COVERED
     except (Refused, KeyError, TypeError, ValueError, OSError) as e:
-        print("referee_ref.py: no ruling: %s: %s" % (type(e).__name__, e), file=sys.stderr)
+        print("referee_ref.py: %s: no ruling: %s: %s" % (path, type(e).__name__, e),
+              file=sys.stderr)
         return BAD
     print(json.dumps(ruling))
     return 0 if ruling["ruling"] == "provider_correct" else WRONG
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return BAD
+    return max(rule_file(path) for path in argv[1:])
 
 
 if __name__ == "__main__":
