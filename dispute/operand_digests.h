@@ -12,7 +12,6 @@
 #include <cstdint>
 #include <deque>
 #include <future>
-#include <memory>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -43,7 +42,7 @@ class OperandDigests {
 
  private:
   struct Entry {
-    Bytes copy;  // empty once hashed where nothing is kept
+    Bytes copy;  // the values, to know a repeat by (none past the memo's budget)
     Digest digest{};
     std::atomic<bool> claimed{false};
   };

@@ -1,6 +1,7 @@
 #include "kernels/products.h"
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "kernels/gemm.h"
@@ -16,18 +17,22 @@ void scaled(std::int64_t n, const float* x, float factor, float* out) {
   });
 }
 
+std::array<trace::Param, 6> baddbmm_params(std::int64_t batch, std::int64_t M, std::int64_t N,
+                                           std::int64_t K, float alpha, float beta) {
+  return {trace::integer("batch", batch), trace::integer("m", M),      trace::integer("n", N),
+          trace::integer("k", K),         trace::real("alpha", alpha), trace::real("beta", beta)};
+}
+
 }  // namespace
 
 void baddbmm(std::int64_t batch, std::int64_t M, std::int64_t N, std::int64_t K, const float* a,
              const float* b, const float* c, float alpha, float beta, float* y) {
   const std::int64_t n = batch * M * N;
   // One call: its product is part of it, not a gemm call of its own.
-  trace::Call traced(
-      "baddbmm",
-      {trace::integer("batch", batch), trace::integer("m", M), trace::integer("n", N),
-       trace::integer("k", K), trace::real("alpha", alpha), trace::real("beta", beta)},
-      {trace::f32("a", a, batch * M * K), trace::f32("b", b, batch * K * N),
-       trace::f32_or_none("c", c, n)});
+  const auto params = baddbmm_params(batch, M, N, K, alpha, beta);
+  trace::Call traced("baddbmm", params,
+                     std::array{trace::f32("a", a, batch * M * K),
+                                trace::f32("b", b, batch * K * N), trace::f32_or_none("c", c, n)});
   gemm(batch, M, N, K, {a, K, 1}, M * K, {b, N, 1}, K * N, y, N, M * N, /*accumulate=*/false);
   if (alpha != 1.0f) scaled(n, y, alpha, y);
   if (c != nullptr) {
@@ -42,12 +47,10 @@ void baddbmm_backward(std::int64_t batch, std::int64_t M, std::int64_t N, std::i
                       const float* a, const float* b, const float* dy, float alpha, float beta,
                       float* da, float* db, float* dc) {
   const std::int64_t n = batch * M * N;
-  trace::Call traced(
-      "baddbmm_backward",
-      {trace::integer("batch", batch), trace::integer("m", M), trace::integer("n", N),
-       trace::integer("k", K), trace::real("alpha", alpha), trace::real("beta", beta)},
-      {trace::f32("a", a, batch * M * K), trace::f32("b", b, batch * K * N),
-       trace::f32("dy", dy, n)});
+  const auto params = baddbmm_params(batch, M, N, K, alpha, beta);
+  trace::Call traced("baddbmm_backward", params,
+                     std::array{trace::f32("a", a, batch * M * K),
+                                trace::f32("b", b, batch * K * N), trace::f32("dy", dy, n)});
   std::vector<float> scaled_dy;
   const float* g = dy;
   if (alpha != 1.0f && (da != nullptr || db != nullptr)) {
