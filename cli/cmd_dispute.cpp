@@ -307,9 +307,14 @@ Result<int> run_dispute(Context& ctx, const DisputeArgs& a) {
     auto answer = source->step_trace(a.epoch, step, std::nullopt);
     auto provider = answer.ok() ? read_trace(*answer, where, task)
                                 : Result<dispute::SignedTrace>(answer.error());
+    if (provider.ok() && (provider->trace.header.epoch != a.epoch ||
+                          provider->trace.header.step != static_cast<std::int64_t>(step)))
+      provider = rejected(where + ": the provider answered with its trace of step " +
+                          std::to_string(provider->trace.header.step) + " of epoch " +
+                          std::to_string(provider->trace.header.epoch));
     if (!provider.ok() && provider.error().code == Errc::kRejected) {
-      // Withheld, oversized or malformed: the provider does not answer for a step of an epoch it
-      // committed, which is its failure, said as a rejection that names the step.
+      // Withheld, oversized, malformed or for another step: the provider does not answer for a
+      // step of an epoch it committed, which is its failure, said as a rejection naming the step.
       emit(ctx,
            {{"ok", false},
             {"epoch", a.epoch},
@@ -322,9 +327,6 @@ Result<int> run_dispute(Context& ctx, const DisputeArgs& a) {
     }
     if (!provider.ok()) return provider.error();
     const dispute::TraceHeader& h = provider->trace.header;
-    if (h.epoch != a.epoch || h.step != static_cast<std::int64_t>(step))
-      return rejected(where + ": the provider answered with its trace of step " +
-                      std::to_string(h.step) + " of epoch " + std::to_string(h.epoch));
     auto values_for = [&](std::int64_t call) -> Result<std::optional<dispute::CallValues>> {
       const std::string at = source->describe() + ": values of call " + std::to_string(call);
       VT_ASSIGN_OR_RETURN(Bytes v,

@@ -420,7 +420,7 @@ TEST(OperatorDispute, CommandsTraceDisputeAndReferee) {
 // A provider's service that answers trace requests with a cheater's traces: its GELU is the tanh
 // form. Everything else is the workdir's, served as `serve` serves it. It may fail to answer for
 // its traces, or for the values of a call, as a provider hiding its arithmetic would.
-enum class Answers { kAll, kNoTraces, kNoValues };
+enum class Answers { kAll, kNoTraces, kNoValues, kNextStep };
 class CheatingCatalog : public Catalog {
  public:
   CheatingCatalog(std::shared_ptr<Catalog> inner, Task task, SigningKey key,
@@ -443,9 +443,9 @@ class CheatingCatalog : public Catalog {
     OperatorCheater cheat(OperatorCheat::kGeluTanh);
     std::optional<std::int64_t> call;
     if (r.call) call = static_cast<std::int64_t>(*r.call);
+    const auto step = static_cast<std::int64_t>(r.step) + (answers_ == Answers::kNextStep ? 1 : 0);
     VT_ASSIGN_OR_RETURN(verifier::TracedStep traced,
-                        verifier::trace_step(task_, *start, r.epoch,
-                                             static_cast<std::int64_t>(r.step), {}, call, &cheat));
+                        verifier::trace_step(task_, *start, r.epoch, step, {}, call, &cheat));
     const std::string text = traced.values
                                  ? dispute::write_call_values(traced.trace.header, *traced.values)
                                  : dispute::write_signed_trace(traced.trace, key_);
@@ -540,9 +540,9 @@ TEST(OperatorDispute, OnlineAgainstTheProvidersService) {
   EXPECT_NE(edited.err.find("records[1]"), std::string::npos) << edited.err;
 
   // A provider that fails to answer for its trace, or for the values of the call its own trace
-  // puts in dispute, until --evidence-timeout has passed: a rejection naming the step, not an
-  // error of the auditor's.
-  for (const Answers answers : {Answers::kNoTraces, Answers::kNoValues}) {
+  // puts in dispute, until --evidence-timeout has passed, or answers for another step: a
+  // rejection naming the step, not an error of the auditor's.
+  for (const Answers answers : {Answers::kNoTraces, Answers::kNoValues, Answers::kNextStep}) {
     ServerConfig quiet;
     quiet.insecure = true;
     quiet.token = "0123456789abcdef0123456789abcdef";
@@ -560,9 +560,10 @@ TEST(OperatorDispute, OnlineAgainstTheProvidersService) {
     EXPECT_EQ(refused.exit_code, 1) << refused.out << refused.err;
     EXPECT_NE(refused.out.find("\"result\":\"withheld\""), std::string::npos) << refused.out;
     EXPECT_NE(refused.out.find("\"step\":1"), std::string::npos) << refused.out;
-    const std::string withheld = answers == Answers::kNoTraces
-                                     ? "the trace of step 1 of epoch 2 is withheld"
-                                     : "the answer for call ";
+    const std::string withheld =
+        answers == Answers::kNoTraces   ? "the trace of step 1 of epoch 2 is withheld"
+        : answers == Answers::kNoValues ? "the answer for call "
+                                        : "answered with its trace of step 2 of epoch 2";
     EXPECT_NE(refused.out.find(withheld), std::string::npos) << refused.out;
     if (answers == Answers::kNoValues) {
       EXPECT_NE(refused.out.find("\"operator\":\"gelu\""), std::string::npos) << refused.out;
