@@ -337,7 +337,7 @@ kernels::PoolShape pool_shape(Args& a, bool windowed) {
 void pool(Args& a, std::string_view op) {
   const bool adaptive = op.starts_with("adaptive_");
   const kernels::PoolShape s = pool_shape(a, !adaptive);
-  const std::int64_t in = s.planes * s.in_h * s.in_w, out = s.planes * s.out_h * s.out_w;
+  const std::int64_t in = s.input_values(), out = s.output_values();
   kernels::AvgPoolOptions o;
   if (op.starts_with("avg_pool2d")) {
     o.count_include_pad = a.flag("count_include_pad");

@@ -97,7 +97,7 @@ std::int64_t pool_out_size(std::int64_t in, std::int64_t kernel, std::int64_t st
 
 void max_pool2d(const PoolShape& s, const float* x, float* y, std::int64_t* argmax) {
   const auto params = pool_params(s);
-  const std::int64_t in = s.planes * s.in_h * s.in_w, out = s.planes * s.out_h * s.out_w;
+  const std::int64_t in = s.input_values(), out = s.output_values();
   trace::Call traced("max_pool2d", shape_only(params), std::array{trace::f32("x", x, in)});
   const std::int64_t in_plane = s.in_h * s.in_w, out_plane = s.out_h * s.out_w;
   planes(s, [&](std::int64_t p) {
@@ -126,7 +126,7 @@ void max_pool2d(const PoolShape& s, const float* x, float* y, std::int64_t* argm
 void max_pool2d_backward(const PoolShape& s, const std::int64_t* argmax, const float* dy,
                          float* dx) {
   const auto params = pool_params(s);
-  const std::int64_t in = s.planes * s.in_h * s.in_w, out = s.planes * s.out_h * s.out_w;
+  const std::int64_t in = s.input_values(), out = s.output_values();
   trace::Call traced("max_pool2d_backward", shape_only(params),
                      std::array{trace::i64("argmax", argmax, out), trace::f32("dy", dy, out)});
   const std::int64_t in_plane = s.in_h * s.in_w, out_plane = s.out_h * s.out_w;
@@ -143,7 +143,7 @@ void max_pool2d_backward(const PoolShape& s, const std::int64_t* argmax, const f
 
 void avg_pool2d(const PoolShape& s, const AvgPoolOptions& o, const float* x, float* y) {
   const auto params = pool_params(s, o);
-  const std::int64_t in = s.planes * s.in_h * s.in_w, out = s.planes * s.out_h * s.out_w;
+  const std::int64_t in = s.input_values(), out = s.output_values();
   trace::Call traced("avg_pool2d", params, std::array{trace::f32("x", x, in)});
   const std::int64_t in_plane = s.in_h * s.in_w, out_plane = s.out_h * s.out_w;
   planes(s, [&](std::int64_t p) {
@@ -165,7 +165,7 @@ void avg_pool2d(const PoolShape& s, const AvgPoolOptions& o, const float* x, flo
 
 void avg_pool2d_backward(const PoolShape& s, const AvgPoolOptions& o, const float* dy, float* dx) {
   const auto params = pool_params(s, o);
-  const std::int64_t in = s.planes * s.in_h * s.in_w, out = s.planes * s.out_h * s.out_w;
+  const std::int64_t in = s.input_values(), out = s.output_values();
   trace::Call traced("avg_pool2d_backward", params, std::array{trace::f32("dy", dy, out)});
   const std::int64_t in_plane = s.in_h * s.in_w, out_plane = s.out_h * s.out_w;
   planes(s, [&](std::int64_t p) {
@@ -188,7 +188,7 @@ void avg_pool2d_backward(const PoolShape& s, const AvgPoolOptions& o, const floa
 
 void adaptive_avg_pool2d(const PoolShape& s, const float* x, float* y) {
   const auto params = pool_params(s);
-  const std::int64_t in = s.planes * s.in_h * s.in_w, out = s.planes * s.out_h * s.out_w;
+  const std::int64_t in = s.input_values(), out = s.output_values();
   trace::Call traced("adaptive_avg_pool2d", shape_only(params), std::array{trace::f32("x", x, in)});
   const std::int64_t in_plane = s.in_h * s.in_w, out_plane = s.out_h * s.out_w;
   planes(s, [&](std::int64_t p) {
@@ -212,7 +212,7 @@ void adaptive_avg_pool2d(const PoolShape& s, const float* x, float* y) {
 
 void adaptive_avg_pool2d_backward(const PoolShape& s, const float* dy, float* dx) {
   const auto params = pool_params(s);
-  const std::int64_t in = s.planes * s.in_h * s.in_w, out = s.planes * s.out_h * s.out_w;
+  const std::int64_t in = s.input_values(), out = s.output_values();
   trace::Call traced("adaptive_avg_pool2d_backward", shape_only(params),
                      std::array{trace::f32("dy", dy, out)});
   const std::int64_t in_plane = s.in_h * s.in_w, out_plane = s.out_h * s.out_w;
@@ -238,7 +238,7 @@ void adaptive_avg_pool2d_backward(const PoolShape& s, const float* dy, float* dx
 
 void adaptive_max_pool2d(const PoolShape& s, const float* x, float* y, std::int64_t* argmax) {
   const auto params = pool_params(s);
-  const std::int64_t in = s.planes * s.in_h * s.in_w, out = s.planes * s.out_h * s.out_w;
+  const std::int64_t in = s.input_values(), out = s.output_values();
   trace::Call traced("adaptive_max_pool2d", shape_only(params), std::array{trace::f32("x", x, in)});
   const std::int64_t in_plane = s.in_h * s.in_w, out_plane = s.out_h * s.out_w;
   planes(s, [&](std::int64_t p) {

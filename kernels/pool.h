@@ -15,6 +15,8 @@ struct PoolShape {
   std::int64_t stride_h = 1, stride_w = 1;
   std::int64_t pad_h = 0, pad_w = 0;
   std::int64_t dilation_h = 1, dilation_w = 1;
+  std::int64_t input_values() const { return planes * in_h * in_w; }
+  std::int64_t output_values() const { return planes * out_h * out_w; }
 };
 
 // LibTorch's output size: ⌊(in + 2·pad − dilation·(kernel − 1) − 1) / stride⌋ + 1, the ceiling
