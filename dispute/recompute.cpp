@@ -478,26 +478,29 @@ void bce_with_logits(Args& a, bool backward) {
 
 // A reduction over the dimensions flagged reduced_d of an input of sizes size_d.
 void reduce(Args& a, bool backward) {
-  const std::int64_t kind = a.integer("kind", 0, 3);
+  const auto r = static_cast<kernels::Reduction>(a.integer("kind", 0, 3));
   const std::int64_t rank = a.integer("rank", 0, 64);
   std::vector<std::int64_t> sizes;
   std::vector<bool> reduced;
-  std::int64_t elements = 1;
+  std::int64_t elements = 1, outputs = 1;
   for (std::int64_t d = 0; d < rank; ++d) {
     sizes.push_back(a.integer("size_" + std::to_string(d)));
     reduced.push_back(a.flag("reduced_" + std::to_string(d)));
     elements = values({elements, sizes.back()});
+    if (!reduced.back()) outputs *= sizes.back();
   }
+  // The operands first: the shape's tables of offsets are built only for operands that fit it.
+  const bool reads_values =
+      !backward || r == kernels::Reduction::kAmax || r == kernels::Reduction::kLogsumexp;
+  const float* x = reads_values ? a.in("x", elements) : nullptr;
+  const float* y = backward && reads_values ? a.in("y", outputs) : nullptr;
+  const float* dy = backward ? a.in("dy", outputs) : nullptr;
   const kernels::ReduceShape s(sizes, reduced);
-  const auto r = static_cast<kernels::Reduction>(kind);
   if (backward) {
-    const bool reads_values = r == kernels::Reduction::kAmax || r == kernels::Reduction::kLogsumexp;
-    kernels::reduce_backward(r, s, reads_values ? a.in("x", elements) : nullptr,
-                             reads_values ? a.in("y", s.outputs()) : nullptr,
-                             a.in("dy", s.outputs()), a.out("dx", elements));
+    kernels::reduce_backward(r, s, x, y, dy, a.out("dx", elements));
     return;
   }
-  kernels::reduce(r, s, a.in("x", elements), a.out("y", s.outputs()));
+  kernels::reduce(r, s, x, a.out("y", outputs));
 }
 
 void sgd_update(Args& a) {

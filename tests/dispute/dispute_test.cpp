@@ -706,6 +706,34 @@ TEST(Recompute, RefusesOperandsThatDoNotFitTheParameters) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("ids[1] = 99 is outside [0, 4)"), std::string::npos)
       << r.error().message;
+  // A reduction whose sizes claim more values than its input holds: refused before the shape's
+  // tables of offsets are built; a max pool's argmax outside its plane; a target out of range.
+  std::size_t first_reduce = 0, first_pool_backward = 0, first_nll = 0;
+  for (std::size_t i = s.trace.calls.size(); i-- > 0;) {
+    if (s.trace.calls[i].op == "reduce") first_reduce = i;
+    if (s.trace.calls[i].op == "max_pool2d_backward") first_pool_backward = i;
+    if (s.trace.calls[i].op == "nll_loss") first_nll = i;
+  }
+  TracedCall reduce = s.trace.calls[first_reduce];
+  for (TracedParam& p : reduce.params)
+    if (p.name == "size_0") p.integer = std::int64_t{1} << 20;
+  r = recompute(reduce, s.values[first_reduce].inputs);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("input x holds 24 values; the parameters call for"),
+            std::string::npos)
+      << r.error().message;
+  inputs = s.values[first_pool_backward].inputs;
+  reinterpret_cast<std::int64_t*>(inputs[0].bytes.data())[2] = 20;  // the plane holds 5 × 4
+  r = recompute(s.trace.calls[first_pool_backward], inputs);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("argmax[2] = 20 is outside [-1, 20)"), std::string::npos)
+      << r.error().message;
+  inputs = s.values[first_nll].inputs;
+  reinterpret_cast<std::int64_t*>(inputs[1].bytes.data())[0] = 5;
+  r = recompute(s.trace.calls[first_nll], inputs);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("targets[0] = 5 is outside [0, 5)"), std::string::npos)
+      << r.error().message;
   // An operator the referee does not know.
   TracedCall other = gemm;
   other.op = "fft";
