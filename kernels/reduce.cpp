@@ -54,10 +54,11 @@ std::string_view dimension_name(const char* what, std::size_t d) {
   }();
   return names[what[0] == 's' ? 0 : 1][d];
 }
+// Built only while a trace records: a reduction off the trace allocates nothing for it.
 std::vector<trace::Param> reduce_params(Reduction r, const ReduceShape& s) {
+  if (!trace::active()) return {};
   std::vector<trace::Param> params = {trace::integer("kind", static_cast<std::int64_t>(r)),
                                       trace::integer("rank", std::ssize(s.sizes()))};
-  if (!trace::active()) return params;
   for (std::size_t d = 0; d < s.sizes().size() && d < kMaxTracedRank; ++d) {
     params.push_back(trace::integer(dimension_name("size", d), s.sizes()[d]));
     params.push_back(trace::integer(dimension_name("reduced", d), s.reduced()[d] ? 1 : 0));
