@@ -2,8 +2,9 @@
 // step trace, a call's values, operator evidence. Any text is read, or refused as malformed input
 // or as a rejection (a signature, proof or hash that does not hold), never a crash, an exception
 // or an internal error. The auditor's signature gates the evidence, so each input is also tried
-// re-signed with a fixed key, and evidence that reads is ruled on (every size it names is bounded
-// before the referee allocates).
+// re-signed with a fixed key, and evidence that reads is ruled on; the evidence's call is also
+// recomputed unsigned, so that mutated parameters reach the referee's bounds (every size a call
+// names is bounded before the referee allocates).
 
 #include <cstdint>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json.h"
+#include "dispute/recompute.h"
 #include "dispute/referee.h"
 
 namespace {
@@ -41,6 +43,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   expect_refused_or_read(vt::dispute::read_operator_evidence(text, "evidence"));
   nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("evidence")) return 0;
+  // The referee's recomputation reached directly with the call and inputs as they stand: the
+  // signatures and the proof would otherwise keep every mutated parameter away from it.
+  const nlohmann::json& body = doc["evidence"];
+  if (body.is_object() && body.contains("call") && body["call"].is_object() &&
+      body["call"].contains("index") && body["call"]["index"].is_number_integer() &&
+      body.contains("inputs")) {
+    auto call = vt::dispute::call_from_json(body["call"], body["call"]["index"].get<std::int64_t>(),
+                                            "call");
+    auto inputs = vt::dispute::values_from_json(body["inputs"], "inputs");
+    if (call.ok() && inputs.ok()) expect_refused_or_read(vt::dispute::recompute(*call, *inputs));
+  }
   doc["signature"] =
       vt::hex_encode(auditor().sign(vt::as_bytes(vt::canonical_json(doc["evidence"]))));
   doc["signer"] = vt::hex_encode(auditor().public_key().raw());
