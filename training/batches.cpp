@@ -1,5 +1,7 @@
 #include "training/internal/batches.h"
 
+#include <c10/core/GradMode.h>
+
 #include "training/internal/tensor_bytes.h"
 
 namespace vt::training {
@@ -104,7 +106,7 @@ Result<EvalMetrics> evaluate_split(Network& net, const MappedSplit& split, const
   // that loss (forward(inputs, targets) in eval mode), and there is no accuracy to count.
   const bool own_loss = task.loss == "model";
   const bool classes = split.data->targets().dtype == DType::kI64 && !own_loss;
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   net.set_training(false);
   // Sums stay on the device in double: one read at the end, and a fixed summation order.
   at::Tensor loss_sum = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(device));

@@ -99,8 +99,10 @@ int cuda_index(const std::string& device) {
 }
 std::uint64_t cuda_allocated(int device, bool peak) {
   auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device);
-  const auto& s = stats.allocated_bytes[static_cast<std::size_t>(
-      c10::cuda::CUDACachingAllocator::StatType::AGGREGATE)];
+  // The sum over the allocator's pools is the first entry (StatType::AGGREGATE = 0) in 1.13 and
+  // every 2.x; the enum itself moved namespace twice (c10::CachingDeviceAllocator, then
+  // c10::CachingAllocator), so it is not named here.
+  const auto& s = stats.allocated_bytes.front();
   return static_cast<std::uint64_t>(peak ? s.peak : s.current);
 }
 #endif

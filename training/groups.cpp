@@ -1,5 +1,7 @@
 #include "training/internal/groups.h"
 
+#include <c10/core/GradMode.h>
+
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -55,7 +57,7 @@ at::Tensor GroupedStep::run(const at::Tensor& x, const at::Tensor& y, const Loss
   std::vector<std::pair<int, at::Tensor>> pending;
   for (std::int64_t g = first_; g < first_ + local_; ++g) {
     if (g != first_) {
-      at::NoGradGuard no_grad;
+      c10::NoGradGuard no_grad;
       for (std::size_t i = 0; i < buffers.size(); ++i) buffers[i].second.copy_(start[i]);
     }
     for (auto& [name, p] : params) {
@@ -64,7 +66,7 @@ at::Tensor GroupedStep::run(const at::Tensor& x, const at::Tensor& y, const Loss
     at::Tensor loss =
         loss_of(x.narrow(0, g * per_group, per_group), y.narrow(0, g * per_group, per_group), g);
     loss.mul(scale).backward();
-    at::NoGradGuard no_grad;
+    c10::NoGradGuard no_grad;
     std::vector<at::Tensor> parts;
     parts.reserve(params.size() + buffers.size() + 1);
     for (std::size_t i = 0; i < params.size(); ++i) {
@@ -97,7 +99,7 @@ at::Tensor GroupedStep::run(const at::Tensor& x, const at::Tensor& y, const Loss
     }
   }
   at::Tensor total = std::move(pending.back().second);
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   if (collective_) {
     tree_allreduce(*collective_, total);
     const auto n = static_cast<std::int64_t>(params.size());

@@ -2,6 +2,7 @@
 // one (training/portable_fn.cpp), and the portable initial weights.
 #include "training/internal/ops.h"
 
+#include <c10/core/GradMode.h>
 #include <torch/version.h>
 
 #include <algorithm>
@@ -142,7 +143,7 @@ class PortableOps final : public Ops {
   at::Tensor norm(nn::BatchNorm2dImpl& m, const at::Tensor& x, bool relu) {
     // As BatchNorm2d's own forward: the counter moves with every training pass.
     if (m.is_training()) {
-      at::NoGradGuard no_grad;
+      c10::NoGradGuard no_grad;
       m.num_batches_tracked += 1;
     }
     return portable::batch_norm(x, m.weight, m.bias, m.running_mean, m.running_var, m.is_training(),
@@ -195,7 +196,7 @@ void portable_init(nn::Module& module, std::uint64_t seed) {
   for (const auto& item : module.named_parameters()) params.emplace_back(item.key(), item.value());
   std::sort(params.begin(), params.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   for (std::size_t i = 0; i < params.size(); ++i) {
     const auto& [name, p] = params[i];
     TORCH_CHECK(p.scalar_type() == at::kFloat && p.is_contiguous() && p.device().is_cpu(),

@@ -1,5 +1,7 @@
 #include "training/internal/optimizer.h"
 
+#include <c10/core/GradMode.h>
+
 #include <cmath>
 
 #include "kernels/optim.h"
@@ -34,7 +36,7 @@ void Optimizer::zero_grad() {
 }
 
 void Optimizer::step(double lr) {
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   const OptimizerSpec& o = spec_;
   for (Slot& s : slots_) {
     at::Tensor grad = s.param.grad();

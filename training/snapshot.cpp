@@ -1,4 +1,5 @@
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 
 #include <cstring>
 #include <map>
@@ -119,7 +120,7 @@ Status encode_snapshot_into(const NamedTensors& tensors, const Metadata& metadat
 }
 
 Status load_state(const SafetensorsView& view, const NamedTensors& live, const at::Device& device) {
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   std::set<std::string> expected;
   for (const auto& [name, t] : live) {
     expected.insert(name);

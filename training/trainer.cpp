@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>
+#include <c10/core/GradMode.h>
 #include <malloc.h>
 #include <torch/version.h>
 
@@ -458,7 +459,7 @@ Status Trainer::check_model() {
             : -1;
     Status fits;
     {
-      at::NoGradGuard no_grad;
+      c10::NoGradGuard no_grad;
       AutocastScope autocast(m.task.precision == Precision::kBf16, m.device.type());
       fits = check_model_fits(m.task.loss, *m.net, x, y, max_class);
     }
