@@ -84,11 +84,15 @@ std::string what_would_judge(const std::vector<EnvironmentDifference>& unmatched
     } else if (d.field == "device" || d.field == "gpu_name" || d.field == "compute_capability" ||
                d.field == "sm_count" || d.field == "cuda_runtime" || d.field == "cublas" ||
                d.field == "cudnn" || d.field == "tf32") {
-      add(value("device") == "cuda" ? "a " + value("gpu_name") + " GPU (compute capability " +
-                                          value("compute_capability") + ", " + value("sm_count") +
-                                          " SMs) with CUDA " + value("cuda_runtime") + ", cuBLAS " +
-                                          value("cublas") + " and cuDNN " + value("cudnn")
-                                    : "a CPU replay");
+      // A log can commit "unknown" for the GPU's name (the driver's entry points were not
+      // found): the capability and SM count still say which GPU.
+      const std::string gpu =
+          value("gpu_name") == "unknown" ? std::string("GPU") : value("gpu_name") + " GPU";
+      add(value("device") == "cuda"
+              ? "a " + gpu + " (compute capability " + value("compute_capability") + ", " +
+                    value("sm_count") + " SMs) with CUDA " + value("cuda_runtime") + ", cuBLAS " +
+                    value("cublas") + " and cuDNN " + value("cudnn")
+              : "a CPU replay");
     } else if (d.field == "script_executor") {
       add(d.committed.empty()
               ? "none: the log commits no TorchScript executor, so it was trained by a veritrain "

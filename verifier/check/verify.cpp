@@ -38,7 +38,7 @@ class Run {
 
   Result<Verdict> offline() {
     VT_ASSIGN_OR_RETURN(LogFacts facts,
-                        check_log(source_, task_, options_.trainer, /*require_complete=*/true,
+                        check_log(source_, task_, log_trainer(), /*require_complete=*/true,
                                   options_.provider_key, replays()));
     ctx_.layout = facts.layout;
     say("log: " + std::to_string(facts.records.size()) + " commitments, " +
@@ -142,7 +142,7 @@ class Run {
       verdict_.notes.push_back("following the provider's commitments ended: " +
                                followed.error().message);
     VT_ASSIGN_OR_RETURN(LogFacts facts,
-                        check_log(source_, task_, options_.trainer, /*require_complete=*/true,
+                        check_log(source_, task_, log_trainer(), /*require_complete=*/true,
                                   options_.provider_key, replays()));
     if (!inner) facts.failures.push_back(inner.error().message);
     if (!replays()) return unjudged(facts);
@@ -161,6 +161,16 @@ class Run {
  private:
   // False when this verifier cannot reproduce the provider's committed arithmetic environment.
   bool replays() const { return !options_.environment || options_.environment->unmatched.empty(); }
+
+  // What check_log derives from the task (the initial state, the layout) is the same on every
+  // device: weights are made on the CPU, then moved. Without replays it is derived on the CPU, so
+  // that a verifier without the provider's GPU still checks all that needs no replay, and an
+  // exact CUDA task ends inconclusive there instead of in "CUDA is not available".
+  training::TrainerOptions log_trainer() const {
+    training::TrainerOptions trainer = options_.trainer;
+    if (!replays()) trainer.device = "cpu";
+    return trainer;
+  }
 
   // Without replays, what needs none still decides: the log, and the final model against its
   // committed root. Nothing else can be held against the provider.

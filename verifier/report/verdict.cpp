@@ -392,10 +392,16 @@ std::string verdict_summary(const Verdict& v, const std::filesystem::path& repor
        count_text(static_cast<double>(v.epochs), "epoch") + " from " + v.source + "\n";
   s += "provider key " + provider_key_text(v) + "\n";
   char line[256];
-  std::snprintf(line, sizeof line, "challenged %zu of %llu epochs (p = %.4g, %s%s)\n",
-                v.plan.challenged.size(), static_cast<unsigned long long>(v.epochs),
-                v.plan.derivation.p, v.plan.derivation.method.c_str(),
-                v.plan.fallback_used ? "; none drawn, one picked uniformly" : "");
+  if (v.plan.derivation.method.empty()) {
+    // No policy was drawn: the verifier could not replay (the reason follows below).
+    std::snprintf(line, sizeof line, "challenged 0 of %llu epochs (no replays on this machine)\n",
+                  static_cast<unsigned long long>(v.epochs));
+  } else {
+    std::snprintf(line, sizeof line, "challenged %zu of %llu epochs (p = %.4g, %s%s)\n",
+                  v.plan.challenged.size(), static_cast<unsigned long long>(v.epochs),
+                  v.plan.derivation.p, v.plan.derivation.method.c_str(),
+                  v.plan.fallback_used ? "; none drawn, one picked uniformly" : "");
+  }
   s += line;
   if (!v.plan.derivation.guarantee.empty()) s += "policy: " + v.plan.derivation.guarantee + "\n";
   s += "arithmetic: " + arithmetic_of(v.committed_environment) + "\n";
