@@ -156,7 +156,13 @@ std::string cpu_model() {
 
 template <typename Fn>
 Fn cuda_symbol(const char* name) {
-  return reinterpret_cast<Fn>(::dlsym(RTLD_DEFAULT, name));
+  if (void* symbol = ::dlsym(RTLD_DEFAULT, name)) return reinterpret_cast<Fn>(symbol);
+  // The driver API (cuDeviceGetName, cuDriverGetVersion) is in libcuda, which the CUDA runtime
+  // opens with RTLD_LOCAL: on an H200 with LibTorch 2.11 it was not in the global scope, and the
+  // log committed gpu_name "unknown". Ask the library itself, only if it is already loaded (the
+  // runtime's calls above load it; not cached, so a call before that finds it later).
+  void* const driver = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  return driver != nullptr ? reinterpret_cast<Fn>(::dlsym(driver, name)) : nullptr;
 }
 
 std::string version_text(int v) {
