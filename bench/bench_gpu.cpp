@@ -13,7 +13,9 @@
 //   gather_ms_100m                  a commitment's fingerprint (k positions) from the live state
 //   replay_vs_train_ratio           restore + replayed epoch vs the original epoch, steps/s
 //   deterministic_vs_default_throughput  training steps/s with deterministic algorithms over
-//                                   steps/s without them (TrainerOptions::deterministic_algorithms)
+//                                   steps/s without them
+//                                   (TrainerOptions::deterministic_algorithms), fp32; _tf32 and
+//                                   _bf16 the same on CUDA
 //   verify_vs_train_gpu_time        `verify` of a 20-epoch task at 99% confidence against a 10%
 //                                   cheat fraction: the verifier's replay time (restore, epoch,
 //                                   capture) over the provider's training time
@@ -267,9 +269,9 @@ vt::Result<VerifyCost> verify_cost(const vt::Task& task, const fs::path& workdir
 }
 
 template <typename T>
-T or_die(vt::Result<T> r, const char* what) {
+T or_die(vt::Result<T> r, const std::string& what) {
   if (!r) {
-    std::fprintf(stderr, "bench_gpu: %s: %s\n", what, r.error().message.c_str());
+    std::fprintf(stderr, "bench_gpu: %s: %s\n", what.c_str(), r.error().message.c_str());
     std::exit(1);
   }
   return std::move(*r);
@@ -334,6 +336,17 @@ int main(int argc, char** argv) {
   report.add("train_steps_per_s_deterministic", tp.deterministic);
   report.add("train_steps_per_s_default", tp.fallback);
   report.add("deterministic_vs_default_throughput", tp.deterministic / tp.fallback);
+  // TF32 and bf16 autocast stay allowed in deterministic mode (docs/snapshot.md): what it costs
+  // there too. CUDA only: TF32 is a CUDA setting, and bf16 autocast on a CPU is not the case.
+  if (cuda) {
+    for (vt::Precision precision : {vt::Precision::kTf32, vt::Precision::kBf16}) {
+      vt::Task task = t10;
+      task.precision = precision;
+      const std::string name = vt::name_string(precision);
+      const Throughput p = or_die(determinism_cost(task, 2), "determinism cost " + name);
+      report.add("deterministic_vs_default_throughput_" + name, p.deterministic / p.fallback);
+    }
+  }
 
   const VerifyCost v = or_die(verify_cost(tv, scratch / "verify"), "verify");
   report.add("verify_task", std::to_string(tv.epochs) + " epochs x " +
