@@ -51,7 +51,8 @@ void register_export(CLI::App& app, Context& ctx) {
       VT_ASSIGN_OR_RETURN(Bytes snapshot, store.load_canonical(found->record.root));
       training::TrainerOptions o;
       o.task_dir = a->task_dir;
-      o.device = "cpu";  // the exported tensors are CPU tensors wherever training ran
+      o.device = "cpu";              // the exported tensors are CPU tensors wherever training ran
+      o.restore_for_replay = false;  // an exact task's GPU state exports on a CPU too
       VT_ASSIGN_OR_RETURN(auto trainer, training::Trainer::restore(w.task(), snapshot, o));
       nlohmann::json j = {{"epoch", a->epoch}, {"root", hex_encode(found->record.root)}};
       std::ostringstream human;

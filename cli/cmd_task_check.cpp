@@ -17,6 +17,7 @@
 #include "common/sha256.h"
 #include "protocol/environment.h"
 #include "training/environment.h"
+#include "training/runtime.h"
 #include "training/sizes.h"
 #include "training/trainer.h"
 #include "training/zoo.h"
@@ -33,9 +34,16 @@ Result<Task> short_task(const std::string& path, std::int64_t steps) {
   return task;
 }
 
-training::TrainerOptions options_for(const std::string& task_path) {
+// True when the task trains on CUDA and this machine has none: the check then runs on the CPU
+// (a requestor writes the task on its own machine; the state a snapshot holds is the same).
+bool checked_on_cpu_instead(const Task& task) {
+  return task.device == Device::kCuda && !training::runtime_info().cuda_available;
+}
+
+training::TrainerOptions options_for(const std::string& task_path, const Task& task) {
   training::TrainerOptions o;
   o.task_dir = fs::path(task_path).parent_path();
+  if (checked_on_cpu_instead(task)) o.device = "cpu";
   return o;
 }
 
@@ -130,7 +138,7 @@ void register_task_check(CLI::App* task, Context& ctx) {
       std::vector<TensorEntry> layout;
       std::int64_t epoch_steps = 0;
       {
-        VT_ASSIGN_OR_RETURN(auto trainer, training::Trainer::create(t, options_for(a->task)));
+        VT_ASSIGN_OR_RETURN(auto trainer, training::Trainer::create(t, options_for(a->task, t)));
         layout = trainer->layout();
         epoch_steps = trainer->steps_per_epoch();
         VT_ASSIGN_OR_RETURN(ChildProcess first_run,
@@ -172,13 +180,19 @@ void register_task_check(CLI::App* task, Context& ctx) {
             << " steps replay bit for bit in a fresh process"
             << " (state sha256 " << digest.substr(0, 16) << "..., " << secs << " s)\n";
       const std::string warning =
-          exact_mode_warning(t, training::replayable_environments(t, options_for(a->task)));
+          exact_mode_warning(t, training::replayable_environments(t, options_for(a->task, t)));
       if (!warning.empty()) human << "warning: " << warning << "\n";
+      const bool on_cpu = checked_on_cpu_instead(t);
+      if (on_cpu) {
+        human << "note: checked on the CPU: this machine has no CUDA, and the task trains on "
+                 "a GPU\n";
+      }
       emit(ctx,
            {{"ok", true},
             {"steps", steps},
             {"state_sha256", digest},
             {"seconds", secs},
+            {"device", on_cpu ? "cpu" : name_string(t.device)},
             {"warnings",
              warning.empty() ? nlohmann::json::array() : nlohmann::json::array({warning})}},
            human.str());
@@ -198,13 +212,13 @@ void register_task_check(CLI::App* task, Context& ctx) {
       VT_ASSIGN_OR_RETURN(Task t, short_task(a->task, a->steps));
       std::unique_ptr<training::Trainer> trainer;
       if (a->from.empty()) {
-        VT_ASSIGN_OR_RETURN(trainer, training::Trainer::create(t, options_for(a->task)));
+        VT_ASSIGN_OR_RETURN(trainer, training::Trainer::create(t, options_for(a->task, t)));
         VT_RETURN_IF_ERROR(trainer->train_epoch());
         VT_ASSIGN_OR_RETURN(Bytes first, trainer->snapshot());
         VT_RETURN_IF_ERROR(write_file_atomic(a->out1, first));
       } else {
         VT_ASSIGN_OR_RETURN(Bytes from, read_file(a->from));
-        VT_ASSIGN_OR_RETURN(trainer, training::Trainer::restore(t, from, options_for(a->task)));
+        VT_ASSIGN_OR_RETURN(trainer, training::Trainer::restore(t, from, options_for(a->task, t)));
       }
       VT_RETURN_IF_ERROR(trainer->train_epoch());
       VT_ASSIGN_OR_RETURN(Bytes second, trainer->snapshot());

@@ -146,6 +146,12 @@ std::vector<std::string> pin_violations(const Environment& committed, const Task
 std::string exact_mode_warning(
     const Task& task, const std::map<std::string, std::vector<std::string>>& replayable_here) {
   if (task.determinism != Determinism::kExact) return "";
+  if (task.device == Device::kCuda) {
+    // Pins are for CPU tasks (--pin-environment refuses others): the GPU is the condition.
+    return "exact mode on CUDA: a verifier judges it only on a GPU like the provider's (the\n"
+           "  same compute capability and SM count, CUDA, cuBLAS, cuDNN and LibTorch;\n"
+           "  docs/environment.md); elsewhere: inconclusive";
+  }
   if (task.environments.empty()) {
     return "exact mode, and the task pins no arithmetic environment:\n"
            "  a verifier judges it only where it reproduces the provider's (CPU kernel level,\n"

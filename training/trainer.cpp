@@ -294,7 +294,7 @@ Status check_snapshot_metadata(const Metadata& meta, Trainer::Impl& impl) {
     return invalid_input("snapshot: precision " + meta.at("precision") +
                          " differs from the task's " + name_string(impl.task.precision));
   }
-  const bool exact = replays_bit_for_bit(impl.task);
+  const bool exact = replays_bit_for_bit(impl.task) && impl.options.restore_for_replay;
   const std::string threads = std::to_string(snapshot_threads(impl));
   if (meta.at("intra_op_threads") != threads) {
     std::string msg = "snapshot was made with " + meta.at("intra_op_threads") +

@@ -27,6 +27,9 @@ struct TrainerOptions {
   std::int64_t intra_op_threads = 0;     // 0 = the task's
   // Off only to measure what determinism costs (bench_gpu): replays are then not bit-identical.
   bool deterministic_algorithms = true;
+  // False where a restored state is read and not trained on (export): a snapshot of an exact
+  // task made on another device class or thread count is then no error.
+  bool restore_for_replay = true;
   // This process's rank among those training together (gradient_groups > 1); null = one
   // process running every group. Any W gives the same bits (docs/training.md).
   std::shared_ptr<Collective> collective;

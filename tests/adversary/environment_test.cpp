@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/file_io.h"
+#include "common/safetensors.h"
 #include "protocol/keys.h"
 #include "tests/adversary/forger.h"
 #include "tests/cli/model_fixtures.h"
@@ -407,6 +408,30 @@ TEST(EnvironmentCuda, AWithheldFinalModelIsRejectedEvenWithoutTheGpu) {
   EXPECT_EQ(v["result"], "rejected");
   EXPECT_NE(v["reasons"].dump().find("epoch 3: the delivered final model"), std::string::npos)
       << v["reasons"].dump();
+}
+
+// The requestor's other commands on that workdir need no GPU either: the final weights export
+// (a state read, not replayed), and the task checks on the CPU, saying so.
+TEST(EnvironmentCuda, AnH200WorkdirExportsAndItsTaskChecksWithoutTheGpu) {
+  if (cuda_here()) GTEST_SKIP() << "this machine has CUDA: these run on it";
+  CudaWorkdir run;
+  const fs::path exported = run.dir / "final.safetensors";
+  auto e = run_command(veritrain_binary() + " export --workdir " + run.wd.string() +
+                           " --epoch 3 --safetensors " + exported.string(),
+                       run.dir.path());
+  ASSERT_EQ(e.exit_code, 0) << e.out << e.err;
+  auto bytes = read_file(exported);
+  ASSERT_TRUE(bytes.ok()) << bytes.error().message;
+  auto view = parse_safetensors(*bytes);
+  ASSERT_TRUE(view.ok()) << view.error().message;
+  EXPECT_NE(view->find("head.weight"), nullptr);
+
+  auto check = run_command(veritrain_binary() + " task check " + run.task.string(), run.dir.path());
+  ASSERT_EQ(check.exit_code, 0) << check.out << check.err;
+  EXPECT_NE(check.out.find("note: checked on the CPU: this machine has no CUDA"), std::string::npos)
+      << check.out;
+  EXPECT_NE(check.out.find("only on a GPU like the provider's"), std::string::npos) << check.out;
+  EXPECT_EQ(check.out.find("--pin-environment"), std::string::npos) << check.out;
 }
 
 }  // namespace
