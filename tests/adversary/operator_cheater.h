@@ -30,7 +30,7 @@ std::string cheated_operator(OperatorCheat cheat, const std::string& optimizer =
 
 class OperatorCheater : public dispute::ForwardingSink {
  public:
-  OperatorCheater(OperatorCheat cheat, std::string optimizer_op = "adam_update")
+  OperatorCheater(OperatorCheat cheat, const std::string& optimizer_op = "adam_update")
       : cheat_(cheat), target_(cheated_operator(cheat, optimizer_op)) {}
   void begin(std::string_view op, std::span<const kernels::trace::Param> params,
              std::span<const kernels::trace::Operand> inputs) override;

@@ -25,11 +25,17 @@ std::vector<float> ramp(std::size_t n, float scale, float offset) {
   return v;
 }
 
+std::vector<float> ramp(std::initializer_list<std::size_t> shape, float scale, float offset) {
+  std::size_t n = 1;
+  for (std::size_t extent : shape) n *= extent;
+  return ramp(n, scale, offset);
+}
+
 namespace {
 
 // The operators the zoo's gpt and cnn steps do not call, or not in these forms.
 void run_more_kernels() {
-  const auto x = ramp(4 * 6, 2.0f, 0.3f), dy = ramp(4 * 6, 0.5f, 1.7f);
+  const auto x = ramp({4, 6}, 2.0f, 0.3f), dy = ramp({4, 6}, 0.5f, 1.7f);
   std::vector<float> y(x.size()), dx(x.size());
   kernels::log_softmax(4, 6, x.data(), y.data());
   kernels::log_softmax_backward(4, 6, y.data(), dy.data(), dx.data());
@@ -64,7 +70,7 @@ void run_more_kernels() {
   cs.in[2] = 6;
   cs.kernel[2] = 3;
   cs.stride[2] = 2;
-  const auto cw = ramp(3 * 2 * 3, 0.4f, 0.9f), cb = ramp(3, 0.1f);
+  const auto cw = ramp({3, 2, 3}, 0.4f, 0.9f), cb = ramp(3, 0.1f);
   std::vector<float> cy(2 * 3 * 2), cdx(x.size()), cdw(cw.size()), cdb(3);
   kernels::grouped_conv_forward(cs, 1, x.data(), cw.data(), cb.data(), cy.data());
   kernels::grouped_conv_backward(cs, 1, x.data(), cw.data(), cy.data(), cdx.data(), cdw.data(),
@@ -106,7 +112,7 @@ void run_real_model_kernels() {
   ps.pad_h = ps.pad_w = 1;
   ps.out_h = kernels::pool_out_size(5, 2, 2, 1, 1, true);  // 4: the last window is over padding
   ps.out_w = kernels::pool_out_size(4, 2, 2, 1, 1, false);
-  const auto px = ramp(3 * 5 * 4, 2.5f, 0.2f);
+  const auto px = ramp({3, 5, 4}, 2.5f, 0.2f);
   const std::int64_t outs = 3 * ps.out_h * ps.out_w;
   const auto pdy = ramp(static_cast<std::size_t>(outs), 0.7f, 1.1f);
   std::vector<float> py(static_cast<std::size_t>(outs)), pdx(px.size());
@@ -122,11 +128,11 @@ void run_real_model_kernels() {
   as.in_w = 4;
   as.out_h = 3;
   as.out_w = 2;
-  std::vector<float> ay(3 * 3 * 2), ady = ramp(3 * 3 * 2, 0.3f, 0.4f);
+  std::vector<float> ay(std::size_t{3} * 3 * 2), ady = ramp({3, 3, 2}, 0.3f, 0.4f);
   kernels::adaptive_avg_pool2d(as, px.data(), ay.data());
   kernels::adaptive_avg_pool2d_backward(as, ady.data(), pdx.data());
   kernels::adaptive_max_pool2d(as, px.data(), ay.data(), argmax.data());
-  const auto gx = ramp(2 * 4 * 3, 1.7f, 0.6f), gw = ramp(4, 0.5f, 1.3f), gb = ramp(4, 0.2f, 2.1f);
+  const auto gx = ramp({2, 4, 3}, 1.7f, 0.6f), gw = ramp(4, 0.5f, 1.3f), gb = ramp(4, 0.2f, 2.1f);
   std::vector<float> gy(gx.size()), gmean(8), grstd(8), gdx(gx.size()), gdw(4), gdb(4);
   kernels::group_norm(2, 4, 3, 2, gx.data(), gw.data(), gb.data(), 1e-5f, gy.data(), gmean.data(),
                       grstd.data());
@@ -134,8 +140,8 @@ void run_real_model_kernels() {
                                gy.data(), gdx.data(), gdw.data(), gdb.data());
   kernels::group_norm(2, 4, 3, 4, gx.data(), nullptr, nullptr, 1e-5f, gy.data(), gmean.data(),
                       grstd.data());
-  const auto ba = ramp(2 * 3 * 4, 0.9f, 0.1f), bb = ramp(2 * 4 * 5, 1.1f, 0.8f),
-             bc = ramp(2 * 3 * 5, 0.4f, 1.9f);
+  const auto ba = ramp({2, 3, 4}, 0.9f, 0.1f), bb = ramp({2, 4, 5}, 1.1f, 0.8f),
+             bc = ramp({2, 3, 5}, 0.4f, 1.9f);
   std::vector<float> bmm_y(bc.size()), bda(ba.size()), bdb(bb.size()), bdc(bc.size());
   kernels::baddbmm(2, 3, 5, 4, ba.data(), bb.data(), bc.data(), 0.125f, 0.5f, bmm_y.data());
   kernels::baddbmm(2, 3, 5, 4, ba.data(), bb.data(), nullptr, 1.0f, 1.0f, bmm_y.data());
@@ -146,7 +152,7 @@ void run_real_model_kernels() {
     const bool lstm = cell == kernels::Cell::kLstm;
     kernels::RnnShape rs{cell, 3, 2, 4, 3, !lstm};
     const std::int64_t G = rs.gate_rows(), state = rs.batch * rs.hidden;
-    const auto rx = ramp(3 * 2 * 4, 0.8f, 0.5f), h0 = ramp(6, 0.3f, 1.2f), c0 = ramp(6, 0.4f, 2.2f);
+    const auto rx = ramp({3, 2, 4}, 0.8f, 0.5f), h0 = ramp(6, 0.3f, 1.2f), c0 = ramp(6, 0.4f, 2.2f);
     const auto w_ih = ramp(static_cast<std::size_t>(G * 4), 0.5f, 0.7f),
                w_hh = ramp(static_cast<std::size_t>(G * 3), 0.45f, 1.4f),
                b_ih = ramp(static_cast<std::size_t>(G), 0.1f, 0.2f),
@@ -166,7 +172,7 @@ void run_real_model_kernels() {
                           lstm ? db_ih.data() : nullptr, lstm ? db_hh.data() : nullptr);
   }
   // The further losses (one row ignored), and every reduction over two of three dimensions.
-  const auto logits = ramp(4 * 5, 2.0f, 0.4f), probs = ramp(4 * 5, 0.5f, 1.3f);
+  const auto logits = ramp({4, 5}, 2.0f, 0.4f), probs = ramp({4, 5}, 0.5f, 1.3f);
   const std::int64_t classes_of[] = {1, -100, 4, 0};
   std::vector<float> grad(20), row_max(4), row_sum(4);
   kernels::nll_loss(4, 5, logits.data(), classes_of, -100);
@@ -204,8 +210,8 @@ void run_real_model_kernels() {
 // A handful of kernel calls of every shape of operand the trace knows: strided and batched
 // products, in-place updates, optional operands, ids, a grouped convolution.
 void run_kernels() {
-  const auto x = ramp(6 * 8, 1.5f);
-  const auto w = ramp(8 * 5, 0.5f, 1.0f);
+  const auto x = ramp({6, 8}, 1.5f);
+  const auto w = ramp({8, 5}, 0.5f, 1.0f);
   std::vector<float> y(6 * 5), yt(5 * 6);
   kernels::gemm(6, 5, 8, {x.data(), 8, 1}, {w.data(), 1, 8}, y.data(), 5);          // x · wᵀ
   kernels::gemm(5, 6, 8, {w.data(), 1, 5}, {x.data(), 1, 8}, yt.data(), 6, false);  // strided
@@ -246,7 +252,7 @@ void run_kernels() {
   cs.kernel[2] = 3;
   cs.padding[1] = 1;
   cs.padding[2] = 1;
-  const auto cx = ramp(2 * 4 * 25, 1.0f), cw = ramp(2 * 2 * 9, 0.3f, 0.5f);
+  const auto cx = ramp({2, 4, 25}, 1.0f), cw = ramp({2, 2, 9}, 0.3f, 0.5f);
   std::vector<float> cy(2 * 2 * 25);
   kernels::grouped_conv_forward(cs, 2, cx.data(), cw.data(), nullptr, cy.data());
   std::vector<float> cdx(cx.size()), cdw(cw.size()), cdb(2);
