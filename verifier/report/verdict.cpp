@@ -392,8 +392,8 @@ std::string verdict_summary(const Verdict& v, const std::filesystem::path& repor
        count_text(static_cast<double>(v.epochs), "epoch") + " from " + v.source + "\n";
   s += "provider key " + provider_key_text(v) + "\n";
   char line[256];
-  if (v.plan.derivation.method.empty()) {
-    // No policy was drawn: the verifier could not replay (the reason follows below).
+  if (!v.environment_unmatched.empty()) {
+    // No policy was drawn: this verifier cannot replay (the differences follow below).
     std::snprintf(line, sizeof line, "challenged 0 of %llu epochs (no replays on this machine)\n",
                   static_cast<unsigned long long>(v.epochs));
   } else {
