@@ -235,7 +235,7 @@ vt::Result<Gather> gather_cost(const vt::Task& task) {
                 else
                   st = plan.error();
               });
-  VT_RETURN_IF_ERROR(st);
+  VT_RETURN_IF_ERROR(std::move(st));
   return g;
 }
 
@@ -279,7 +279,8 @@ T or_die(vt::Result<T> r, const std::string& what) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+// A library exception (LibTorch, CLI11, the filesystem) ends the run with its message.
+int main(int argc, char** argv) try {
   const auto info = vt::training::runtime_info();
   std::string device = info.cuda_available ? "cuda" : "cpu";
   fs::path dir = fs::temp_directory_path();
@@ -359,4 +360,10 @@ int main(int argc, char** argv) {
   report.add("verify_wall_vs_provider_wall", v.verify_total / v.provider_total);
   fs::remove_all(scratch);
   return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "bench_gpu: %s\n", e.what());
+  return 1;
+} catch (...) {
+  std::fprintf(stderr, "bench_gpu: an exception that is not a std::exception\n");
+  return 1;
 }

@@ -134,7 +134,7 @@ Result<EvalMetrics> evaluate_split(Network& net, const MappedSplit& split, const
     }
   }
   net.set_training(true);
-  VT_RETURN_IF_ERROR(status);
+  VT_RETURN_IF_ERROR(std::move(status));
   EvalMetrics m;
   m.examples = static_cast<std::int64_t>(order.size());
   m.loss = loss_sum.item<double>() / static_cast<double>(order.size());

@@ -9,9 +9,9 @@
 
 namespace vt::training {
 
-Optimizer::Optimizer(const OptimizerSpec& spec, NamedTensors params, bool portable)
+Optimizer::Optimizer(const OptimizerSpec& spec, const NamedTensors& params, bool portable)
     : spec_(spec), portable_(portable) {
-  for (auto& [name, p] : params) {
+  for (const auto& [name, p] : params) {
     Slot s{name, p, {}, {}, {}, at::zeros({}, at::TensorOptions().dtype(at::kLong))};
     if (spec.name == "sgd" && spec.momentum != 0.0) s.momentum = at::zeros_like(p);
     if (spec.name == "adam" || spec.name == "adamw") {

@@ -50,7 +50,7 @@ void run_more_kernels() {
   kernels::column_sums(4, 6, x.data(), 6, sums.data());
   kernels::dropout_backward(24, dy.data(), 0.5f, 9, 1, dx.data());
   const std::int64_t ids[] = {2, 0, 2, 1};
-  std::vector<float> table(3 * 6);
+  std::vector<float> table(std::size_t{3} * 6);
   kernels::embedding_backward(4, 6, 3, ids, dy.data(), table.data());
   std::vector<float> lmean(4), rstd(4), dw(6), db(6);
   kernels::layer_norm(4, 6, x.data(), dy.data(), nullptr, 1e-5f, y.data(), lmean.data(),
@@ -71,7 +71,7 @@ void run_more_kernels() {
   cs.kernel[2] = 3;
   cs.stride[2] = 2;
   const auto cw = ramp({3, 2, 3}, 0.4f, 0.9f), cb = ramp(3, 0.1f);
-  std::vector<float> cy(2 * 3 * 2), cdx(x.size()), cdw(cw.size()), cdb(3);
+  std::vector<float> cy(std::size_t{2} * 3 * 2), cdx(x.size()), cdw(cw.size()), cdb(3);
   kernels::grouped_conv_forward(cs, 1, x.data(), cw.data(), cb.data(), cy.data());
   kernels::grouped_conv_backward(cs, 1, x.data(), cw.data(), cy.data(), cdx.data(), cdw.data(),
                                  cdb.data());
@@ -212,7 +212,7 @@ void run_real_model_kernels() {
 void run_kernels() {
   const auto x = ramp({6, 8}, 1.5f);
   const auto w = ramp({8, 5}, 0.5f, 1.0f);
-  std::vector<float> y(6 * 5), yt(5 * 6);
+  std::vector<float> y(std::size_t{6} * 5), yt(std::size_t{5} * 6);
   kernels::gemm(6, 5, 8, {x.data(), 8, 1}, {w.data(), 1, 8}, y.data(), 5);          // x · wᵀ
   kernels::gemm(5, 6, 8, {w.data(), 1, 5}, {x.data(), 1, 8}, yt.data(), 6, false);  // strided
   const auto bias = ramp(5, 0.1f, 2.0f);
@@ -220,7 +220,7 @@ void run_kernels() {
   std::vector<float> g(y.size()), dg(y.size());
   kernels::gelu(static_cast<std::int64_t>(y.size()), y.data(), g.data());
   kernels::gelu_backward(static_cast<std::int64_t>(y.size()), y.data(), g.data(), dg.data());
-  std::vector<float> sm(4 * 4 * 2), dsm(sm.size());
+  std::vector<float> sm(std::size_t{4} * 4 * 2), dsm(sm.size());
   const auto logits = ramp(sm.size(), 3.0f);
   kernels::softmax(8, 4, logits.data(), 2.0f, true, sm.data());
   kernels::softmax_backward(8, 4, sm.data(), logits.data(), 2.0f, true, dsm.data());
@@ -233,7 +233,7 @@ void run_kernels() {
   kernels::cross_entropy_backward(6, 5, y.data(), targets, row_max.data(), row_sum.data(), 1.0f,
                                   dlogits.data());
   const std::int64_t ids[] = {3, 0, 3, 1};
-  std::vector<float> emb(4 * 5);
+  std::vector<float> emb(std::size_t{4} * 5);
   kernels::embedding(4, 5, ids, y.data(), emb.data());
   std::vector<float> drop(y.size());
   kernels::dropout(static_cast<std::int64_t>(y.size()), y.data(), 0.25f, 77, 3, drop.data());
@@ -253,7 +253,7 @@ void run_kernels() {
   cs.padding[1] = 1;
   cs.padding[2] = 1;
   const auto cx = ramp({2, 4, 25}, 1.0f), cw = ramp({2, 2, 9}, 0.3f, 0.5f);
-  std::vector<float> cy(2 * 2 * 25);
+  std::vector<float> cy(std::size_t{2} * 2 * 25);
   kernels::grouped_conv_forward(cs, 2, cx.data(), cw.data(), nullptr, cy.data());
   std::vector<float> cdx(cx.size()), cdw(cw.size()), cdb(2);
   kernels::grouped_conv_backward(cs, 2, cx.data(), cw.data(), cy.data(), cdx.data(), cdw.data(),

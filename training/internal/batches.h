@@ -32,7 +32,7 @@ bool is_mapped_dataset(const Task& task);
 
 // The task's eval split, if it has one: its eval_files opened as a split of their own, or the
 // eval_fraction of `train`'s rows that held_out_rows picks, which `train` then no longer holds.
-Result<std::optional<MappedSplit>> open_eval_split(const TrainingTask& task,
+Result<std::optional<MappedSplit>> open_eval_split(const TrainingTask& resolved,
                                                    const std::filesystem::path& task_dir,
                                                    MappedSplit& train);
 
@@ -42,7 +42,7 @@ Result<EvalMetrics> evaluate_split(Network& net, const MappedSplit& split, const
                                    const at::Device& device);
 
 // Opens, digest-checks and shape-checks one split (`files` from the task) against the model.
-Result<MappedSplit> open_mapped_split(const TrainingTask& task,
+Result<MappedSplit> open_mapped_split(const TrainingTask& resolved,
                                       const std::filesystem::path& task_dir,
                                       const std::map<std::string, std::string>& files,
                                       const std::string& split);

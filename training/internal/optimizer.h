@@ -15,7 +15,7 @@ class Optimizer {
  public:
   // `portable`: the updates of docs/portable.md ("Optimizers") in veritrain's kernels, on
   // contiguous float32 CPU tensors; else LibTorch's own operations.
-  Optimizer(const OptimizerSpec& spec, NamedTensors params, bool portable = false);
+  Optimizer(const OptimizerSpec& spec, const NamedTensors& params, bool portable = false);
 
   // One update with learning rate `lr`; the gradients are in the parameters' .grad().
   void step(double lr);
