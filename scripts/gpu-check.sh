@@ -70,7 +70,7 @@ step() { echo "+ veritrain $*"; (cd "$W" && "$V" "$@"); echo "rc $?"; }
   step train --task cnn-adamw.json --workdir cnn-adamw
   step verify --task cnn-adamw.json --workdir cnn-adamw --report cnn-adamw-report
 } >"$RESULTS/cli.log" 2>&1
-grep -E '^(\+|rc )|verdict|accepted|rejected|inconclusive' "$RESULTS/cli.log" | head -n 40
+grep -iE '^(\+|rc )|verdict|accepted|rejected|inconclusive' "$RESULTS/cli.log" | head -n 40
 tar -C "$W" -czf "$RESULTS/cuda_workdir.tar.gz" task.json work
 
 # Plain output, not --json: each figure is printed as it is measured, so a run cut short by the
