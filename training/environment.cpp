@@ -170,7 +170,16 @@ std::string version_text(int v) {
   return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
 }
 
+constexpr const char* kCudaFields[] = {
+    "gpu_name", "compute_capability", "sm_count", "cuda_runtime", "cublas", "cudnn", "cuda_driver"};
+
 void add_cuda_fields(const std::string& device, Environment& env) {
+  if (!runtime_info().cuda_available) {
+    // A verifier without CUDA measures a CUDA task's environment to say why it cannot replay:
+    // "none here" says that, where "unknown" would suggest a reading that failed.
+    for (const char* field : kCudaFields) env[field] = "none";
+    return;
+  }
   const int index = device.size() > 5 ? std::atoi(device.c_str() + 5) : 0;
   using Attribute = int (*)(int*, int, int);
   using IntOut = int (*)(int*);
@@ -201,10 +210,7 @@ void add_cuda_fields(const std::string& device, Environment& env) {
   }
   if (auto cudnn = cuda_symbol<SizeVersion>("cudnnGetVersion"))
     env["cudnn"] = std::to_string(cudnn());
-  for (const char* field : {"gpu_name", "compute_capability", "sm_count", "cuda_runtime", "cublas",
-                            "cudnn", "cuda_driver"}) {
-    env.emplace(field, "unknown");
-  }
+  for (const char* field : kCudaFields) env.emplace(field, "unknown");
 }
 
 std::int64_t threads_of(const Task& task, const TrainerOptions& options) {

@@ -377,6 +377,7 @@ TEST(EnvironmentCuda, AnH200WorkdirVerifiedOnACpuOnlyMachineIsInconclusive) {
   EXPECT_NE(r.out.find("INCONCLUSIVE"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("challenged 0 of 3 epochs (no replays on this machine)"), std::string::npos)
       << r.out;
+  EXPECT_NE(r.out.find("compute_capability 9.0 committed, none here"), std::string::npos) << r.out;
   for (const char* accusation : {"REJECTED", "reason:", "forged", "cheat", "FAILED"})
     EXPECT_EQ(r.out.find(accusation), std::string::npos) << accusation << " in " << r.out;
   const nlohmann::json v = run.verdict("report");
@@ -386,7 +387,8 @@ TEST(EnvironmentCuda, AnH200WorkdirVerifiedOnACpuOnlyMachineIsInconclusive) {
   EXPECT_TRUE(v["checks"].empty()) << "nothing may be replayed";
   bool capability = false;
   for (const auto& d : v["environment"]["unmatched"])
-    capability = capability || (d["field"] == "compute_capability" && d["committed"] == "9.0");
+    capability = capability || (d["field"] == "compute_capability" && d["committed"] == "9.0" &&
+                                d["here"] == "none");
   EXPECT_TRUE(capability) << v["environment"].dump();
   EXPECT_NE(v["environment"]["would_judge"].get<std::string>().find(
                 "a GPU (compute capability 9.0, 132 SMs) with CUDA 13.0"),
