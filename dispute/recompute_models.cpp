@@ -231,26 +231,26 @@ void reduce(Args& a, bool backward) {
 }  // namespace
 
 void add_model_operators(std::map<std::string_view, Recompute>& ops) {
-  ops["group_norm"] = [](Args& a) { group_norm(a, false); };
-  ops["group_norm_backward"] = [](Args& a) { group_norm(a, true); };
-  ops["baddbmm"] = [](Args& a) { baddbmm(a, false); };
-  ops["baddbmm_backward"] = [](Args& a) { baddbmm(a, true); };
-  ops["rnn"] = [](Args& a) { rnn(a, false); };
-  ops["rnn_backward"] = [](Args& a) { rnn(a, true); };
-  ops["feature_dropout"] = [](Args& a) { feature_dropout(a, false); };
-  ops["feature_dropout_backward"] = [](Args& a) { feature_dropout(a, true); };
+  // An operator and its backward are one function with a flag.
+  struct Pair {
+    std::string_view forward, backward;
+    void (*recompute)(Args&, bool);
+  };
+  for (const Pair& p :
+       {Pair{"group_norm", "group_norm_backward", group_norm},
+        Pair{"baddbmm", "baddbmm_backward", baddbmm}, Pair{"rnn", "rnn_backward", rnn},
+        Pair{"feature_dropout", "feature_dropout_backward", feature_dropout},
+        Pair{"nll_loss", "nll_loss_backward", nll_loss},
+        Pair{"cross_entropy_smoothed", "cross_entropy_smoothed_backward", cross_entropy_smoothed},
+        Pair{"bce_with_logits", "bce_with_logits_backward", bce_with_logits},
+        Pair{"reduce", "reduce_backward", reduce}}) {
+    ops[p.forward] = [f = p.recompute](Args& a) { f(a, false); };
+    ops[p.backward] = [f = p.recompute](Args& a) { f(a, true); };
+  }
   ops["bernoulli"] = [](Args& a) {
     const std::int64_t n = a.integer("n", 0, (std::int64_t{1} << 40) - 1);
     kernels::bernoulli(n, a.real("p"), a.bits64("state"), a.bits64("call"), a.out("y", n));
   };
-  ops["nll_loss"] = [](Args& a) { nll_loss(a, false); };
-  ops["nll_loss_backward"] = [](Args& a) { nll_loss(a, true); };
-  ops["cross_entropy_smoothed"] = [](Args& a) { cross_entropy_smoothed(a, false); };
-  ops["cross_entropy_smoothed_backward"] = [](Args& a) { cross_entropy_smoothed(a, true); };
-  ops["bce_with_logits"] = [](Args& a) { bce_with_logits(a, false); };
-  ops["bce_with_logits_backward"] = [](Args& a) { bce_with_logits(a, true); };
-  ops["reduce"] = [](Args& a) { reduce(a, false); };
-  ops["reduce_backward"] = [](Args& a) { reduce(a, true); };
   for (const std::string_view op :
        {"max_pool2d", "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward",
         "adaptive_avg_pool2d", "adaptive_avg_pool2d_backward", "adaptive_max_pool2d"})
