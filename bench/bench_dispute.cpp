@@ -7,7 +7,11 @@
 //   numpy_referee_ms_<model>: scripts/referee_ref.py on it, the interpreter's start included;
 //   dispute_vs_step_replays_<model>: the auditor's extra work (its traced replay of the step from
 //     the committed state, the comparison, the evidence) in replays of one untraced step (also
-//     from the committed state: restoring it included on both sides);
+//     from the committed state: restoring it included on both sides), against a provider that
+//     changed one value of that call's output (_largest: of the largest call; _last: of the
+//     step's last call, the worst case: every call before it is hashed and compared);
+//   dispute_agrees_vs_step_replays_<model>: the same replay and comparison against the honest
+//     provider's trace, which agrees call for call (nothing to stop at);
 //   dispute_cpu_vs_step_replays_<model>: the same in CPU time of all threads (the auditor hashes
 //     new operands on a helper thread while its replay runs: docs/dispute.md);
 //   trace_operand_mb_<model>, trace_hashed_mb_<model>: the step's operand bytes, and those hashed
@@ -19,8 +23,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 
 #include "bench/bench_util.h"
 #include "common/file_io.h"
@@ -39,6 +45,31 @@ namespace fs = std::filesystem;
 struct Model {
   std::string name;
   std::string cheated_op;
+};
+
+// A provider that runs veritrain's kernels but moves one output value of call `index` of the
+// step by one unit in the last place: its trace departs from the replay at that call.
+class OneValueOff : public vt::dispute::ForwardingSink {
+ public:
+  explicit OneValueOff(std::int64_t index) : index_(index) {}
+  void begin(std::string_view op, std::span<const vt::kernels::trace::Param> params,
+             std::span<const vt::kernels::trace::Operand> inputs) override {
+    current_ = calls_++ == index_;
+    ForwardingSink::begin(op, params, inputs);
+  }
+  void end(std::span<const vt::kernels::trace::Operand> outputs) override {
+    for (const auto& o : outputs) {
+      if (!current_ || o.f32 == nullptr || o.count == 0) continue;
+      auto* value = const_cast<float*>(o.f32);  // what other code would have written
+      *value = std::nextafter(*value, std::numeric_limits<float>::infinity());
+      break;
+    }
+    ForwardingSink::end(outputs);
+  }
+
+ private:
+  std::int64_t index_, calls_ = 0;
+  bool current_ = false;
 };
 
 // The index of the first call of `op`, or of the call with the most operand bytes when op is "".
@@ -107,18 +138,49 @@ void measure(Report& report, const Model& m, const fs::path& dir, double off_ns_
                            "signed trace");
   const auto calls = static_cast<double>(traced.trace.calls.size());
 
-  for (const bool largest : {false, true}) {
-    const std::int64_t index = pick_call(traced.trace.calls, largest ? "" : m.cheated_op);
-    const std::string suffix = m.name + (largest ? "_largest" : "");
-    // The provider's answer (its work, not timed), then the auditor's side: its own traced
-    // replay of the step, the comparison, the evidence.
-    const auto values = must(vt::verifier::trace_step(task, start, 1, 1, {}, index), "values");
+  // The honest provider's trace: the replay hashes and compares every call.
+  double agrees = 1e300;
+  for (int round = 0; round < 3; ++round) {
+    const double wall = best_seconds(1, [&] {
+      auto cmp = must(vt::verifier::compare_step(task, start, signed_trace, {}), "compare");
+      if (cmp.departure) {
+        std::fprintf(stderr, "bench_dispute: the honest trace departs at call %lld\n",
+                     static_cast<long long>(cmp.departure->call));
+        std::exit(1);
+      }
+    });
+    agrees = std::min(agrees, wall);
+  }
+  report.add("dispute_agrees_vs_step_replays_" + m.name, agrees / step);
+
+  for (const char* pick : {"", "_largest", "_last"}) {
+    const std::string which = pick;
+    const std::int64_t index =
+        which == "_last" ? static_cast<std::int64_t>(traced.trace.calls.size()) - 1
+                         : pick_call(traced.trace.calls, which.empty() ? m.cheated_op : "");
+    const std::string suffix = m.name + which;
+    // The cheating provider's trace and its values of the call (its work, not timed), then the
+    // auditor's side: its own traced replay of the step, the comparison, the evidence.
+    OneValueOff cheat(index), cheat_again(index);
+    const auto cheated = must(vt::verifier::trace_step(task, start, 1, 1, {}, {}, &cheat), "cheat");
+    const auto values =
+        must(vt::verifier::trace_step(task, start, 1, 1, {}, index, &cheat_again), "values");
+    const auto provider_trace =
+        must(vt::dispute::read_signed_trace(
+                 vt::dispute::write_signed_trace(cheated.trace, provider), "trace"),
+             "signed trace");
     std::string text;
     double cpu = 1e300;
     const double dispute = best_seconds(3, [&] {
       const double cpu_start = process_cpu_seconds();
-      auto cmp = must(vt::verifier::compare_step(task, start, signed_trace, {}), "compare");
-      auto evidence = must(vt::verifier::operator_evidence(signed_trace, *values.values,
+      auto cmp = must(vt::verifier::compare_step(task, start, provider_trace, {}), "compare");
+      if (!cmp.departure || cmp.departure->call != index ||
+          cmp.departure->kind != vt::dispute::Departure::Kind::kOperator) {
+        std::fprintf(stderr, "bench_dispute: the cheat at call %lld was not found there\n",
+                     static_cast<long long>(index));
+        std::exit(1);
+      }
+      auto evidence = must(vt::verifier::operator_evidence(provider_trace, *values.values,
                                                            cmp.auditor.header.calls_root),
                            "evidence");
       text = vt::dispute::write_operator_evidence(evidence, auditor);
@@ -129,10 +191,15 @@ void measure(Report& report, const Model& m, const fs::path& dir, double off_ns_
       std::fprintf(stderr, "bench_dispute: %s\n", written.error().message.c_str());
       std::exit(1);
     }
+    bool against = false;
     const double referee = best_seconds(5, [&] {
       auto checked = must(vt::dispute::read_operator_evidence(text, file.string()), "read");
-      must(vt::dispute::rule(checked.evidence), "rule");
+      against = !must(vt::dispute::rule(checked.evidence), "rule").provider_correct;
     });
+    if (!against) {
+      std::fprintf(stderr, "bench_dispute: the referee did not rule against the cheat\n");
+      std::exit(1);
+    }
     const std::string command = "/usr/bin/python3 " + std::string(VT_SOURCE_DIR) +
                                 "/scripts/referee_ref.py " + file.string() + " > /dev/null";
     const double numpy = best_seconds(3, [&] { (void)std::system(command.c_str()); });
@@ -143,10 +210,8 @@ void measure(Report& report, const Model& m, const fs::path& dir, double off_ns_
                static_cast<double>(text.size()) / static_cast<double>(start.size()));
     report.add("referee_ms_" + suffix, referee * 1e3);
     report.add("numpy_referee_ms_" + suffix, numpy * 1e3);
-    if (!largest) {
-      report.add("dispute_vs_step_replays_" + m.name, dispute / step);
-      report.add("dispute_cpu_vs_step_replays_" + m.name, cpu / step_cpu);
-    }
+    report.add("dispute_vs_step_replays_" + suffix, dispute / step);
+    report.add("dispute_cpu_vs_step_replays_" + suffix, cpu / step_cpu);
   }
   report.add("state_bytes_" + m.name, start.size());
   report.add("step_ms_" + m.name, step * 1e3);

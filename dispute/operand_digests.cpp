@@ -16,7 +16,9 @@ OperandDigests::~OperandDigests() = default;
 
 void OperandDigests::hash_entry(Entry& e) {
   bool expected = false;
-  if (e.claimed.compare_exchange_strong(expected, true)) e.digest = sha256(e.copy);
+  if (!e.claimed.compare_exchange_strong(expected, true) || abandoned_.load()) return;
+  e.digest = sha256(e.copy);
+  e.done.store(true, std::memory_order_release);
 }
 
 OperandDigests::Ticket OperandDigests::add(ByteSpan bytes) {
@@ -47,6 +49,7 @@ OperandDigests::Ticket OperandDigests::add(ByteSpan bytes) {
   } else {
     e.claimed = true;
     e.digest = sha256(bytes);
+    e.done = true;
   }
   tickets_.push_back(index);
   return tickets_.size() - 1;
@@ -61,5 +64,9 @@ void OperandDigests::finish() {
 }
 
 const Digest& OperandDigests::digest(Ticket t) const { return entries_[tickets_.at(t)].digest; }
+
+bool OperandDigests::ready(Ticket t) const {
+  return entries_[tickets_.at(t)].done.load(std::memory_order_acquire);
+}
 
 }  // namespace vt::dispute

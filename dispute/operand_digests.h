@@ -36,6 +36,10 @@ class OperandDigests {
   // Waits for every digest; valid until the next add.
   void finish();
   const Digest& digest(Ticket t) const;
+  // Whether `t`'s digest is computed already (digest(t) may be read without finish()).
+  bool ready(Ticket t) const;
+  // No digest not yet begun will be computed: the caller reads only those ready now.
+  void abandon() { abandoned_.store(true); }
 
   std::size_t hashed_bytes() const { return hashed_bytes_; }
   std::size_t repeated_bytes() const { return repeated_bytes_; }
@@ -45,6 +49,7 @@ class OperandDigests {
     Bytes copy;  // the values, to know a repeat by (none past the memo's budget)
     Digest digest{};
     std::atomic<bool> claimed{false};
+    std::atomic<bool> done{false};  // digest written
   };
   void hash_entry(Entry& e);
 
@@ -53,6 +58,7 @@ class OperandDigests {
   std::deque<Entry> entries_;                                   // stable addresses
   std::vector<std::size_t> tickets_;                            // ticket → entry
   std::unordered_multimap<std::uint64_t, std::size_t> by_key_;  // key → kept entry
+  std::atomic<bool> abandoned_{false};
   std::optional<ThreadPool> helper_;
   std::vector<std::future<void>> pending_;
 };

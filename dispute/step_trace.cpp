@@ -403,15 +403,44 @@ void TraceRecorder::record(const kernels::trace::Operand& o, bool output) {
 void TraceRecorder::settle() {
   if (pending_.empty()) return;
   digests_.finish();
-  for (const Pending& p : pending_) {
+  for (std::size_t i = filled_; i < pending_.size(); ++i) {
+    const Pending& p = pending_[i];
     TracedCall& call = calls_[p.call];
     (p.output ? call.outputs : call.inputs)[p.operand].sha256 = digests_.digest(p.ticket);
   }
   pending_.clear();
+  call_ends_.clear();
+  filled_ = 0;
+}
+
+void TraceRecorder::compare_ready_calls() {
+  // Digests complete in the order the operands came (one helper takes them from the front), so
+  // this stops at the first not yet computed.
+  while (filled_ < pending_.size() && digests_.ready(pending_[filled_].ticket)) {
+    const Pending& p = pending_[filled_++];
+    TracedCall& call = calls_[p.call];
+    (p.output ? call.outputs : call.inputs)[p.operand].sha256 = digests_.digest(p.ticket);
+  }
+  while (agreed_ < call_ends_.size() && call_ends_[agreed_] <= filled_ &&
+         agreed_ < provider_->size()) {
+    if (calls_[agreed_] == (*provider_)[agreed_]) {
+      ++agreed_;
+      continue;
+    }
+    parted_ = agreed_;
+    calls_.resize(agreed_ + 1);
+    pending_.resize(call_ends_[agreed_]);
+    call_ends_.resize(agreed_ + 1);
+    digests_.abandon();  // what is left to hash belongs to later calls
+    stop_listening();
+    return;
+  }
 }
 
 void TraceRecorder::begin(std::string_view op, std::span<const kernels::trace::Param> params,
                           std::span<const kernels::trace::Operand> inputs) {
+  if (provider_ != nullptr && !parted_) compare_ready_calls();
+  if (parted_) return;
   TracedCall call;
   call.op = std::string(op);
   for (const auto& p : params)
@@ -427,8 +456,9 @@ void TraceRecorder::begin(std::string_view op, std::span<const kernels::trace::P
 }
 
 void TraceRecorder::end(std::span<const kernels::trace::Operand> outputs) {
-  if (calls_.empty()) return;
+  if (calls_.empty() || parted_) return;
   for (const auto& o : outputs) record(o, true);
+  call_ends_.push_back(pending_.size());
   if (captured_ && captured_->index == static_cast<std::int64_t>(calls_.size()) - 1 &&
       captured_->outputs.empty()) {
     for (const auto& o : outputs) captured_->outputs.push_back(operand_values(o));

@@ -121,6 +121,10 @@ Status check_values(const std::vector<OperandValues>& values,
 // Records the calls of a step: hashes every operand; keeps the values of call `capture`. With
 // `background`, new operands are hashed on a helper thread while the step runs (the auditor's and
 // the provider's replays); calls() and take_calls() wait for the last digest.
+//
+// Given the provider's calls (compare_with), the recorder compares each finished call with the
+// provider's as its digests come in and stops at the first that is not equal: the calls it keeps
+// end with that one, and no operand after it is hashed (docs/dispute.md, "Where two traces part").
 class TraceRecorder : public kernels::trace::Sink {
  public:
   // What a recorder may keep of a step's values to recognise repeats (OperandDigests).
@@ -142,6 +146,10 @@ class TraceRecorder : public kernels::trace::Sink {
     return std::move(calls_);
   }
   const std::optional<CallValues>& captured() const { return captured_; }
+  // The provider's calls, which must outlive the recording; not with `capture`.
+  void compare_with(const std::vector<TracedCall>* provider) { provider_ = provider; }
+  // The first call, by index, that is not the provider's, once the recording stopped at it.
+  std::optional<std::size_t> parted() const { return parted_; }
   // Operand bytes hashed, and those recognised as values this step already hashed.
   std::size_t hashed_bytes() const { return digests_.hashed_bytes(); }
   std::size_t repeated_bytes() const { return digests_.repeated_bytes(); }
@@ -149,6 +157,7 @@ class TraceRecorder : public kernels::trace::Sink {
  private:
   void record(const kernels::trace::Operand& o, bool output);
   void settle();
+  void compare_ready_calls();
 
   struct Pending {  // an operand hash that waits for its digest
     std::size_t call, operand;
@@ -160,6 +169,13 @@ class TraceRecorder : public kernels::trace::Sink {
   std::optional<CallValues> captured_;
   OperandDigests digests_;
   std::vector<Pending> pending_;
+  // For compare_with: the provider's calls; where each finished call's operands end in
+  // pending_; the operands with their digest filled in (a prefix of pending_); the calls found
+  // equal to the provider's (a prefix of calls_); the first that is not.
+  const std::vector<TracedCall>* provider_ = nullptr;
+  std::vector<std::size_t> call_ends_;
+  std::size_t filled_ = 0, agreed_ = 0;
+  std::optional<std::size_t> parted_;
 };
 
 // A sink that passes every call on to `next` when one is set: the base of sinks that act on the

@@ -15,10 +15,10 @@ Sink* install(Sink* sink) {
   return previous;
 }
 
-bool active() { return installed != nullptr && !inside; }
+bool active() { return installed != nullptr && !inside && installed->listening(); }
 
 Call::Call(std::string_view op, std::span<const Param> params, std::span<const Operand> inputs) {
-  if (installed == nullptr || inside) return;
+  if (installed == nullptr || inside || !installed->listening()) return;
   sink_ = installed;
   inside = true;
   sink_->begin(op, params, inputs);

@@ -48,11 +48,22 @@ class Sink {
   // them, the test cheaters of tests/adversary rewrite them (what a provider running other code
   // would produce).
   virtual void end(std::span<const Operand> outputs) = 0;
+
+  // False once the sink has all it needs: kernels call it no more and prepare no operands for it
+  // (a product's operands in logical order), as if none were installed.
+  bool listening() const { return listening_; }
+
+ protected:
+  void stop_listening() { listening_ = false; }
+
+ private:
+  bool listening_ = true;
 };
 
 // Records this thread's calls into `sink` until install(nullptr). Returns the sink it replaces.
 Sink* install(Sink* sink);
-bool active();  // a sink is installed on this thread and no recording call is under way
+// A listening sink is installed on this thread and no recording call is under way.
+bool active();
 
 // One recorded call, from its inputs to its outputs:
 //   trace::Call call("gelu", {trace::integer("n", n)}, {{"x", x, nullptr, n}});

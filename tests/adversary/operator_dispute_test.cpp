@@ -95,6 +95,18 @@ TEST_P(Cheats, AreLocatedAtTheirOperatorAndRuledAgainst) {
   ASSERT_TRUE(departure.has_value());
   EXPECT_EQ(departure->kind, dispute::Departure::Kind::kOperator) << departure->description;
   EXPECT_EQ(provider->trace.calls[static_cast<std::size_t>(departure->call)].op, expected_op);
+  // The auditor's dispute compares as it replays and stops at that call: its trace is the
+  // replay's up to and including it, the same on every run.
+  auto compared = verifier::compare_step(task, start, *signed_trace, {});
+  ASSERT_TRUE(compared.ok()) << compared.error().message;
+  ASSERT_TRUE(compared->departure.has_value());
+  EXPECT_EQ(compared->departure->call, departure->call);
+  EXPECT_EQ(compared->departure->kind, departure->kind);
+  const std::vector<dispute::TracedCall> prefix(auditor->trace.calls.begin(),
+                                                auditor->trace.calls.begin() + departure->call + 1);
+  EXPECT_EQ(compared->auditor.calls, prefix);
+  EXPECT_EQ(compared->auditor.header.calls, departure->call + 1);
+  EXPECT_EQ(compared->auditor.header.calls_root, dispute::calls_root(prefix));
 
   // The provider's values of that call, answered with its own code.
   OperatorCheater again(c.cheat, optimizer_op);

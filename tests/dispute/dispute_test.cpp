@@ -519,5 +519,56 @@ TEST(Departure, FindsTheFirstCallWithSameInputsAndOtherOutputs) {
   EXPECT_EQ(first_departure(s.trace, provider)->kind, Departure::Kind::kLength);
 }
 
+// Compared with the provider's calls as it records, a recorder keeps the calls up to the first
+// that parts and stops listening there: later kernels are neither recorded nor prepared for it.
+TEST(Departure, ARecorderComparingAsItGoesStopsAtTheFirstCallThatParts) {
+  TraceRecorder honest;
+  {
+    ScopedSink on(&honest);
+    run_kernels();
+  }
+  const std::vector<TracedCall> all = honest.calls();
+  ASSERT_GT(all.size(), 8u);
+  for (const bool background : {false, true}) {
+    std::vector<TracedCall> provider = all;
+    provider[5].outputs[0].sha256[0] ^= 1;
+    TraceRecorder recorder(std::nullopt, background);
+    recorder.compare_with(&provider);
+    {
+      ScopedSink on(&recorder);
+      run_kernels();
+      if (!background) {  // every digest is ready at once: the next call's begin sees it
+        EXPECT_FALSE(kernels::trace::active());
+        ASSERT_TRUE(recorder.parted().has_value());
+      }
+    }
+    const std::vector<TracedCall>& kept = recorder.calls();
+    if (recorder.parted()) {
+      EXPECT_EQ(*recorder.parted(), 5u);
+      EXPECT_EQ(kept, std::vector<TracedCall>(all.begin(), all.begin() + 6));
+    } else {  // the helper had not hashed call 5 before the kernels ended: all of them
+      EXPECT_EQ(kept, all);
+    }
+    StepTrace mine, theirs;
+    mine.calls = kept;
+    theirs.calls = provider;
+    const auto d = first_departure(mine, theirs);
+    ASSERT_TRUE(d.has_value());
+    EXPECT_EQ(d->call, 5);
+    EXPECT_EQ(d->kind, Departure::Kind::kOperator);
+  }
+
+  // Agreeing calls and a shorter provider trace: nothing to stop at, every call recorded.
+  std::vector<TracedCall> shorter(all.begin(), all.begin() + 3);
+  TraceRecorder recorder;
+  recorder.compare_with(&shorter);
+  {
+    ScopedSink on(&recorder);
+    run_kernels();
+  }
+  EXPECT_FALSE(recorder.parted().has_value());
+  EXPECT_EQ(recorder.calls(), all);
+}
+
 }  // namespace
 }  // namespace vt::dispute

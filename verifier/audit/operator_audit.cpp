@@ -1,5 +1,7 @@
 #include "verifier/audit/operator_audit.h"
 
+#include <algorithm>
+
 #include "verifier/check/epoch_check.h"
 
 namespace vt::verifier {
@@ -10,10 +12,15 @@ bool is_backward(std::string_view op) { return op.ends_with("_backward") || op =
 
 }  // namespace
 
-Result<TracedStep> trace_step(const Task& task, ByteSpan start_state, std::uint64_t epoch,
-                              std::int64_t step, const training::TrainerOptions& options,
-                              std::optional<std::int64_t> capture,
-                              dispute::ForwardingSink* provider_code) {
+namespace {
+
+// trace_step, and with `provider_calls` the recorder stops at the first call that is not the
+// provider's (compare_step).
+Result<TracedStep> trace(const Task& task, ByteSpan start_state, std::uint64_t epoch,
+                         std::int64_t step, const training::TrainerOptions& options,
+                         std::optional<std::int64_t> capture,
+                         dispute::ForwardingSink* provider_code,
+                         const std::vector<dispute::TracedCall>* provider_calls) {
   if (task.determinism != Determinism::kPortable)
     return invalid_input("a step trace is defined for portable tasks; this task's determinism is " +
                          name_string(task.determinism) + " (its disputes stay at the step: audit)");
@@ -27,6 +34,7 @@ Result<TracedStep> trace_step(const Task& task, ByteSpan start_state, std::uint6
     return invalid_input("--step " + std::to_string(step) + ": an epoch has steps 1.." +
                          std::to_string(trainer->steps_per_epoch()));
   dispute::TraceRecorder recorder(capture, /*background=*/true);
+  recorder.compare_with(provider_calls);
   std::optional<dispute::ScopedSink> provider_scope;
   if (provider_code != nullptr) provider_scope.emplace(provider_code);
   std::optional<dispute::ScopedSink> recording;
@@ -59,6 +67,15 @@ Result<TracedStep> trace_step(const Task& task, ByteSpan start_state, std::uint6
   return out;
 }
 
+}  // namespace
+
+Result<TracedStep> trace_step(const Task& task, ByteSpan start_state, std::uint64_t epoch,
+                              std::int64_t step, const training::TrainerOptions& options,
+                              std::optional<std::int64_t> capture,
+                              dispute::ForwardingSink* provider_code) {
+  return trace(task, start_state, epoch, step, options, capture, provider_code, nullptr);
+}
+
 Result<StepComparison> compare_step(const Task& task, ByteSpan start_state,
                                     const dispute::SignedTrace& provider,
                                     const training::TrainerOptions& options) {
@@ -66,9 +83,18 @@ Result<StepComparison> compare_step(const Task& task, ByteSpan start_state,
   if (h.task_id != task_id(task))
     return invalid_input("the provider's trace is for task " + hex_encode(h.task_id) +
                          ", not this one (" + hex_encode(task_id(task)) + ")");
-  VT_ASSIGN_OR_RETURN(TracedStep mine, trace_step(task, start_state, h.epoch, h.step, options));
+  VT_ASSIGN_OR_RETURN(TracedStep mine, trace(task, start_state, h.epoch, h.step, options,
+                                             std::nullopt, nullptr, &provider.trace.calls));
   StepComparison out;
   out.departure = dispute::first_departure(mine.trace, provider.trace);
+  // Whether the recorder saw the parting call while the step ran depends on how far its hashing
+  // had come; the auditor's trace ends there either way, so its root is the same on every run.
+  if (out.departure && out.departure->kind != dispute::Departure::Kind::kLength) {
+    auto& calls = mine.trace.calls;
+    calls.resize(std::min(calls.size(), static_cast<std::size_t>(out.departure->call) + 1));
+    mine.trace.header.calls = static_cast<std::int64_t>(calls.size());
+    mine.trace.header.calls_root = dispute::calls_root(calls);
+  }
   out.auditor = std::move(mine.trace);
   return out;
 }

@@ -29,7 +29,9 @@ Result<TracedStep> trace_step(const Task& task, ByteSpan start_state, std::uint6
                               dispute::ForwardingSink* provider_code = nullptr);
 
 // Where the provider's signed trace of (epoch, step) parts from the auditor's replay of it.
-// Invalid input when the trace is for another task, epoch or step.
+// Invalid input when the trace is for another task, epoch or step. The replay stops hashing at
+// the first call that parts: `auditor` holds its calls up to and including that one (all of
+// them when none parts, or when the provider's trace is only shorter).
 struct StepComparison {
   dispute::StepTrace auditor;
   std::optional<dispute::Departure> departure;
