@@ -6,6 +6,7 @@
 #include "common/json.h"
 #include "common/json_fields.h"
 #include "fingerprint/merkle.h"
+#include "kernels/parallel.h"
 
 namespace vt::dispute {
 namespace {
@@ -439,7 +440,10 @@ void TraceRecorder::compare_ready_calls() {
 
 void TraceRecorder::begin(std::string_view op, std::span<const kernels::trace::Param> params,
                           std::span<const kernels::trace::Operand> inputs) {
-  if (provider_ != nullptr && !parted_) compare_ready_calls();
+  if (provider_ != nullptr && !parted_) {
+    compare_ready_calls();
+    if (parted_ && !kernels::in_parallel()) throw StepCut();
+  }
   if (parted_) return;
   TracedCall call;
   call.op = std::string(op);

@@ -124,7 +124,15 @@ Status check_values(const std::vector<OperandValues>& values,
 //
 // Given the provider's calls (compare_with), the recorder compares each finished call with the
 // provider's as its digests come in and stops at the first that is not equal: the calls it keeps
-// end with that one, and no operand after it is hashed (docs/dispute.md, "Where two traces part").
+// end with that one, no operand after it is hashed, and the next call's begin() throws StepCut,
+// which ends the step there: nothing after it is needed (docs/dispute.md, "Where two traces
+// part"). Where an exception may not be thrown (inside a parallel_for) the step runs on untraced.
+struct StepCut : std::exception {
+  const char* what() const noexcept override {
+    return "the replay stopped at the first call that parts from the provider's trace";
+  }
+};
+
 class TraceRecorder : public kernels::trace::Sink {
  public:
   // What a recorder may keep of a step's values to recognise repeats (OperandDigests).

@@ -25,6 +25,8 @@ void ieee_mode() {
 #endif
 }
 
+bool in_parallel() { return omp_in_parallel() != 0; }
+
 void parallel_for(std::int64_t n, std::int64_t grain,
                   const std::function<void(std::int64_t, std::int64_t)>& body) {
   if (n <= 0) return;

@@ -22,4 +22,7 @@ void parallel_for(std::int64_t n, std::int64_t grain,
 // Puts the calling thread's floating-point unit in IEEE mode (as parallel_for does).
 void ieee_mode();
 
+// Whether the calling thread runs inside a parallel_for's body (an exception must not leave it).
+bool in_parallel();
+
 }  // namespace vt::kernels

@@ -21,7 +21,12 @@ Call::Call(std::string_view op, std::span<const Param> params, std::span<const O
   if (installed == nullptr || inside || !installed->listening()) return;
   sink_ = installed;
   inside = true;
-  sink_->begin(op, params, inputs);
+  try {
+    sink_->begin(op, params, inputs);
+  } catch (...) {  // the sink ends the computation here (Sink::begin): the call never runs
+    inside = false;
+    throw;
+  }
 }
 
 Call::~Call() {

@@ -41,7 +41,8 @@ class Sink {
  public:
   virtual ~Sink() = default;
   // Before the operator runs. Inputs are read now: an operator may overwrite one (an optimizer
-  // update writes the parameter it reads).
+  // update writes the parameter it reads). A sink may throw here to end the computation that
+  // made the call (dispute::TraceRecorder does once it has its answer); the call does not run.
   virtual void begin(std::string_view op, std::span<const Param> params,
                      std::span<const Operand> inputs) = 0;
   // After it ran. The output buffers are the caller's writable memory; the recorders only read
