@@ -5,6 +5,7 @@
 // commits to the calls through a Merkle root, so one call can be shown with a short proof.
 
 #include <cstdint>
+#include <exception>
 #include <optional>
 #include <string>
 #include <vector>
