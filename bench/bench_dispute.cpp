@@ -240,7 +240,7 @@ double off_ns_per_call() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   CLI::App app{"bench_dispute: what settling a dispute by one operator costs"};
   std::string dir_arg;
   app.add_option("--dir", dir_arg, "Scratch folder for the evidence files (default: a temp one)");
@@ -256,4 +256,10 @@ int main(int argc, char** argv) {
     measure(report, m, dir, per_call);
   if (dir_arg.empty()) fs::remove_all(dir);
   return 0;
+} catch (const std::exception& e) {  // a scratch folder that cannot be made or removed
+  std::fprintf(stderr, "bench_dispute: %s\n", e.what());
+  return 1;
+} catch (...) {
+  std::fprintf(stderr, "bench_dispute: an exception that is not a std::exception\n");
+  return 1;
 }
