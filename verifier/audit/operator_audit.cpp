@@ -1,7 +1,5 @@
 #include "verifier/audit/operator_audit.h"
 
-#include <algorithm>
-
 #include "verifier/check/epoch_check.h"
 
 namespace vt::verifier {
@@ -92,9 +90,11 @@ Result<StepComparison> compare_step(const Task& task, ByteSpan start_state,
   out.departure = dispute::first_departure(mine.trace, provider.trace);
   // Whether the recorder saw the parting call while the step ran depends on how far its hashing
   // had come; the auditor's trace ends there either way, so its root is the same on every run.
-  if (out.departure && out.departure->kind != dispute::Departure::Kind::kLength) {
-    auto& calls = mine.trace.calls;
-    calls.resize(std::min(calls.size(), static_cast<std::size_t>(out.departure->call) + 1));
+  auto& calls = mine.trace.calls;
+  const auto through = out.departure ? static_cast<std::size_t>(out.departure->call) + 1 : 0;
+  if (out.departure && out.departure->kind != dispute::Departure::Kind::kLength &&
+      calls.size() > through) {
+    calls.resize(through);
     mine.trace.header.calls = static_cast<std::int64_t>(calls.size());
     mine.trace.header.calls_root = dispute::calls_root(calls);
   }
