@@ -165,7 +165,7 @@ void measure(Report& report, const Model& m, const fs::path& dir, double off_ns_
         must(vt::dispute::read_signed_trace(
                  vt::dispute::write_signed_trace(cheated.trace, provider), "trace"),
              "signed trace");
-    std::string text;
+    std::string text, shown;
     double cpu = 1e300;
     const double dispute = best_seconds(3, [&] {
       const double cpu_start = process_cpu_seconds();
@@ -180,6 +180,9 @@ void measure(Report& report, const Model& m, const fs::path& dir, double off_ns_
                                                            cmp.auditor.header.calls_root),
                            "evidence");
       text = vt::dispute::write_operator_evidence(evidence, auditor);
+      shown = evidence.disputed
+                  ? evidence.disputed->output + "[" + std::to_string(evidence.disputed->index) + "]"
+                  : "every operand whole";
       cpu = std::min(cpu, process_cpu_seconds() - cpu_start);
     });
     const fs::path file = dir / ("evidence-" + suffix + ".json");
@@ -201,6 +204,7 @@ void measure(Report& report, const Model& m, const fs::path& dir, double off_ns_
     const double numpy = best_seconds(3, [&] { (void)std::system(command.c_str()); });
     report.add("evidence_operator_" + suffix,
                traced.trace.calls[static_cast<std::size_t>(index)].op);
+    report.add("evidence_shows_" + suffix, shown);
     report.add("evidence_bytes_" + suffix, text.size());
     report.add("evidence_vs_state_" + suffix,
                static_cast<double>(text.size()) / static_cast<double>(start.size()));

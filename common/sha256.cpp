@@ -1,6 +1,9 @@
 #include "common/sha256.h"
 
+// SHA256_Init and friends for sha256_of_parts: deprecated in OpenSSL 3, kept for their speed.
+#define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/evp.h>
+#include <openssl/sha.h>
 
 #include <cstdlib>
 #include <stdexcept>
@@ -54,6 +57,16 @@ Digest sha256(ByteSpan bytes) {
   Digest out;
   unsigned int len = 0;
   EVP_Digest(bytes.data(), bytes.size(), out.data(), &len, sha256_md(), nullptr);
+  return out;
+}
+
+Digest sha256_of_parts(std::initializer_list<ByteSpan> parts) {
+  SHA256_CTX ctx;
+  SHA256_Init(&ctx);
+  for (ByteSpan part : parts)
+    if (!part.empty()) SHA256_Update(&ctx, part.data(), part.size());
+  Digest out;
+  SHA256_Final(out.data(), &ctx);
   return out;
 }
 

@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "common/sha256.h"
+#include "dispute/step_trace.h"
 
 namespace vt::dispute {
 
@@ -17,7 +17,7 @@ OperandDigests::~OperandDigests() = default;
 void OperandDigests::hash_entry(Entry& e) {
   bool expected = false;
   if (!e.claimed.compare_exchange_strong(expected, true) || abandoned_.load()) return;
-  e.digest = sha256(e.copy);
+  e.digest = operand_root(e.copy);
   e.done.store(true, std::memory_order_release);
 }
 
@@ -48,7 +48,7 @@ OperandDigests::Ticket OperandDigests::add(ByteSpan bytes) {
     }
   } else {
     e.claimed = true;
-    e.digest = sha256(bytes);
+    e.digest = operand_root(bytes);
     e.done = true;
   }
   tickets_.push_back(index);

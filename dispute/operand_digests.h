@@ -1,9 +1,9 @@
 #pragma once
-// The SHA-256 of every operand of a step, at a fraction of the hashing: a step hands the same
-// values from call to call (an output is the next call's input; a weight is read forward and
-// backward), so about half of a gpt step's operand bytes are values already hashed in that step.
-// A repeat is found by a fast non-cryptographic key and confirmed byte for byte against a copy
-// kept of the first occurrence, so a crafted key collision can only cost time, never a wrong
+// The root (operand_root) of every operand of a step, at a fraction of the hashing: a step hands
+// the same values from call to call (an output is the next call's input; a weight is read forward
+// and backward), so about half of a gpt step's operand bytes are values already hashed in that
+// step. A repeat is found by a fast non-cryptographic key and confirmed byte for byte against a
+// copy kept of the first occurrence, so a crafted key collision can only cost time, never a wrong
 // digest. What is new is hashed by one helper thread while the step goes on, and by the caller
 // too once it waits.
 

@@ -4,12 +4,17 @@
 
 #include "common/json.h"
 #include "common/json_fields.h"
+#include "dispute/cone.h"
+#include "dispute/evidence_values.h"
 #include "dispute/recompute.h"
+#include "kernels/norm.h"
 
 namespace vt::dispute {
 namespace {
 
-constexpr std::string_view kEvidenceFormat = "veritrain/operator-evidence/v1";
+constexpr std::string_view kEvidenceFormat = "veritrain/operator-evidence/v2";
+// What the partial operands of one evidence file may make a referee allocate (evidence_values.h).
+constexpr std::uint64_t kPartialOperandBudget = std::uint64_t{1} << 30;
 
 std::string call_words(std::int64_t index, const TracedCall& call) {
   return "call " + std::to_string(index) + " (" + call.op + ")";
@@ -108,6 +113,27 @@ Result<std::vector<SignedRecord>> records_from_json(const nlohmann::json& j,
   return out;
 }
 
+// The disputed value, when the evidence names one: an output of the call and a value of it.
+Status disputed_from_json(const nlohmann::json& body, OperatorEvidence& e,
+                          const std::string& where) {
+  if (!body.contains("disputed")) return {};
+  const std::string at = where + ": disputed";
+  if (!body["disputed"].is_object()) return invalid_input(at + ": expected an object");
+  JsonFields f(body["disputed"], at);
+  VT_RETURN_IF_ERROR(f.known_keys({"output", "index"}));
+  DisputedValue d;
+  VT_RETURN_IF_ERROR(f.string("output", d.output, true));
+  VT_RETURN_IF_ERROR(f.integer("index", d.index, true));
+  const auto it = std::find_if(e.call.outputs.begin(), e.call.outputs.end(),
+                               [&](const OperandHash& o) { return o.name == d.output; });
+  if (it == e.call.outputs.end()) return f.problem("output", "names no output of the call");
+  if (d.index < 0 || d.index >= it->count)
+    return f.problem("index", "is not a value of output " + d.output + " (" +
+                                  std::to_string(it->count) + " values)");
+  e.disputed = std::move(d);
+  return {};
+}
+
 }  // namespace
 
 std::string_view departure_kind_name(Departure::Kind kind) {
@@ -167,8 +193,9 @@ std::string write_operator_evidence(const OperatorEvidence& e, const SigningKey&
                          {"place", e.place},
                          {"records", records_to_json(e.records)}};
   // Moved in: an initializer list would copy the megabytes of values once more.
-  body["inputs"] = values_to_json(e.inputs);
-  body["outputs"] = values_to_json(e.outputs);
+  body["inputs"] = evidence_operands_to_json(e.inputs, e.input_chunks);
+  body["outputs"] = evidence_operands_to_json(e.outputs, e.output_chunks);
+  if (e.disputed) body["disputed"] = {{"output", e.disputed->output}, {"index", e.disputed->index}};
   // The body is most of the file (the operands' values): written once, signed, and placed in the
   // document as canonical_json would place it (keys in order: evidence, signature, signer).
   const std::string body_text = canonical_json(body);
@@ -199,7 +226,7 @@ Result<CheckedEvidence> read_operator_evidence(std::string_view text, const std:
   JsonFields f(*body, at);
   VT_RETURN_IF_ERROR(
       f.known_keys({"format", "header", "provider", "provider_signature", "call", "proof", "inputs",
-                    "outputs", "auditor_calls_root", "place", "records"}));
+                    "outputs", "disputed", "auditor_calls_root", "place", "records"}));
   std::string format, provider_hex, provider_sig_hex, auditor_root;
   CheckedEvidence out{{}, auditor.fingerprint()};
   OperatorEvidence& e = out.evidence;
@@ -217,10 +244,7 @@ Result<CheckedEvidence> read_operator_evidence(std::string_view text, const std:
   VT_ASSIGN_OR_RETURN(e.proof, proof_from_json(*proof, at + ": proof"));
   VT_ASSIGN_OR_RETURN(const nlohmann::json* call, f.find("call", true, "an object"));
   VT_ASSIGN_OR_RETURN(e.call, call_from_json(*call, e.proof.index, at + ": call"));
-  VT_ASSIGN_OR_RETURN(const nlohmann::json* inputs, f.find("inputs", true, "an array"));
-  VT_ASSIGN_OR_RETURN(e.inputs, values_from_json(*inputs, at + ": inputs"));
-  VT_ASSIGN_OR_RETURN(const nlohmann::json* outputs, f.find("outputs", true, "an array"));
-  VT_ASSIGN_OR_RETURN(e.outputs, values_from_json(*outputs, at + ": outputs"));
+  VT_RETURN_IF_ERROR(disputed_from_json(*body, e, at));
   VT_RETURN_IF_ERROR(f.string("auditor_calls_root", auditor_root, true));
   VT_ASSIGN_OR_RETURN(e.auditor_calls_root,
                       digest_from_hex(auditor_root, at + ": auditor_calls_root"));
@@ -239,13 +263,139 @@ Result<CheckedEvidence> read_operator_evidence(std::string_view text, const std:
   if (!verify_call(e.header.calls_root, e.call, e.proof))
     return rejected(at + ": call " + std::to_string(e.proof.index) +
                     " is not in the provider's signed trace (its proof does not reach calls_root)");
+  // The values, each against the root the provider signed for it in this call.
   const std::string what = at + ": " + call_words(e.proof.index, e.call);
-  VT_RETURN_IF_ERROR(check_values(e.inputs, e.call.inputs, what + ": input"));
-  VT_RETURN_IF_ERROR(check_values(e.outputs, e.call.outputs, what + ": output"));
+  std::uint64_t budget = kPartialOperandBudget;
+  VT_ASSIGN_OR_RETURN(const nlohmann::json* inputs, f.find("inputs", true, "an array"));
+  VT_ASSIGN_OR_RETURN(e.inputs, evidence_operands_from_json(*inputs, e.call.inputs, e.input_chunks,
+                                                            budget, what + ": inputs"));
+  VT_ASSIGN_OR_RETURN(const nlohmann::json* outputs, f.find("outputs", true, "an array"));
+  VT_ASSIGN_OR_RETURN(e.outputs,
+                      evidence_operands_from_json(*outputs, e.call.outputs, e.output_chunks, budget,
+                                                  what + ": outputs"));
+  const auto partial = [](const std::vector<OperandChunks>& c) {
+    return std::any_of(c.begin(), c.end(), [](const OperandChunks& o) { return !o.whole; });
+  };
+  if (!e.disputed && (partial(e.input_chunks) || partial(e.output_chunks)))
+    return invalid_input(what + ": operands are given in part, but no disputed value is named");
   return out;
 }
 
+namespace {
+
+std::string where_words(const OperatorEvidence& e) {
+  return "in step " + std::to_string(e.header.step) + " of epoch " +
+         std::to_string(e.header.epoch) + ", " + call_words(e.proof.index, e.call) +
+         (e.place.empty() ? "" : ", " + e.place);
+}
+
+float f32_at(const OperandValues& v, std::int64_t i) {
+  float x = 0;
+  std::memcpy(&x, v.bytes.data() + static_cast<std::size_t>(i) * sizeof(float), sizeof(float));
+  return x;
+}
+
+// batch_norm_train's y value `index` from the call's own x, weight, bias, mean and invstd.
+Result<float> batch_norm_y(const OperatorEvidence& e, std::int64_t index) {
+  std::int64_t channels = 0, spatial = 0, relu = 0;
+  for (const TracedParam& p : e.call.params) {
+    if (p.name == "channels") channels = p.integer;
+    if (p.name == "spatial") spatial = p.integer;
+    if (p.name == "relu") relu = p.integer;
+  }
+  const auto named = [](const std::vector<OperandValues>& list,
+                        std::string_view name) -> const OperandValues* {
+    for (const OperandValues& v : list)
+      if (v.name == name && v.dtype == DType::kF32) return &v;
+    return nullptr;
+  };
+  const OperandValues *x = named(e.inputs, "x"), *w = named(e.inputs, "weight"),
+                      *b = named(e.inputs, "bias"), *mean = named(e.outputs, "mean"),
+                      *invstd = named(e.outputs, "invstd");
+  if (channels <= 0 || spatial <= 0 || x == nullptr || mean == nullptr || invstd == nullptr)
+    return invalid_input("batch_norm_train: the parameters or operands do not fit");
+  const std::int64_t c = index / spatial % channels;
+  const auto has = [](const OperandValues* v, std::int64_t i) {
+    return v != nullptr && static_cast<std::int64_t>(v->bytes.size() / sizeof(float)) > i;
+  };
+  if (!has(x, index) || !has(mean, c) || !has(invstd, c))
+    return invalid_input("batch_norm_train: the parameters or operands do not fit");
+  return kernels::batch_norm_value(f32_at(*x, index), f32_at(*mean, c), f32_at(*invstd, c),
+                                   has(w, c) ? f32_at(*w, c) : 1.0f,
+                                   has(b, c) ? f32_at(*b, c) : 0.0f, relu != 0);
+}
+
+// The ruling on evidence that names one disputed value: the values that value reads must all be
+// given (dispute/cone.h); only it is recomputed and compared.
+Result<Ruling> rule_one_value(const OperatorEvidence& e) {
+  const DisputedValue& d = *e.disputed;
+  std::size_t o = 0;
+  while (o < e.call.outputs.size() && e.call.outputs[o].name != d.output) ++o;
+  if (o == e.call.outputs.size() || o >= e.outputs.size())
+    return invalid_input("the disputed value names no output of the call");
+  const auto cone = value_cone(e.call, o, d.index);
+  if (!cone)
+    return invalid_input(
+        e.call.op + " is refereed on whole operands only, or its parameters " +
+        "do not fit its operands: evidence for one value of it cannot be ruled on");
+  const auto given = [&](bool output, std::size_t operand, std::int64_t begin, std::int64_t end) {
+    const auto& chunks = output ? e.output_chunks : e.input_chunks;
+    const auto& values = output ? e.outputs : e.inputs;
+    return operand >= chunks.size() || gives(chunks[operand], values[operand].dtype, begin, end);
+  };
+  if (!given(true, o, d.index, d.index + 1))
+    return invalid_input("the evidence does not give the disputed value " + d.output + "[" +
+                         std::to_string(d.index) + "] itself");
+  for (const ValueSpan& span : *cone) {
+    if (!given(span.output, span.operand, span.begin, span.end)) {
+      const auto& list = span.output ? e.call.outputs : e.call.inputs;
+      return invalid_input("the evidence does not give " + list[span.operand].name + "[" +
+                           std::to_string(span.begin) + ", " + std::to_string(span.end) +
+                           "), which the disputed value " + d.output + "[" +
+                           std::to_string(d.index) + "] is computed from");
+    }
+  }
+  const OperandValues& claimed = e.outputs[o];
+  OperandValues documented{claimed.name, claimed.dtype, {}};
+  if (computed_from_outputs(e.call, o)) {
+    VT_ASSIGN_OR_RETURN(const float y, batch_norm_y(e, d.index));
+    documented.bytes.resize(claimed.bytes.size());
+    std::memcpy(documented.bytes.data() + static_cast<std::size_t>(d.index) * sizeof(float), &y,
+                sizeof(float));
+  } else {
+    VT_ASSIGN_OR_RETURN(std::vector<OperandValues> recomputed, recompute(e.call, e.inputs));
+    if (o >= recomputed.size() || recomputed[o].bytes.size() != claimed.bytes.size())
+      return invalid_input("the recomputed " + d.output + " does not have the signed size");
+    documented = std::move(recomputed[o]);
+  }
+  const std::size_t width = dtype_bytes(claimed.dtype);
+  const std::size_t at = static_cast<std::size_t>(d.index) * width;
+  Ruling r;
+  r.op = e.call.op;
+  r.call = e.proof.index;
+  const std::string value = d.output + "[" + std::to_string(d.index) + "]";
+  r.provider_correct =
+      std::memcmp(documented.bytes.data() + at, claimed.bytes.data() + at, width) == 0;
+  const std::string reads = computed_from_outputs(e.call, o)
+                                ? "the inputs and the channel's mean and invstd it signed"
+                                : "the inputs it signed";
+  if (r.provider_correct) {
+    r.summary = "for the provider: " + where_words(e) + " - the disputed value " + value +
+                " is what the documented arithmetic gives on " + reads;
+  } else {
+    r.differing_outputs.push_back(value + " (the one value in dispute)");
+    const auto i = static_cast<std::size_t>(d.index);
+    r.examples.push_back({d.output, d.index, value_at(claimed, i), value_at(documented, i)});
+    r.summary = "against the provider: " + where_words(e) + " - given " + reads +
+                ", the documented arithmetic gives another " + value + " than it signed";
+  }
+  return r;
+}
+
+}  // namespace
+
 Result<Ruling> rule(const OperatorEvidence& e) {
+  if (e.disputed) return rule_one_value(e);
   VT_ASSIGN_OR_RETURN(std::vector<OperandValues> recomputed, recompute(e.call, e.inputs));
   Ruling r;
   r.op = e.call.op;
@@ -258,9 +408,7 @@ Result<Ruling> rule(const OperatorEvidence& e) {
           std::to_string(e.outputs[i].bytes.size() / dtype_bytes(e.outputs[i].dtype)) + " values)");
   }
   r.provider_correct = r.differing_outputs.empty() && recomputed.size() == e.outputs.size();
-  const std::string where = "in step " + std::to_string(e.header.step) + " of epoch " +
-                            std::to_string(e.header.epoch) + ", " + call_words(r.call, e.call) +
-                            (e.place.empty() ? "" : ", " + e.place);
+  const std::string where = where_words(e);
   if (r.provider_correct) {
     r.summary = "for the provider: " + where +
                 " - its outputs are what the documented arithmetic gives on its inputs";

@@ -34,15 +34,36 @@ std::string_view departure_kind_name(Departure::Kind kind);  // "operator", "unt
 // Where `provider` first departs from `auditor`, or nothing when the calls are the same.
 std::optional<Departure> first_departure(const StepTrace& auditor, const StepTrace& provider);
 
+// Which chunks (kOperandChunkBytes) of one operand operator evidence gives: all of them, or
+// `given` (ascending) with each one's proof under the operand's signed root.
+struct OperandChunks {
+  bool whole = true;
+  std::vector<std::uint64_t> given;
+  std::vector<std::vector<Digest>> proofs;  // per given chunk: sibling hashes, leaf upwards
+};
+
+// The one output value evidence of part of a call's operands rules on.
+struct DisputedValue {
+  std::string output;
+  std::int64_t index = 0;
+};
+
 struct OperatorEvidence {
   TraceHeader header;  // the provider's signed trace header
   PublicKey provider;
   Bytes provider_signature;
-  TracedCall call;                             // the disputed call as the provider traced it
-  CallProof proof;                             // under header.calls_root
-  std::vector<OperandValues> inputs, outputs;  // the provider's values of the call's operands
-  Digest auditor_calls_root{};                 // the auditor's own trace of the step
-  std::string place;  // where the call sits in the model, in words (for the reader)
+  TracedCall call;  // the disputed call as the provider traced it
+  CallProof proof;  // under header.calls_root
+  // The provider's values of the call's operands. Of an operand given in part (below), every
+  // value outside its given chunks is NaN (f32) or 0 (i64).
+  std::vector<OperandValues> inputs, outputs;
+  // Parallel to inputs and outputs; empty when every operand is given whole.
+  std::vector<OperandChunks> input_chunks, output_chunks;
+  // Set when the evidence rules on one value (docs/dispute.md, "Evidence for one value"); needed
+  // when an operand is given in part.
+  std::optional<DisputedValue> disputed;
+  Digest auditor_calls_root{};  // the auditor's own trace of the step
+  std::string place;            // where the call sits in the model, in words (for the reader)
   // The provider's signed commitments of epochs E − 1 and E (empty when not at hand): the
   // state the step starts from and the one it committed, under the key that signed the trace.
   std::vector<SignedRecord> records;
@@ -76,6 +97,7 @@ struct Ruling {
   std::string summary;                         // in words an arbiter reads
 };
 Result<Ruling> rule(const OperatorEvidence& evidence);
+
 nlohmann::json ruling_to_json(const Ruling& ruling, const OperatorEvidence& evidence);
 
 }  // namespace vt::dispute

@@ -28,23 +28,23 @@ nlohmann::json operand_to_json(const OperandHash& o) {
   return {{"name", o.name},
           {"dtype", std::string(dtype_name(o.dtype))},
           {"count", o.count},
-          {"sha256", hex_encode(o.sha256)}};
+          {"root", hex_encode(o.root)}};
 }
 
 Result<OperandHash> operand_from_json(const nlohmann::json& j, const std::string& where) {
   if (!j.is_object()) return invalid_input(where + ": expected an object");
   JsonFields f(j, where);
-  VT_RETURN_IF_ERROR(f.known_keys({"name", "dtype", "count", "sha256"}));
+  VT_RETURN_IF_ERROR(f.known_keys({"name", "dtype", "count", "root"}));
   OperandHash o;
   std::string dtype, hash;
   VT_RETURN_IF_ERROR(f.string("name", o.name, true));
   VT_RETURN_IF_ERROR(f.string("dtype", dtype, true));
   VT_RETURN_IF_ERROR(f.integer("count", o.count, true));
-  VT_RETURN_IF_ERROR(f.string("sha256", hash, true));
+  VT_RETURN_IF_ERROR(f.string("root", hash, true));
   if (o.name.size() > kMaxNameLength) return f.problem("name", "longer than 64 characters");
   if (o.count < 0) return f.problem("count", "negative");
   VT_ASSIGN_OR_RETURN(o.dtype, dtype_named(dtype, where));
-  VT_ASSIGN_OR_RETURN(o.sha256, digest_from_hex(hash, where + ": sha256"));
+  VT_ASSIGN_OR_RETURN(o.root, digest_from_hex(hash, where + ": root"));
   return o;
 }
 
@@ -121,6 +121,8 @@ std::optional<Digest> root_from_path(const Digest& leaf, std::size_t m, std::siz
 }
 
 }  // namespace
+
+Digest operand_root(ByteSpan bytes) { return fp::merkle_root(bytes, kOperandChunkBytes); }
 
 std::string_view dtype_name(DType d) { return d == DType::kI64 ? "i64" : "f32"; }
 std::size_t dtype_bytes(DType d) { return d == DType::kI64 ? 8 : 4; }
@@ -225,7 +227,7 @@ bool verify_call(const Digest& root, const TracedCall& call, const CallProof& pr
 }
 
 nlohmann::json header_to_json(const TraceHeader& h) {
-  return {{"format", "veritrain/step-trace/v1"},
+  return {{"format", "veritrain/step-trace/v2"},
           {"task_id", hex_encode(h.task_id)},
           {"epoch", h.epoch},
           {"step", h.step},
@@ -240,8 +242,8 @@ Result<TraceHeader> header_from_json(const nlohmann::json& j, const std::string&
   std::string format, task, root;
   TraceHeader h;
   VT_RETURN_IF_ERROR(f.string("format", format, true));
-  if (format != "veritrain/step-trace/v1")
-    return f.problem("format", "expected \"veritrain/step-trace/v1\"");
+  if (format != "veritrain/step-trace/v2")
+    return f.problem("format", "expected \"veritrain/step-trace/v2\"");
   VT_RETURN_IF_ERROR(f.string("task_id", task, true));
   VT_RETURN_IF_ERROR(f.unsigned64("epoch", h.epoch, true));
   VT_RETURN_IF_ERROR(f.integer("step", h.step, true));
@@ -384,7 +386,8 @@ Status check_values(const std::vector<OperandValues>& values,
     const OperandValues& v = values[i];
     const OperandHash& h = hashes[i];
     const std::int64_t count = static_cast<std::int64_t>(v.bytes.size() / dtype_bytes(v.dtype));
-    if (v.name != h.name || v.dtype != h.dtype || count != h.count || sha256(v.bytes) != h.sha256)
+    if (v.name != h.name || v.dtype != h.dtype || count != h.count ||
+        operand_root(v.bytes) != h.root)
       return rejected(what + " " + h.name +
                       ": the values given are not the ones the signed trace " + "hashes (" +
                       std::to_string(count) + " " + std::string(dtype_name(v.dtype)) +
@@ -407,7 +410,7 @@ void TraceRecorder::settle() {
   for (std::size_t i = filled_; i < pending_.size(); ++i) {
     const Pending& p = pending_[i];
     TracedCall& call = calls_[p.call];
-    (p.output ? call.outputs : call.inputs)[p.operand].sha256 = digests_.digest(p.ticket);
+    (p.output ? call.outputs : call.inputs)[p.operand].root = digests_.digest(p.ticket);
   }
   pending_.clear();
   call_ends_.clear();
@@ -420,7 +423,7 @@ void TraceRecorder::compare_ready_calls() {
   while (filled_ < pending_.size() && digests_.ready(pending_[filled_].ticket)) {
     const Pending& p = pending_[filled_++];
     TracedCall& call = calls_[p.call];
-    (p.output ? call.outputs : call.inputs)[p.operand].sha256 = digests_.digest(p.ticket);
+    (p.output ? call.outputs : call.inputs)[p.operand].root = digests_.digest(p.ticket);
   }
   while (agreed_ < call_ends_.size() && call_ends_[agreed_] <= filled_ &&
          agreed_ < provider_->size()) {

@@ -1,8 +1,9 @@
 #pragma once
 // A training step's trace (docs/dispute.md): every operator call the portable arithmetic made in
-// one step, in order, each with its parameters and the SHA-256 of every operand's canonical
-// bytes (little-endian values in the operand's logical order). The provider signs a header that
-// commits to the calls through a Merkle root, so one call can be shown with a short proof.
+// one step, in order, each with its parameters and the Merkle root of every operand's canonical
+// bytes (little-endian values in the operand's logical order) over 1 KiB chunks. The provider
+// signs a header that commits to the calls through a Merkle root, so one call can be shown with a
+// short proof, and one value of one operand with a chunk and another.
 
 #include <cstdint>
 #include <exception>
@@ -28,10 +29,18 @@ struct OperandHash {
   std::string name;
   DType dtype = DType::kF32;
   std::int64_t count =
-      0;  // 0: the operand is absent (an optional weight, a gradient not asked for)
-  Digest sha256{};
+      0;          // 0: the operand is absent (an optional weight, a gradient not asked for)
+  Digest root{};  // operand_root of its canonical bytes
   bool operator==(const OperandHash&) const = default;
 };
+
+// Operands are committed in chunks of 1 KiB (256 f32 or 128 i64 values): small enough that the
+// evidence for one disputed value is a few kilobytes, large enough that the tree adds a tenth to
+// the hashing of a step.
+inline constexpr std::size_t kOperandChunkBytes = 1024;
+// The Merkle root (fingerprint/merkle.h) of an operand's canonical bytes in kOperandChunkBytes
+// leaves; the SHA-256 of no bytes for an absent operand.
+Digest operand_root(ByteSpan bytes);
 
 struct TracedParam {
   std::string name;
@@ -115,7 +124,7 @@ std::string write_call_values(const TraceHeader& header, const CallValues& value
 // Invalid input when the file is malformed or for another trace than `header`'s.
 Result<CallValues> read_call_values(std::string_view text, const std::string& where,
                                     const TraceHeader& header);
-// Whether each value hashes to the trace's operand of the same place (name, dtype, count, hash).
+// Whether each value hashes to the trace's operand of the same place (name, dtype, count, root).
 Status check_values(const std::vector<OperandValues>& values,
                     const std::vector<OperandHash>& hashes, const std::string& what);
 

@@ -1,6 +1,7 @@
 #include "fingerprint/merkle.h"
 
 #include <algorithm>
+#include <cassert>
 
 #include "common/sha256.h"
 #include "common/thread_pool.h"
@@ -11,23 +12,20 @@ namespace {
 constexpr std::uint8_t kLeafPrefix = 0x00;
 constexpr std::uint8_t kNodePrefix = 0x01;
 
-ByteSpan chunk_of(ByteSpan bytes, std::uint64_t i) {
-  std::uint64_t begin = i * kMerkleChunkSize;
-  return bytes.subspan(begin, std::min<std::uint64_t>(kMerkleChunkSize, bytes.size() - begin));
+ByteSpan chunk_of(ByteSpan bytes, std::uint64_t i, std::size_t chunk_size) {
+  std::uint64_t begin = i * chunk_size;
+  return bytes.subspan(begin, std::min<std::uint64_t>(chunk_size, bytes.size() - begin));
 }
 
-std::vector<Digest> leaf_hashes(ByteSpan bytes, ThreadPool* pool) {
-  std::vector<Digest> leaves(merkle_chunk_count(bytes.size()));
+std::vector<Digest> leaf_hashes(ByteSpan bytes, std::size_t chunk_size, ThreadPool* pool) {
+  std::vector<Digest> leaves(merkle_chunk_count(bytes.size(), chunk_size));
+  const auto leaf = [&](std::size_t i) {
+    leaves[i] = merkle_leaf_hash(chunk_of(bytes, i, chunk_size));
+  };
   if (pool != nullptr && pool->size() > 0 && leaves.size() > 1) {
-    pool->parallel_for(leaves.size(),
-                       [&](std::size_t i) { leaves[i] = merkle_leaf_hash(chunk_of(bytes, i)); });
+    pool->parallel_for(leaves.size(), leaf);
   } else {
-    // One context for every leaf: EVP_MD_CTX_new per MiB is cheap, but not free on small inputs.
-    Sha256 h;
-    const std::uint8_t prefix = kLeafPrefix;
-    for (std::size_t i = 0; i < leaves.size(); ++i) {
-      leaves[i] = h.update(ByteSpan(&prefix, 1)).update(chunk_of(bytes, i)).finish();
-    }
+    for (std::size_t i = 0; i < leaves.size(); ++i) leaf(i);
   }
   return leaves;
 }
@@ -45,21 +43,21 @@ void reduce_level(std::vector<Digest>& level) {
 
 Digest merkle_leaf_hash(ByteSpan chunk) {
   const std::uint8_t prefix = kLeafPrefix;
-  Sha256 h;
-  return h.update(ByteSpan(&prefix, 1)).update(chunk).finish();
+  return sha256_of_parts({ByteSpan(&prefix, 1), chunk});
 }
 
 Digest merkle_node_hash(const Digest& left, const Digest& right) {
-  std::uint8_t buf[1 + 2 * sizeof(Digest)];
-  buf[0] = kNodePrefix;
-  std::copy(left.begin(), left.end(), buf + 1);
-  std::copy(right.begin(), right.end(), buf + 1 + sizeof(Digest));
-  return sha256(ByteSpan(buf, sizeof(buf)));
+  const std::uint8_t prefix = kNodePrefix;
+  return sha256_of_parts({ByteSpan(&prefix, 1), ByteSpan(left), ByteSpan(right)});
 }
 
 Digest merkle_root(ByteSpan bytes, ThreadPool* pool) {
+  return merkle_root(bytes, kMerkleChunkSize, pool);
+}
+
+Digest merkle_root(ByteSpan bytes, std::size_t chunk_size, ThreadPool* pool) {
   if (bytes.empty()) return sha256(ByteSpan());
-  std::vector<Digest> level = leaf_hashes(bytes, pool);
+  std::vector<Digest> level = leaf_hashes(bytes, chunk_size, pool);
   while (level.size() > 1) reduce_level(level);
   return level[0];
 }
@@ -71,23 +69,42 @@ Result<InclusionProof> prove_chunk(ByteSpan bytes, std::uint64_t chunk_index, Th
                          " does not exist; " + std::to_string(bytes.size()) + " bytes have " +
                          std::to_string(count) + " chunks");
   }
-  InclusionProof proof{chunk_index, count, {}};
-  std::vector<Digest> level = leaf_hashes(bytes, pool);
-  for (std::uint64_t idx = chunk_index; level.size() > 1; idx /= 2) {
-    std::uint64_t sibling = idx ^ 1;
-    if (sibling < level.size()) proof.siblings.push_back(level[sibling]);
-    reduce_level(level);
-  }
-  return proof;
+  const std::uint64_t indices[] = {chunk_index};
+  return std::move(prove_chunks(bytes, indices, kMerkleChunkSize, pool)[0]);
 }
 
-bool verify_chunk(const Digest& root, ByteSpan chunk, const InclusionProof& proof) {
+std::vector<InclusionProof> prove_chunks(ByteSpan bytes, std::span<const std::uint64_t> indices,
+                                         std::size_t chunk_size, ThreadPool* pool) {
+  const std::uint64_t count = merkle_chunk_count(bytes.size(), chunk_size);
+  // levels[0] are the leaves; each next level as reduce_level makes it.
+  std::vector<std::vector<Digest>> levels{leaf_hashes(bytes, chunk_size, pool)};
+  while (levels.back().size() > 1) {
+    std::vector<Digest> above = levels.back();
+    reduce_level(above);
+    levels.push_back(std::move(above));
+  }
+  std::vector<InclusionProof> proofs;
+  proofs.reserve(indices.size());
+  for (std::uint64_t index : indices) {
+    assert(index < count);
+    InclusionProof proof{index, count, {}};
+    std::uint64_t idx = index;
+    for (std::size_t l = 0; l + 1 < levels.size(); ++l, idx /= 2) {
+      const std::uint64_t sibling = idx ^ 1;
+      if (sibling < levels[l].size()) proof.siblings.push_back(levels[l][sibling]);
+    }
+    proofs.push_back(std::move(proof));
+  }
+  return proofs;
+}
+
+bool verify_chunk(const Digest& root, ByteSpan chunk, const InclusionProof& proof,
+                  std::size_t chunk_size) {
   const std::uint64_t count = proof.chunk_count;
   std::uint64_t idx = proof.chunk_index;
   if (idx >= count) return false;
   const bool last = idx + 1 == count;
-  if (chunk.size() > kMerkleChunkSize || chunk.empty() ||
-      (!last && chunk.size() != kMerkleChunkSize)) {
+  if (chunk.size() > chunk_size || chunk.empty() || (!last && chunk.size() != chunk_size)) {
     return false;
   }
   Digest h = merkle_leaf_hash(chunk);

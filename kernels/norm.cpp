@@ -233,6 +233,11 @@ void batch_norm_train(const BatchNormShape& s, const float* x, const float* weig
                   trace::f32_or_none("running_var", running_var, chans)});
 }
 
+float batch_norm_value(float x, float mean, float invstd, float weight, float bias, bool relu) {
+  const float v = ((x - mean) * invstd) * weight + bias;  // as normalize() computes each value
+  return relu && v <= 0.0f ? 0.0f : v;
+}
+
 void batch_norm_eval(const BatchNormShape& s, const float* x, const float* weight,
                      const float* bias, const float* running_mean, const float* running_var,
                      float eps, float* y) {

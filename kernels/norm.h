@@ -21,6 +21,9 @@ struct BatchNormShape {
 void batch_norm_train(const BatchNormShape& s, const float* x, const float* weight,
                       const float* bias, float eps, float momentum, float* running_mean,
                       float* running_var, float* y, float* mean, float* invstd, bool relu = false);
+// One value of batch_norm_train's y from its channel's saved mean and invstd (weight 1 and bias 0
+// when the norm has none): the referee's recomputation of one disputed value (dispute/cone.h).
+float batch_norm_value(float x, float mean, float invstd, float weight, float bias, bool relu);
 // Evaluation: the running statistics.
 void batch_norm_eval(const BatchNormShape& s, const float* x, const float* weight,
                      const float* bias, const float* running_mean, const float* running_var,

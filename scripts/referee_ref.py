@@ -5,7 +5,7 @@
 
 The evidence holds one operator call of a provider's signed step trace, the provider's values of
 its inputs and outputs, and the proof that the call is in the trace it signed. This script
-checks the proof and the values against the signed hashes (and both Ed25519 signatures, with the
+checks the proof and the values against the signed Merkle roots (and both Ed25519 signatures, with the
 `openssl` program), recomputes the call with the arithmetic of docs/portable.md (the functions of
 portable_ref.py, written from that page) and compares its outputs with the provider's, bit for
 bit. It prints a JSON ruling on stdout, one line per evidence file, in the order given.
@@ -88,21 +88,173 @@ def verify_signature(public_raw, message, signature):
         return r.returncode == 0
 
 
+CHUNK = 1024  # an operand's Merkle leaves: 1 KiB of its canonical bytes
+DTYPES = {"f32": "<f4", "i64": "<i8"}
+
+
+def operand_root(raw):
+    """The Merkle root of an operand's bytes over 1 KiB leaves; SHA-256 of nothing when empty.
+    Level by level, a trailing odd node moving up unchanged: RFC 6962's tree."""
+    if not raw:
+        return hashlib.sha256(b"").digest()
+    level = [hashlib.sha256(b"\x00" + raw[i:i + CHUNK]).digest() for i in range(0, len(raw), CHUNK)]
+    while len(level) > 1:
+        level = [node(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)] + \
+            ([level[-1]] if len(level) % 2 else [])
+    return level[0]
+
+
+def chunk_in_root(root, chunk, index, count, path):
+    """Whether `chunk` is chunk `index` of `count` of the bytes whose root is `root`."""
+    if index >= count or not chunk or len(chunk) > CHUNK or \
+            (index + 1 < count and len(chunk) != CHUNK):
+        return False
+    h, used, n = hashlib.sha256(b"\x00" + chunk).digest(), 0, count
+    while n > 1:
+        if index % 2 == 1 or index + 1 < n:
+            if used == len(path):
+                return False
+            h = node(path[used], h) if index % 2 == 1 else node(h, path[used])
+            used += 1
+        n, index = (n + 1) // 2, index // 2
+    return used == len(path) and h == root
+
+
 def operand_arrays(values, hashes, what):
-    """The values as numpy arrays by name, each checked against the signed hash."""
+    """The values as numpy arrays by name, each checked against the signed root, and for each
+    operand given in part the set of its chunks given (None: whole). Values outside the given
+    chunks are NaN (f32) or 0 (i64)."""
     if len(values) != len(hashes):
         raise Refused("%s: %d operands given, the trace has %d" % (what, len(values), len(hashes)))
-    out = {}
+    out, given = {}, {}
     for v, h in zip(values, hashes):
-        raw = base64.b64decode(v["base64"], validate=True)
-        dtype = {"f32": "<f4", "i64": "<i8"}[v["dtype"]]
-        count = len(raw) // np.dtype(dtype).itemsize
-        if (v["name"], v["dtype"], count) != (h["name"], h["dtype"], h["count"]) or \
-                hashlib.sha256(raw).hexdigest() != h["sha256"]:
-            raise Refused("%s %s: the values given are not the ones the signed trace hashes"
-                          % (what, h["name"]))
-        out[v["name"]] = np.frombuffer(raw, dtype=dtype).copy() if count else None
-    return out
+        dtype = np.dtype(DTYPES[h["dtype"]])
+        if (v["name"], v["dtype"]) != (h["name"], h["dtype"]):
+            raise Refused("%s %s: not the call's operand" % (what, h["name"]))
+        if "base64" in v:
+            raw = base64.b64decode(v["base64"], validate=True)
+            if len(raw) != h["count"] * dtype.itemsize or \
+                    operand_root(raw).hex() != h["root"]:
+                raise Refused("%s %s: the values given are not the ones the signed trace hashes"
+                              % (what, h["name"]))
+            given[h["name"]] = None
+        else:
+            size = h["count"] * dtype.itemsize
+            if size > 1 << 30:
+                raise Refused("%s %s: too many values for evidence in part" % (what, h["name"]))
+            buf = np.full(h["count"], np.nan if h["dtype"] == "f32" else 0, dtype=dtype)
+            raw = bytearray(buf.tobytes())
+            count, seen = (size + CHUNK - 1) // CHUNK, []
+            for c in v["chunks"]:
+                chunk = base64.b64decode(c["base64"], validate=True)
+                path = [bytes.fromhex(x) for x in c["path"]]
+                if (seen and c["index"] <= seen[-1]) or not chunk_in_root(
+                        bytes.fromhex(h["root"]), chunk, c["index"], count, path):
+                    raise Refused("%s %s: chunk %d is not part of the values the provider signed"
+                                  % (what, h["name"], c["index"]))
+                raw[c["index"] * CHUNK:c["index"] * CHUNK + len(chunk)] = chunk
+                seen.append(c["index"])
+            raw = bytes(raw)
+            given[h["name"]] = set(seen)
+        out[v["name"]] = np.frombuffer(raw, dtype=dtype).copy() if h["count"] else None
+    return out, given
+
+
+# --- evidence for one value (docs/dispute.md) ---------------------------------------------
+ELEMENTWISE = {"relu", "relu_backward", "gelu", "gelu_backward", "dropout", "dropout_backward",
+               "bernoulli", "sgd_update", "adam_update"}
+ROW_WISE = {"softmax", "softmax_backward", "log_softmax", "log_softmax_backward", "layer_norm"}
+
+
+def cone(call, params, output, index):
+    """The spans (side, operand name, begin, end) value `index` of `output` is computed from,
+    as docs/dispute.md's table of them says; None where the operator is ruled on whole operands."""
+    ins = {h["name"]: h["count"] for h in call["inputs"]}
+    outs = {h["name"]: h["count"] for h in call["outputs"]}
+    op, spans = call["op"], []
+    if op in ELEMENTWISE or op.replace("_backward", "") in ACTIVATIONS:
+        n = outs[call["outputs"][0]["name"]]
+        for name, count in ins.items():
+            if count and count != n:
+                return None
+            if count:
+                spans.append(("input", name, index, index + 1))
+        return spans
+    if op in ROW_WISE:
+        rows, width = params["rows"], params["width"]
+        row = index if outs[output] == rows else index // width
+        for name, count in ins.items():
+            if count:
+                spans.append(("input", name, 0, width) if count == width else
+                             ("input", name, row * width, (row + 1) * width))
+        return spans
+    if op == "gemm":
+        m, n, k = params["m"], params["n"], params["k"]
+        if min(m, n, k) <= 0 or k > 1 << 16:
+            return None
+        b, i, j = index // (m * n), index // n % m, index % n
+        spans = [("input", "a", (b * m + i) * k, (b * m + i + 1) * k)]
+        spans += [("input", "b", (b * k + t) * n + j, (b * k + t) * n + j + 1) for t in range(k)]
+        return spans + ([("input", "c", index, index + 1)] if params["accumulate"] else [])
+    if op == "add_bias":
+        return [("input", "y", index, index + 1),
+                ("input", "bias", index % params["cols"], index % params["cols"] + 1)]
+    if op in ("batch_norm_train", "batch_norm_eval"):
+        b, ch, s = params["batch"], params["channels"], params["spatial"]
+        if min(b, ch, s) <= 0 or ins.get("x") != b * ch * s or outs.get("y") != b * ch * s or \
+                any(n not in (0, ch) for name, n in outs.items() if name != "y"):
+            return None
+        c = index // s % ch if output == "y" else index
+        spans = [("input", w, c, c + 1) for w in ("weight", "bias") if ins.get(w)]
+        if op == "batch_norm_eval":
+            return spans + [("input", "x", index, index + 1), ("input", "running_mean", c, c + 1),
+                            ("input", "running_var", c, c + 1)]
+        if output == "y":
+            return spans + [("input", "x", index, index + 1), ("output", "mean", c, c + 1),
+                            ("output", "invstd", c, c + 1)]
+        return [("input", "x", (bi * ch + c) * s, (bi * ch + c + 1) * s) for bi in range(b)] + \
+            [("input", r, c, c + 1) for r in ("running_mean", "running_var") if ins.get(r)]
+    return None
+
+
+def covered(given, name, itemsize, begin, end):
+    chunks = given.get(name)
+    if chunks is None:
+        return name in given
+    return all(c in chunks for c in range(begin * itemsize // CHUNK, (end * itemsize - 1) // CHUNK + 1))
+
+
+def rule_one_value(e, call, params, inputs, in_given, claimed, out_given):
+    output, index = e["disputed"]["output"], e["disputed"]["index"]
+    counts = {h["name"]: h["count"] for h in call["outputs"]}
+    if output not in counts or not 0 <= index < counts[output]:
+        raise Refused("the disputed value is not a value of an output of the call")
+    spans = cone(call, params, output, index)
+    if spans is None:
+        raise Refused("%s is ruled on whole operands only" % call["op"])
+    sizes = {h["name"]: np.dtype(DTYPES[h["dtype"]]).itemsize
+             for h in call["inputs"] + call["outputs"]}
+    for side, name, begin, end in spans + [("output", output, index, index + 1)]:
+        given = in_given if side == "input" else out_given
+        if not covered(given, name, sizes[name], begin, end):
+            raise Refused("the evidence does not give %s[%d, %d), which the disputed value reads"
+                          % (name, begin, end))
+    if call["op"] == "batch_norm_train" and output == "y":
+        c = index // params["spatial"] % params["channels"]
+        w = inputs["weight"][c] if inputs.get("weight") is not None else F(1.0)
+        bias = inputs["bias"][c] if inputs.get("bias") is not None else F(0.0)
+        v = ((inputs["x"][index] - claimed["mean"][c]) * claimed["invstd"][c]) * w + bias
+        ours = F(0.0) if params["relu"] and v <= F(0.0) else F(v)
+    else:
+        with np.errstate(all="ignore"):
+            mine = OPERATORS[call["op"]](params, inputs, counts)
+        ours = np.ascontiguousarray(mine[output]).reshape(-1)[index]
+    theirs = claimed[output][index]
+    same = np.asarray(ours, dtype=theirs.dtype).tobytes() == np.asarray(theirs).tobytes()
+    return {"ruling": "provider_correct" if same else "provider_wrong", "operator": call["op"],
+            "call": call["index"], "epoch": e["header"]["epoch"], "step": e["header"]["step"],
+            "differing_outputs": [] if same else
+            ["%s[%d] (the one value in dispute)" % (output, index)]}
 
 
 # --- the operators (docs/portable.md) -----------------------------------------------------
@@ -582,8 +734,8 @@ def rule(doc):
     if set(doc) != {"evidence", "signature", "signer"}:
         raise Refused("expected an object with evidence, signature and signer")
     e = doc["evidence"]
-    if e.get("format") != "veritrain/operator-evidence/v1":
-        raise Refused("format: expected \"veritrain/operator-evidence/v1\"")
+    if e.get("format") != "veritrain/operator-evidence/v2":
+        raise Refused("format: expected \"veritrain/operator-evidence/v2\"")
     header, call, proof = e["header"], e["call"], e["proof"]
     checks = [(bytes.fromhex(doc["signer"]), canonical(e).encode(), doc["signature"], "auditor"),
               (bytes.fromhex(e["provider"]), canonical(header).encode(), e["provider_signature"],
@@ -601,11 +753,17 @@ def rule(doc):
     if root_from_path(leaf(call), proof["index"], 0, proof["calls"], path).hex() != \
             header["calls_root"] or path:
         raise Refused("call %d is not in the provider's signed trace" % call["index"])
-    inputs = operand_arrays(e["inputs"], call["inputs"], "input")
-    claimed = operand_arrays(e["outputs"], call["outputs"], "output")
+    inputs, in_given = operand_arrays(e["inputs"], call["inputs"], "input")
+    claimed, out_given = operand_arrays(e["outputs"], call["outputs"], "output")
     if call["op"] not in OPERATORS:
         raise NotCovered("operator " + call["op"])
     params = {p["name"]: p.get("int", p.get("f32")) for p in call["params"]}
+    if "disputed" in e:
+        ruling = rule_one_value(e, call, params, inputs, in_given, claimed, out_given)
+        ruling["signatures"] = signatures
+        return ruling
+    if any(g is not None for g in list(in_given.values()) + list(out_given.values())):
+        raise Refused("operands are given in part, but no disputed value is named")
     counts = {h["name"]: h["count"] for h in call["outputs"]}
     with np.errstate(all="ignore"):
         mine = OPERATORS[call["op"]](params, inputs, counts)

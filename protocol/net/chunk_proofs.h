@@ -1,5 +1,5 @@
 #pragma once
-// Inclusion proofs for many chunks of one byte string at once. fp::prove_chunk hashes the whole
+// Inclusion proofs for many 1 MiB chunks of a snapshot at once. fp::prove_chunk hashes the whole
 // string per call; a get_chunks request asks for up to dozens of chunks of a snapshot, so the
 // server builds the tree once and reads every proof off it. The proofs are the ones
 // fp::prove_chunk gives (tests/protocol/chunk_proofs_test.cpp checks that) and fp::verify_chunk

@@ -8,6 +8,7 @@
 
 #include "common/file_io.h"
 #include "common/json.h"
+#include "dispute/evidence_values.h"
 #include "dispute/recompute.h"
 #include "protocol/keys.h"
 #include "protocol/net/server.h"
@@ -116,6 +117,9 @@ TEST_P(Cheats, AreLocatedAtTheirOperatorAndRuledAgainst) {
   auto evidence =
       verifier::operator_evidence(*signed_trace, *values->values, auditor->trace.header.calls_root);
   ASSERT_TRUE(evidence.ok()) << evidence.error().message;
+  // Every one of these operators is refereed on one value: the evidence names it and carries
+  // only what it reads.
+  ASSERT_TRUE(evidence->disputed.has_value()) << expected_op;
   testing::ScratchDir dir;
   const auto file = dir / "evidence.json";
   ASSERT_TRUE(write_file_atomic(file, dispute::write_operator_evidence(*evidence, key(1))).ok());
@@ -211,6 +215,7 @@ TEST_P(HonestStep, IsNeverRuledAgainst) {
   ASSERT_TRUE(signed_trace.ok()) << signed_trace.error().message;
   testing::ScratchDir dir;
   std::set<std::string> numpy_checked;
+  int one_value_rulings = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const dispute::TracedCall& call = all.calls[first + i];
     ASSERT_EQ(call, traced->trace.calls[i]);
@@ -222,13 +227,41 @@ TEST_P(HonestStep, IsNeverRuledAgainst) {
     auto ruling = dispute::rule(*evidence);
     ASSERT_TRUE(ruling.ok()) << call.op << ": " << ruling.error().message;
     EXPECT_TRUE(ruling->provider_correct) << ruling->summary;
-    if (!numpy_checked.insert(call.op).second) continue;
+    const bool first_of_op = numpy_checked.insert(call.op).second;
+    // Evidence for one value at the start, middle and end of each output: the values outside
+    // what dispute/cone.h says it reads are NaN, so a cone that missed one would not give the
+    // provider's value back.
+    for (std::size_t o = 0; o < call.outputs.size(); ++o) {
+      const std::int64_t count = call.outputs[o].count;
+      for (const std::int64_t at : {std::int64_t{0}, count / 2, count - 1}) {
+        if (count == 0) continue;
+        auto one = dispute::one_value_evidence(*evidence, o, at);
+        if (!one) continue;
+        ++one_value_rulings;
+        auto read = dispute::read_operator_evidence(dispute::write_operator_evidence(*one, key(1)),
+                                                    "one value");
+        ASSERT_TRUE(read.ok()) << call.op << ": " << read.error().message;
+        auto on_one = dispute::rule(read->evidence);
+        ASSERT_TRUE(on_one.ok()) << call.op << " " << call.outputs[o].name << "[" << at
+                                 << "]: " << on_one.error().message;
+        EXPECT_TRUE(on_one->provider_correct)
+            << call.op << " " << call.outputs[o].name << "[" << at << "]: " << on_one->summary;
+        if (first_of_op && at == count - 1) {
+          const auto file = dir / ("call-" + std::to_string(i) + "-" + std::to_string(o) + ".json");
+          ASSERT_TRUE(write_file_atomic(file, dispute::write_operator_evidence(*one, key(1))).ok());
+          const auto numpy = numpy_referee(file, dir.path());
+          EXPECT_EQ(numpy.exit_code, 0) << call.op << ": " << numpy.out << numpy.err;
+        }
+      }
+    }
+    if (!first_of_op) continue;
     const auto file = dir / ("call-" + std::to_string(i) + ".json");
     ASSERT_TRUE(write_file_atomic(file, dispute::write_operator_evidence(*evidence, key(1))).ok());
     const auto numpy = numpy_referee(file, dir.path());
     EXPECT_EQ(numpy.exit_code, 0) << call.op << ": " << numpy.out << numpy.err;
   }
   EXPECT_GE(numpy_checked.size(), GetParam() ? 10u : 12u);
+  EXPECT_GE(one_value_rulings, GetParam() ? 60 : 150);
 }
 
 INSTANTIATE_TEST_SUITE_P(OperatorDispute, HonestStep, ::testing::Values(false, true),
@@ -307,7 +340,7 @@ TEST(OperatorDispute, AForgedHashIsCaughtByTheValues) {
   ASSERT_TRUE(honest.ok()) << honest.error().message;
   dispute::StepTrace forged = honest->trace;
   const std::size_t at = 5;
-  forged.calls[at].outputs[0].sha256[0] ^= 1;
+  forged.calls[at].outputs[0].root[0] ^= 1;
   forged.header.calls_root = dispute::calls_root(forged.calls);
   auto signed_trace =
       dispute::read_signed_trace(dispute::write_signed_trace(forged, key(0)), "forged");
@@ -390,7 +423,7 @@ TEST(OperatorDispute, CommandsTraceDisputeAndReferee) {
   auto read = dispute::read_signed_trace(*read_text_file(trace), trace);
   ASSERT_TRUE(read.ok()) << read.error().message;
   dispute::StepTrace forged = read->trace;
-  forged.calls[7].outputs[0].sha256[3] ^= 0x10;
+  forged.calls[7].outputs[0].root[3] ^= 0x10;
   forged.header.calls_root = dispute::calls_root(forged.calls);
   auto provider_key = SigningKey::load(KeyFiles::in(dir / "w" / "keys").signing_key);
   ASSERT_TRUE(provider_key.ok()) << provider_key.error().message;

@@ -40,10 +40,10 @@ class CaptureAll : public kernels::trace::Sink {
   std::optional<TraceRecorder> pending_;
 };
 
-// Every way of hashing gives each operand its own SHA-256: repeats known by value, kept copies
+// Every way of hashing gives each operand its own root: repeats known by value, kept copies
 // taken when added (the caller may overwrite its buffer at once), with or without the helper
 // thread, and past the memo's budget.
-TEST(OperandDigests, EachTicketIsItsBytesSha256) {
+TEST(OperandDigests, EachTicketIsItsBytesRoot) {
   std::vector<Bytes> operands;
   for (std::size_t n : {0, 1, 7, 4096, 100000}) {
     Bytes b(n);
@@ -66,7 +66,7 @@ TEST(OperandDigests, EachTicketIsItsBytesSha256) {
       }
       digests.finish();
       for (std::size_t i = 0; i < operands.size(); ++i)
-        EXPECT_EQ(digests.digest(tickets[i]), sha256(operands[i]))
+        EXPECT_EQ(digests.digest(tickets[i]), operand_root(operands[i]))
             << "operand " << i << ", memo " << memo << ", background " << background;
       const std::size_t total =
           std::accumulate(operands.begin(), operands.end(), std::size_t{0},
@@ -178,7 +178,7 @@ TEST(StepTrace, RecordsOuterCallsOnlyInOrder) {
   EXPECT_EQ(ln.inputs[2].name, "bias");
   EXPECT_EQ(ln.inputs[2].count, 0);
   const TracedCall& adam = recorder.calls()[15];
-  EXPECT_NE(adam.inputs[0].sha256, adam.outputs[0].sha256);
+  EXPECT_NE(adam.inputs[0].root, adam.outputs[0].root);
 }
 
 TEST(StepTrace, EveryRecordedCallRecomputesToItsOwnOutputs) {
@@ -249,9 +249,9 @@ TEST(SignedTrace, ReadsBackAndRefusesEdits) {
 
   // One output hash changed: the calls no longer hash to the signed root.
   auto doc = *parse_json(s.text, "t");
-  std::string h = doc["calls"][3]["outputs"][0]["sha256"];
+  std::string h = doc["calls"][3]["outputs"][0]["root"];
   h[0] = h[0] == 'a' ? 'b' : 'a';
-  doc["calls"][3]["outputs"][0]["sha256"] = h;
+  doc["calls"][3]["outputs"][0]["root"] = h;
   auto edited = read_signed_trace(canonical_json(doc), "trace.json");
   ASSERT_FALSE(edited.ok());
   EXPECT_EQ(edited.error().code, Errc::kRejected);
@@ -308,7 +308,7 @@ TEST(Referee, RulesForAnHonestCallAndAgainstAChangedOne) {
   ASSERT_EQ(cheat.trace.calls[3].op, "gelu");
   float* y = reinterpret_cast<float*>(gelu.outputs[0].bytes.data());
   y[7] = std::nextafter(y[7], INFINITY);
-  cheat.trace.calls[3].outputs[0].sha256 = sha256(gelu.outputs[0].bytes);
+  cheat.trace.calls[3].outputs[0].root = operand_root(gelu.outputs[0].bytes);
   cheat.trace.header.calls_root = calls_root(cheat.trace.calls);
   auto checked =
       read_operator_evidence(write_operator_evidence(evidence_for(cheat, 3), auditor), "e");
@@ -407,7 +407,7 @@ TEST(Referee, TheNumpyRefereeRulesAsTheKernelsDo) {
 
   float* y = reinterpret_cast<float*>(s.values[3].outputs[0].bytes.data());
   y[7] = std::nextafter(y[7], INFINITY);
-  s.trace.calls[3].outputs[0].sha256 = sha256(s.values[3].outputs[0].bytes);
+  s.trace.calls[3].outputs[0].root = operand_root(s.values[3].outputs[0].bytes);
   s.trace.header.calls_root = calls_root(s.trace.calls);
   const auto r = numpy({3});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
@@ -497,15 +497,15 @@ TEST(Departure, FindsTheFirstCallWithSameInputsAndOtherOutputs) {
   const Signed s = signed_trace();
   StepTrace provider = s.trace;
   EXPECT_FALSE(first_departure(s.trace, provider).has_value());
-  provider.calls[5].outputs[0].sha256[0] ^= 1;
-  provider.calls[6].inputs[0].sha256[0] ^= 1;  // what follows from it differs too
+  provider.calls[5].outputs[0].root[0] ^= 1;
+  provider.calls[6].inputs[0].root[0] ^= 1;  // what follows from it differs too
   auto d = first_departure(s.trace, provider);
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->kind, Departure::Kind::kOperator);
   EXPECT_EQ(d->call, 5);
 
   provider = s.trace;
-  provider.calls[4].inputs[1].sha256[0] ^= 1;
+  provider.calls[4].inputs[1].root[0] ^= 1;
   d = first_departure(s.trace, provider);
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->kind, Departure::Kind::kUntraced);
@@ -532,7 +532,7 @@ TEST(Departure, ARecorderComparingAsItGoesStopsAtTheFirstCallThatParts) {
   ASSERT_GT(all.size(), 8u);
   for (const bool background : {false, true}) {
     std::vector<TracedCall> provider = all;
-    provider[5].outputs[0].sha256[0] ^= 1;
+    provider[5].outputs[0].root[0] ^= 1;
     TraceRecorder recorder(std::nullopt, background);
     recorder.compare_with(&provider);
     bool cut = false;

@@ -1,5 +1,6 @@
 #include "verifier/audit/operator_audit.h"
 
+#include "dispute/evidence_values.h"
 #include "verifier/check/epoch_check.h"
 
 namespace vt::verifier {
@@ -141,6 +142,9 @@ Result<dispute::OperatorEvidence> operator_evidence(const dispute::SignedTrace& 
   e.auditor_calls_root = auditor_calls_root;
   e.place = place_of(calls, values.index);
   e.records = std::move(records);
+  // One disputed value and what it reads, where the operator allows it: kilobytes instead of
+  // the call's whole operands (docs/dispute.md, "Evidence for one value").
+  if (auto narrowed = dispute::narrow_to_one_value(e)) return std::move(*narrowed);
   return e;
 }
 

@@ -44,7 +44,9 @@ Result<StepComparison> compare_step(const Task& task, ByteSpan start_state,
 std::string place_of(const std::vector<dispute::TracedCall>& calls, std::int64_t index);
 
 // The evidence for the referee from the provider's signed trace and its values of `call`
-// (checked against the hashes it signed: rejected when they are not those values).
+// (checked against the roots it signed: rejected when they are not those values). Where the
+// operator allows it, the evidence gives one differing output value and the values it is computed
+// from (dispute::narrow_to_one_value); else every operand whole.
 // `records`: the provider's signed commitments of epochs E − 1 and E, carried in the evidence.
 Result<dispute::OperatorEvidence> operator_evidence(const dispute::SignedTrace& provider,
                                                     const dispute::CallValues& values,

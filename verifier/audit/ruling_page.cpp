@@ -25,11 +25,14 @@ std::string params_text(const dispute::TracedCall& call) {
 
 std::string operands_table(const std::string& caption,
                            const std::vector<dispute::OperandHash>& operands) {
-  html::Table t{caption, {"<operand", "<dtype", "values", "<SHA-256 (signed by the provider)"}, {}};
+  html::Table t{
+      caption,
+      {"<operand", "<dtype", "values", "<Merkle root of its values (signed by the provider)"},
+      {}};
   for (const dispute::OperandHash& o : operands) {
     t.rows.push_back({html_escape(o.name), html_escape(std::string(dispute::dtype_name(o.dtype))),
                       std::to_string(o.count),
-                      o.count == 0 ? "(absent)" : "<code>" + hex_encode(o.sha256) + "</code>"});
+                      o.count == 0 ? "(absent)" : "<code>" + hex_encode(o.root) + "</code>"});
   }
   return html::table(t);
 }
@@ -65,6 +68,14 @@ std::string render_ruling_page(const dispute::Ruling& r, const dispute::Operator
                          "documented. No replay of training is needed to see it: this one call "
                          "decides it.") +
        "</p>\n";
+  if (e.disputed) {
+    s += "<p>The evidence does not carry the operator's whole operands: it carries one value of "
+         "its output, <code>" +
+         html_escape(e.disputed->output + "[" + std::to_string(e.disputed->index) + "]") +
+         "</code>, and exactly the input values the documented arithmetic computes it from, each "
+         "in a chunk of 1 KiB with the Merkle path to the operand's root the provider signed. "
+         "The ruling is on that value.</p>\n";
+  }
   s += "<h2>The operator</h2>\n";
   s += html::facts("The disputed call",
                    {{"operator", r.op},
