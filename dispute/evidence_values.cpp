@@ -147,7 +147,7 @@ Result<std::vector<OperandValues>> evidence_operands_from_json(
 }
 
 bool gives(const OperandChunks& chunks, DType dtype, std::int64_t begin, std::int64_t end) {
-  if (chunks.whole) return true;
+  if (chunks.whole || end <= begin) return true;
   const std::uint64_t width = dtype_bytes(dtype);
   const std::uint64_t first = static_cast<std::uint64_t>(begin) * width / kOperandChunkBytes;
   const std::uint64_t last = (static_cast<std::uint64_t>(end) * width - 1) / kOperandChunkBytes;
@@ -171,9 +171,6 @@ OperandChunks keep_chunks(OperandValues& whole, const std::vector<std::uint64_t>
   return out;
 }
 
-}  // namespace vt::dispute
-
-namespace vt::dispute {
 namespace {
 
 struct Candidate {

@@ -4,11 +4,12 @@
     referee_ref.py EVIDENCE.json [EVIDENCE.json ...]
 
 The evidence holds one operator call of a provider's signed step trace, the provider's values of
-its inputs and outputs, and the proof that the call is in the trace it signed. This script
-checks the proof and the values against the signed Merkle roots (and both Ed25519 signatures, with the
-`openssl` program), recomputes the call with the arithmetic of docs/portable.md (the functions of
-portable_ref.py, written from that page) and compares its outputs with the provider's, bit for
-bit. It prints a JSON ruling on stdout, one line per evidence file, in the order given.
+its operands (whole, or the chunks one disputed value is computed from), and the proof that the
+call is in the trace it signed. This script checks the proof and the values against the signed
+Merkle roots (and both Ed25519 signatures, with the `openssl` program), recomputes the call with
+the arithmetic of docs/portable.md (the functions of portable_ref.py, written from that page) and
+compares its outputs, or the disputed value, with the provider's, bit for bit. It prints a JSON
+ruling on stdout, one line per evidence file, in the order given.
 Exit status: 0 the provider's outputs are the documented result, 1 they are not, 2 the evidence
 does not hold (malformed, a signature, proof or hash that does not check), 3 an operator or a
 form of one this script does not cover; with several files, the largest of theirs.
@@ -97,7 +98,8 @@ def operand_root(raw):
     Level by level, a trailing odd node moving up unchanged: RFC 6962's tree."""
     if not raw:
         return hashlib.sha256(b"").digest()
-    level = [hashlib.sha256(b"\x00" + raw[i:i + CHUNK]).digest() for i in range(0, len(raw), CHUNK)]
+    level = [hashlib.sha256(b"\x00" + raw[i:i + CHUNK]).digest()
+             for i in range(0, len(raw), CHUNK)]
     while len(level) > 1:
         level = [node(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)] + \
             ([level[-1]] if len(level) % 2 else [])
@@ -221,7 +223,8 @@ def covered(given, name, itemsize, begin, end):
     chunks = given.get(name)
     if chunks is None:
         return name in given
-    return all(c in chunks for c in range(begin * itemsize // CHUNK, (end * itemsize - 1) // CHUNK + 1))
+    first, last = begin * itemsize // CHUNK, (end * itemsize - 1) // CHUNK
+    return all(c in chunks for c in range(first, last + 1))
 
 
 def rule_one_value(e, call, params, inputs, in_given, claimed, out_given):
