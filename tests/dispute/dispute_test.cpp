@@ -10,6 +10,7 @@
 #include "common/json.h"
 #include "dispute/recompute.h"
 #include "dispute/referee.h"
+#include "tests/dispute/capture_all.h"
 #include "tests/dispute/kernel_calls.h"
 #include "tests/test_util.h"
 
@@ -19,26 +20,7 @@ namespace {
 using testing::ramp;
 using testing::run_kernels;
 
-// Records every call's values as well as its hashes.
-class CaptureAll : public kernels::trace::Sink {
- public:
-  void begin(std::string_view op, std::span<const kernels::trace::Param> params,
-             std::span<const kernels::trace::Operand> inputs) override {
-    pending_.emplace(0);
-    pending_->begin(op, params, inputs);
-  }
-  void end(std::span<const kernels::trace::Operand> outputs) override {
-    pending_->end(outputs);
-    calls.push_back(pending_->calls().front());
-    values.push_back(*pending_->captured());
-    pending_.reset();
-  }
-  std::vector<TracedCall> calls;
-  std::vector<CallValues> values;
-
- private:
-  std::optional<TraceRecorder> pending_;
-};
+using testing::CaptureAll;
 
 // Every way of hashing gives each operand its own root: repeats known by value, kept copies
 // taken when added (the caller may overwrite its buffer at once), with or without the helper

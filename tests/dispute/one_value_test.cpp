@@ -15,6 +15,7 @@
 #include "kernels/gemm.h"
 #include "kernels/norm.h"
 #include "kernels/pointwise.h"
+#include "tests/dispute/capture_all.h"
 #include "tests/dispute/kernel_calls.h"
 #include "tests/test_util.h"
 
@@ -23,25 +24,7 @@ namespace {
 
 using testing::ramp;
 
-class CaptureLarge : public kernels::trace::Sink {
- public:
-  void begin(std::string_view op, std::span<const kernels::trace::Param> params,
-             std::span<const kernels::trace::Operand> inputs) override {
-    pending_.emplace(0);
-    pending_->begin(op, params, inputs);
-  }
-  void end(std::span<const kernels::trace::Operand> outputs) override {
-    pending_->end(outputs);
-    calls.push_back(pending_->calls().front());
-    values.push_back(*pending_->captured());
-    pending_.reset();
-  }
-  std::vector<TracedCall> calls;
-  std::vector<CallValues> values;
-
- private:
-  std::optional<TraceRecorder> pending_;
-};
+using testing::CaptureAll;
 
 // Calls whose operands span many chunks: a gelu over 1000 values, a product whose b has 59
 // chunks (a column of it reads one value from each of 50), a batch norm of 3 channels.
@@ -83,7 +66,7 @@ struct LargeTrace {
 };
 
 LargeTrace honest() {
-  CaptureLarge all;
+  CaptureAll all;
   {
     ScopedSink on(&all);
     run_large_calls();
