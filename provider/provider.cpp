@@ -91,6 +91,14 @@ class Pipeline {
     if (threads > 1) hash_pool_ = std::make_unique<ThreadPool>(threads - 1);
   }
 
+  // A commit still in flight (training failed after submitting it) finishes before any member
+  // goes: it writes last_canonical_, which is destroyed before pending_ would be.
+  ~Pipeline() {
+    if (pending_.valid()) pending_.wait();
+  }
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
   // The last committed epoch when resuming: the next snapshot is coded as a delta against it.
   void resume_after(const Digest& root, std::shared_ptr<const Bytes> canonical) {
     last_root_ = root;
