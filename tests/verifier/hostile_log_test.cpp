@@ -32,9 +32,9 @@ constexpr rlim_t kAddressSpace = rlim_t{3} << 30;
 // for as long as it is read). Under AddressSanitizer, whose shadow memory and quarantine
 // add to every allocation (a Debug build's verifier peaks at about 630 MiB), twice that.
 #if defined(__SANITIZE_ADDRESS__)
-constexpr long kPeakKiB = 1024 * 1024;
+constexpr long kPeakKiB = 1024L * 1024;
 #else
-constexpr long kPeakKiB = 512 * 1024;
+constexpr long kPeakKiB = 512L * 1024;
 #endif
 
 struct Outcome {
@@ -61,6 +61,7 @@ Outcome verify_limited(const testing::ScratchDir& dir, const std::vector<std::st
     const int null = ::open("/dev/null", O_WRONLY);
     ::dup2(null, 1);
     std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     ::execv(argv[0], argv.data());
