@@ -16,7 +16,7 @@
 #
 # Without CUDA (here) the same invocation finds Debian's LibTorch 1.13 and the gpu tests skip;
 # bench_gpu then measures on CPU. Environment: BUILD (default build-gpu), JOBS, TARGETS (default
-# all; e.g. "bench_gpu training_gpu_test" for a quick check), KEEP_GOING=1 (build every target
+# all; e.g. "bench_gpu training_test" for a quick check), KEEP_GOING=1 (build every target
 # it can past a failure: one device call then shows every error), VT_FORCE_PREFIX=1 (use every
 # carried package even where the system has it: tests the prefix here), BENCH_OUT (also write
 # bench_gpu's JSON there), VT_SKIP_RUN=1 (build only).

@@ -29,7 +29,7 @@ mkdir -p "$RESULTS"
 cat "$RESULTS/machine.txt"
 
 KEEP_GOING=1 VT_SKIP_RUN=1 BUILD=$BUILD \
-  TARGETS="veritrain veritrain-torch replay_tool training_gpu_test bench_gpu" \
+  TARGETS="veritrain veritrain-torch replay_tool training_test bench_gpu" \
   bash "$ROOT/scripts/gpu-build.sh" >"$RESULTS/build.log" 2>&1
 build_rc=$?
 if [ $build_rc != 0 ]; then
@@ -48,7 +48,7 @@ grep -E 'tests passed|tests failed|Passed|Failed|Skipped|Expected|Which is|diffe
 # caller's return address: name it.
 if [ $tests_rc != 0 ] && command -v cuda-gdb >/dev/null; then
   timeout 120 cuda-gdb -q -batch -ex run -ex 'x/4a $sp' -ex 'info symbol *(void**)$sp' \
-    -ex 'thread apply all bt 8' --args "$BUILD/tests/training/training_gpu_test" \
+    -ex 'thread apply all bt 8' --args "$BUILD/tests/training/training_test" \
     --gtest_filter='Zoo/CudaReplay*/0' >"$RESULTS/gdb_test.txt" 2>&1
   grep -v 'Cuda Driver error' "$RESULTS/gdb_test.txt" | tail -n 40 | cut -c1-240
 fi

@@ -19,7 +19,7 @@ PACKAGES=(
   clang-tidy clang-format           # make lint (clang-tidy 14); the format check of make test
   python3-sklearn fortunes zlib1g-dev  # dataset tests: digits (make_digits.py), fortunes text; MNIST .gz
   chromium                          # renders report.html to PNG in the verifier's test
-  curl                              # scrapes train --metrics and /healthz in tests/cli/cli_json_test
+  curl                              # scrapes train --metrics and /healthz in tests/cli/cli_json_test.cpp
 )
 # `setup.sh --fuzz` (make fuzz) adds clang and its libFuzzer/sanitizer runtimes.
 if [ "${1:-}" = "--fuzz" ]; then

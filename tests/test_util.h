@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -35,6 +36,11 @@ class ScratchDir {
  private:
   std::filesystem::path path_;
 };
+
+// Seconds from `start` to now on the steady clock.
+inline double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 struct CommandResult {
   int exit_code = -1;

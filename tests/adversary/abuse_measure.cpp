@@ -27,16 +27,13 @@
 #include "tests/adversary/support.h"
 #include "tests/protocol/hostile_provider.h"
 #include "tests/protocol/net_util.h"
+#include "tests/test_util.h"
 
 namespace vt::adversary {
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 Task measured_task() {
   Task task = tiny_task(7, /*epochs=*/2);
@@ -63,22 +60,11 @@ std::uint64_t rss_kib(pid_t pid) {
   return 0;
 }
 
-std::uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 pid_t spawn(const std::vector<std::string>& args) {
   pid_t pid = ::fork();
   if (pid == 0) {
     std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     ::execv(argv[0], argv.data());
@@ -100,7 +86,7 @@ struct Served {
 };
 
 Result<int> serve(const std::string& veritrain, const CheatRun& run, Served& s) {
-  s.port = free_port();
+  s.port = testing::free_port();
   s.pid = spawn({veritrain, "--log-level", "warn", "serve", "--workdir", run.workdir.string(),
                  "--listen", "127.0.0.1:" + std::to_string(s.port), "--insecure"});
   for (int i = 0; i < 100; ++i) {
@@ -160,12 +146,13 @@ Result<int> idle_sockets(const std::string& veritrain, const CheatRun& run) {
   Served s;
   VT_RETURN_IF_ERROR(serve(veritrain, run, s));
   std::vector<int> idle;
+  idle.reserve(200);
   for (int i = 0; i < 200; ++i) idle.push_back(testing::connect_loopback(s.port));
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
   const auto start = Clock::now();
   VT_ASSIGN_OR_RETURN(Client c, Client::connect(client(s)));
   VT_ASSIGN_OR_RETURN(Bytes task, c.get_task());
-  const double took = seconds_since(start);
+  const double took = testing::seconds_since(start);
   std::cout << "idle: with 200 idle unauthenticated sockets open, connect + hello + get_task ("
             << task.size() << " bytes) took " << took << " s: " << (took < 1.0 ? "ok" : "OVER 1 s")
             << "\n";
@@ -202,7 +189,7 @@ Result<int> hostile_verify(const std::string& veritrain, const CheatRun& run,
   int status = 0;
   rusage usage{};
   ::wait4(pid, &status, 0, &usage);
-  const double took = seconds_since(start);
+  const double took = testing::seconds_since(start);
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   std::string verdict = "(no verdict.json)";
   if (auto text = read_text_file(dir / "report" / "verdict.json"); text.ok()) {
@@ -231,7 +218,9 @@ Result<int> hostile_verify(const std::string& veritrain, const CheatRun& run,
 }  // namespace
 }  // namespace vt::adversary
 
-int main(int argc, char** argv) {
+namespace {
+
+int measure(int argc, char** argv) {
   using namespace vt::adversary;
   if (argc < 4) {
     std::cerr << "usage: abuse_measure VERITRAIN DIR stalled|idle|verify "
@@ -254,4 +243,15 @@ int main(int argc, char** argv) {
     return 3;
   }
   return *r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return measure(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "abuse_measure: " << e.what() << "\n";
+    return 3;
+  }
 }

@@ -23,8 +23,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Stored : StoredRun {
-  Stored() : StoredRun(31) {}
+struct AbusedRun : StoredRun {
+  AbusedRun() : StoredRun(31) {}
 };
 
 pid_t exited_pid() {
@@ -36,7 +36,7 @@ pid_t exited_pid() {
 }
 
 TEST(Abuse, SparseSnapshotFarAboveTheTaskStateIsAFailureNotAnAbort) {
-  Stored s;
+  AbusedRun s;
   store(s);
   {
     int fd = ::open(s.snapshot(2).c_str(), O_WRONLY | O_TRUNC);
@@ -61,7 +61,7 @@ TEST(Abuse, SparseSnapshotFarAboveTheTaskStateIsAFailureNotAnAbort) {
 }
 
 TEST(Abuse, SparseLogFarAboveTheTaskIsAFailureNotAnAbort) {
-  Stored s;
+  AbusedRun s;
   store(s);
   {
     int fd = ::open((s.dir / "wd" / "commitments.log").c_str(), O_WRONLY);
@@ -83,7 +83,7 @@ TEST(Abuse, SparseLogFarAboveTheTaskIsAFailureNotAnAbort) {
 }
 
 TEST(Abuse, ResumeSweepsTempFilesOfAKilledWrite) {
-  Stored s;
+  AbusedRun s;
   store(s);
   const pid_t dead = exited_pid();
   const fs::path killed =
@@ -101,7 +101,7 @@ TEST(Abuse, ResumeSweepsTempFilesOfAKilledWrite) {
 }
 
 TEST(Abuse, ConcurrentDownloadsShareOneLoadedContainer) {
-  Stored s;
+  AbusedRun s;
   store(s);
   auto catalog = provider::open_workdir_catalog(s.dir / "wd");
   ASSERT_TRUE(catalog.ok()) << catalog.error().message;
@@ -112,7 +112,7 @@ TEST(Abuse, ConcurrentDownloadsShareOneLoadedContainer) {
 }
 
 TEST(Abuse, MadeUpBaseRootsDoNotCostAnEncodeEach) {
-  Stored s;
+  AbusedRun s;
   store(s);
   auto catalog = provider::open_workdir_catalog(s.dir / "wd");
   ASSERT_TRUE(catalog.ok()) << catalog.error().message;
@@ -134,7 +134,7 @@ TEST(Abuse, MadeUpBaseRootsDoNotCostAnEncodeEach) {
 
 // A file elsewhere on the provider's machine that a link in the workdir points at.
 fs::path outside_file(const fs::path& dir) {
-  const fs::path secret = dir / "elsewhere" / "secret.txt";
+  fs::path secret = dir / "elsewhere" / "secret.txt";
   fs::create_directories(secret.parent_path());
   EXPECT_TRUE(write_file_atomic(secret, std::string_view("not for peers\n")).ok());
   return secret;
@@ -159,7 +159,7 @@ void serve_locally(const std::shared_ptr<Catalog>& catalog, std::unique_ptr<Serv
 }
 
 TEST(Abuse, TaskFileSwappedForALinkOutOfTheWorkdirIsNotServed) {
-  Stored s;
+  AbusedRun s;
   store(s);
   auto catalog = provider::open_workdir_catalog(s.workdir());
   ASSERT_TRUE(catalog.ok()) << catalog.error().message;
@@ -189,7 +189,7 @@ TEST(Abuse, TaskFileSwappedForALinkOutOfTheWorkdirIsNotServed) {
 // wire it is "unusable_state" (the client takes it as the provider's fault, a rejection), not
 // "not_found", and the message says what is wrong without the provider's paths.
 TEST(Abuse, ACorruptStoredStateIsUnusableOverTheWireAndNamesNoPath) {
-  Stored s;
+  AbusedRun s;
   store(s);
   Result<Bytes> bytes = read_file(s.snapshot(1));
   ASSERT_TRUE(bytes.ok());
@@ -226,7 +226,7 @@ TEST(Abuse, ACorruptStoredStateIsUnusableOverTheWireAndNamesNoPath) {
 }
 
 TEST(Abuse, SnapshotsAndLogBehindLinksAreNotServed) {
-  Stored s;
+  AbusedRun s;
   store(s);
   auto catalog = provider::open_workdir_catalog(s.workdir());
   ASSERT_TRUE(catalog.ok()) << catalog.error().message;

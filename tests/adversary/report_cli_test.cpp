@@ -29,12 +29,12 @@ namespace fs = std::filesystem;
 using testing::run_command;
 using testing::veritrain_binary;
 
-struct Workdir {
+struct CheatedWorkdir {
   testing::ScratchDir dir;
   Task task = tiny_task(43, 12, 1);
   fs::path wd = dir / "wd";
   std::vector<Digest> roots;  // committed per epoch
-  explicit Workdir(const CheatPlan& plan = {}) {
+  explicit CheatedWorkdir(const CheatPlan& plan = {}) {
     auto run = write_workdir(task, wd, plan, provider_key());
     EXPECT_TRUE(run.ok()) << run.error().message;
     if (run.ok()) roots = run->roots;
@@ -85,7 +85,7 @@ std::vector<std::string> first_cells(const std::string& html, const std::string&
 }
 
 TEST(ReportCli, EconomicsSetsTheCheckProbabilityAndTheVerdictSaysWhatItGuarantees) {
-  Workdir w;
+  CheatedWorkdir w;
   auto r = run_command(
       w.verify("--reward 100 --penalty 50 --cost 120 --report " + (w.dir / "report").string(),
                true),
@@ -138,7 +138,7 @@ TEST(ReportCli, EconomicsSetsTheCheckProbabilityAndTheVerdictSaysWhatItGuarantee
 TEST(ReportCli, ARejectionNamesTheAuditCommandAndItsPageReadsInABrowser) {
   CheatPlan plan;
   plan.cheats[5] = Strategy::kLearningRate;
-  Workdir w(plan);
+  CheatedWorkdir w(plan);
   auto r = run_command(w.verify("--check-probability 1 --report " + (w.dir / "report").string()),
                        w.dir.path());
   ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
@@ -177,7 +177,7 @@ TEST(ReportCli, ARejectionNamesTheAuditCommandAndItsPageReadsInABrowser) {
 // or start state `log verify` finds unusable; each epoch verify failed without replaying is said
 // to be "not replayed" and is not counted as a replay; every failed epoch audits into signed
 // evidence (exit 1) that re-checks; the page shows every failure the verdict signed.
-void corrupted_workdir_walk(const Workdir& w, const std::string& verify_out,
+void corrupted_workdir_walk(const CheatedWorkdir& w, const std::string& verify_out,
                             const nlohmann::json& verdict, const std::string& html) {
   const std::string key = provider_key().public_key().fingerprint();
   auto listed = run_command(veritrain_binary() + " --json log verify --workdir " + w.wd.string() +
@@ -208,10 +208,17 @@ void corrupted_workdir_walk(const Workdir& w, const std::string& verify_out,
 
     const std::string evidence =
         (w.dir / ("walk-evidence-" + std::to_string(e) + ".json")).string();
-    auto audit = run_command(veritrain_binary() + " audit --task " + (w.wd / "task.json").string() +
-                                 " --workdir " + w.wd.string() + " --provider-key " + key +
-                                 " --epoch " + std::to_string(e) + " --evidence " + evidence,
-                             w.dir.path());
+    std::string audit_command = veritrain_binary();
+    audit_command.append(" audit --task ").append((w.wd / "task.json").string());
+    audit_command.append(" --workdir ")
+        .append(w.wd.string())
+        .append(" --provider-key ")
+        .append(key);
+    audit_command.append(" --epoch ")
+        .append(std::to_string(e))
+        .append(" --evidence ")
+        .append(evidence);
+    auto audit = run_command(audit_command, w.dir.path());
     EXPECT_EQ(audit.exit_code, 1) << audit.out << audit.err;
     EXPECT_EQ(audit.err.find("error"), std::string::npos) << audit.err;
     EXPECT_NE(audit.out.find(unusable.count(e - 1)
@@ -242,7 +249,7 @@ void corrupted_workdir_walk(const Workdir& w, const std::string& verify_out,
 // corrupt state (exit 1), the audit of epoch 6 cannot start from it and says so in signed
 // evidence (exit 1, not a caller error), and `log verify` finds the same epochs.
 TEST(ReportCli, ACorruptStoredStateIsRejectedWithItsClaimsAndTheAuditAgrees) {
-  Workdir w;
+  CheatedWorkdir w;
   ASSERT_EQ(w.roots.size(), 13u);
   const fs::path stored = w.wd / "snapshots" / (hex_encode(w.roots[5]) + ".vtc");
   Result<Bytes> bytes = read_file(stored);
@@ -313,7 +320,7 @@ TEST(ReportCli, ACorruptStoredStateIsRejectedWithItsClaimsAndTheAuditAgrees) {
 // challenged epochs are one note rather than a reason each, and the next step is a command that
 // runs, with this workdir and key in it.
 TEST(ReportCli, AnEditedLogLineIsOneReasonAndTheNextStepIsARealCommand) {
-  Workdir w;
+  CheatedWorkdir w;
   Result<Bytes> log = read_file(w.wd / "commitments.log");
   ASSERT_TRUE(log.ok());
   std::string text(log->begin(), log->end());

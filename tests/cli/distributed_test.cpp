@@ -8,12 +8,12 @@
 #include <chrono>
 #include <iostream>
 #include <map>
-#include <sstream>
 
 #include "common/file_io.h"
 #include "common/json.h"
 #include "common/process.h"
 #include "tests/cli/model_fixtures.h"
+#include "tests/cli/reference_util.h"
 #include "tests/test_util.h"
 
 namespace vt {
@@ -47,15 +47,8 @@ std::string grouped_task(const testing::ScratchDir& dir, const std::string& mode
   return file;
 }
 
-std::vector<std::string> committed_roots(const fs::path& workdir) {
-  std::vector<std::string> roots;
-  auto text = read_text_file(workdir / "commitments.log");
-  if (!text) return roots;
-  std::istringstream lines(*text);
-  for (std::string line; std::getline(lines, line);) {
-    roots.push_back(json::parse(line.substr(0, line.find('\t'))).at("root").get<std::string>());
-  }
-  return roots;
+std::vector<std::string> workdir_roots(const fs::path& workdir) {
+  return reference::committed_roots(workdir / "commitments.log");
 }
 
 testing::CommandResult train(const testing::ScratchDir& dir, const std::string& task,
@@ -83,7 +76,7 @@ void same_roots_on_one_two_four_ranks(const std::string& model, const std::strin
     work += std::to_string(w);
     auto r = train(dir, task, work, w);
     ASSERT_EQ(r.exit_code, 0) << "W=" << w << ": " << r.err;
-    roots.push_back(committed_roots(work));
+    roots.push_back(workdir_roots(work));
     ASSERT_EQ(roots.back().size(), 3u) << "W=" << w;
   }
   EXPECT_EQ(roots[0], roots[1]) << model << ": W=2 against W=1";
@@ -125,7 +118,7 @@ TEST(Distributed, TwoRankWorkdirVerifiesExactlyAndATamperedEpochIsRejected) {
   ASSERT_EQ(ok.exit_code, 0) << ok.out << ok.err;
   EXPECT_EQ(json::parse(ok.out)["result"], "accepted");
 
-  const auto roots = committed_roots(work);
+  const auto roots = workdir_roots(work);
   ASSERT_EQ(roots.size(), 3u);
   const fs::path file = work / "snapshots" / (roots[2] + ".vtc");
   Bytes bytes = *read_file(file);
@@ -180,8 +173,8 @@ TEST(Distributed, DataDependentBranchSameRootsOnOneAndTwoRanks) {
   ASSERT_EQ(one.exit_code, 0) << one.err;
   auto two = train(dir, file, dir / "w2", 2);
   ASSERT_EQ(two.exit_code, 0) << two.err;
-  EXPECT_EQ(committed_roots(dir / "w2"), committed_roots(dir / "w1"));
-  EXPECT_EQ(committed_roots(dir / "w2").size(), 3u);
+  EXPECT_EQ(workdir_roots(dir / "w2"), workdir_roots(dir / "w1"));
+  EXPECT_EQ(workdir_roots(dir / "w2").size(), 3u);
 }
 
 // The roots of the same task trained on 2 ranks without interruption: what a resumed run must
@@ -190,7 +183,7 @@ std::vector<std::string> uninterrupted_roots(const testing::ScratchDir& dir,
                                              const std::string& task) {
   auto whole = train(dir, task, dir / "whole", 2);
   EXPECT_EQ(whole.exit_code, 0) << whole.err;
-  return committed_roots(dir / "whole");
+  return workdir_roots(dir / "whole");
 }
 
 // A rank killed in epoch 2 stops the run within the rank timeout, with a message naming it;
@@ -210,13 +203,13 @@ TEST(Distributed, KilledRankStopsTheRunAndTrainResumesToTheSameRoots) {
   EXPECT_NE(crashed.err.find("rank 1 was killed by signal 9"), std::string::npos) << crashed.err;
   EXPECT_LT(seconds, 30.0);
   // Epoch 0 was durable before epoch 2 started; epoch 1's may have been in flight.
-  const auto before = committed_roots(work);
+  const auto before = workdir_roots(work);
   EXPECT_GE(before.size(), 1u);
   EXPECT_LE(before.size(), 2u);
 
   auto resumed = train(dir, task, work, 2);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  EXPECT_EQ(committed_roots(work), expected);
+  EXPECT_EQ(workdir_roots(work), expected);
 }
 
 // The launcher killed outright (kill -9, so it stops nobody) takes its ranks with it within
@@ -263,7 +256,7 @@ TEST(Distributed, KilledLauncherTakesItsRanksWithItAndTrainResumes) {
 
   auto resumed = train(dir, task, work, 2);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  EXPECT_EQ(committed_roots(work), expected);
+  EXPECT_EQ(workdir_roots(work), expected);
 }
 
 // Ranks started by hand, as on several machines: torchrun's environment variables for one,
@@ -284,8 +277,8 @@ TEST(Distributed, RanksStartedByHandWithEnvAndFlags) {
                            work + " --rank-timeout 30; status=$?; wait; exit $status )",
                        dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err << *read_text_file(dir / "rank1.log");
-  EXPECT_EQ(committed_roots(work), committed_roots(dir / "one"));
-  EXPECT_EQ(committed_roots(work).size(), 3u);
+  EXPECT_EQ(workdir_roots(work), workdir_roots(dir / "one"));
+  EXPECT_EQ(workdir_roots(work).size(), 3u);
 }
 
 // A rank that hangs (SIGSTOP) rather than dies: rank 0 waits --rank-timeout for it, then says
@@ -317,7 +310,7 @@ TEST(Distributed, RankWithAnotherStateIsDetectedBeforeTheCommitment) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("the ranks disagree on the state after epoch 2"), std::string::npos)
       << r.err;
-  EXPECT_LT(committed_roots(work).size(), 3u) << "epoch 2 must not be committed";
+  EXPECT_LT(workdir_roots(work).size(), 3u) << "epoch 2 must not be committed";
 }
 
 // `task init --gradient-groups 2 --world-size 2`: the task's world_size is how many ranks a

@@ -24,9 +24,12 @@ inline bool have_modules(const std::string& modules) {
   return std::system((kPython + " -c 'import " + modules + "' >/dev/null 2>&1").c_str()) == 0;
 }
 
+// The roots a commitment log holds, in order; none if `log` cannot be read.
 inline std::vector<std::string> committed_roots(const std::filesystem::path& log) {
   std::vector<std::string> roots;
-  std::istringstream lines(*read_text_file(log));
+  auto text = read_text_file(log);
+  if (!text) return roots;
+  std::istringstream lines(*text);
   for (std::string line; std::getline(lines, line);) {
     roots.push_back(
         nlohmann::json::parse(line.substr(0, line.find('\t'))).at("root").get<std::string>());

@@ -7,6 +7,7 @@
 
 #include "protocol/net/client.h"
 #include "tests/protocol/memory_catalog.h"
+#include "tests/test_util.h"
 
 namespace vt::testing {
 namespace {
@@ -35,10 +36,6 @@ HostileOptions with_log(Hostility mode) {
   EXPECT_TRUE(records.ok());
   for (const SignedRecord& r : *records) o.log_lines.push_back(encode_record(r));
   return o;
-}
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
 TEST(HostileProvider, HelloNestedHundredThousandDeepIsRefusedNotACrash) {
@@ -78,7 +75,7 @@ TEST(HostileProvider, EndlessLogStopsAtTheRecordsTheTaskAllows) {
   HostileProvider provider(with_log(Hostility::kEndlessLog));
   auto client = Client::connect(plain_config(provider.port()));
   ASSERT_TRUE(client.ok()) << client.error().message;
-  auto log = client->get_log(0, /*max_records=*/4);  // a task of 3 epochs: records 0..3
+  auto log = client->get_log(0, LogBounds(/*most_records=*/4));  // a task of 3 epochs: records 0..3
   ASSERT_FALSE(log.ok());
   EXPECT_EQ(log.error().code, Errc::kRejected);
   EXPECT_NE(log.error().message.find("epoch 4 (line 5): the log goes on past the 4 records the "

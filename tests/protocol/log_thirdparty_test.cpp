@@ -11,11 +11,11 @@
 namespace vt {
 namespace {
 
-const Digest kTask = sha256(std::string_view("third-party task"));
+const Digest kThirdPartyTask = sha256(std::string_view("third-party task"));
 
-CommitRecord make_record(std::uint64_t epoch) {
+CommitRecord third_party_record(std::uint64_t epoch) {
   CommitRecord r;
-  r.task_id = kTask;
+  r.task_id = kThirdPartyTask;
   r.epoch = epoch;
   r.root = sha256("root " + std::to_string(epoch));
   r.fingerprint = nlohmann::json{{"values", {0.5, 1.5}}};
@@ -34,9 +34,9 @@ TEST(LogThirdParty, OpensslVerifiesARecordCutFromTheFile) {
   if (!testing::have_program("openssl")) GTEST_SKIP() << "openssl CLI not installed";
   testing::ScratchDir dir;
   auto key = *SigningKey::generate();
-  auto log = CommitLog::open(dir / "log", kTask, LogMode::kAppend);
+  auto log = CommitLog::open(dir / "log", kThirdPartyTask, LogMode::kAppend);
   ASSERT_TRUE(log.ok());
-  for (std::uint64_t e = 0; e < 3; ++e) ASSERT_TRUE(log->append(make_record(e), key).ok());
+  for (std::uint64_t e = 0; e < 3; ++e) ASSERT_TRUE(log->append(third_party_record(e), key).ok());
 
   // Body: the bytes before the tab on line 2, cut with text tools only. The parentheses keep
   // run_command's "</dev/null" off the pipeline's last stage.
@@ -71,16 +71,17 @@ TEST(LogThirdParty, PythonScriptChecksChainAndExtractsForOpenssl) {
   const std::string script = std::string(VT_SOURCE_DIR) + "/scripts/log_check.py";
   testing::ScratchDir dir;
   auto key = *SigningKey::generate();
-  auto log = CommitLog::open(dir / "log", kTask, LogMode::kAppend);
+  auto log = CommitLog::open(dir / "log", kThirdPartyTask, LogMode::kAppend);
   ASSERT_TRUE(log.ok());
-  for (std::uint64_t e = 0; e < 3; ++e) ASSERT_TRUE(log->append(make_record(e), key).ok());
+  for (std::uint64_t e = 0; e < 3; ++e) ASSERT_TRUE(log->append(third_party_record(e), key).ok());
   const std::string log_path = (dir / "log").string();
 
   auto good = testing::run_command("python3 " + script + " " + log_path + " --task-id " +
-                                       hex_encode(kTask) + " --extract 2 " + (dir / "e2").string(),
+                                       hex_encode(kThirdPartyTask) + " --extract 2 " +
+                                       (dir / "e2").string(),
                                    dir.path());
   ASSERT_EQ(good.exit_code, 0) << good.err;
-  EXPECT_EQ(good.out, log_path + ": 3 records, chain intact, task " + hex_encode(kTask) +
+  EXPECT_EQ(good.out, log_path + ": 3 records, chain intact, task " + hex_encode(kThirdPartyTask) +
                           ", head " + hex_encode(log->head()) + "\n");
   auto verified = testing::run_command(openssl_verify(dir, "e2"), dir.path());
   EXPECT_EQ(verified.exit_code, 0) << verified.out << verified.err;
@@ -94,7 +95,7 @@ TEST(LogThirdParty, PythonScriptChecksChainAndExtractsForOpenssl) {
   Bytes forged;
   Digest prev{};
   for (std::uint64_t e = 0; e < 3; ++e) {
-    CommitRecord r = make_record(e);
+    CommitRecord r = third_party_record(e);
     r.time = "2025-06-01T00:00:00Z";
     r.prev = e == 2 ? sha256(std::string_view("not the previous record")) : prev;
     auto s = *sign_record(r, key);

@@ -9,16 +9,13 @@
 #include "protocol/net/admission.h"
 #include "tests/protocol/net_util.h"
 #include "tests/protocol/server_fixture.h"
+#include "tests/test_util.h"
 
 namespace vt::testing {
 namespace {
 
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 TEST(Admission, HandshakingPoolPushesOutTheOldestOnlyAfterGrace) {
   AdmissionLimits limits;
@@ -66,6 +63,7 @@ TEST(Admission, SilentConnectionsOnlyEverPushOutEachOther) {
   Admission a(limits);
   std::vector<int> pushed(20, 0);
   std::vector<std::uint64_t> flood;
+  flood.reserve(4);
   for (int i = 0; i < 4; ++i) flood.push_back(a.enter("10.0.0.9", [&, i] { ++pushed[i]; }));
   // A newcomer from the flood's own address is admitted at once (no grace among silent
   // connections): the flood's oldest gives way.

@@ -10,7 +10,7 @@
 #include "fingerprint/fingerprint.h"
 #include "protocol/log.h"
 
-namespace vt::verifier::testing {
+namespace vt::testing {
 
 // One record per entry, epoch i holding a tracking fingerprint of tensor "w" (F32, 16
 // elements) sampled at positions 0..k-1 with the given values.
@@ -39,4 +39,4 @@ inline std::vector<SignedRecord> records_with_tracking(
   return out;
 }
 
-}  // namespace vt::verifier::testing
+}  // namespace vt::testing
