@@ -6,8 +6,8 @@
 #   one kernels/ file relinks some forty programs.
 # - Unity builds for the targets whose files spend their time in the same third-party templates
 #   (CLI11, spdlog, nlohmann_json, Boost.Asio, GoogleTest): compiled in batches, each template is
-#   instantiated and optimised once per batch, not once per file. Not for training/ (each LibTorch
-#   file is already one large step) nor kernels/ (whose files take per-file ISA flags).
+#   instantiated and optimised once per batch, not once per file; training/'s LibTorch files, whose
+#   time is mostly LibTorch's headers, likewise. Not kernels/ (whose files take per-file ISA flags).
 #   Precompiled headers were measured and left out: GCC's were 100-630 MB here, and loading one
 #   cost about what parsing the headers did (docs/development.md).
 

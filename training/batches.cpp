@@ -5,15 +5,12 @@
 #include "training/internal/tensor_bytes.h"
 
 namespace vt::training {
-namespace {
 
 std::vector<std::int64_t> batched(std::int64_t n, const std::vector<std::int64_t>& shape) {
   std::vector<std::int64_t> out{n};
   out.insert(out.end(), shape.begin(), shape.end());
   return out;
 }
-
-}  // namespace
 
 bool is_mapped_dataset(const Task& task) {
   return task.dataset.name == "tensors" || task.dataset.name == "tokens";

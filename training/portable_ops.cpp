@@ -420,7 +420,7 @@ struct ReduceFn : torch::autograd::Function<ReduceFn> {
 };
 
 // Softmax (log: log_softmax) over the last dimension of x, made contiguous with it last.
-struct SoftmaxFn : torch::autograd::Function<SoftmaxFn> {
+struct LastDimSoftmaxFn : torch::autograd::Function<LastDimSoftmaxFn> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x_in, bool log) {
     const at::Tensor x = operand(x_in, "softmax");
     const std::int64_t width = x.size(-1), rows = x.numel() / std::max<std::int64_t>(width, 1);
@@ -449,10 +449,10 @@ struct SoftmaxFn : torch::autograd::Function<SoftmaxFn> {
 };
 
 at::Tensor along(const at::Tensor& x, std::int64_t dim, bool log) {
-  if (x.dim() == 0) return SoftmaxFn::apply(x.view({1}), log).view({});
+  if (x.dim() == 0) return LastDimSoftmaxFn::apply(x.view({1}), log).view({});
   const std::int64_t d = at::maybe_wrap_dim(dim, x.dim());
-  if (d == x.dim() - 1) return SoftmaxFn::apply(x, log);
-  return SoftmaxFn::apply(x.transpose(d, -1), log).transpose(d, -1);
+  if (d == x.dim() - 1) return LastDimSoftmaxFn::apply(x, log);
+  return LastDimSoftmaxFn::apply(x.transpose(d, -1), log).transpose(d, -1);
 }
 
 }  // namespace

@@ -149,12 +149,6 @@ at::Tensor to_tensor(const std::vector<std::int64_t>& v, const std::vector<std::
   return at::from_blob(const_cast<std::int64_t*>(v.data()), shape, at::kLong).to(d, false, true);
 }
 
-std::vector<std::int64_t> batched(std::int64_t n, const std::vector<std::int64_t>& shape) {
-  std::vector<std::int64_t> out{n};
-  out.insert(out.end(), shape.begin(), shape.end());
-  return out;
-}
-
 template <typename F>
 auto guarded(const char* what, F&& fn, bool user_module = false) -> decltype(fn()) {
   try {

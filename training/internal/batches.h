@@ -9,12 +9,16 @@
 #include <optional>
 #include <span>
 #include <utility>
+#include <vector>
 
 #include "training/internal/network.h"
 #include "training/mapped_data.h"
 #include "training/trainer.h"
 
 namespace vt::training {
+
+// The shape of `n` samples of `shape`: {n, shape...}.
+std::vector<std::int64_t> batched(std::int64_t n, const std::vector<std::int64_t>& shape);
 
 struct MappedSplit {
   std::unique_ptr<MappedDataset> data;
