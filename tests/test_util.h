@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -41,6 +42,26 @@ class ScratchDir {
 inline double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
+
+// Names a parameterised test after its value, as GoogleTest prints it, in the letters, digits
+// and '_' a test name may hold ("resnet18", `"optimizer":{"lr":-1}` -> optimizer_lr_1). ctest
+// lists the tests without GoogleTest's `# GetParam() = ...` comment (tests/CMakeLists.txt), which
+// for a struct is its bytes and pointers and so differs from build to build.
+struct ValueName {
+  template <class T>
+  std::string operator()(const ::testing::TestParamInfo<T>& info) const {
+    std::string name;
+    for (const char c : ::testing::PrintToString(info.param)) {
+      if (std::isalnum(static_cast<unsigned char>(c)) != 0) {
+        name += c;
+      } else if (!name.empty() && name.back() != '_') {
+        name += '_';
+      }
+    }
+    while (!name.empty() && name.back() == '_') name.pop_back();
+    return name;
+  }
+};
 
 struct CommandResult {
   int exit_code = -1;

@@ -147,7 +147,8 @@ TEST_P(EnvironmentCli, AVerifierBelowTheProvidersLevelIsInconclusiveNeverRejecti
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Zoo, EnvironmentCli, ::testing::Values("mlp", "cnn", "gpt"));
+INSTANTIATE_TEST_SUITE_P(Zoo, EnvironmentCli, ::testing::Values("mlp", "cnn", "gpt"),
+                         testing::ValueName());
 
 TEST(EnvironmentCliForged, ACheatAtTheProvidersLevelIsStillRejected) {
   if (!cpu_runs("avx2")) GTEST_SKIP() << "this CPU has no AVX2";

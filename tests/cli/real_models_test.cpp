@@ -197,7 +197,8 @@ TEST_P(RealModels, TrainPortablyToTheSameRootsOnEverySettingAndVerifyOnAnother) 
 }
 
 INSTANTIATE_TEST_SUITE_P(TorchvisionAndTorchNn, RealModels,
-                         ::testing::Values("resnet18", "mobilenet_v2", "encoder", "lstm"));
+                         ::testing::Values("resnet18", "mobilenet_v2", "encoder", "lstm"),
+                         testing::ValueName());
 
 // An operator without a portable kernel: task init --determinism portable refuses it by name and
 // by the line of the module's code; unasked, task init picks exact and says which operator.

@@ -8,6 +8,7 @@
 
 #include "protocol/task.h"
 #include "tests/cli/model_fixtures.h"
+#include "tests/test_util.h"
 
 namespace vt {
 namespace {
@@ -72,7 +73,8 @@ TEST_P(TaskInitCombinations, EveryOptimizerAndDatasetIsValidOrRefusedByFit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, TaskInitCombinations,
-                         ::testing::Values("mlp", "cnn", "conv3d", "gpt", "torchscript"));
+                         ::testing::Values("mlp", "cnn", "conv3d", "gpt", "torchscript"),
+                         testing::ValueName());
 
 TEST(TaskInit, OneStepOfTrainingWithEachOptimizer) {
   testing::ScratchDir dir;

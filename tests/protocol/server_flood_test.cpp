@@ -7,6 +7,7 @@
 
 #include "tests/protocol/flood.h"
 #include "tests/protocol/server_fixture.h"
+#include "tests/test_util.h"
 
 namespace vt::testing {
 namespace {
@@ -54,7 +55,7 @@ TEST_P(FloodTest, ChurningSilentConnectionsFromTheVerifiersAddressDoNotKeepItOut
   EXPECT_GE(p.answered, 99) << p.first_failure;
 }
 
-INSTANTIATE_TEST_SUITE_P(Silent, FloodTest, ::testing::Values(70, 500));
+INSTANTIATE_TEST_SUITE_P(Silent, FloodTest, ::testing::Values(70, 500), ValueName());
 
 }  // namespace
 }  // namespace vt::testing

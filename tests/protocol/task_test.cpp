@@ -249,7 +249,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"("tolerance":{"atol":-0.1})", "tolerance.atol: expected a number >= 0, got -0.1"},
         BadCase{R"("tolerance":{"max_outlier_fraction":1.5})",
                 "tolerance.max_outlier_fraction: expected a number in [0, 1], got 1.5"},
-        BadCase{R"("tolerance":{"rtol":null})", "tolerance.rtol: expected a number, got null"}));
+        BadCase{R"("tolerance":{"rtol":null})", "tolerance.rtol: expected a number, got null"}),
+    testing::ValueName());
 
 // kMinimal's own fields are replaced rather than prefixed: these need a different base.
 TEST(Task, RejectsBadRequiredAndNestedFields) {

@@ -74,7 +74,7 @@ TEST_P(CudaReplay, EpochTwoReplaysBitIdenticallyInAFreshProcess) {
   EXPECT_TRUE(*replayed == snapshots[2]) << "the CUDA replay of epoch 2 differs from the original";
 }
 
-INSTANTIATE_TEST_SUITE_P(Zoo, CudaReplay, ::testing::Values("cnn", "gpt"));
+INSTANTIATE_TEST_SUITE_P(Zoo, CudaReplay, ::testing::Values("cnn", "gpt"), testing::ValueName());
 
 // The Python that holds the GPU stack: the torch venv when it is there.
 std::string python() {

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Every GoogleTest test compiled into a test program is one ctest runs.
+
+tests/CMakeLists.txt registers a program's tests with ctest through a filter built from the
+suites its files define with TEST, TEST_F or TEST_P at the start of a line. A test defined any
+other way (TYPED_TEST, a macro that expands to TEST) would compile into the program and never
+run. This asks each program for its whole list (--gtest_list_tests, no filter) and ctest for the
+tests it registered, and names every test the first has and the second lacks.
+
+  check_test_lists.py --build BUILD_DIR [--pretend-unlisted SUITE.TEST]
+
+--pretend-unlisted drops one registered test from ctest's list, so that the check can be seen to
+fail (tests/CMakeLists.txt runs it both ways).
+"""
+
+import argparse
+import json
+import subprocess
+import sys
+
+
+def registered(build):
+    """{program path: set of full test names ctest runs it with}."""
+    shown = subprocess.run(["ctest", "--show-only=json-v1"], cwd=build, check=True,
+                           capture_output=True, text=True).stdout
+    out = {}
+    for test in json.loads(shown)["tests"]:
+        command = test.get("command") or []
+        for arg in command[1:]:
+            if arg.startswith("--gtest_filter="):
+                out.setdefault(command[0], set()).add(arg[len("--gtest_filter="):])
+    return out
+
+
+def compiled(program):
+    """The full names of the tests in `program`, as --gtest_list_tests prints them."""
+    listing = subprocess.run([program, "--gtest_list_tests"], check=True, capture_output=True,
+                             text=True).stdout
+    names, suite = [], None
+    for line in listing.splitlines():
+        text = line.split("#", 1)[0].rstrip()
+        if not text:
+            continue
+        if not line.startswith(" "):
+            suite = text
+        else:
+            names.append(suite + text.strip())
+    return names
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", required=True)
+    parser.add_argument("--pretend-unlisted")
+    args = parser.parse_args()
+    by_program = registered(args.build)
+    if args.pretend_unlisted:
+        for names in by_program.values():
+            names.discard(args.pretend_unlisted)
+    missing = []
+    for program, names in sorted(by_program.items()):
+        for name in compiled(program):
+            if name not in names:
+                missing.append(f"{program}: {name} is compiled in but ctest does not run it "
+                               "(define it with TEST, TEST_F or TEST_P at the start of a line)")
+    for line in missing:
+        print(line, file=sys.stderr)
+    if missing:
+        return 1
+    print(f"{sum(len(n) for n in by_program.values())} tests in {len(by_program)} programs, "
+          "each run by ctest")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
