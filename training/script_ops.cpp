@@ -11,6 +11,7 @@
 
 #include "training/internal/ops.h"
 #include "training/internal/portable_fn.h"
+#include "training/internal/portable_layers.h"
 #include "training/internal/portable_ops.h"
 #include "training/internal/script_portable.h"
 
@@ -398,7 +399,10 @@ Tensor feature_dropout(const Tensor& x, double p, bool train) {
   next_draw(state, call, "feature_dropout");
   return P::feature_dropout(x, p, state, call);
 }
-Tensor bernoulli(const Tensor& x, double p, optional<at::Generator> generator) {
+// The generator by value: the type of the schema this kernel is registered for.
+Tensor bernoulli(
+    const Tensor& x, double p,
+    optional<at::Generator> generator) {  // NOLINT(performance-unnecessary-value-param)
   TORCH_CHECK(!generator.has_value(), "portable bernoulli_: a generator of its own");
   std::uint64_t state = 0, call = 0;
   next_draw(state, call, "bernoulli_");

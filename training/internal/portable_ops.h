@@ -1,10 +1,10 @@
 #pragma once
 // The portable kernels of real models' operators (docs/portable.md, "More functions" and
 // "Operators of real models") as differentiable LibTorch functions: activations, pooling,
-// transposed convolutions, batched products, reductions, softmax along any dimension, group
-// norm, the further losses, recurrent layers, broadcasting and the random operators. Each
-// forward and backward is kernels/ arithmetic; LibTorch only copies and routes gradients.
-// Float32 CPU tensors only. Internal to training/ (LibTorch types).
+// transposed convolutions, batched products, broadcasting, reductions and softmax along any
+// dimension (the layers: portable_layers.h). Each forward and backward is kernels/ arithmetic;
+// LibTorch only copies and routes gradients. Float32 CPU tensors only. Internal to training/
+// (LibTorch types).
 
 #include <ATen/ATen.h>
 
@@ -15,7 +15,6 @@
 
 #include "kernels/activation.h"
 #include "kernels/reduce.h"
-#include "kernels/rnn.h"
 
 namespace vt::training::portable {
 
@@ -53,25 +52,5 @@ at::Tensor reduce(const at::Tensor& x, const std::vector<std::int64_t>& dims, bo
                   kernels::Reduction r);
 at::Tensor softmax(const at::Tensor& x, std::int64_t dim);
 at::Tensor log_softmax(const at::Tensor& x, std::int64_t dim);
-
-at::Tensor group_norm(const at::Tensor& x, std::int64_t groups, const at::Tensor& w,
-                      const at::Tensor& b, double eps);
-
-at::Tensor nll_loss(const at::Tensor& logp, const at::Tensor& target, std::int64_t ignore_index);
-// Label smoothing eps > 0 (eps 0: portable_fn.h's cross_entropy).
-at::Tensor cross_entropy_smoothed(const at::Tensor& logits, const at::Tensor& target, double eps);
-at::Tensor bce_with_logits(const at::Tensor& x, const at::Tensor& target);
-
-// One layer and direction: x [T, B, I], h0 and c0 [B, H] (c0 undefined for a GRU); returns y
-// [T, B, H], hn, cn (undefined for a GRU). Biases may be undefined.
-std::tuple<at::Tensor, at::Tensor, at::Tensor> rnn_layer(
-    const at::Tensor& x, const at::Tensor& h0, const at::Tensor& c0, const at::Tensor& w_ih,
-    const at::Tensor& w_hh, const at::Tensor& b_ih, const at::Tensor& b_hh, kernels::Cell cell,
-    bool reverse);
-
-// Dropout of whole channels of x [B, C, ...] from the stream (state, call).
-at::Tensor feature_dropout(const at::Tensor& x, double p, std::uint64_t state, std::uint64_t call);
-// A tensor of x's shape of 1 (probability p) and 0 from the stream; no gradient.
-at::Tensor bernoulli(const at::Tensor& like, double p, std::uint64_t state, std::uint64_t call);
 
 }  // namespace vt::training::portable
