@@ -9,7 +9,8 @@ const std::vector<Command>& command_table() {
   static const std::vector<Command> table = {
       {"keygen", "Create an Ed25519 signing key and a TLS certificate", Runs::kLight},
       {"task", "Write or show a task (what to train, how, for how long)", Runs::kLight},
-      {"task init", "Write a valid task with sensible defaults to stdout (or --out)", Runs::kTorch},
+      {"task init", "Write a valid task with sensible defaults to stdout (or --out)",
+       Runs::kLightForZoo},
       {"task show", "Check a task file and print it with its task_id", Runs::kLight},
       {"task check",
        "Check a task before anyone pays: model against data, and a replay of a few steps in a "

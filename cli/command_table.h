@@ -14,6 +14,8 @@ enum class Runs {
   kLight,          // in `veritrain`: no LibTorch
   kTorch,          // in `veritrain-torch`
   kLightWithCost,  // `plan`: light when --cost gives the cost, else it measures (LibTorch)
+  kLightForZoo,    // `task init`: light for a zoo model on synthetic data (cli/task_init.h);
+                   // `veritrain` hands the rest over once it has read the flags
 };
 
 struct Command {

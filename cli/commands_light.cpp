@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "cli/app.h"
+#include "cli/task_init.h"
 #include "cli/torch_forward.h"
 
 namespace vt::cli {
@@ -11,6 +12,14 @@ namespace vt::cli {
 void register_light_plan(CLI::App& app, Context& ctx);  // plan_light.cpp
 
 namespace {
+
+// task init without LibTorch: the zoo's models on the synthetic data made for them.
+bool writes_zoo_on_synthetic(const std::string& model, const std::string& dataset,
+                             bool pin_environment) {
+  return model != "torchscript" && dataset == "synthetic" && !pin_environment;
+}
+constexpr TaskInitHost kLightTaskInit{writes_zoo_on_synthetic, exec_torch_program,
+                                      training::synthetic_zoo_state, nullptr};
 
 // A command that lives in veritrain-torch: listed for --help with its summary, handed over when
 // run.
@@ -25,7 +34,7 @@ void register_light(CLI::App& app, Context& ctx) {
   register_keygen(app, ctx);
   auto* task = app.add_subcommand("task", summary_of("task"));
   task->require_subcommand(1);
-  listed(*task, "init", "task init");
+  register_task_init(*task, ctx, kLightTaskInit);
   register_task_show(*task, ctx);
   listed(*task, "check", "task check");
   listed(app, "estimate", "estimate");

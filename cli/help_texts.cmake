@@ -3,7 +3,7 @@
 # LibTorch (torch_forward.h). Run at build time after veritrain-torch is linked:
 #   cmake -DPROGRAM=<veritrain-torch> -DOUT=<help_texts.cpp> -P help_texts.cmake
 # The file is replaced only when its text changes, so an unchanged help recompiles nothing.
-set(paths "task init" "task check" "estimate" "train" "verify" "audit" "trace" "dispute" "export" "demo" "plan")
+set(paths "task check" "estimate" "train" "verify" "audit" "trace" "dispute" "export" "demo" "plan")
 set(body "")
 foreach(path IN LISTS paths)
   separate_arguments(words UNIX_COMMAND "${path}")

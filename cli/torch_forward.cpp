@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/app.h"
 #include "cli/command_table.h"
 
 namespace vt::cli {
@@ -84,11 +85,13 @@ bool needs_torch(int argc, char** argv) {
   if (line.help && words.size() == 1 && command->runs == Runs::kLight) return false;
   switch (command->runs) {
     case Runs::kLight:
-      // `task` holds torch subcommands (task init): a word after it that names none of its
+      // `task` holds torch subcommands (task check): a word after it that names none of its
       // light ones goes on, so that veritrain-torch's did-you-mean answers a typo.
       return command->path == "task" && words.size() > 1;
     case Runs::kLightWithCost:
       return !line.cost;
+    case Runs::kLightForZoo:  // decided once its flags are read (cli/task_init.h)
+      return false;
     case Runs::kTorch:
       break;
   }
@@ -100,8 +103,8 @@ const StoredHelp* stored_help(int argc, char** argv) {
   if (!line.help) return nullptr;
   std::string words;  // the command words, space-separated
   for (const std::string& w : line.words) words += (words.empty() ? "" : " ") + w;
-  // The longest stored command the words start with: `task init --model mlp --help` is task
-  // init's. A value word after the command ("--out x") cannot make a longer match.
+  // The longest stored command the words start with: `task check --task t.json --help` is task
+  // check's. A value word after the command ("--out x") cannot make a longer match.
   const StoredHelp* best = nullptr;
   for (const StoredHelp& h : stored_help_texts()) {
     const bool starts = words.rfind(h.command, 0) == 0 &&

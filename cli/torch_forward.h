@@ -8,7 +8,7 @@
 
 namespace vt::cli {
 
-// The --help of a command veritrain-torch runs ("verify", "task init"), captured from
+// The --help of a command veritrain-torch runs ("verify", "task check"), captured from
 // veritrain-torch when it was built (help_texts.cmake): `veritrain verify --help` prints it
 // without loading LibTorch.
 struct StoredHelp {

@@ -308,6 +308,37 @@ std::uint64_t zoo_parameter_count(const std::string& m, const Options& o) {
   return 0;
 }
 
+StateCount zoo_state_count(const TrainingTask& resolved) {
+  const std::string& m = resolved.task.model.name;
+  auto at = [&](const char* key) { return u(resolved.model.at(key)); };
+  StateCount params{0, zoo_parameter_count(m, resolved.model)}, statistics;
+  if (m == "mlp") params.tensors = 2 * (at("layers") + 1);  // weight and bias per Linear
+  if (m == "conv3d") params.tensors = 6;
+  if (m == "gpt") params.tensors = add(6, mul(12, at("layers")));  // six Linear/LayerNorm a block
+  if (m == "cnn") {
+    // The stem (convolution, BatchNorm), `blocks` blocks at width (two of each), the widening
+    // block with its shortcut (three of each), blocks - 1 at twice the width, the Linear head.
+    // Every BatchNorm has a weight and a bias, and a running mean and variance of its channels.
+    const std::uint64_t w = at("width"), blocks = at("blocks");
+    params.tensors = add(mul(12, blocks), 8);
+    statistics.tensors = add(mul(8, blocks), 4);
+    statistics.elements = add(mul(12, w, blocks), mul(6, w));
+  }
+  const std::uint64_t copies = 1 + optimizer_slots(resolved.task.optimizer);
+  return {add(mul(params.tensors, copies), statistics.tensors),
+          add(mul(params.elements, copies), statistics.elements)};
+}
+
+Result<StateCount> synthetic_zoo_state(const Task& task) {
+  if (task.model.name == "torchscript" || task.dataset.name != "synthetic") {
+    return internal_error("synthetic_zoo_state: model " + task.model.name + " on dataset " +
+                          task.dataset.name + " is measured by building it");
+  }
+  VT_ASSIGN_OR_RETURN(const TrainingTask resolved, resolve_for_training(task));
+  VT_RETURN_IF_ERROR(check_sizes(resolved, synthetic_shape(resolved), usable_memory()));
+  return zoo_state_count(resolved);
+}
+
 Result<TaskSizes> check_sizes(const TrainingTask& resolved, const DataShape& data,
                               std::uint64_t memory) {
   const Task& task = resolved.task;

@@ -35,8 +35,8 @@ struct DataShape {
   std::int64_t permuted = 0;       // positions each pass permutes (0: token windows, drawn)
 };
 
-// The synthetic dataset load_dataset would generate for `task`, from its options alone.
-DataShape synthetic_shape(const TrainingTask& task);
+// The synthetic dataset load_dataset would generate for `resolved`, from its options alone.
+DataShape synthetic_shape(const TrainingTask& resolved);
 // A dataset already loaded (MNIST, CIFAR-10) or memory-mapped (tensors, tokens).
 DataShape resident_shape(const Dataset& data);
 DataShape mapped_shape(const MappedDataset& data, const Task& task);
@@ -48,14 +48,31 @@ std::uint64_t usable_memory();
 // whose size is its module file's.
 std::uint64_t zoo_parameter_count(const std::string& model, const Options& options);
 
+// The floating-point tensors of a zoo model's training state and their elements, as
+// Trainer::layout() lists them: the parameters, BatchNorm's running statistics and the
+// optimizer's slots (step counters, BatchNorm's batch counts and generator states are integers).
+// What fingerprint.k must cover (docs/fingerprint.md), known without building the model.
+struct StateCount {
+  std::uint64_t tensors = 0;
+  std::uint64_t elements = 0;  // saturates at 2^64 - 1
+};
+StateCount zoo_state_count(const TrainingTask& resolved);
+
+// What Trainer::create checks of a zoo model on synthetic data before it builds anything (the
+// task's options, the model's fit to the dataset, its sizes against this machine's memory), and
+// the state it would then hold: `task init` in the light `veritrain`, without LibTorch. A zoo
+// model always runs on the synthetic data made for it, so no forward pass is needed to know
+// that; any other model or dataset is an internal error here.
+Result<StateCount> synthetic_zoo_state(const Task& task);
+
 struct TaskSizes {
   std::int64_t steps = 0;         // per epoch
   std::uint64_t memory = 0;       // held at once while training, at least
   std::uint64_t total_steps = 0;  // steps × epochs
 };
 
-// Every size of `task` against its data and `memory` bytes; errors name the field.
-Result<TaskSizes> check_sizes(const TrainingTask& task, const DataShape& data,
+// Every size of `resolved` against its data and `memory` bytes; errors name the field.
+Result<TaskSizes> check_sizes(const TrainingTask& resolved, const DataShape& data,
                               std::uint64_t memory);
 
 // A process with LibTorch loaded, at least: one rank of the smallest mlp task held 179 MiB here

@@ -2,7 +2,10 @@
 // reach the task, and `task show` lists every field.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -40,14 +43,16 @@ TEST_P(TaskInitCombinations, EveryOptimizerAndDatasetIsValidOrRefusedByFit) {
       for (const std::string optimizer : {"", "sgd", "adam", "adamw"}) {
         // A pair that does not fit is refused whatever the optimizer: once is enough.
         if (!fits(model, dataset) && !optimizer.empty()) continue;
-        std::string cmd =
-            veritrain_binary() + " task init --model " + model + " --dataset " + dataset;
+        std::string cmd = veritrain_binary();
+        cmd += " task init --model " + model;
+        cmd += " --dataset " + dataset;
         if (!optimizer.empty()) cmd += " --optimizer " + optimizer;
         if (data_dirs.count(dataset)) cmd += " --data-dir " + data_dirs.at(dataset);
         if (model == "torchscript")
           cmd += " --model-file " + (fx / ("ts_" + dataset + ".pt")).string();
-        const std::string what =
-            model + " x " + dataset + " x " + (optimizer.empty() ? "default" : optimizer);
+        std::string what = model;
+        what += " x " + dataset;
+        what += " x " + (optimizer.empty() ? std::string("default") : optimizer);
         auto r = run_command(cmd, dir.path());
         if (!fits(model, dataset)) {
           EXPECT_EQ(r.exit_code, 2) << what;
@@ -80,9 +85,10 @@ TEST(TaskInit, OneStepOfTrainingWithEachOptimizer) {
   testing::ScratchDir dir;
   for (const std::string optimizer : {"sgd", "adam", "adamw"}) {
     const auto task = (dir / (optimizer + ".json")).string();
-    auto init = run_command(veritrain_binary() + " task init --model mlp --optimizer " + optimizer +
-                                " --epochs 1 --steps-per-epoch 1 --out " + task,
-                            dir.path());
+    std::string command = veritrain_binary();
+    command += " task init --model mlp --optimizer " + optimizer;
+    command += " --epochs 1 --steps-per-epoch 1 --out " + task;
+    auto init = run_command(command, dir.path());
     ASSERT_EQ(init.exit_code, 0) << optimizer << ": " << init.err;
     auto train = run_command(veritrain_binary() + " --json train --task " + task + " --workdir " +
                                  (dir / ("w-" + optimizer)).string(),
@@ -160,6 +166,63 @@ TEST(TaskInit, OptimizerFlagsReachTheTaskAndMisplacedOnesAreRefused) {
   EXPECT_NE(nesterov.err.find("optimizer.nesterov: requires optimizer.momentum > 0"),
             std::string::npos)
       << nesterov.err;
+}
+
+// The light `veritrain` writes a zoo model's task on synthetic data without LibTorch, counting
+// the tensors a fingerprint must cover instead of building the model (cli/task_init.h): it must
+// write, say and refuse exactly what veritrain-torch does, across models and optimizers whose
+// state sizes k (a deep gpt's 1,098 tensors, a one-unit mlp smaller than the default k), and
+// errors that only the build-free checks can catch.
+TEST(TaskInit, TheLightCommandWritesWhatVeritrainTorchWrites) {
+  testing::ScratchDir dir;
+  const std::string light = veritrain_binary();
+  const std::string torch =
+      (std::filesystem::path(light).parent_path() / "veritrain-torch").string();
+  const std::vector<std::string> lines = {
+      "--model mlp --epochs 4 --steps-per-epoch 3 --batch-size 8 --data-option samples=64",
+      "--model cnn --option blocks=3 --option width=4 --optimizer adam",
+      "--model conv3d --json",
+      "--model gpt --option layers=30",
+      "--model gpt --option layers=30 --optimizer sgd --momentum 0",
+      "--model mlp --option layers=0 --option hidden=1 --option input_dim=1",
+      "--model mlp --option hidden=2 --option layers=1 --option input_dim=2 --optimizer adamw",
+      "--model gpt --option layers=30 --k 300",
+      "--model mlp --determinism exact --threads 3 --precision bf16",
+      "--model cnn --determinism tolerance --device cuda",
+      "--model mlp --option hidden=65536 --option layers=64",
+      "--model gpt --option d_model=30",
+      "--model gtp",
+  };
+  // VERITRAIN_TORCH names nothing: a light command that handed over would fail with exit 3.
+  const std::string light_init =
+      "VERITRAIN_TORCH=" + (dir / "none").string() + " " + light + " task init ";
+  const std::string torch_init = torch + " task init ";
+  int refused = 0;
+  for (const std::string& line : lines) {
+    const auto a = run_command(light_init + line, dir.path());
+    const auto b = run_command(torch_init + line, dir.path());
+    EXPECT_EQ(a.exit_code, b.exit_code) << line << "\n" << a.err;
+    EXPECT_EQ(a.out, b.out) << line;
+    EXPECT_EQ(a.err, b.err) << line;
+    refused += b.exit_code == 2;
+  }
+  EXPECT_EQ(refused, 4);  // --k 300, an mlp no machine holds, d_model 30, gtp
+}
+
+// What the light command cannot count it hands over: a TorchScript module, data files, a pinned
+// environment, each a command veritrain-torch runs (here: named by VERITRAIN_TORCH, absent).
+TEST(TaskInit, TheLightCommandHandsOverWhatNeedsTheModelBuilt) {
+  testing::ScratchDir dir;
+  const std::string init =
+      "VERITRAIN_TORCH=" + (dir / "none").string() + " " + veritrain_binary() + " task init ";
+  for (const std::string line :
+       {"--model torchscript --model-file m.pt", "--model mlp --dataset mnist --data-dir d",
+        "--model mlp --determinism exact --pin-environment"}) {
+    const auto r = run_command(init + line, dir.path());
+    EXPECT_EQ(r.exit_code, 3) << line << ": " << r.err;
+    EXPECT_NE(r.err.find("this command needs LibTorch"), std::string::npos)
+        << line << ": " << r.err;
+  }
 }
 
 }  // namespace

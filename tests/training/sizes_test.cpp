@@ -185,8 +185,10 @@ TEST(Sizes, LocalRanksBoundByMemory) {
   EXPECT_FALSE(check_local_ranks(task, most + 1, "--nproc", 16 * kGiB).ok());
 }
 
-// The torch-free counts agree with the models LibTorch builds.
-TEST(Sizes, ZooParameterCountsMatchTheTrainersModels) {
+// The torch-free counts agree with the models LibTorch builds: the parameters, and the
+// floating-point tensors of the whole training state under each kind of optimizer (what the light
+// `task init` sizes a fingerprint by).
+TEST(Sizes, ZooCountsMatchTheTrainersModels) {
   std::vector<Task> tasks;
   for (const ModelInfo& m : zoo_models()) {
     if (m.name != "torchscript") tasks.push_back(synthetic(m.name));
@@ -205,11 +207,30 @@ TEST(Sizes, ZooParameterCountsMatchTheTrainersModels) {
   tasks.push_back(gpt);
   for (Task& task : tasks) {
     task.fingerprint.k = task.fingerprint.tracking_k = 256;  // the small models hold fewer values
-    auto trainer = Trainer::create(task);
-    ASSERT_TRUE(trainer.ok()) << trainer.error().message;
-    EXPECT_EQ(zoo_parameter_count(task.model.name, *resolve_model_options(task.model)),
-              static_cast<std::uint64_t>((*trainer)->parameter_count()))
-        << task.model.name;
+    // sgd holds one slot per parameter, none without momentum; adam and adamw hold two.
+    for (const auto& [optimizer, momentum] :
+         {std::pair{"sgd", true}, {"sgd", false}, {"adam", true}, {"adamw", true}}) {
+      task.optimizer = default_optimizer(task.model.name, optimizer);
+      if (!momentum) task.optimizer.momentum = 0.0;
+      const std::string what =
+          task.model.name + " with " + optimizer + (momentum ? "" : " without momentum");
+      auto trainer = Trainer::create(task);
+      ASSERT_TRUE(trainer.ok()) << what << ": " << trainer.error().message;
+      const TrainingTask resolved = *resolve_options(task);
+      EXPECT_EQ(zoo_parameter_count(task.model.name, resolved.model),
+                static_cast<std::uint64_t>((*trainer)->parameter_count()))
+          << what;
+      StateCount built;
+      for (const TensorEntry& t : (*trainer)->layout()) {
+        if (!is_floating(t.dtype)) continue;
+        ++built.tensors;
+        built.elements += t.numel();
+      }
+      const StateCount counted = zoo_state_count(resolved);
+      EXPECT_EQ(counted.tensors, built.tensors) << what;
+      EXPECT_EQ(counted.elements, built.elements) << what;
+      EXPECT_GT(built.tensors, 0u) << what;
+    }
   }
 }
 
