@@ -84,9 +84,9 @@ namespace {
 
 struct ConvFn : torch::autograd::Function<ConvFn> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x_in, const at::Tensor& w_in,
-                            const at::Tensor& b_in, std::vector<std::int64_t> stride,
-                            std::vector<std::int64_t> padding, std::vector<std::int64_t> dilation,
-                            std::int64_t groups) {
+                            const at::Tensor& b_in, const std::vector<std::int64_t>& stride,
+                            const std::vector<std::int64_t>& padding,
+                            const std::vector<std::int64_t>& dilation, std::int64_t groups) {
     const at::Tensor x = operand(x_in, "conv"), w = operand(w_in, "conv");
     TORCH_CHECK(w.dim() >= 3 && w.dim() <= 5 && x.dim() == w.dim() && groups >= 1 &&
                     x.size(1) == w.size(1) * groups && w.size(0) % groups == 0,
@@ -287,18 +287,14 @@ struct DropoutFn : torch::autograd::Function<DropoutFn> {
     at::Tensor y = at::empty_like(x);
     kernels::dropout(x.numel(), ptr(x), static_cast<float>(p), static_cast<std::uint64_t>(state),
                      static_cast<std::uint64_t>(call), ptr(y));
-    ctx->saved_data["p"] = p;
-    ctx->saved_data["state"] = state;
-    ctx->saved_data["call"] = call;
+    keep_draw(ctx, p, state, call);
     return y;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const at::Tensor dy = grads[0].contiguous();
     at::Tensor dx = at::empty_like(dy);
-    kernels::dropout_backward(dy.numel(), ptr(dy),
-                              static_cast<float>(ctx->saved_data["p"].toDouble()),
-                              static_cast<std::uint64_t>(ctx->saved_data["state"].toInt()),
-                              static_cast<std::uint64_t>(ctx->saved_data["call"].toInt()), ptr(dx));
+    const DropoutDraw draw = kept_draw(ctx);
+    kernels::dropout_backward(dy.numel(), ptr(dy), draw.p, draw.state, draw.call, ptr(dx));
     return {dx, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };

@@ -228,9 +228,7 @@ struct FeatureDropoutFn : torch::autograd::Function<FeatureDropoutFn> {
     kernels::feature_dropout(batch, channels, spatial, ptr(x), static_cast<float>(p),
                              static_cast<std::uint64_t>(state), static_cast<std::uint64_t>(call),
                              ptr(y));
-    ctx->saved_data["p"] = p;
-    ctx->saved_data["state"] = state;
-    ctx->saved_data["call"] = call;
+    keep_draw(ctx, p, state, call);
     return y;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -238,10 +236,9 @@ struct FeatureDropoutFn : torch::autograd::Function<FeatureDropoutFn> {
     at::Tensor dx = at::empty_like(dy);
     const std::int64_t batch = dy.size(0), channels = dy.size(1),
                        spatial = dy.numel() / std::max<std::int64_t>(batch * channels, 1);
-    kernels::feature_dropout_backward(
-        batch, channels, spatial, ptr(dy), static_cast<float>(ctx->saved_data["p"].toDouble()),
-        static_cast<std::uint64_t>(ctx->saved_data["state"].toInt()),
-        static_cast<std::uint64_t>(ctx->saved_data["call"].toInt()), ptr(dx));
+    const DropoutDraw draw = kept_draw(ctx);
+    kernels::feature_dropout_backward(batch, channels, spatial, ptr(dy), draw.p, draw.state,
+                                      draw.call, ptr(dx));
     return {dx, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
