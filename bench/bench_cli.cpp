@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <vector>
 
@@ -19,14 +20,13 @@
 
 #include "bench/bench_util.h"
 
-extern char** environ;
-
 namespace {
 namespace fs = std::filesystem;
 
 // Runs argv with stdout and stderr sent to /dev/null; the exit status.
 int run_quiet(const std::vector<std::string>& args) {
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   posix_spawn_file_actions_t actions;
@@ -55,7 +55,7 @@ double median_ms(int runs, const std::vector<std::string>& args, int& exit_code)
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   CLI::App app{"bench_cli: start-up time of veritrain's light commands"};
   bool json = false;
   int runs = 11;
@@ -85,6 +85,7 @@ int main(int argc, char** argv) {
   const std::vector<Case> cases = {
       {"help", {"--help"}},
       {"task_show", {"task", "show", task}},
+      {"task_init", {"task", "init", "--model", "gpt", "--out", (dir / "gpt.json").string()}},
       {"plan_cost",
        {"plan", "--task", task, "--cost", "100", "--reward", "100", "--penalty", "50"}},
       {"log_verify", {"log", "verify", "--workdir", work}},
@@ -111,4 +112,7 @@ int main(int argc, char** argv) {
   std::error_code ec;
   fs::remove_all(dir, ec);
   return 0;
+} catch (const std::exception& e) {  // a scratch folder that cannot be made
+  std::fprintf(stderr, "bench_cli: %s\n", e.what());
+  return 1;
 }
