@@ -210,7 +210,9 @@ TEST(OperatorDisputeCommands, OnlineAgainstTheProvidersService) {
 
   // A provider that fails to answer for its trace, or for the values of the call its own trace
   // puts in dispute, until --evidence-timeout has passed, or answers for another step: a
-  // rejection naming the step, not an error of the auditor's.
+  // rejection naming the step, not an error of the auditor's. The timeout also bounds every
+  // fetch before it (the log first): 1 s was too short for that under the sanitizers beside
+  // other work (`make sanitize`, 2026-11-28), so 5 s, which the two withheld cases wait out.
   for (const Answers answers : {Answers::kNoTraces, Answers::kNoValues, Answers::kNextStep}) {
     ServerConfig quiet;
     quiet.insecure = true;
@@ -225,7 +227,7 @@ TEST(OperatorDisputeCommands, OnlineAgainstTheProvidersService) {
     ASSERT_TRUE(refusing.ok()) << refusing.error().message;
     auto refused = run("dispute --task " + (dir / "task.json").string() + " --provider 127.0.0.1:" +
                        std::to_string((*refusing)->endpoint().port) + " --insecure --token-file " +
-                       token + " --epoch 2 --step 1 --evidence-timeout 1");
+                       token + " --epoch 2 --step 1 --evidence-timeout 5");
     EXPECT_EQ(refused.exit_code, 1) << refused.out << refused.err;
     EXPECT_NE(refused.out.find("\"result\":\"withheld\""), std::string::npos) << refused.out;
     EXPECT_NE(refused.out.find("\"step\":1"), std::string::npos) << refused.out;
