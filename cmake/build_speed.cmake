@@ -7,10 +7,9 @@
 # - Unity builds for the targets whose files spend their time in the same third-party templates
 #   (CLI11, spdlog, nlohmann_json, Boost.Asio, GoogleTest): compiled in batches, each template is
 #   instantiated and optimised once per batch, not once per file; training/'s LibTorch files, whose
-#   time is mostly LibTorch's headers, likewise; and the torch-free modules the light `veritrain`
-#   links as targets (common, fingerprint, compression, protocol, dispute, workdir). Not kernels/
-#   (whose files take per-file ISA flags), nor the archives that light program links member by
-#   member (verifier, provider, training's torch-free files: cli/CMakeLists.txt).
+#   time is mostly LibTorch's headers, likewise; and every other module's libraries, the
+#   torch-free `_core` ones the light `veritrain` links included. Not kernels/ (whose files take
+#   per-file ISA flags).
 #   Precompiled headers were measured and left out: GCC's were 100-630 MB here, and loading one
 #   cost about what parsing the headers did (docs/development.md).
 
