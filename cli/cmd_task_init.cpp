@@ -314,7 +314,8 @@ void register_task_init(CLI::App& task, Context& ctx, const TaskInitHost& host) 
   init->callback([&ctx, a, host] {
     ctx.action = [&ctx, a, host]() -> Result<int> {
       if (a->list_options) return list_options(ctx, *a);
-      if (!host.writes(a->model, a->dataset, a->pin_environment)) return host.hand_over();
+      if (host.writes != nullptr && !host.writes(a->model, a->dataset, a->pin_environment))
+        return host.hand_over();
       bool exact_fallback = false;
       VT_ASSIGN_OR_RETURN(Task t, build_task(*a, host, exact_fallback));
       const std::string text = pretty_task_json(t) + "\n";

@@ -16,7 +16,7 @@ namespace {
 // task init without LibTorch: the zoo's models on the synthetic data made for them.
 bool writes_zoo_on_synthetic(const std::string& model, const std::string& dataset,
                              bool pin_environment) {
-  return model != "torchscript" && dataset == "synthetic" && !pin_environment;
+  return training::counted_without_building(model, dataset) && !pin_environment;
 }
 constexpr TaskInitHost kLightTaskInit{writes_zoo_on_synthetic, exec_torch_program,
                                       training::synthetic_zoo_state, nullptr};

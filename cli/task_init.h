@@ -21,9 +21,10 @@ namespace vt::cli {
 using Environments = std::map<std::string, std::vector<std::string>>;
 
 struct TaskInitHost {
-  // Whether this program writes a task of these flags itself.
+  // Whether this program writes a task of these flags itself; null: it writes every task.
   bool (*writes)(const std::string& model, const std::string& dataset, bool pin_environment);
-  // Runs the command line in veritrain-torch (what writes() declines); its exit code.
+  // Runs the command line in veritrain-torch (what writes() declines); its exit code. Null where
+  // writes is.
   int (*hand_over)();
   // Every check training would make before its first step, and the state it would then hold.
   Result<training::StateCount> (*measure)(const Task& task);

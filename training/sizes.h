@@ -64,6 +64,9 @@ StateCount zoo_state_count(const TrainingTask& resolved);
 // model always runs on the synthetic data made for it, so no forward pass is needed to know
 // that; any other model or dataset is an internal error here.
 Result<StateCount> synthetic_zoo_state(const Task& task);
+// Whether synthetic_zoo_state measures a task of this model and dataset: a zoo model on synthetic
+// data.
+bool counted_without_building(const std::string& model, const std::string& dataset);
 
 struct TaskSizes {
   std::int64_t steps = 0;         // per epoch
