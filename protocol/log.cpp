@@ -2,6 +2,7 @@
 
 #include "protocol/log.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -17,11 +18,9 @@ namespace {
 using nlohmann::json;
 
 bool is_lower_hex(std::string_view s, std::size_t digits) {
-  if (s.size() != digits) return false;
-  for (char c : s) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
+  return s.size() == digits && std::ranges::all_of(s, [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
 }
 
 // "YYYY-MM-DDTHH:MM:SS" with an optional fraction of 1-9 digits, then "Z".
@@ -35,10 +34,7 @@ bool is_utc_timestamp(std::string_view s) {
   std::string_view rest = s.substr(kShape.size(), s.size() - kShape.size() - 1);
   if (rest.empty()) return true;
   if (rest.size() < 2 || rest.size() > 10 || rest[0] != '.') return false;
-  for (char c : rest.substr(1)) {
-    if (c < '0' || c > '9') return false;
-  }
-  return true;
+  return std::ranges::all_of(rest.substr(1), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 // A digest field: 64 lower-case hex digits, one spelling per value.
@@ -217,7 +213,7 @@ Bytes encode_record(const SignedRecord& r) {
 }
 
 Result<SignedRecord> decode_record(ByteSpan line, std::string_view where) {
-  auto bad = [&](std::string problem) {
+  auto bad = [&](const std::string& problem) {
     return invalid_input(std::string(where) + ": " + problem);
   };
   if (line.size() > kMaxRecordBytes) {
@@ -264,7 +260,9 @@ Result<SignedRecord> decode_record(ByteSpan line, std::string_view where) {
 Status verify_record(const SignedRecord& r, std::uint64_t epoch, const Digest& task_id,
                      const Digest& prev, const std::optional<PublicKey>& signer,
                      std::string_view where) {
-  auto fail = [&](std::string problem) { return rejected(std::string(where) + ": " + problem); };
+  auto fail = [&](const std::string& problem) {
+    return rejected(std::string(where) + ": " + problem);
+  };
   const CommitRecord& rec = r.record;
   if (rec.epoch != epoch) {
     return fail("commits epoch " + std::to_string(rec.epoch) + " where epoch " +

@@ -47,7 +47,10 @@ struct CommitMetrics {
 };
 
 // What the provider commits to at the end of an epoch (epoch 0: the initial state).
-struct CommitRecord {
+// (clang-tidy counts nlohmann::json's destructor, which frees nested values through a vector it
+// allocates, as a throw in the implicit noexcept members of this struct and of SignedRecord;
+// running out of memory there ends the process, as in any destructor.)
+struct CommitRecord {  // NOLINT(bugprone-exception-escape)
   Digest task_id{};
   std::uint64_t epoch = 0;
   Digest prev{};  // hash of the previous record's line; all zero for epoch 0
@@ -66,7 +69,7 @@ struct CommitRecord {
   Bytes signer;      // raw 32-byte Ed25519 public key
 };
 
-struct SignedRecord {
+struct SignedRecord {  // NOLINT(bugprone-exception-escape): see CommitRecord
   CommitRecord record;
   std::string body;          // the exact signed bytes (canonical JSON)
   Bytes signature;           // 64 bytes
