@@ -19,20 +19,28 @@
 namespace vt::adversary {
 namespace {
 
+// Each test: a two-epoch small gpt in task.json of a scratch folder, and `veritrain --json ARGS`
+// run there.
+class OperatorDisputeCommands : public ::testing::Test {
+ protected:
+  OperatorDisputeCommands() {
+    task.epochs = 2;
+    EXPECT_TRUE(write_file_atomic(dir / "task.json", canonical_task_json(task)).ok());
+  }
+  testing::CommandResult run(const std::string& args) const {
+    return testing::run_command(testing::veritrain_binary() + " --json " + args, dir.path());
+  }
+
+  testing::ScratchDir dir;
+  Task task = small_gpt();
+};
+
 // The commands as a provider and an auditor run them on a workdir: the provider's trace agrees
 // with the replay; a trace the provider re-signed with one hash changed is located at that call,
 // and the provider's values then fail against what it signed.
-TEST(OperatorDisputeCommands, TraceDisputeAndReferee) {
-  testing::ScratchDir dir;
-  Task task = small_gpt();
-  task.epochs = 2;
-  ASSERT_TRUE(write_file_atomic(dir / "task.json", canonical_task_json(task)).ok());
-  const std::string v = testing::veritrain_binary();
+TEST_F(OperatorDisputeCommands, TraceDisputeAndReferee) {
   const std::string common =
       " --task " + (dir / "task.json").string() + " --workdir " + (dir / "w").string();
-  auto run = [&](const std::string& args) {
-    return testing::run_command(v + " --json " + args, dir.path());
-  };
   auto trained = run("train" + common);
   ASSERT_EQ(trained.exit_code, 0) << trained.err;
   const std::string trace = (dir / "trace.json").string();
@@ -131,16 +139,9 @@ class CheatingCatalog : public Catalog {
 // Online: `dispute --provider` asks the service for the provider's traces. An honest `serve`
 // answers with veritrain-torch's trace (it agrees with the replay); a provider whose GELU is the
 // tanh form is located at its gelu, its values fetched, the evidence written and ruled on.
-TEST(OperatorDisputeCommands, OnlineAgainstTheProvidersService) {
-  testing::ScratchDir dir;
-  Task task = small_gpt();
-  task.epochs = 2;
-  ASSERT_TRUE(write_file_atomic(dir / "task.json", canonical_task_json(task)).ok());
+TEST_F(OperatorDisputeCommands, OnlineAgainstTheProvidersService) {
   const std::string v = testing::veritrain_binary();
   const std::string workdir = (dir / "w").string();
-  auto run = [&](const std::string& args) {
-    return testing::run_command(v + " --json " + args, dir.path());
-  };
   ASSERT_EQ(run("train --task " + (dir / "task.json").string() + " --workdir " + workdir).exit_code,
             0);
   const std::string token = (dir / "token").string();
@@ -166,16 +167,19 @@ TEST(OperatorDisputeCommands, OnlineAgainstTheProvidersService) {
   EXPECT_EQ(whole.exit_code, 0) << whole.out << whole.err;
   EXPECT_NE(whole.out.find("\"result\":\"no_step_dispute\""), std::string::npos) << whole.out;
 
-  // The cheater's service, in this process.
-  auto inner = provider::open_workdir_catalog(workdir);
-  ASSERT_TRUE(inner.ok()) << inner.error().message;
-  auto key = SigningKey::load(KeyFiles::in(dir / "w" / "keys").signing_key);
-  ASSERT_TRUE(key.ok());
-  ServerConfig config;
-  config.insecure = true;
-  config.token = "0123456789abcdef0123456789abcdef";
-  auto server = Server::start(std::move(config),
-                              std::make_shared<CheatingCatalog>(*inner, task, std::move(*key)));
+  // The cheater's service, in this process: the workdir served with the cheater's traces, signed
+  // with the provider's key.
+  auto cheating_service = [&](Answers answers) -> Result<std::unique_ptr<Server>> {
+    VT_ASSIGN_OR_RETURN(auto inner, provider::open_workdir_catalog(workdir));
+    VT_ASSIGN_OR_RETURN(SigningKey key,
+                        SigningKey::load(KeyFiles::in(dir / "w" / "keys").signing_key));
+    ServerConfig config;
+    config.insecure = true;
+    config.token = "0123456789abcdef0123456789abcdef";
+    return Server::start(std::move(config), std::make_shared<CheatingCatalog>(
+                                                std::move(inner), task, std::move(key), answers));
+  };
+  auto server = cheating_service(Answers::kAll);
   ASSERT_TRUE(server.ok()) << server.error().message;
   const std::string evidence = (dir / "evidence.json").string();
   auto against = run("dispute --task " + (dir / "task.json").string() + " --provider 127.0.0.1:" +
@@ -214,16 +218,7 @@ TEST(OperatorDisputeCommands, OnlineAgainstTheProvidersService) {
   // fetch before it (the log first): 1 s was too short for that under the sanitizers beside
   // other work (`make sanitize`, 2026-11-28), so 5 s, which the two withheld cases wait out.
   for (const Answers answers : {Answers::kNoTraces, Answers::kNoValues, Answers::kNextStep}) {
-    ServerConfig quiet;
-    quiet.insecure = true;
-    quiet.token = "0123456789abcdef0123456789abcdef";
-    auto again = provider::open_workdir_catalog(workdir);
-    ASSERT_TRUE(again.ok()) << again.error().message;
-    auto refusing = Server::start(
-        std::move(quiet),
-        std::make_shared<CheatingCatalog>(
-            *again, task, *SigningKey::load(KeyFiles::in(dir / "w" / "keys").signing_key),
-            answers));
+    auto refusing = cheating_service(answers);
     ASSERT_TRUE(refusing.ok()) << refusing.error().message;
     auto refused = run("dispute --task " + (dir / "task.json").string() + " --provider 127.0.0.1:" +
                        std::to_string((*refusing)->endpoint().port) + " --insecure --token-file " +
