@@ -5,7 +5,10 @@ tests/CMakeLists.txt registers a program's tests with ctest through a filter bui
 suites its files define with TEST, TEST_F or TEST_P at the start of a line. A test defined any
 other way (TYPED_TEST, a macro that expands to TEST) would compile into the program and never
 run. This asks each program for its whole list (--gtest_list_tests, no filter) and ctest for the
-tests it registered, and names every test the first has and the second lacks.
+tests it registered, and names every test the first has and the second lacks. ctest runs most
+tests one per process (`--gtest_filter=Suite.Test`) and some whole suites in one
+(`--gtest_filter=Suite.*:*/Suite.*`, vt_test's ONE_PROCESS_PER_SUITE): a test counts as run
+when one of its program's filters selects it, and a filter that selects no test is named too.
 
   check_test_lists.py --build BUILD_DIR [--pretend-unlisted SUITE.TEST]
 
@@ -14,13 +17,14 @@ fail (tests/CMakeLists.txt runs it both ways).
 """
 
 import argparse
+import fnmatch
 import json
 import subprocess
 import sys
 
 
 def registered(build):
-    """{program path: set of full test names ctest runs it with}."""
+    """{program path: set of the --gtest_filter values ctest runs it with}."""
     shown = subprocess.run(["ctest", "--show-only=json-v1"], cwd=build, check=True,
                            capture_output=True, text=True).stdout
     out = {}
@@ -48,6 +52,17 @@ def compiled(program):
     return names
 
 
+def selects(gtest_filter, name):
+    """Whether GoogleTest's --gtest_filter selects `name`: `:`-separated patterns with `*` and
+    `?`, and after a `-` the patterns it then leaves out."""
+    positive, _, negative = gtest_filter.partition("-")
+
+    def matches(patterns):
+        return any(fnmatch.fnmatchcase(name, p) for p in patterns.split(":") if p)
+
+    return matches(positive or "*") and not matches(negative)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", required=True)
@@ -58,17 +73,23 @@ def main():
         for names in by_program.values():
             names.discard(args.pretend_unlisted)
     missing = []
-    for program, names in sorted(by_program.items()):
-        for name in compiled(program):
-            if name not in names:
+    tests = 0
+    for program, filters in sorted(by_program.items()):
+        names = compiled(program)
+        tests += len(names)
+        for name in names:
+            if not any(selects(f, name) for f in filters):
                 missing.append(f"{program}: {name} is compiled in but ctest does not run it "
                                "(define it with TEST, TEST_F or TEST_P at the start of a line)")
+        for f in sorted(filters):
+            if not any(selects(f, name) for name in names):
+                missing.append(f"{program}: ctest runs it with --gtest_filter={f}, "
+                               "which selects no test")
     for line in missing:
         print(line, file=sys.stderr)
     if missing:
         return 1
-    print(f"{sum(len(n) for n in by_program.values())} tests in {len(by_program)} programs, "
-          "each run by ctest")
+    print(f"{tests} tests in {len(by_program)} programs, each run by ctest")
     return 0
 
 
