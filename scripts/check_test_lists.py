@@ -11,14 +11,17 @@ tests one per process (`--gtest_filter=Suite.Test`) and some whole suites in one
 when one of its program's filters selects it, and a filter that selects no test is named too.
 
   check_test_lists.py --build BUILD_DIR [--pretend-unlisted SUITE.TEST]
+                      [--pretend-filter PROGRAM=FILTER]
 
---pretend-unlisted drops one registered test from ctest's list, so that the check can be seen to
-fail (tests/CMakeLists.txt runs it both ways).
+--pretend-unlisted drops one registered test from ctest's list, --pretend-filter adds a filter to
+a program's (named by its file name), so that each failure can be seen (tests/CMakeLists.txt
+runs the check all three ways).
 """
 
 import argparse
 import fnmatch
 import json
+import os
 import subprocess
 import sys
 
@@ -67,11 +70,17 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", required=True)
     parser.add_argument("--pretend-unlisted")
+    parser.add_argument("--pretend-filter")
     args = parser.parse_args()
     by_program = registered(args.build)
     if args.pretend_unlisted:
-        for names in by_program.values():
-            names.discard(args.pretend_unlisted)
+        for filters in by_program.values():
+            filters.discard(args.pretend_unlisted)
+    if args.pretend_filter:
+        name, _, extra = args.pretend_filter.partition("=")
+        for program, filters in by_program.items():
+            if os.path.basename(program) == name:
+                filters.add(extra)
     missing = []
     tests = 0
     for program, filters in sorted(by_program.items()):
