@@ -10,12 +10,13 @@ tests one per process (`--gtest_filter=Suite.Test`) and some whole suites in one
 (`--gtest_filter=Suite.*:*/Suite.*`, vt_test's ONE_PROCESS_PER_SUITE): a test counts as run
 when one of its program's filters selects it, and a filter that selects no test is named too.
 
-  check_test_lists.py --build BUILD_DIR [--pretend-unlisted SUITE.TEST]
+  check_test_lists.py --build BUILD_DIR [--only PROGRAM] [--pretend-unlisted SUITE.TEST]
                       [--pretend-filter PROGRAM=FILTER]
 
---pretend-unlisted drops one registered test from ctest's list, --pretend-filter adds a filter to
-a program's (named by its file name), so that each failure can be seen (tests/CMakeLists.txt
-runs the check all three ways).
+--only checks one program (named by its file name) instead of all. --pretend-unlisted drops one
+registered test from ctest's list, --pretend-filter adds a filter to a program's, so that each
+failure can be seen (tests/CMakeLists.txt runs the check all three ways, the two pretended ones
+on their one program: listing every program's tests loads LibTorch in several).
 """
 
 import argparse
@@ -69,10 +70,16 @@ def selects(gtest_filter, name):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", required=True)
+    parser.add_argument("--only")
     parser.add_argument("--pretend-unlisted")
     parser.add_argument("--pretend-filter")
     args = parser.parse_args()
     by_program = registered(args.build)
+    if args.only:
+        by_program = {p: f for p, f in by_program.items() if os.path.basename(p) == args.only}
+        if not by_program:
+            print(f"--only {args.only}: ctest runs no program of that name", file=sys.stderr)
+            return 1
     if args.pretend_unlisted:
         for filters in by_program.values():
             filters.discard(args.pretend_unlisted)

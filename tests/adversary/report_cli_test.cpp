@@ -52,9 +52,9 @@ struct CheatedWorkdir {
 // and on a phone (390 px).
 void check_page(const fs::path& page, const fs::path& scratch, const std::string& keep_as) {
   if (!testing::have_program("chromium")) return;
+  EXPECT_EQ(testing::console_in_chromium(page, scratch), "") << page;
   for (int width : {1280, 390}) {
-    const testing::BrowserView view = testing::view_in_chromium(page, scratch, width);
-    EXPECT_EQ(view.console, "") << page;
+    const testing::BrowserView view = testing::measured_in_chromium(page, scratch, width);
     EXPECT_EQ(view.inner_width, width);
     EXPECT_LE(view.scroll_width, view.inner_width) << page << " scrolls horizontally at " << width;
     EXPECT_EQ(view.broken_words, "") << page << " breaks these words at " << width << " px";

@@ -149,7 +149,7 @@ torch.jit.script(Branchy()).save(sys.argv[1])
 )PY";
 
 TEST(Distributed, DataDependentBranchSameRootsOnOneAndTwoRanks) {
-  if (!testing::have_python_torch())
+  if (!testing::have_python_modules("torch"))
     GTEST_SKIP() << "python3-torch not installed (scripts/setup.sh)";
   testing::ScratchDir dir;
   ASSERT_TRUE(write_file_atomic(dir / "branchy.py", as_bytes(kBranchy)).ok());

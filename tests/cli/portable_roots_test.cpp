@@ -118,7 +118,7 @@ constexpr const char* kResnetModuleSha256 =
     "01f03272314120556c7bdbc0a6904f12adbc321f29b5a922fe2ec2efd1803ab3";
 
 TEST(PortableRootsScripted, Resnet18CommitsTheRootsOfVersion1) {
-  if (!reference::have_modules("torch, torchvision, sklearn"))
+  if (!testing::have_python_modules("torch, torchvision, sklearn"))
     GTEST_SKIP() << "python3-torch, -torchvision or -sklearn not installed";
   testing::ScratchDir dir;
   ASSERT_TRUE(write_file_atomic(dir / "resnet.py", std::string(kResnet)).ok());

@@ -121,7 +121,7 @@ class PortableReference : public ::testing::TestWithParam<Config> {};
 // Epoch 0 from the seed, and epochs 1 -> 2 with gradient groups on: the reference's bytes are the
 // committed ones.
 TEST_P(PortableReference, NumpyAloneReplaysEveryEpochBitForBit) {
-  if (!reference::have_modules("numpy")) GTEST_SKIP() << "python3-numpy not installed";
+  if (!testing::have_python_modules("numpy")) GTEST_SKIP() << "python3-numpy not installed";
   testing::ScratchDir dir;
   const std::string task = write_task(dir, GetParam(), "--gradient-groups 2");
   const fs::path wd = dir / "w";
@@ -145,7 +145,7 @@ INSTANTIATE_TEST_SUITE_P(Zoo, PortableReference, ::testing::ValuesIn(kConfigs),
 // The comparison can fail: a reference whose matrix products run their chains from the last k
 // down lands elsewhere.
 TEST(PortableReferenceControl, AnotherSummationOrderDisagrees) {
-  if (!reference::have_modules("numpy")) GTEST_SKIP() << "python3-numpy not installed";
+  if (!testing::have_python_modules("numpy")) GTEST_SKIP() << "python3-numpy not installed";
   testing::ScratchDir dir;
   const fs::path copy = dir / "changed";
   fs::create_directories(copy);
@@ -198,7 +198,7 @@ torch.jit.script(Squash()).save(sys.argv[1] + "/squash.pt")
 )PY";
 
 TEST(PortableTorchScript, ItsOperatorsRunOnPortableKernelsAlikeEverywhere) {
-  if (!reference::have_modules("torch")) GTEST_SKIP() << "python3-torch not installed";
+  if (!testing::have_python_modules("torch")) GTEST_SKIP() << "python3-torch not installed";
   testing::ScratchDir dir;
   const std::string in = "cd '" + dir.path().string() + "' && ";  // relative files are dir's
   ASSERT_TRUE(write_file_atomic(dir / "modules.py", std::string(kScriptModules)).ok());

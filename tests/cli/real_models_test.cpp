@@ -1,9 +1,9 @@
 // Real models in portable arithmetic (docs/portable.md, "Operators of real models"): resnet18 and
 // mobilenet_v2 from Debian's torchvision, a TransformerEncoder classifier (2 layers, d 32, 4 heads,
-// dropout 0.1) and an LSTM classifier from torch.nn, each scripted by Debian's torch with its
-// weights set from numpy (torch's own fill differs with the vector width), on sklearn's digits.
-// `task init` picks portable for each; each trains to the same roots under every
-// ATEN_CPU_CAPABILITY and thread count this CPU can pose as, and a verifier under another
+// dropout 0.1) and an LSTM classifier from torch.nn (tests/cli/real_models.py), each scripted by
+// Debian's torch with its weights set from numpy (torch's own fill differs with the vector width),
+// on sklearn's digits. `task init` picks portable for each; each trains to the same roots under
+// every ATEN_CPU_CAPABILITY and thread count this CPU can pose as, and a verifier under another
 // setting accepts it, and a step's signed trace written under one setting is the replay's under
 // another, call for call. A module with an operator that has no portable kernel is refused by
 // name and line.
@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/file_io.h"
+#include "tests/cli/python_made.h"
 #include "tests/cli/reference_util.h"
 #include "tests/test_util.h"
 
@@ -28,88 +29,22 @@ namespace {
 
 namespace fs = std::filesystem;
 using reference::committed_roots;
-using reference::kPython;
 using reference::Setting;
 using testing::run_command;
 using testing::veritrain_binary;
-
-constexpr const char* kModels = R"PY(
-import sys
-sys.path.insert(0, sys.argv[2])
-import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
-import torchvision.models as tvm
-from sklearn.datasets import load_digits
-from make_digits import safetensors_bytes
-out = sys.argv[1]
-
-class Encoder(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.inp = nn.Linear(32, 32)
-        layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.1, batch_first=True)
-        self.enc = nn.TransformerEncoder(layer, 2); self.fc = nn.Linear(32, 10)
-    def forward(self, x):
-        return self.fc(self.enc(self.inp(x)).mean(1))
-
-class Lstm(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.rnn = nn.LSTM(32, 32, num_layers=2, batch_first=True, bidirectional=True)
-        self.fc = nn.Linear(64, 10)
-    def forward(self, x):
-        y, _ = self.rnn(x)
-        return self.fc(y[:, -1])
-
-class Pooled(nn.Module):
-    """Operators without a portable kernel: refused by name."""
-    def __init__(self):
-        super().__init__(); self.fc = nn.Linear(32, 10)
-    def forward(self, x):
-        return self.fc(torch.cumsum(x, -1))
-
-# Weights from numpy: the same on every CPU (torch's own random fill differs with the vector
-# width). Constant tensors (batch norm's ones and zeros) stay as built.
-rng = np.random.RandomState(7)
-def numpy_weights(m):
-    with torch.no_grad():
-        for name, p in sorted(m.named_parameters()):
-            fan_in = p[0].numel() if p.dim() >= 2 else p.numel()
-            if p.dim() == 1 and bool((p == p.flatten()[0]).all()):
-                continue
-            bound = 1.0 / np.sqrt(fan_in)
-            p.copy_(torch.from_numpy(rng.uniform(-bound, bound, p.shape).astype(np.float32)))
-    return m
-
-for name, m in [("resnet18", tvm.resnet18(num_classes=10)),
-                ("mobilenet_v2", tvm.mobilenet_v2(num_classes=10)),
-                ("encoder", Encoder()), ("lstm", Lstm()), ("pooled", Pooled())]:
-    torch.jit.script(numpy_weights(m)).save("%s/%s.pt" % (out, name))
-
-d = load_digits()
-pixels = (d.images / 16.0).astype(np.float32)[:64]
-targets = d.target.astype(np.int64)[:64]
-images = np.kron(pixels, np.ones((4, 4), np.float32))[:, None].repeat(3, axis=1)
-rows = np.tile(pixels, (1, 1, 4))  # [64, 8, 32]: 8 steps of 32 features
-for name, inputs in [("images", images), ("rows", rows)]:
-    with open("%s/%s.safetensors" % (out, name), "wb") as f:
-        f.write(safetensors_bytes({"inputs": ("F32", inputs), "targets": ("I64", targets)}))
-)PY";
 
 std::vector<reference::Setting> settings() { return reference::settings({1, 2}); }
 
 class RealModels : public ::testing::TestWithParam<const char*> {
  protected:
+  // The models and data of tests/cli/real_models.py, made once (python_made.h) and copied into
+  // this process's folder, where the tests write their tasks and workdirs beside them.
   static void SetUpTestSuite() {
-    if (!reference::have_modules("torch, torchvision, sklearn")) return;
+    const auto made = testing::python_made("real_models.py", {"make_digits.py"},
+                                           "torch, torchvision, sklearn", made_);
+    if (made.empty() && made_.empty()) return;  // not installed: the tests skip
     dir_ = new testing::ScratchDir();
-    if (!write_file_atomic(*dir_ / "models.py", std::string(kModels)).ok()) {
-      made_ = "cannot write models.py";
-      return;
-    }
-    auto made = run_command(in() + kPython + " models.py " + dir_->path().string() + " " +
-                                std::string(VT_SOURCE_DIR) + "/scripts",
-                            dir_->path());
-    made_ = made.exit_code == 0 ? "" : "models.py: " + made.err;
+    if (!made.empty()) testing::copy_made(made, dir_->path());
   }
   static void TearDownTestSuite() {
     delete dir_;
@@ -148,9 +83,10 @@ TEST_P(RealModels, TrainPortablyToTheSameRootsOnEverySettingAndVerifyOnAnother) 
   std::vector<std::string> reference;
   for (const Setting& s : all) {
     const std::string wd = "w-" + model + "-" + s.name();
-    auto r = run_command(in() + s.env() + veritrain_binary() + " train --task " + task +
-                             " --workdir " + wd + " --threads " + std::to_string(s.threads),
-                         dir_->path());
+    std::string train = in() + s.env() + veritrain_binary();
+    train.append(" train --task ").append(task).append(" --workdir ").append(wd);
+    auto r =
+        run_command(train.append(" --threads ").append(std::to_string(s.threads)), dir_->path());
     ASSERT_EQ(r.exit_code, 0) << s.name() << ": " << r.err;
     const auto roots = committed_roots(dir_->path() / wd / "commitments.log");
     ASSERT_EQ(roots.size(), 2u) << s.name();
@@ -209,7 +145,7 @@ TEST_F(RealModels, AnOperatorWithoutAKernelIsRefusedByNameAndLine) {
                              dir_->path());
   EXPECT_EQ(refused.exit_code, 2);
   EXPECT_NE(refused.err.find("aten::cumsum"), std::string::npos) << refused.err;
-  EXPECT_NE(refused.err.find("models.py:"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("real_models.py:"), std::string::npos) << refused.err;
   EXPECT_NE(refused.err.find("`return self.fc(torch.cumsum(x, -1))`"), std::string::npos)
       << refused.err;
   EXPECT_FALSE(fs::exists(dir_->path() / "pooled.json"));

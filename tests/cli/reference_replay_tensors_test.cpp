@@ -26,7 +26,7 @@ using reference::Compared;
 using reference::kPython;
 using reference::script;
 
-bool have_reference() { return reference::have_modules("torch, numpy, sklearn"); }
+bool have_reference() { return testing::have_python_modules("torch, numpy, sklearn"); }
 
 // One task on digits written into `work`/data by make_digits.py with `digits_args`; the task
 // file sits beside the data folder, as docs/datasets.md asks.
@@ -240,7 +240,7 @@ TEST(ReferenceReplayTensors, ReferenceRefusesAFileThatDoesNotMatchItsPin) {
 // docs/datasets.md's numpy snippet, run as written: the file it writes is a `tensors` dataset
 // that task init pins and train trains on.
 TEST(ReferenceReplayTensors, TheDocsNumpySnippetWritesATensorsFileThatTrains) {
-  if (!reference::have_modules("numpy")) GTEST_SKIP() << "python3-numpy not installed";
+  if (!testing::have_python_modules("numpy")) GTEST_SKIP() << "python3-numpy not installed";
   auto doc = read_text_file(fs::path(VT_SOURCE_DIR) / "docs/datasets.md");
   ASSERT_TRUE(doc.ok());
   const std::string begin = "<!-- snippet:tensors:begin -->\n```python\n";

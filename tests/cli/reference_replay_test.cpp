@@ -23,7 +23,7 @@ using reference::Compared;
 using reference::kPython;
 using reference::script;
 
-bool have_reference() { return reference::have_modules("torch, numpy"); }
+bool have_reference() { return testing::have_python_modules("torch, numpy"); }
 
 struct Combo {
   std::string optimizer;  // sgd-momentum, sgd-nesterov, adam, adamw

@@ -10,18 +10,14 @@
 
 #include "common/file_io.h"
 #include "common/json.h"
+#include "tests/cli/python_made.h"
 
 namespace vt::reference {
 
-inline const std::string kPython = "/usr/bin/python3";
+using testing::kPython;
 
 inline std::string script(const std::string& name) {
   return std::string(VT_SOURCE_DIR) + "/scripts/" + name;
-}
-
-// Whether Debian's interpreter imports `modules` ("torch, numpy"): without them the tests skip.
-inline bool have_modules(const std::string& modules) {
-  return std::system((kPython + " -c 'import " + modules + "' >/dev/null 2>&1").c_str()) == 0;
 }
 
 // The roots a commitment log holds, in order; none if `log` cannot be read.

@@ -1,9 +1,9 @@
 // Exact-mode TorchScript modules replay in a fresh process (docs/training.md, "TorchScript's
 // executor"). Before the executor was fixed, LibTorch's profiling executor gave a module's later
 // calls other arithmetic than its first, so a verifier replaying epoch 2 from call 1 rejected an
-// honest provider on its own machine. Real modules from torch.nn, scripted by Debian's torch,
-// on sklearn's digits: each trains 2 epochs x 3 steps and a `verify --check-probability 1` in
-// other processes accepts it; `task check` passes.
+// honest provider on its own machine. Real modules from torch.nn (tests/cli/requestor_modules.py),
+// scripted by Debian's torch, on sklearn's digits: each trains 2 epochs x 3 steps and a `verify
+// --check-probability 1` in other processes accepts it; `task check` passes.
 
 #include <gtest/gtest.h>
 
@@ -13,91 +13,27 @@
 #include <nlohmann/json.hpp>
 
 #include "common/file_io.h"
-#include "tests/cli/reference_util.h"
+#include "tests/cli/python_made.h"
 #include "tests/test_util.h"
 
 namespace vt {
 namespace {
 
 namespace fs = std::filesystem;
-using reference::kPython;
 using testing::run_command;
 using testing::veritrain_binary;
 
-// Modules as a requestor writes them, and the data they train on: digits 8x8 scaled to 32x32
-// RGB images, and the same digits as sequences of 8 rows of 8 pixels.
-constexpr const char* kModules = R"PY(
-import sys
-sys.path.insert(0, sys.argv[2])
-import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
-from sklearn.datasets import load_digits
-from make_digits import safetensors_bytes
-out = sys.argv[1]
-torch.manual_seed(0)
-
-class LeNet(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.c1 = nn.Conv2d(3, 6, 5); self.c2 = nn.Conv2d(6, 16, 5)
-        self.f1 = nn.Linear(16 * 5 * 5, 120); self.f2 = nn.Linear(120, 84); self.f3 = nn.Linear(84, 10)
-    def forward(self, x):
-        x = F.avg_pool2d(torch.tanh(self.c1(x)), 2); x = F.avg_pool2d(torch.tanh(self.c2(x)), 2)
-        return self.f3(torch.tanh(self.f2(torch.tanh(self.f1(x.flatten(1))))))
-
-class Gates(nn.Module):
-    """sigmoid, silu, max_pool2d and softmax."""
-    def __init__(self):
-        super().__init__()
-        self.c = nn.Conv2d(3, 8, 3, padding=1); self.fc = nn.Linear(8 * 16 * 16, 10)
-    def forward(self, x):
-        h = F.max_pool2d(F.silu(self.c(x)), 2)
-        h = h * torch.sigmoid(h) * torch.softmax(h.flatten(2), -1).view_as(h)
-        return self.fc(h.flatten(1))
-
-class Lstm(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.rnn = nn.LSTM(8, 24, batch_first=True); self.fc = nn.Linear(24, 10)
-    def forward(self, x):
-        y, _ = self.rnn(x)
-        return self.fc(y[:, -1])
-
-class Encoder(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.inp = nn.Linear(8, 32)
-        layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.1, batch_first=True)
-        self.enc = nn.TransformerEncoder(layer, 2); self.fc = nn.Linear(32, 10)
-    def forward(self, x):
-        return self.fc(self.enc(self.inp(x)).mean(1))
-
-for name, m in [("lenet", LeNet()), ("gates", Gates()), ("lstm", Lstm()), ("encoder", Encoder())]:
-    torch.jit.script(m).save("%s/%s.pt" % (out, name))
-
-d = load_digits()
-pixels = (d.images / 16.0).astype(np.float32)[:256]
-targets = d.target.astype(np.int64)[:256]
-images = np.kron(pixels, np.ones((4, 4), np.float32))[:, None].repeat(3, axis=1)
-for name, inputs in [("images", images), ("rows", pixels)]:
-    with open("%s/%s.safetensors" % (out, name), "wb") as f:
-        f.write(safetensors_bytes({"inputs": ("F32", inputs), "targets": ("I64", targets)}))
-)PY";
-
 class ScriptExecutor : public ::testing::Test {
  protected:
-  // The modules and data, written once per test process. A failure to write them fails every
-  // test (a failure in SetUpTestSuite would only skip them).
+  // The modules and data of tests/cli/requestor_modules.py, made once (python_made.h) and copied
+  // into this process's folder. A failure to make them fails every test (a failure in
+  // SetUpTestSuite would only skip them).
   static void SetUpTestSuite() {
-    if (!reference::have_modules("torch, sklearn")) return;
+    const auto made =
+        testing::python_made("requestor_modules.py", {"make_digits.py"}, "torch, sklearn", made_);
+    if (made.empty() && made_.empty()) return;  // not installed: the tests skip
     dir_ = new testing::ScratchDir();
-    if (!write_file_atomic(*dir_ / "modules.py", std::string(kModules)).ok()) {
-      made_ = "cannot write modules.py";
-      return;
-    }
-    auto made = run_command(in() + kPython + " modules.py " + dir_->path().string() + " " +
-                                std::string(VT_SOURCE_DIR) + "/scripts",
-                            dir_->path());
-    made_ = made.exit_code == 0 ? "" : "modules.py: " + made.err;
+    if (!made.empty()) testing::copy_made(made, dir_->path());
   }
   static void TearDownTestSuite() {
     delete dir_;
@@ -124,10 +60,11 @@ class ScriptExecutor : public ::testing::Test {
         dir_->path());
     ASSERT_EQ(train.exit_code, 0) << train.err;
     for (const char* jobs : {"1", "2"}) {
+      std::string command = in() + veritrain_binary();
+      command.append(" verify --task ").append(model).append(".json --workdir w-").append(model);
+      command.append(" --check-probability 1 --jobs ").append(jobs);
       auto verify = run_command(
-          in() + veritrain_binary() + " verify --task " + model + ".json --workdir w-" + model +
-              " --check-probability 1 --jobs " + jobs + " --report r-" + model + "-" + jobs,
-          dir_->path());
+          command.append(" --report r-").append(model).append("-").append(jobs), dir_->path());
       EXPECT_EQ(verify.exit_code, 0) << model << ", --jobs " << jobs << ":\n"
                                      << verify.out << verify.err;
     }
@@ -194,7 +131,7 @@ fixed = grads()
 print("default", all(default), "fixed", all(fixed))
 )PY";
   ASSERT_TRUE(write_file_atomic(*dir_ / "probe.py", std::string(kProbe)).ok());
-  auto probe = run_command(in() + kPython + " probe.py", dir_->path());
+  auto probe = run_command(in() + testing::kPython + " probe.py", dir_->path());
   ASSERT_EQ(probe.exit_code, 0) << probe.err;
   EXPECT_NE(probe.out.find("default False fixed True"), std::string::npos) << probe.out;
 }

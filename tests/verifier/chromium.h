@@ -77,15 +77,22 @@ inline constexpr const char* kMeasureScript =
 // Headless Chromium's narrowest window.
 inline constexpr int kNarrowestWindow = 500;
 
-// Loads `page` (and a measuring copy of it in `scratch`) in a window `width` CSS pixels wide;
-// fails the test on a chromium error.
-inline BrowserView view_in_chromium(const std::filesystem::path& page,
-                                    const std::filesystem::path& scratch, int width = 1280) {
-  BrowserView v;
+// The console lines of `page` as written, loaded in a window `width` CSS pixels wide; fails the
+// test on a chromium error.
+inline std::string console_in_chromium(const std::filesystem::path& page,
+                                       const std::filesystem::path& scratch, int width = 1280) {
   CommandResult plain =
       run_command(chromium_command(scratch / "profile", "--dump-dom", page, 1000, width), scratch);
   EXPECT_EQ(plain.exit_code, 0) << plain.err;
-  v.console = console_lines(plain.err);
+  return console_lines(plain.err);
+}
+
+// Lays out a measuring copy of `page` (in `scratch`) in a window `width` CSS pixels wide: the
+// view's widths and broken words, not its console (console_in_chromium: the page does not log
+// more at one width than at another, and each load starts a browser).
+inline BrowserView measured_in_chromium(const std::filesystem::path& page,
+                                        const std::filesystem::path& scratch, int width = 1280) {
+  BrowserView v;
   Result<std::string> text = read_text_file(page);
   EXPECT_TRUE(text.ok());
   if (!text.ok()) return v;
@@ -117,6 +124,14 @@ inline BrowserView view_in_chromium(const std::filesystem::path& page,
   }
   if (std::regex_search(dom.out, m, std::regex("data-vt-broken=\"([^\"]*)\"")))
     v.broken_words = m[1];
+  return v;
+}
+
+// Loads `page` as written and a measuring copy of it, in a window `width` CSS pixels wide.
+inline BrowserView view_in_chromium(const std::filesystem::path& page,
+                                    const std::filesystem::path& scratch, int width = 1280) {
+  BrowserView v = measured_in_chromium(page, scratch, width);
+  v.console = console_in_chromium(page, scratch, width);
   return v;
 }
 

@@ -1,0 +1,63 @@
+"""Real models for tests/cli/real_models_test.cpp: torchvision's resnet18 and mobilenet_v2, a
+TransformerEncoder and an LSTM classifier from torch.nn and a module with an operator that has no
+portable kernel, each scripted by Debian's torch with weights from numpy, and sklearn's digits as
+images and as rows. Usage: real_models.py OUTDIR SCRIPTS_DIR (scripts/, for make_digits)."""
+import sys
+sys.path.insert(0, sys.argv[2])
+import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
+import torchvision.models as tvm
+from sklearn.datasets import load_digits
+from make_digits import safetensors_bytes
+out = sys.argv[1]
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(32, 32)
+        layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.1, batch_first=True)
+        self.enc = nn.TransformerEncoder(layer, 2); self.fc = nn.Linear(32, 10)
+    def forward(self, x):
+        return self.fc(self.enc(self.inp(x)).mean(1))
+
+class Lstm(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(32, 32, num_layers=2, batch_first=True, bidirectional=True)
+        self.fc = nn.Linear(64, 10)
+    def forward(self, x):
+        y, _ = self.rnn(x)
+        return self.fc(y[:, -1])
+
+class Pooled(nn.Module):
+    """Operators without a portable kernel: refused by name."""
+    def __init__(self):
+        super().__init__(); self.fc = nn.Linear(32, 10)
+    def forward(self, x):
+        return self.fc(torch.cumsum(x, -1))
+
+# Weights from numpy: the same on every CPU (torch's own random fill differs with the vector
+# width). Constant tensors (batch norm's ones and zeros) stay as built.
+rng = np.random.RandomState(7)
+def numpy_weights(m):
+    with torch.no_grad():
+        for name, p in sorted(m.named_parameters()):
+            fan_in = p[0].numel() if p.dim() >= 2 else p.numel()
+            if p.dim() == 1 and bool((p == p.flatten()[0]).all()):
+                continue
+            bound = 1.0 / np.sqrt(fan_in)
+            p.copy_(torch.from_numpy(rng.uniform(-bound, bound, p.shape).astype(np.float32)))
+    return m
+
+for name, m in [("resnet18", tvm.resnet18(num_classes=10)),
+                ("mobilenet_v2", tvm.mobilenet_v2(num_classes=10)),
+                ("encoder", Encoder()), ("lstm", Lstm()), ("pooled", Pooled())]:
+    torch.jit.script(numpy_weights(m)).save("%s/%s.pt" % (out, name))
+
+d = load_digits()
+pixels = (d.images / 16.0).astype(np.float32)[:64]
+targets = d.target.astype(np.int64)[:64]
+images = np.kron(pixels, np.ones((4, 4), np.float32))[:, None].repeat(3, axis=1)
+rows = np.tile(pixels, (1, 1, 4))  # [64, 8, 32]: 8 steps of 32 features
+for name, inputs in [("images", images), ("rows", rows)]:
+    with open("%s/%s.safetensors" % (out, name), "wb") as f:
+        f.write(safetensors_bytes({"inputs": ("F32", inputs), "targets": ("I64", targets)}))
