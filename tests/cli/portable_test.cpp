@@ -172,8 +172,9 @@ TEST(PortableReferenceControl, AnotherSummationOrderDisagrees) {
 
 // What portable arithmetic does not cover is refused before anything is committed, with why.
 // A requestor's own TorchScript module: convolutions (one 1×1 of stride 2), batch norm, relu
-// through F.relu's inplace branch, a residual add, adaptive pooling, dropout and a linear head;
-// and one whose forward runs operators without portable kernels.
+// through F.relu's inplace branch, channel dropout (Dropout2d: aten::feature_dropout), a residual
+// add, adaptive pooling, dropout and a linear head; and one whose forward runs operators without
+// portable kernels.
 const char* kScriptModules = R"PY(
 import sys, torch, torch.nn as nn, torch.nn.functional as F
 torch.manual_seed(0)
@@ -184,8 +185,9 @@ class Net(nn.Module):
         s.c2 = nn.Conv2d(8, 16, 3, stride=2, padding=1, bias=False); s.b2 = nn.BatchNorm2d(16)
         s.short = nn.Conv2d(8, 16, 1, stride=2)
         s.fc = nn.Linear(16, 4); s.drop = nn.Dropout(0.2); s.pool = nn.AdaptiveAvgPool2d(1)
+        s.channels = nn.Dropout2d(0.25)
     def forward(s, x):
-        y = F.relu(s.b1(s.c1(x.float().view(-1, 2, 4, 4))))
+        y = s.channels(F.relu(s.b1(s.c1(x.float().view(-1, 2, 4, 4)))))
         z = F.relu(s.b2(s.c2(y)) + s.short(y))
         return s.fc(s.drop(s.pool(z).flatten(1)))
 class Squash(nn.Module):
