@@ -25,12 +25,22 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 
 def registered(build):
-    """{program path: set of the --gtest_filter values ctest runs it with}."""
-    shown = subprocess.run(["ctest", "--show-only=json-v1"], cwd=build, check=True,
-                           capture_output=True, text=True).stdout
+    """{program path: set of the --gtest_filter values ctest runs it with}.
+
+    ctest is asked from a scratch folder whose test file includes the build's: even --show-only
+    rewrites Testing/Temporary/LastTest.log, and in the build folder that is the log of the
+    `ctest` run this check is part of."""
+    build = os.path.abspath(build)
+    with tempfile.TemporaryDirectory() as scratch:
+        quoted = build.replace("\\", "\\\\").replace('"', '\\"')
+        with open(os.path.join(scratch, "CTestTestfile.cmake"), "w", encoding="utf-8") as f:
+            f.write(f'subdirs("{quoted}")\n')
+        shown = subprocess.run(["ctest", "--show-only=json-v1"], cwd=scratch, check=True,
+                               capture_output=True, text=True).stdout
     out = {}
     for test in json.loads(shown)["tests"]:
         command = test.get("command") or []
