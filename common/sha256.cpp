@@ -1,7 +1,5 @@
 #include "common/sha256.h"
 
-// SHA256_Init and friends for sha256_of_parts: deprecated in OpenSSL 3, kept for their speed.
-#define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 
@@ -60,6 +58,11 @@ Digest sha256(ByteSpan bytes) {
   return out;
 }
 
+// SHA256_Init and friends: deprecated in OpenSSL 3, kept for their speed. The warning is
+// silenced here rather than with OPENSSL_SUPPRESS_DEPRECATED, which does nothing when another
+// file of the same unity batch included an OpenSSL header first.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 Digest sha256_of_parts(std::initializer_list<ByteSpan> parts) {
   SHA256_CTX ctx;
   SHA256_Init(&ctx);
@@ -69,5 +72,6 @@ Digest sha256_of_parts(std::initializer_list<ByteSpan> parts) {
   SHA256_Final(out.data(), &ctx);
   return out;
 }
+#pragma GCC diagnostic pop
 
 }  // namespace vt

@@ -52,7 +52,7 @@ VT_HD inline float vt_exp(float x) {
   const int k = static_cast<int>(kf);  // in [-150, 128]
   const float high = (y * pow2(127)) * 2.0f;
   const float low = (y * pow2(k < -126 ? k + 64 : 0)) * pow2(-64);
-  const float mid = y * pow2((k > 127) | (k < -126) ? 0 : k);
+  const float mid = y * pow2(((k > 127) | (k < -126)) ? 0 : k);
   float out = k > 127 ? high : (k < -126 ? low : mid);
   out = above ? bits_to_float(0x7f800000u) : out;  // +inf
   out = below ? 0.0f : out;
