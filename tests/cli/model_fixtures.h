@@ -2,6 +2,8 @@
 // The data and TorchScript modules of tests/cli/model_fixtures.py, written once per version of
 // that script and shared by every test process (tests/cli/python_made.h).
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <string>
 
@@ -9,10 +11,13 @@
 
 namespace vt::testing {
 
-// The folder holding the fixtures, or empty when they cannot be made (no python3-torch).
+// The folder holding the fixtures, or empty when they cannot be made: without python3-torch the
+// caller skips; a script that fails also fails the test that asked, so it cannot pass as skipped.
 inline std::filesystem::path model_fixtures() {
   std::string error;
-  return python_made("model_fixtures.py", {}, "torch, sklearn", error);
+  std::filesystem::path made = python_made("model_fixtures.py", {}, "torch, sklearn", error);
+  if (!error.empty()) ADD_FAILURE() << error;
+  return made;
 }
 
 }  // namespace vt::testing

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <initializer_list>
+#include <memory>
 #include <string>
 
 #include "common/file_io.h"
@@ -77,11 +78,18 @@ inline std::filesystem::path python_made(const std::string& script,
   return fs::exists(dir) ? dir : fs::path();
 }
 
-// Copies of every file of `made` in `into`, where a test may write beside them.
-inline void copy_made(const std::filesystem::path& made, const std::filesystem::path& into) {
+// A folder of this test process's own holding copies of what `script` makes (python_made), where
+// its tests write beside them; null when it cannot be made (`error` says why if the script failed).
+inline std::unique_ptr<ScratchDir> copy_of_made(const std::string& script,
+                                                std::initializer_list<const char*> imports,
+                                                const std::string& modules, std::string& error) {
+  const std::filesystem::path made = python_made(script, imports, modules, error);
+  if (made.empty()) return nullptr;
+  auto dir = std::make_unique<ScratchDir>();
   std::filesystem::copy(
-      made, into,
+      made, dir->path(),
       std::filesystem::copy_options::recursive | std::filesystem::copy_options::overwrite_existing);
+  return dir;
 }
 
 }  // namespace vt::testing

@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <string>
@@ -40,29 +41,23 @@ class RealModels : public ::testing::TestWithParam<const char*> {
   // The models and data of tests/cli/real_models.py, made once (python_made.h) and copied into
   // this process's folder, where the tests write their tasks and workdirs beside them.
   static void SetUpTestSuite() {
-    const auto made = testing::python_made("real_models.py", {"make_digits.py"},
-                                           "torch, torchvision, sklearn", made_);
-    if (made.empty() && made_.empty()) return;  // not installed: the tests skip
-    dir_ = new testing::ScratchDir();
-    if (!made.empty()) testing::copy_made(made, dir_->path());
+    dir_ = testing::copy_of_made("real_models.py", {"make_digits.py"},
+                                 "torch, torchvision, sklearn", made_);
   }
-  static void TearDownTestSuite() {
-    delete dir_;
-    dir_ = nullptr;
-  }
+  static void TearDownTestSuite() { dir_.reset(); }
   void SetUp() override {
-    if (dir_ == nullptr) GTEST_SKIP() << "python3-torch, -torchvision or -sklearn not installed";
     ASSERT_EQ(made_, "");
+    if (dir_ == nullptr) GTEST_SKIP() << "python3-torch, -torchvision or -sklearn not installed";
   }
   static std::string in() { return "cd '" + dir_->path().string() + "' && "; }
   static std::string data_of(const std::string& model) {
     return model == "resnet18" || model == "mobilenet_v2" ? "images" : "rows";
   }
 
-  static testing::ScratchDir* dir_;
+  static std::unique_ptr<testing::ScratchDir> dir_;
   static std::string made_;
 };
-testing::ScratchDir* RealModels::dir_ = nullptr;
+std::unique_ptr<testing::ScratchDir> RealModels::dir_;
 std::string RealModels::made_;
 
 TEST_P(RealModels, TrainPortablyToTheSameRootsOnEverySettingAndVerifyOnAnother) {

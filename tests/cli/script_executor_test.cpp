@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -29,19 +30,13 @@ class ScriptExecutor : public ::testing::Test {
   // into this process's folder. A failure to make them fails every test (a failure in
   // SetUpTestSuite would only skip them).
   static void SetUpTestSuite() {
-    const auto made =
-        testing::python_made("requestor_modules.py", {"make_digits.py"}, "torch, sklearn", made_);
-    if (made.empty() && made_.empty()) return;  // not installed: the tests skip
-    dir_ = new testing::ScratchDir();
-    if (!made.empty()) testing::copy_made(made, dir_->path());
+    dir_ =
+        testing::copy_of_made("requestor_modules.py", {"make_digits.py"}, "torch, sklearn", made_);
   }
-  static void TearDownTestSuite() {
-    delete dir_;
-    dir_ = nullptr;
-  }
+  static void TearDownTestSuite() { dir_.reset(); }
   void SetUp() override {
-    if (dir_ == nullptr) GTEST_SKIP() << "python3-torch or python3-sklearn not installed";
     ASSERT_EQ(made_, "");
+    if (dir_ == nullptr) GTEST_SKIP() << "python3-torch or python3-sklearn not installed";
   }
   static std::string in() { return "cd '" + dir_->path().string() + "' && "; }
 
@@ -74,10 +69,10 @@ class ScriptExecutor : public ::testing::Test {
     EXPECT_EQ(first["environment"]["script_executor"], "graph-executor-optimize-off") << model;
   }
 
-  static testing::ScratchDir* dir_;
+  static std::unique_ptr<testing::ScratchDir> dir_;
   static std::string made_;
 };
-testing::ScratchDir* ScriptExecutor::dir_ = nullptr;
+std::unique_ptr<testing::ScratchDir> ScriptExecutor::dir_;
 std::string ScriptExecutor::made_;
 
 TEST_F(ScriptExecutor, LeNetWithTanhAndAvgPoolIsAcceptedInAnotherProcess) {
