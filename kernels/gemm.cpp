@@ -71,12 +71,44 @@ void pack_b(const MatrixRef& b, std::int64_t k0, std::int64_t kc, std::int64_t n
   }
 }
 
+// The rows and columns of C one work item computes. Every element's chain runs over k in the
+// same order whatever block and tile hold it, so the blocking changes only the time.
+struct Blocks {
+  std::int64_t mc = kMc, nc = kNc;
+  std::int64_t m_blocks(std::int64_t M) const { return (M + mc - 1) / mc; }
+  std::int64_t n_blocks(std::int64_t N) const { return (N + nc - 1) / nc; }
+};
+
+std::int64_t round_up(std::int64_t x, std::int64_t to) { return (x + to - 1) / to * to; }
+
+// The cache-sized blocks, cut finer while the product has fewer than four of them per thread:
+// the weight gradient of a small layer (64 × 64, summed over 512 tokens) is one block, which one
+// thread would compute while the others wait. The longer side is halved first, never below one
+// micro-kernel tile.
+Blocks blocks_for(const MicroKernel& mk, std::int64_t batch, std::int64_t M, std::int64_t N,
+                  int threads) {
+  Blocks b;
+  b.mc = std::min(kMc, round_up(M, mk.mr));
+  b.nc = std::min(kNc, round_up(N, mk.nr));
+  while (threads > 1 && batch * b.m_blocks(M) * b.n_blocks(N) < std::int64_t{4} * threads) {
+    const bool cut_m = b.mc > mk.mr, cut_n = b.nc > mk.nr;
+    if (cut_n && (!cut_m || b.nc / mk.nr >= b.mc / mk.mr)) {
+      b.nc = round_up(b.nc / 2, mk.nr);
+    } else if (cut_m) {
+      b.mc = round_up(b.mc / 2, mk.mr);
+    } else {
+      break;
+    }
+  }
+  return b;
+}
+
 // Block (m0, n0) of one product, its chains continued block of k after block of k.
-void product(const MicroKernel& mk, std::int64_t M, std::int64_t N, std::int64_t K,
-             const MatrixRef& a, const MatrixRef& b, float* c, std::int64_t ldc, bool accumulate,
-             std::int64_t m0, std::int64_t n0, float* packed_a, float* packed_b) {
-  const std::int64_t mc = std::min(kMc, M - m0);
-  const std::int64_t nc = std::min(kNc, N - n0);
+void product(const MicroKernel& mk, const Blocks& blocks, std::int64_t M, std::int64_t N,
+             std::int64_t K, const MatrixRef& a, const MatrixRef& b, float* c, std::int64_t ldc,
+             bool accumulate, std::int64_t m0, std::int64_t n0, float* packed_a, float* packed_b) {
+  const std::int64_t mc = std::min(blocks.mc, M - m0);
+  const std::int64_t nc = std::min(blocks.nc, N - n0);
   if (K == 0 && !accumulate) {
     for (std::int64_t i = 0; i < mc; ++i)
       std::fill(c + (m0 + i) * ldc + n0, c + (m0 + i) * ldc + n0 + nc, 0.0f);
@@ -160,21 +192,22 @@ void gemm(std::int64_t batch, std::int64_t M, std::int64_t N, std::int64_t K, Ma
     return;
   }
   const MicroKernel& mk = kernel(N);
-  const std::int64_t m_blocks = (M + kMc - 1) / kMc;
-  const std::int64_t n_blocks = (N + kNc - 1) / kNc;
+  const Blocks blocks = blocks_for(mk, batch, M, N, in_parallel() ? 1 : threads());
+  const std::int64_t m_blocks = blocks.m_blocks(M);
+  const std::int64_t n_blocks = blocks.n_blocks(N);
   parallel_for(batch * m_blocks * n_blocks, 1, [&](std::int64_t begin, std::int64_t end) {
     thread_local std::vector<float> packed_a, packed_b;
     packed_a.resize(static_cast<std::size_t>((kMc + mk.mr) * kKc));
     packed_b.resize(static_cast<std::size_t>((kNc + mk.nr) * kKc));
     for (std::int64_t item = begin; item < end; ++item) {
       const std::int64_t bi = item / (m_blocks * n_blocks);
-      const std::int64_t m0 = (item / n_blocks) % m_blocks * kMc;
-      const std::int64_t n0 = item % n_blocks * kNc;
+      const std::int64_t m0 = (item / n_blocks) % m_blocks * blocks.mc;
+      const std::int64_t n0 = item % n_blocks * blocks.nc;
       MatrixRef ab = a, bb = b;
       ab.data += bi * a_batch;
       bb.data += bi * b_batch;
-      product(mk, M, N, K, ab, bb, c + bi * c_batch, ldc, accumulate, m0, n0, packed_a.data(),
-              packed_b.data());
+      product(mk, blocks, M, N, K, ab, bb, c + bi * c_batch, ldc, accumulate, m0, n0,
+              packed_a.data(), packed_b.data());
     }
   });
 }

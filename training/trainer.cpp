@@ -49,6 +49,14 @@ struct Trainer::Impl {
   bool mid_epoch = false;  // an epoch ended early (EpochHooks::on_step_end): no snapshot
   std::vector<std::string> notes;
 
+  // Thread counts are the process's, and one process may hold several trainers (a bench
+  // alternating two, a verifier's replays): each puts its own in place before it computes.
+  // Portable steps' kernels take the same count, where any count gives the same bits
+  // (docs/portable.md, "Threads and vector lanes").
+  void use_threads() const {
+    at::set_num_threads(static_cast<int>(threads));
+    if (task.determinism == Determinism::kPortable) kernels::set_threads(static_cast<int>(threads));
+  }
   NamedTensors state_tensors() const;
   Metadata metadata() const;
   Result<EpochSummary> train_epoch(const EpochHooks& hooks, const Trainer& owner);
@@ -214,7 +222,7 @@ Result<std::unique_ptr<Trainer::Impl>> build(const Task& task, const TrainerOpti
   impl->steps = sizes.steps;
 
   impl->threads = options.intra_op_threads > 0 ? options.intra_op_threads : task.intra_op_threads;
-  at::set_num_threads(static_cast<int>(impl->threads));
+  impl->use_threads();
   apply_determinism(task, impl->device, options.deterministic_algorithms);
 
   // Initialise on the CPU from the task seed, then move: the same initial weights on any device.
@@ -230,8 +238,6 @@ Result<std::unique_ptr<Trainer::Impl>> build(const Task& task, const TrainerOpti
   }
   VT_ASSIGN_OR_RETURN(impl->net, make_network(task, model_options, options.task_dir));
   if (impl->net->portable()) {
-    // Any thread count gives the same bits: the provider's choice (docs/portable.md).
-    kernels::set_threads(static_cast<int>(impl->threads));
     impl->net->init_portable(task.seed);
   }
   impl->net->to(impl->device);
@@ -344,6 +350,7 @@ Result<EpochSummary> Trainer::Impl::train_epoch(const EpochHooks& hooks, const T
     return internal_error(
         "training: the last epoch was ended after a step; this trainer holds no "
         "epoch boundary to go on from");
+  use_threads();
   const auto start = std::chrono::steady_clock::now();
   const std::int64_t this_epoch = epoch + 1;
   const std::int64_t batch = task.batch_size;
@@ -425,6 +432,7 @@ Result<EpochSummary> Trainer::Impl::train_epoch(const EpochHooks& hooks, const T
 Status Trainer::check_model() {
   return guarded("checking the model against the data", [&]() -> Status {
     Impl& m = *impl_;
+    m.use_threads();
     // A forward pass in training mode draws random numbers (dropout) and moves running
     // statistics (BatchNorm): both are put back, so the state stays the committed one.
     auto gen = cpu_generator();
