@@ -78,20 +78,13 @@ double gemm_vs_torch(Report& report) {
 constexpr const char* kScripted = R"PY(
 import hashlib, json, os, sys
 sys.path.insert(0, sys.argv[2])
-import numpy as np, torch, torch.nn as nn, torchvision.models as tvm
+import numpy as np, torch, torchvision.models as tvm
 from make_digits import safetensors_bytes
+from requestor_nets import Encoder
 out = sys.argv[1]
-class Encoder(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.inp = nn.Linear(32, 32)
-        layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.1, batch_first=True)
-        self.enc = nn.TransformerEncoder(layer, 2); self.fc = nn.Linear(32, 10)
-    def forward(self, x):
-        return self.fc(self.enc(self.inp(x)).mean(1))
 rng = np.random.RandomState(0)
 for name, module, shape in [("resnet18", tvm.resnet18(num_classes=10), (256, 3, 32, 32)),
-                            ("transformer_encoder", Encoder(), (256, 16, 32))]:
+                            ("transformer_encoder", Encoder(32), (256, 16, 32))]:
     torch.jit.script(module).save(os.path.join(out, name + ".pt"))
     data = safetensors_bytes({"inputs": ("F32", rng.rand(*shape).astype(np.float32)),
                               "targets": ("I64", rng.randint(0, 10, shape[0]).astype(np.int64))})

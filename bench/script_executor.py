@@ -13,60 +13,22 @@ slower).
 """
 import argparse
 import json
+import os
 import statistics
+import sys
 import time
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
-
-class LeNet(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.c1 = nn.Conv2d(3, 6, 5); self.c2 = nn.Conv2d(6, 16, 5)
-        self.f1 = nn.Linear(400, 120); self.f2 = nn.Linear(120, 84); self.f3 = nn.Linear(84, 10)
-
-    def forward(self, x):
-        x = F.avg_pool2d(torch.tanh(self.c1(x)), 2); x = F.avg_pool2d(torch.tanh(self.c2(x)), 2)
-        return self.f3(torch.tanh(self.f2(torch.tanh(self.f1(x.flatten(1))))))
-
-
-class Gates(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.c = nn.Conv2d(3, 8, 3, padding=1); self.fc = nn.Linear(8 * 16 * 16, 10)
-
-    def forward(self, x):
-        h = F.max_pool2d(F.silu(self.c(x)), 2)
-        h = h * torch.sigmoid(h) * torch.softmax(h.flatten(2), -1).view_as(h)
-        return self.fc(h.flatten(1))
-
-
-class Lstm(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.rnn = nn.LSTM(32, 64, batch_first=True); self.fc = nn.Linear(64, 10)
-
-    def forward(self, x):
-        y, _ = self.rnn(x)
-        return self.fc(y[:, -1])
-
-
-class Encoder(nn.Module):
-    def __init__(self):
-        super().__init__()
-        layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.1, batch_first=True)
-        self.enc = nn.TransformerEncoder(layer, 2); self.fc = nn.Linear(32, 10)
-
-    def forward(self, x):
-        return self.fc(self.enc(x).mean(1))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+from requestor_nets import Encoder, Gates, LeNet, Lstm  # noqa: E402
 
 
 MODELS = {
     "lenet5": (LeNet, (16, 3, 32, 32)),
     "gates": (Gates, (16, 3, 32, 32)),
-    "lstm": (Lstm, (16, 16, 32)),
+    "lstm": (lambda: Lstm(32, 64), (16, 16, 32)),
     "transformer_encoder": (Encoder, (16, 16, 32)),
 }
 

@@ -1,32 +1,16 @@
 """Real models for tests/cli/real_models_test.cpp: torchvision's resnet18 and mobilenet_v2, a
 TransformerEncoder and an LSTM classifier from torch.nn and a module with an operator that has no
 portable kernel, each scripted by Debian's torch with weights from numpy, and sklearn's digits as
-images and as rows. Usage: real_models.py OUTDIR SCRIPTS_DIR (scripts/, for make_digits)."""
+images and as rows. Usage: real_models.py OUTDIR SCRIPTS_DIR (scripts/, for make_digits
+and requestor_nets)."""
 import sys
 sys.path.insert(0, sys.argv[2])
-import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
+import numpy as np, torch, torch.nn as nn
 import torchvision.models as tvm
 from sklearn.datasets import load_digits
 from make_digits import safetensors_bytes
+from requestor_nets import Encoder, Lstm
 out = sys.argv[1]
-
-class Encoder(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.inp = nn.Linear(32, 32)
-        layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.1, batch_first=True)
-        self.enc = nn.TransformerEncoder(layer, 2); self.fc = nn.Linear(32, 10)
-    def forward(self, x):
-        return self.fc(self.enc(self.inp(x)).mean(1))
-
-class Lstm(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.rnn = nn.LSTM(32, 32, num_layers=2, batch_first=True, bidirectional=True)
-        self.fc = nn.Linear(64, 10)
-    def forward(self, x):
-        y, _ = self.rnn(x)
-        return self.fc(y[:, -1])
 
 class Pooled(nn.Module):
     """Operators without a portable kernel: refused by name."""
@@ -50,7 +34,8 @@ def numpy_weights(m):
 
 for name, m in [("resnet18", tvm.resnet18(num_classes=10)),
                 ("mobilenet_v2", tvm.mobilenet_v2(num_classes=10)),
-                ("encoder", Encoder()), ("lstm", Lstm()), ("pooled", Pooled())]:
+                ("encoder", Encoder(32)), ("lstm", Lstm(32, 32, layers=2, bidirectional=True)),
+                ("pooled", Pooled())]:
     torch.jit.script(numpy_weights(m)).save("%s/%s.pt" % (out, name))
 
 d = load_digits()

@@ -41,7 +41,7 @@ class RealModels : public ::testing::TestWithParam<const char*> {
   // The models and data of tests/cli/real_models.py, made once (python_made.h) and copied into
   // this process's folder, where the tests write their tasks and workdirs beside them.
   static void SetUpTestSuite() {
-    dir_ = testing::copy_of_made("real_models.py", {"make_digits.py"},
+    dir_ = testing::copy_of_made("real_models.py", {"make_digits.py", "requestor_nets.py"},
                                  "torch, torchvision, sklearn", made_);
   }
   static void TearDownTestSuite() { dir_.reset(); }

@@ -30,8 +30,8 @@ class ScriptExecutor : public ::testing::Test {
   // into this process's folder. A failure to make them fails every test (a failure in
   // SetUpTestSuite would only skip them).
   static void SetUpTestSuite() {
-    dir_ =
-        testing::copy_of_made("requestor_modules.py", {"make_digits.py"}, "torch, sklearn", made_);
+    dir_ = testing::copy_of_made("requestor_modules.py", {"make_digits.py", "requestor_nets.py"},
+                                 "torch, sklearn", made_);
   }
   static void TearDownTestSuite() { dir_.reset(); }
   void SetUp() override {
