@@ -128,31 +128,34 @@ std::unique_ptr<vt::training::Trainer> trainer_for(
   return std::move(*made);
 }
 
-// Seconds per step of `task` in exact mode (LibTorch) and in portable mode, best of the rounds,
-// the two sides alternating.
+// Seconds per step of two trainers of one task, best of the rounds after a warm-up epoch each
+// (allocator, caches), the two alternating: a shared machine's load moves both alike.
+std::pair<double, double> alternating_step_seconds(vt::training::Trainer& a,
+                                                   vt::training::Trainer& b, int rounds) {
+  const double steps = static_cast<double>(a.steps_per_epoch());
+  (void)a.train_epoch();
+  (void)b.train_epoch();
+  double best_a = 1e300, best_b = 1e300;
+  for (int r = 1; r < rounds; ++r) {
+    best_a = std::min(best_a, best_seconds(1, [&] { (void)a.train_epoch(); }));
+    best_b = std::min(best_b, best_seconds(1, [&] { (void)b.train_epoch(); }));
+  }
+  return {best_a / steps, best_b / steps};
+}
+
+// Seconds per step of `task` in exact mode (LibTorch) and in portable mode, at `threads` (each
+// trainer puts its thread counts in place before its epochs).
 std::pair<double, double> step_seconds(vt::Task task, int rounds, int threads) {
   task.epochs = 1 + rounds;
   task.intra_op_threads = threads;
-  at::set_num_threads(threads);
-  vt::kernels::set_threads(threads);
   vt::Task portable = task;
   portable.determinism = vt::Determinism::kPortable;
   std::unique_ptr<vt::training::Trainer> exact = trainer_for(task);
   std::unique_ptr<vt::training::Trainer> ours = trainer_for(portable);
-  const double steps = static_cast<double>(ours->steps_per_epoch());
-  (void)exact->train_epoch();  // warm-up: allocator, caches
-  (void)ours->train_epoch();
-  double best_exact = 1e300, best_ours = 1e300;
-  for (int r = 1; r < rounds; ++r) {
-    if (exact)
-      best_exact = std::min(best_exact, best_seconds(1, [&] { (void)exact->train_epoch(); }));
-    best_ours = std::min(best_ours, best_seconds(1, [&] { (void)ours->train_epoch(); }));
-  }
-  return {best_exact / steps, best_ours / steps};
+  return alternating_step_seconds(*exact, *ours, rounds);
 }
 
-// Seconds per portable step of `task` at one thread and at two, best of the rounds, the two
-// trainers alternating in this process: a shared machine's load moves both alike.
+// Seconds per portable step of `task` at one thread and at two.
 std::pair<double, double> scaling_seconds(vt::Task task, int rounds) {
   task.epochs = 1 + rounds;
   task.determinism = vt::Determinism::kPortable;
@@ -161,15 +164,7 @@ std::pair<double, double> scaling_seconds(vt::Task task, int rounds) {
   two_threads.intra_op_threads = 2;
   std::unique_ptr<vt::training::Trainer> one = trainer_for(task, one_thread);
   std::unique_ptr<vt::training::Trainer> two = trainer_for(task, two_threads);
-  const double steps = static_cast<double>(one->steps_per_epoch());
-  (void)one->train_epoch();
-  (void)two->train_epoch();
-  double best_one = 1e300, best_two = 1e300;
-  for (int r = 1; r < rounds; ++r) {
-    best_one = std::min(best_one, best_seconds(1, [&] { (void)one->train_epoch(); }));
-    best_two = std::min(best_two, best_seconds(1, [&] { (void)two->train_epoch(); }));
-  }
-  return {best_one / steps, best_two / steps};
+  return alternating_step_seconds(*one, *two, rounds);
 }
 
 // What the child with OpenBLAS loaded reports: the same alternating comparisons as the parent's
