@@ -149,13 +149,13 @@ void product(const MicroKernel& mk, const Blocks& blocks, std::int64_t M, std::i
 }
 
 // The operands as the trace records them: batch × rows × cols, row-major.
-std::vector<float> logical(const MatrixRef& m, std::int64_t batch, std::int64_t batch_stride,
+std::vector<float> logical(const MatrixRef& m, std::int64_t batch, const BatchStride& batch_stride,
                            std::int64_t rows, std::int64_t cols) {
   std::vector<float> out(static_cast<std::size_t>(batch * rows * cols));
   float* to = out.data();
   for (std::int64_t bi = 0; bi < batch; ++bi) {
     MatrixRef at = m;
-    at.data += bi * batch_stride;
+    at.data += batch_stride.offset(bi);
     for (std::int64_t r = 0; r < rows; ++r) {
       const float* row = at.row(r);
       for (std::int64_t c = 0; c < cols; ++c) *to++ = row[c * at.col_stride];
@@ -163,7 +163,7 @@ std::vector<float> logical(const MatrixRef& m, std::int64_t batch, std::int64_t 
   }
   return out;
 }
-std::vector<float> logical_c(const float* c, std::int64_t ldc, std::int64_t c_batch,
+std::vector<float> logical_c(const float* c, std::int64_t ldc, const BatchStride& c_batch,
                              std::int64_t batch, std::int64_t M, std::int64_t N) {
   return logical(MatrixRef{c, ldc, 1, nullptr}, batch, c_batch, M, N);
 }
@@ -171,8 +171,8 @@ std::vector<float> logical_c(const float* c, std::int64_t ldc, std::int64_t c_ba
 }  // namespace
 
 void gemm(std::int64_t batch, std::int64_t M, std::int64_t N, std::int64_t K, MatrixRef a,
-          std::int64_t a_batch, MatrixRef b, std::int64_t b_batch, float* c, std::int64_t ldc,
-          std::int64_t c_batch, bool accumulate) {
+          BatchStride a_batch, MatrixRef b, BatchStride b_batch, float* c, std::int64_t ldc,
+          BatchStride c_batch, bool accumulate) {
   if (batch <= 0 || M <= 0 || N <= 0) return;
   if (trace::active()) {
     // Recorded on contiguous copies of the operands; the product itself runs as untraced.
@@ -204,9 +204,9 @@ void gemm(std::int64_t batch, std::int64_t M, std::int64_t N, std::int64_t K, Ma
       const std::int64_t m0 = (item / n_blocks) % m_blocks * blocks.mc;
       const std::int64_t n0 = item % n_blocks * blocks.nc;
       MatrixRef ab = a, bb = b;
-      ab.data += bi * a_batch;
-      bb.data += bi * b_batch;
-      product(mk, blocks, M, N, K, ab, bb, c + bi * c_batch, ldc, accumulate, m0, n0,
+      ab.data += a_batch.offset(bi);
+      bb.data += b_batch.offset(bi);
+      product(mk, blocks, M, N, K, ab, bb, c + c_batch.offset(bi), ldc, accumulate, m0, n0,
               packed_a.data(), packed_b.data());
     }
   });

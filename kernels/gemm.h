@@ -29,11 +29,28 @@ struct MatrixRef {
   }
 };
 
+// Where problem `index` of a batch starts, in floats from problem 0: index · stride, or, for
+// problems in groups (the heads of each example of a batch, read where they lie in one
+// [tokens, 3 · heads · head width] buffer), (index / group) · group_stride + (index % group) ·
+// stride.
+struct BatchStride {
+  BatchStride(std::int64_t stride)  // NOLINT(google-explicit-constructor): a plain stride reads so
+      : stride(stride) {}
+  BatchStride(std::int64_t stride, std::int64_t group, std::int64_t group_stride)
+      : stride(stride), group(group), group_stride(group_stride) {}
+  std::int64_t offset(std::int64_t index) const {
+    return group > 0 ? index / group * group_stride + index % group * stride : index * stride;
+  }
+  std::int64_t stride = 0;
+  std::int64_t group = 0;  // 0: one stride for all
+  std::int64_t group_stride = 0;
+};
+
 // `batch` independent products C_b = A_b · B_b (A_b: M×K, B_b: K×N, C_b: M×N row-major with
-// leading dimension ldc), problem b's operands `*_batch` floats after problem b-1's.
+// leading dimension ldc), each operand of problem b where its BatchStride puts it.
 void gemm(std::int64_t batch, std::int64_t M, std::int64_t N, std::int64_t K, MatrixRef a,
-          std::int64_t a_batch, MatrixRef b, std::int64_t b_batch, float* c, std::int64_t ldc,
-          std::int64_t c_batch, bool accumulate);
+          BatchStride a_batch, MatrixRef b, BatchStride b_batch, float* c, std::int64_t ldc,
+          BatchStride c_batch, bool accumulate);
 
 // One product, C = A · B (or C += with accumulate).
 inline void gemm(std::int64_t M, std::int64_t N, std::int64_t K, MatrixRef a, MatrixRef b, float* c,

@@ -1,7 +1,9 @@
 #include "kernels/optim.h"
 
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/parallel.h"
 #include "kernels/trace.h"
@@ -33,6 +35,46 @@ void sgd_update(std::int64_t n, const SgdStep& s, float* param, const float* gra
   traced.outputs({trace::f32("param", param, n), trace::f32_or_none("buffer", buffer, n)});
 }
 
+namespace {
+
+// adam_update's arithmetic on elements [begin, end) of one tensor. The step's scalars in locals
+// and the buffers unaliased, so that GCC vectorises the loop: each lane runs the scalar sequence
+// below (no contraction in this file), same bits.
+void adam_elements(const AdamStep& s, const AdamTensor& t, std::int64_t begin, std::int64_t end) {
+  const float decay = s.decoupled ? 1.0f - s.lr * s.weight_decay : 1.0f;
+  const float l2 = s.decoupled ? 0.0f : s.weight_decay;
+  const float beta2 = s.beta2, w1 = 1.0f - s.beta1, w2 = 1.0f - s.beta2;
+  const float bias2_sqrt = s.bias2_sqrt, eps = s.eps, step = s.lr_over_bias1;
+  const bool decoupled = s.decoupled, coupled = !s.decoupled && s.weight_decay != 0.0f;
+  float* __restrict p = t.param;
+  const float* __restrict g_in = t.grad;
+  float* __restrict m = t.exp_avg;
+  float* __restrict v = t.exp_avg_sq;
+  const auto run = [&](auto decoupled_decay, auto coupled_decay) {
+    for (std::int64_t i = begin; i < end; ++i) {
+      float g = g_in[i];
+      float w = p[i];
+      if constexpr (decltype(decoupled_decay)::value) w = w * decay;
+      if constexpr (decltype(coupled_decay)::value) g = g + l2 * w;
+      const float mi = m[i] + w1 * (g - m[i]);
+      const float vi = v[i] * beta2 + w2 * (g * g);
+      m[i] = mi;
+      v[i] = vi;
+      const float denom = std::sqrt(vi) / bias2_sqrt + eps;
+      p[i] = w - step * (mi / denom);
+    }
+  };
+  if (decoupled) {
+    run(std::true_type{}, std::false_type{});
+  } else if (coupled) {
+    run(std::false_type{}, std::true_type{});
+  } else {
+    run(std::false_type{}, std::false_type{});
+  }
+}
+
+}  // namespace
+
 void adam_update(std::int64_t n, const AdamStep& s, float* param, const float* grad, float* exp_avg,
                  float* exp_avg_sq) {
   trace::Call traced(
@@ -44,42 +86,31 @@ void adam_update(std::int64_t n, const AdamStep& s, float* param, const float* g
        trace::integer("decoupled", s.decoupled)},
       {trace::f32("param", param, n), trace::f32("grad", grad, n),
        trace::f32("exp_avg", exp_avg, n), trace::f32("exp_avg_sq", exp_avg_sq, n)});
-  // The step's scalars in locals and the buffers unaliased, so that GCC vectorises the loop:
-  // each lane runs the scalar sequence below (no contraction in this file), same bits.
-  const float decay = s.decoupled ? 1.0f - s.lr * s.weight_decay : 1.0f;
-  const float l2 = s.decoupled ? 0.0f : s.weight_decay;
-  const float beta2 = s.beta2, w1 = 1.0f - s.beta1, w2 = 1.0f - s.beta2;
-  const float bias2_sqrt = s.bias2_sqrt, eps = s.eps, step = s.lr_over_bias1;
-  const bool decoupled = s.decoupled, coupled = !s.decoupled && s.weight_decay != 0.0f;
-  parallel_for(n, kGrain, [=](std::int64_t begin, std::int64_t end) {
-    float* __restrict p = param;
-    const float* __restrict g_in = grad;
-    float* __restrict m = exp_avg;
-    float* __restrict v = exp_avg_sq;
-    const auto run = [&](auto decoupled_decay, auto coupled_decay) {
-      for (std::int64_t i = begin; i < end; ++i) {
-        float g = g_in[i];
-        float w = p[i];
-        if constexpr (decltype(decoupled_decay)::value) w = w * decay;
-        if constexpr (decltype(coupled_decay)::value) g = g + l2 * w;
-        const float mi = m[i] + w1 * (g - m[i]);
-        const float vi = v[i] * beta2 + w2 * (g * g);
-        m[i] = mi;
-        v[i] = vi;
-        const float denom = std::sqrt(vi) / bias2_sqrt + eps;
-        p[i] = w - step * (mi / denom);
-      }
-    };
-    if (decoupled) {
-      run(std::true_type{}, std::false_type{});
-    } else if (coupled) {
-      run(std::false_type{}, std::true_type{});
-    } else {
-      run(std::false_type{}, std::false_type{});
-    }
-  });
+  const AdamTensor t{n, param, grad, exp_avg, exp_avg_sq};
+  parallel_for(n, kGrain,
+               [&](std::int64_t begin, std::int64_t end) { adam_elements(s, t, begin, end); });
   traced.outputs({trace::f32("param", param, n), trace::f32("exp_avg", exp_avg, n),
                   trace::f32("exp_avg_sq", exp_avg_sq, n)});
+}
+
+void adam_update(std::span<const AdamTensor> tensors, const AdamStep& s) {
+  if (trace::active()) {
+    for (const AdamTensor& t : tensors)
+      adam_update(t.n, s, t.param, t.grad, t.exp_avg, t.exp_avg_sq);
+    return;
+  }
+  // starts[i]: the first element of tensor i in the concatenation of all of them.
+  std::vector<std::int64_t> starts(tensors.size() + 1, 0);
+  for (std::size_t i = 0; i < tensors.size(); ++i) starts[i + 1] = starts[i] + tensors[i].n;
+  parallel_for(starts.back(), kGrain, [&](std::int64_t begin, std::int64_t end) {
+    auto i = static_cast<std::size_t>(std::upper_bound(starts.begin(), starts.end(), begin) -
+                                      starts.begin() - 1);
+    for (; i < tensors.size() && starts[i] < end; ++i) {
+      const std::int64_t from = std::max(begin, starts[i]) - starts[i];
+      const std::int64_t to = std::min(end, starts[i + 1]) - starts[i];
+      if (from < to) adam_elements(s, tensors[i], from, to);
+    }
+  });
 }
 
 }  // namespace vt::kernels

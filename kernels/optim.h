@@ -5,6 +5,7 @@
 // operations only (training/schedule.h) and rounded to binary32 once.
 
 #include <cstdint>
+#include <span>
 
 namespace vt::kernels {
 
@@ -27,5 +28,19 @@ struct AdamStep {
 };
 void adam_update(std::int64_t n, const AdamStep& s, float* param, const float* grad, float* exp_avg,
                  float* exp_avg_sq);
+
+// One tensor of a model's Adam update.
+struct AdamTensor {
+  std::int64_t n = 0;
+  float* param = nullptr;
+  const float* grad = nullptr;
+  float* exp_avg = nullptr;
+  float* exp_avg_sq = nullptr;
+};
+// adam_update over each tensor with the same step scalars, as one pass over all their elements:
+// one parallel region for the model, not one per tensor. The bits are adam_update's, element by
+// element. With a trace sink listening it is adam_update on each tensor in turn, so that the
+// trace has one call per tensor (docs/dispute.md).
+void adam_update(std::span<const AdamTensor> tensors, const AdamStep& s);
 
 }  // namespace vt::kernels

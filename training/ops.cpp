@@ -42,11 +42,11 @@ class TorchOps final : public Ops {
   at::Tensor gelu(const at::Tensor& x) override { return torch::gelu(x); }
   at::Tensor spatial_mean(const at::Tensor& x) override { return x.mean({2, 3}); }
   at::Tensor attention(const at::Tensor& qkv, std::int64_t heads, nn::DropoutImpl& drop) override {
-    const auto b = qkv.size(0), t = qkv.size(1), d = qkv.size(2) / 3;
-    auto parts = qkv.view({b, t, 3, heads, d / heads}).permute({2, 0, 3, 1, 4});
+    const auto b = qkv.size(0), t = qkv.size(1), d = qkv.size(2) / 3, dh = d / heads;
+    auto parts = qkv.view({b, t, 3, heads, dh}).permute({2, 0, 3, 1, 4});
     auto q = parts[0], k = parts[1], v = parts[2];
     const auto mask = torch::ones({t, t}, qkv.options().dtype(torch::kBool)).triu(1);
-    auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(d / heads));
+    auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(dh));
     scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
     auto attn = torch::matmul(drop.forward(torch::softmax(scores, -1)), v);
     return attn.transpose(1, 2).reshape({b, t, d});
@@ -117,13 +117,15 @@ class PortableOps final : public Ops {
   at::Tensor gelu(const at::Tensor& x) override { return portable::gelu(x); }
   at::Tensor spatial_mean(const at::Tensor& x) override { return portable::spatial_mean(x); }
   at::Tensor attention(const at::Tensor& qkv, std::int64_t heads, nn::DropoutImpl& drop) override {
-    const auto b = qkv.size(0), t = qkv.size(1), d = qkv.size(2) / 3, dh = d / heads;
-    const auto [q, kt, v] = portable::split_heads(qkv, heads);
+    const auto dh = qkv.size(2) / 3 / heads;
     // √d in binary64, rounded once to binary32 (docs/portable.md, "Attention").
     const double divisor = static_cast<float>(std::sqrt(static_cast<double>(dh)));
-    const at::Tensor scores = portable::softmax(portable::bmm(q, kt), divisor, /*causal=*/true);
-    const at::Tensor out = portable::bmm(dropout(drop, scores), v);
-    return out.view({b, heads, t, dh}).transpose(1, 2).reshape({b, t, d});
+    // The dropout draw is taken where the separate operators took it: after the softmax, the
+    // pass's only draw inside attention.
+    const bool drops = drop.is_training() && drop.options.p() != 0.0;
+    const std::uint64_t call = drops ? calls_++ : 0;
+    return portable::attention(qkv, heads, divisor, drops ? drop.options.p() : 0.0, dropout_state_,
+                               call);
   }
   at::Tensor loss(const std::string& loss, const at::Tensor& output,
                   const at::Tensor& target) override {

@@ -3,6 +3,7 @@
 #include <c10/core/GradMode.h>
 
 #include <cmath>
+#include <vector>
 
 #include "kernels/optim.h"
 #include "training/schedule.h"
@@ -37,16 +38,15 @@ void Optimizer::zero_grad() {
 
 void Optimizer::step(double lr) {
   c10::NoGradGuard no_grad;
+  if (portable_) {
+    portable_step(lr);
+    return;
+  }
   const OptimizerSpec& o = spec_;
   for (Slot& s : slots_) {
     at::Tensor grad = s.param.grad();
     if (!grad.defined()) continue;  // a parameter the loss does not reach
-    const std::int64_t step = s.step.item<std::int64_t>() + 1;
-    s.step.fill_(step);
-    if (portable_) {
-      portable_step(s, grad, step, lr);
-      continue;
-    }
+    const std::int64_t step = next_step(s);
     if (o.name == "sgd") {
       at::Tensor d = o.weight_decay != 0.0 ? grad.add(s.param, o.weight_decay) : grad;
       if (o.momentum != 0.0) {
@@ -75,26 +75,58 @@ void Optimizer::step(double lr) {
   }
 }
 
-void Optimizer::portable_step(Slot& s, const at::Tensor& grad_in, std::int64_t step, double lr) {
+std::int64_t Optimizer::next_step(Slot& s) {
+  const std::int64_t step = s.step.item<std::int64_t>() + 1;
+  s.step.fill_(step);
+  return step;
+}
+
+void Optimizer::portable_step(double lr) {
   const OptimizerSpec& o = spec_;
-  const at::Tensor grad = grad_in.contiguous();
-  TORCH_CHECK(s.param.is_contiguous() && s.param.scalar_type() == at::kFloat,
-              "portable optimizer: ", s.name, " is not a contiguous float32 tensor");
-  float* param = s.param.data_ptr<float>();
-  const float* g = grad.data_ptr<float>();
-  // The step's scalars in binary64 (IEEE operations only: power() multiplies, sqrt is exact)
-  // and each rounded once to binary32 (docs/portable.md, "Optimizers").
-  if (o.name == "sgd") {
-    kernels::SgdStep k;
-    k.lr = static_cast<float>(lr);
-    k.momentum = static_cast<float>(o.momentum);
-    k.weight_decay = static_cast<float>(o.weight_decay);
-    k.nesterov = o.nesterov;
-    k.first = step == 1;
-    kernels::sgd_update(s.param.numel(), k, param, g,
-                        s.momentum.defined() ? s.momentum.data_ptr<float>() : nullptr);
-    return;
+  std::vector<at::Tensor> grads;  // contiguous gradients, alive until their update ran
+  grads.reserve(slots_.size());
+  // Adam's tensors go in runs of one step count (all of them, unless a step missed some
+  // parameter), each run one pass over its elements; a run keeps the parameters' order, which is
+  // the order the trace records them in.
+  std::vector<kernels::AdamTensor> run;
+  std::int64_t run_step = 0;
+  const auto flush = [&] {
+    if (!run.empty()) kernels::adam_update(run, adam_scalars(run_step, lr));
+    run.clear();
+  };
+  for (Slot& s : slots_) {
+    if (!s.param.grad().defined()) continue;  // a parameter the loss does not reach
+    const std::int64_t step = next_step(s);
+    const at::Tensor& grad = grads.emplace_back(s.param.grad().contiguous());
+    TORCH_CHECK(s.param.is_contiguous() && s.param.scalar_type() == at::kFloat,
+                "portable optimizer: ", s.name, " is not a contiguous float32 tensor");
+    float* param = s.param.data_ptr<float>();
+    const float* g = grad.data_ptr<float>();
+    if (o.name == "sgd") {
+      // The step's scalars in binary64 and each rounded once to binary32 (docs/portable.md,
+      // "Optimizers").
+      kernels::SgdStep k;
+      k.lr = static_cast<float>(lr);
+      k.momentum = static_cast<float>(o.momentum);
+      k.weight_decay = static_cast<float>(o.weight_decay);
+      k.nesterov = o.nesterov;
+      k.first = step == 1;
+      kernels::sgd_update(s.param.numel(), k, param, g,
+                          s.momentum.defined() ? s.momentum.data_ptr<float>() : nullptr);
+      continue;
+    }
+    if (step != run_step) flush();
+    run_step = step;
+    run.push_back(
+        {s.param.numel(), param, g, s.exp_avg.data_ptr<float>(), s.exp_avg_sq.data_ptr<float>()});
   }
+  flush();
+}
+
+// The step's scalars in binary64 (IEEE operations only: power() multiplies, sqrt is exact) and
+// each rounded once to binary32 (docs/portable.md, "Optimizers").
+kernels::AdamStep Optimizer::adam_scalars(std::int64_t step, double lr) const {
+  const OptimizerSpec& o = spec_;
   kernels::AdamStep k;
   k.lr = static_cast<float>(lr);
   k.lr_over_bias1 = static_cast<float>(lr / (1.0 - power(o.beta1, step)));
@@ -104,8 +136,7 @@ void Optimizer::portable_step(Slot& s, const at::Tensor& grad_in, std::int64_t s
   k.beta2 = static_cast<float>(o.beta2);
   k.eps = static_cast<float>(o.eps);
   k.decoupled = o.name == "adamw";
-  kernels::adam_update(s.param.numel(), k, param, g, s.exp_avg.data_ptr<float>(),
-                       s.exp_avg_sq.data_ptr<float>());
+  return k;
 }
 
 NamedTensors Optimizer::state() const {

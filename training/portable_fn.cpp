@@ -252,31 +252,91 @@ struct AddRowsFn : torch::autograd::Function<AddRowsFn> {
   }
 };
 
-struct SplitHeadsFn : torch::autograd::Function<SplitHeadsFn> {
-  static variable_list forward(AutogradContext* ctx, const at::Tensor& qkv_in, std::int64_t heads) {
-    const at::Tensor qkv = operand(qkv_in, "split_heads");
-    const std::int64_t b = qkv.size(0), t = qkv.size(1), d = qkv.size(2) / 3, dh = d / heads;
-    TORCH_CHECK(qkv.size(2) == 3 * d && d == heads * dh, "portable split_heads: ", qkv.sizes(),
-                " in ", heads, " heads");
-    const at::Tensor x = qkv.view({b, t, 3, heads, dh});
-    ctx->saved_data["sizes"] = std::vector<std::int64_t>{b, t, heads, dh};
-    return {x.select(2, 0).permute({0, 2, 1, 3}).contiguous().view({b * heads, t, dh}),
-            x.select(2, 1).permute({0, 2, 3, 1}).contiguous().view({b * heads, dh, t}),
-            x.select(2, 2).permute({0, 2, 1, 3}).contiguous().view({b * heads, t, dh})};
+// Where each head's q, k, v (in a [B, T, 3D] buffer) and output (in [B, T, D]) lie: problem
+// b·H + h of a batched product starts h·d floats into example b.
+struct Heads {
+  std::int64_t batch, tokens, heads, width;  // width: d = D / heads
+  std::int64_t model() const { return heads * width; }
+  kernels::BatchStride in() const { return {width, heads, tokens * 3 * model()}; }
+  kernels::BatchStride out() const { return {width, heads, tokens * model()}; }
+};
+
+// The kernel calls of split heads, q·kᵀ, softmax, dropout and ·v, with operands read and results
+// written where they lie: the values and calls are those of the separate operators
+// (docs/portable.md, "Attention"), without their copies and autograd nodes.
+struct AttentionFn : torch::autograd::Function<AttentionFn> {
+  // p == 0: no dropout (and no draw).
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& qkv_in, std::int64_t heads,
+                            double divisor, double p, std::int64_t state, std::int64_t call) {
+    const at::Tensor qkv = operand(qkv_in, "attention");
+    TORCH_CHECK(qkv.dim() == 3 && heads > 0 && qkv.size(2) % (3 * heads) == 0,
+                "portable attention: ", qkv.sizes(), " is not [B, T, 3D] in ", heads, " heads");
+    const Heads h{qkv.size(0), qkv.size(1), heads, qkv.size(2) / (3 * heads)};
+    const std::int64_t n = h.batch * heads, t = h.tokens, d = h.model(), dh = h.width;
+    const float* q = ptr(qkv);
+    const float* k = q + d;
+    const float* v = q + 2 * d;
+    at::Tensor scores = at::empty({n, t, t}, qkv.options());
+    kernels::gemm(n, t, t, dh, {q, 3 * d, 1}, h.in(), {k, 1, 3 * d}, h.in(), ptr(scores), t, t * t,
+                  false);
+    at::Tensor probs = at::empty_like(scores);
+    kernels::softmax(n * t, t, ptr(scores), static_cast<float>(divisor), /*causal=*/true,
+                     ptr(probs));
+    at::Tensor dropped = probs;
+    if (p != 0.0) {
+      dropped = at::empty_like(probs);
+      kernels::dropout(probs.numel(), ptr(probs), static_cast<float>(p),
+                       static_cast<std::uint64_t>(state), static_cast<std::uint64_t>(call),
+                       ptr(dropped));
+    }
+    at::Tensor out = at::empty({h.batch, t, d}, qkv.options());
+    kernels::gemm(n, t, dh, t, {ptr(dropped), t, 1}, t * t, {v, 3 * d, 1}, h.in(), ptr(out), d,
+                  h.out(), false);
+    ctx->save_for_backward({qkv, probs, dropped});
+    ctx->saved_data["heads"] = heads;
+    ctx->saved_data["divisor"] = divisor;
+    keep_draw(ctx, p, state, call);
+    return out;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const auto z = ctx->saved_data["sizes"].toIntVector();
-    const std::int64_t b = z[0], t = z[1], heads = z[2], dh = z[3];
-    at::Tensor dqkv = at::zeros({b, t, 3, heads, dh}, grads[0].defined()   ? grads[0].options()
-                                                      : grads[1].defined() ? grads[1].options()
-                                                                           : grads[2].options());
-    if (grads[0].defined())
-      dqkv.select(2, 0).copy_(grads[0].view({b, heads, t, dh}).permute({0, 2, 1, 3}));
-    if (grads[1].defined())
-      dqkv.select(2, 1).copy_(grads[1].view({b, heads, dh, t}).permute({0, 3, 1, 2}));
-    if (grads[2].defined())
-      dqkv.select(2, 2).copy_(grads[2].view({b, heads, t, dh}).permute({0, 2, 1, 3}));
-    return {dqkv.view({b, t, 3 * heads * dh}), at::Tensor()};
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor &qkv = saved[0], &probs = saved[1], &dropped = saved[2];
+    const std::int64_t heads = ctx->saved_data["heads"].toInt();
+    const Heads h{qkv.size(0), qkv.size(1), heads, qkv.size(2) / (3 * heads)};
+    const std::int64_t n = h.batch * heads, t = h.tokens, d = h.model(), dh = h.width;
+    const at::Tensor d_out = grads[0].contiguous();
+    const float* q = ptr(qkv);
+    const float* k = q + d;
+    const float* v = q + 2 * d;
+    at::Tensor dqkv = at::empty_like(qkv);
+    float* dq = ptr(dqkv);
+    // The product with v: d(dropped) = d_out · vᵀ (chains over the head width), dv = droppedᵀ ·
+    // d_out (chains over the queries).
+    at::Tensor d_dropped = at::empty_like(probs);
+    kernels::gemm(n, t, t, dh, {ptr(d_out), d, 1}, h.out(), {v, 1, 3 * d}, h.in(), ptr(d_dropped),
+                  t, t * t, false);
+    kernels::gemm(n, t, dh, t, {ptr(dropped), 1, t}, t * t, {ptr(d_out), d, 1}, h.out(), dq + 2 * d,
+                  3 * d, h.in(), false);
+    at::Tensor d_probs = d_dropped;
+    const DropoutDraw draw = kept_draw(ctx);
+    if (draw.p != 0.0f) {
+      d_probs = at::empty_like(probs);
+      kernels::dropout_backward(probs.numel(), ptr(d_dropped), draw.p, draw.state, draw.call,
+                                ptr(d_probs));
+    }
+    at::Tensor d_scores = at::empty_like(probs);
+    kernels::softmax_backward(n * t, t, ptr(probs), ptr(d_probs),
+                              static_cast<float>(ctx->saved_data["divisor"].toDouble()),
+                              /*causal=*/true, ptr(d_scores));
+    // The product q·kᵀ: dq = d_scores · k (chains over the keys); d(kᵀ) = qᵀ · d_scores (chains
+    // over the queries), made as kᵀ's [d, T] blocks and copied into k's place.
+    kernels::gemm(n, t, dh, t, {ptr(d_scores), t, 1}, t * t, {k, 3 * d, 1}, h.in(), dq, 3 * d,
+                  h.in(), false);
+    at::Tensor dkt = at::empty({h.batch, heads, dh, t}, qkv.options());
+    kernels::gemm(n, dh, t, t, {q, 1, 3 * d}, h.in(), {ptr(d_scores), t, 1}, t * t, ptr(dkt), t,
+                  dh * t, false);
+    dqkv.view({h.batch, t, 3, heads, dh}).select(2, 1).copy_(dkt.permute({0, 3, 1, 2}));
+    return {dqkv, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -482,10 +542,10 @@ at::Tensor embedding(const at::Tensor& ids, const at::Tensor& table) {
   return EmbeddingFn::apply(ids, table);
 }
 at::Tensor add_rows(const at::Tensor& a, const at::Tensor& b) { return AddRowsFn::apply(a, b); }
-std::tuple<at::Tensor, at::Tensor, at::Tensor> split_heads(const at::Tensor& qkv,
-                                                           std::int64_t heads) {
-  auto parts = SplitHeadsFn::apply(qkv, heads);
-  return {parts[0], parts[1], parts[2]};
+at::Tensor attention(const at::Tensor& qkv, std::int64_t heads, double divisor, double p,
+                     std::uint64_t state, std::uint64_t call) {
+  return AttentionFn::apply(qkv, heads, divisor, p, static_cast<std::int64_t>(state),
+                            static_cast<std::int64_t>(call));
 }
 at::Tensor dropout(const at::Tensor& x, double p, std::uint64_t state, std::uint64_t call) {
   return DropoutFn::apply(x, p, static_cast<std::int64_t>(state), static_cast<std::int64_t>(call));

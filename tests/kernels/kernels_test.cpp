@@ -14,8 +14,10 @@
 #include "kernels/gemm.h"
 #include "kernels/isa.h"
 #include "kernels/norm.h"
+#include "kernels/optim.h"
 #include "kernels/parallel.h"
 #include "kernels/scalar.h"
+#include "kernels/trace.h"
 
 namespace vt::kernels {
 namespace {
@@ -112,6 +114,41 @@ TEST(Gemm, BatchedProductsAreIndependent) {
         same_bits(std::vector<float>(c.begin() + i * m * n, c.begin() + (i + 1) * m * n), one))
         << "problem " << i;
   }
+}
+
+// Attention's layout: 2 examples of 3 heads, each head's A and B d = 5 columns of a row of
+// [q | k | v] (width 3·15), C each head's 5 columns of a 15-wide row; kᵀ read with col_stride.
+TEST(Gemm, GroupedBatchesReadAndWriteHeadsWhereTheyLie) {
+  const std::int64_t examples = 2, heads = 3, t = 7, d = 5, model = heads * d;
+  const auto qkv = random_floats(static_cast<std::size_t>(examples * t * 3 * model), 6);
+  const BatchStride in{d, heads, t * 3 * model}, out{d, heads, t * model};
+  std::vector<float> scores(static_cast<std::size_t>(examples * heads * t * t));
+  std::vector<float> c(static_cast<std::size_t>(examples * t * model));
+  for (const int threads : {1, 2}) {
+    set_threads(threads);
+    gemm(examples * heads, t, t, d, {qkv.data(), 3 * model, 1}, in,
+         {qkv.data() + model, 1, 3 * model}, in, scores.data(), t, t * t, false);
+    gemm(examples * heads, t, d, t, {scores.data(), t, 1}, t * t,
+         {qkv.data() + 2 * model, 3 * model, 1}, in, c.data(), model, out, false);
+    for (std::int64_t e = 0; e < examples; ++e) {
+      for (std::int64_t h = 0; h < heads; ++h) {
+        const float* q = qkv.data() + e * t * 3 * model + h * d;
+        const auto s = naive_product(t, t, d, {q, 3 * model, 1}, {q + model, 1, 3 * model});
+        const std::size_t at = static_cast<std::size_t>((e * heads + h) * t * t);
+        EXPECT_TRUE(
+            same_bits(std::vector<float>(scores.begin() + at, scores.begin() + at + t * t), s))
+            << "scores of example " << e << ", head " << h;
+        const auto o = naive_product(t, d, t, {s.data(), t, 1}, {q + 2 * model, 3 * model, 1});
+        for (std::int64_t i = 0; i < t; ++i) {
+          const float* row = c.data() + e * t * model + i * model + h * d;
+          EXPECT_TRUE(same_bits(std::vector<float>(row, row + d),
+                                std::vector<float>(o.begin() + i * d, o.begin() + (i + 1) * d)))
+              << "output row " << i << " of example " << e << ", head " << h;
+        }
+      }
+    }
+  }
+  set_threads(1);
 }
 
 TEST(Gemm, ColumnSumsChainOverTheRows) {
@@ -372,6 +409,83 @@ TEST(BatchNorm, SumsRunInSixteenLanesSummedPairwiseAtAnySpatialSize) {
 }
 
 // Not correctly rounded, but close: what training needs from them.
+// The state of one Adam tensor: parameter, gradient and the two moments (the second one >= 0).
+struct AdamState {
+  std::vector<float> param, grad, m, v;
+  AdamState(std::size_t n, std::uint32_t seed)
+      : param(random_floats(n, seed)),
+        grad(random_floats(n, seed + 1)),
+        m(random_floats(n, seed + 2)),
+        v(random_floats(n, seed + 3)) {
+    for (float& x : v) x = x * x;
+  }
+  AdamTensor tensor() { return {std::ssize(param), param.data(), grad.data(), m.data(), v.data()}; }
+  bool operator==(const AdamState& o) const {
+    return same_bits(param, o.param) && same_bits(m, o.m) && same_bits(v, o.v);
+  }
+};
+
+std::vector<AdamTensor> tensors_of(std::vector<AdamState>& states) {
+  std::vector<AdamTensor> out;
+  out.reserve(states.size());
+  for (AdamState& t : states) out.push_back(t.tensor());
+  return out;
+}
+
+class CountingSink : public trace::Sink {
+ public:
+  void begin(std::string_view op, std::span<const trace::Param>,
+             std::span<const trace::Operand> inputs) override {
+    ops.emplace_back(op);
+    sizes.push_back(inputs.front().count);
+  }
+  void end(std::span<const trace::Operand>) override {}
+  std::vector<std::string> ops;
+  std::vector<std::int64_t> sizes;
+};
+
+TEST(Adam, OnePassOverAllTensorsIsEachTensorsUpdate) {
+  // Sizes on both sides of the threads' grain (16384 elements), one empty, one of one element.
+  const std::vector<std::size_t> sizes = {7, 1, 16387, 0, 64, 40000, 3};
+  for (const bool decoupled : {true, false}) {
+    AdamStep s;
+    s.lr = 3e-3f;
+    s.lr_over_bias1 = 0.0297f;
+    s.bias2_sqrt = 0.2179f;
+    s.weight_decay = 0.01f;
+    s.beta2 = 0.95f;
+    s.decoupled = decoupled;
+    std::vector<AdamState> each;
+    for (std::size_t i = 0; i < sizes.size(); ++i)
+      each.emplace_back(sizes[i], static_cast<std::uint32_t>(40 + 4 * i));
+    const std::vector<AdamState> start = each;
+    set_threads(1);
+    for (AdamState& t : each) {
+      const AdamTensor a = t.tensor();
+      adam_update(a.n, s, a.param, a.grad, a.exp_avg, a.exp_avg_sq);
+    }
+    for (const int threads : {1, 2, 3}) {
+      set_threads(threads);
+      std::vector<AdamState> all = start;
+      adam_update(tensors_of(all), s);
+      for (std::size_t i = 0; i < all.size(); ++i)
+        EXPECT_TRUE(all[i] == each[i])
+            << "tensor " << i << ", decoupled " << decoupled << ", " << threads << " threads";
+    }
+    // Traced, it is one adam_update call per tensor, in order, with the same results.
+    std::vector<AdamState> traced = start;
+    const std::vector<AdamTensor> tensors = tensors_of(traced);
+    CountingSink sink;
+    trace::install(&sink);
+    adam_update(tensors, s);
+    trace::install(nullptr);
+    EXPECT_EQ(sink.ops, std::vector<std::string>(sizes.size(), "adam_update"));
+    EXPECT_EQ(sink.sizes, std::vector<std::int64_t>(sizes.begin(), sizes.end()));
+    for (std::size_t i = 0; i < traced.size(); ++i) EXPECT_TRUE(traced[i] == each[i]);
+  }
+  set_threads(1);
+}
+
 TEST(Scalar, ExpLogAndErfAreAccurateAndHandleTheEdges) {
   double worst_exp = 0, worst_log = 0, worst_erf = 0;
   for (float x = -87.0f; x < 88.0f; x += 0.0137f) {

@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 
+#include "kernels/optim.h"
 #include "protocol/task.h"
 #include "training/internal/network.h"
 
@@ -34,7 +35,9 @@ class Optimizer {
     at::Tensor exp_avg_sq;  // adam, adamw
     at::Tensor step;        // int64 scalar on the CPU: read every update, never worth a sync
   };
-  void portable_step(Slot& s, const at::Tensor& grad, std::int64_t step, double lr);
+  static std::int64_t next_step(Slot& s);  // the slot's step count, moved on by one
+  void portable_step(double lr);
+  kernels::AdamStep adam_scalars(std::int64_t step, double lr) const;
 
   OptimizerSpec spec_;
   bool portable_ = false;

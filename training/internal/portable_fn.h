@@ -29,10 +29,12 @@ at::Tensor layer_norm(const at::Tensor& x, const at::Tensor& w, const at::Tensor
 at::Tensor embedding(const at::Tensor& ids, const at::Tensor& table);
 // a [N, ...] + b, b broadcast over a's first dimension; b's gradient is one chain over it.
 at::Tensor add_rows(const at::Tensor& a, const at::Tensor& b);
-// qkv [B, T, 3D] as q [B·H, T, d], kᵀ [B·H, d, T] and v [B·H, T, d] (d = D / heads), each a
-// copy; backward copies each gradient back into its place (no addition touches it).
-std::tuple<at::Tensor, at::Tensor, at::Tensor> split_heads(const at::Tensor& qkv,
-                                                           std::int64_t heads);
+// Causal self-attention of qkv [B, T, 3D] (q, k, v side by side, each of H heads of width
+// d = D / H) into [B, T, D]: per head softmax(q·kᵀ / divisor, query i seeing keys 0..i), dropout
+// with probability p (none at 0) keyed by the stream state and call number, times v. Each
+// gradient is written once into its place (no addition touches it).
+at::Tensor attention(const at::Tensor& qkv, std::int64_t heads, double divisor, double p,
+                     std::uint64_t state, std::uint64_t call);
 // Keep-mask from the stream state and call number (kernels::dropout).
 at::Tensor dropout(const at::Tensor& x, double p, std::uint64_t state, std::uint64_t call);
 at::Tensor relu(const at::Tensor& x);
