@@ -16,6 +16,7 @@ namespace {
 constexpr std::int64_t kKc = 256;  // k per block: a packed B panel stays in L1
 constexpr std::int64_t kMc = 96;   // rows of A per block (a multiple of every MR)
 constexpr std::int64_t kNc = 256;  // columns of B per block (a multiple of every NR)
+constexpr std::int64_t kMostPackedB = std::int64_t{1} << 22;  // floats of B packed whole (16 MiB)
 
 // The kernel for an N-column product: on AVX-512, one vector wide when N fits in one vector.
 const MicroKernel& kernel(std::int64_t n) {
@@ -103,10 +104,13 @@ Blocks blocks_for(const MicroKernel& mk, std::int64_t batch, std::int64_t M, std
   return b;
 }
 
-// Block (m0, n0) of one product, its chains continued block of k after block of k.
+// Block (m0, n0) of one product, its chains continued block of k after block of k. With
+// `packed_whole_b` set, B is there already packed whole: for each block of k, its kc rows as
+// NR-column panels of all N columns (pack_b of columns [0, N)).
 void product(const MicroKernel& mk, const Blocks& blocks, std::int64_t M, std::int64_t N,
              std::int64_t K, const MatrixRef& a, const MatrixRef& b, float* c, std::int64_t ldc,
-             bool accumulate, std::int64_t m0, std::int64_t n0, float* packed_a, float* packed_b) {
+             bool accumulate, std::int64_t m0, std::int64_t n0, float* packed_a, float* packed_b,
+             const float* packed_whole_b) {
   const std::int64_t mc = std::min(blocks.mc, M - m0);
   const std::int64_t nc = std::min(blocks.nc, N - n0);
   if (K == 0 && !accumulate) {
@@ -118,7 +122,12 @@ void product(const MicroKernel& mk, const Blocks& blocks, std::int64_t M, std::i
     // Operands are read where they lie when they can be (B's rows contiguous, whole tiles);
     // the rest is packed. Either way each tile sees the same values in the same k order.
     const bool direct_b = b.col_stride == 1;
-    if (!direct_b) pack_b(b, k0, kc, n0, nc, mk.nr, packed_b);
+    const float* b_panels = packed_b;
+    if (packed_whole_b != nullptr) {
+      b_panels = packed_whole_b + k0 * round_up(N, mk.nr) + n0 * kc;
+    } else if (!direct_b) {
+      pack_b(b, k0, kc, n0, nc, mk.nr, packed_b);
+    }
     const bool load_c = accumulate || k0 > 0;  // the chain goes on from C after block 0
     for (std::int64_t i = 0; i < mc; i += mk.mr) {
       const int mr = static_cast<int>(std::min<std::int64_t>(mk.mr, mc - i));
@@ -134,7 +143,7 @@ void product(const MicroKernel& mk, const Blocks& blocks, std::int64_t M, std::i
       for (std::int64_t j = 0; j < nc; j += mk.nr) {
         const int nr = static_cast<int>(std::min<std::int64_t>(mk.nr, nc - j));
         float* c_tile = c + (m0 + i) * ldc + n0 + j;
-        MatrixRef b_tile{packed_b + j * kc, mk.nr, 1};
+        MatrixRef b_tile{b_panels + j * kc, mk.nr, 1};
         if (direct_b && nr == mk.nr) {
           b_tile = b.row_offsets != nullptr ? MatrixRef{b.data + n0 + j, 0, 1, b.row_offsets + k0}
                                             : MatrixRef{b.row(k0) + n0 + j, b.row_stride, 1};
@@ -195,6 +204,25 @@ void gemm(std::int64_t batch, std::int64_t M, std::int64_t N, std::int64_t K, Ma
   const Blocks blocks = blocks_for(mk, batch, M, N, in_parallel() ? 1 : threads());
   const std::int64_t m_blocks = blocks.m_blocks(M);
   const std::int64_t n_blocks = blocks.n_blocks(N);
+  // A B read with a column stride (a linear layer's weight, attention's kᵀ) would be packed
+  // again for every block of rows; packed once here, for the whole product, the tiles read the
+  // same values (the same bits) and the weight is packed once a forward pass.
+  const std::int64_t whole_b = round_up(N, mk.nr) * K;
+  thread_local std::vector<float> packed_whole_b;
+  const bool pack_whole_b = b.col_stride != 1 && m_blocks > 1 && batch * whole_b <= kMostPackedB;
+  if (pack_whole_b) {
+    packed_whole_b.resize(static_cast<std::size_t>(batch * whole_b));
+    for (std::int64_t bi = 0; bi < batch; ++bi) {
+      MatrixRef bb = b;
+      bb.data += b_batch.offset(bi);
+      for (std::int64_t k0 = 0; k0 < K; k0 += kKc) {
+        pack_b(bb, k0, std::min(kKc, K - k0), 0, N, mk.nr,
+               packed_whole_b.data() + bi * whole_b + k0 * round_up(N, mk.nr));
+      }
+    }
+  }
+  // The calling thread's buffer: inside the body, packed_whole_b would name each thread's own.
+  const float* whole_b_panels = pack_whole_b ? packed_whole_b.data() : nullptr;
   parallel_for(batch * m_blocks * n_blocks, 1, [&](std::int64_t begin, std::int64_t end) {
     thread_local std::vector<float> packed_a, packed_b;
     packed_a.resize(static_cast<std::size_t>((kMc + mk.mr) * kKc));
@@ -207,7 +235,8 @@ void gemm(std::int64_t batch, std::int64_t M, std::int64_t N, std::int64_t K, Ma
       ab.data += a_batch.offset(bi);
       bb.data += b_batch.offset(bi);
       product(mk, blocks, M, N, K, ab, bb, c + c_batch.offset(bi), ldc, accumulate, m0, n0,
-              packed_a.data(), packed_b.data());
+              packed_a.data(), packed_b.data(),
+              whole_b_panels != nullptr ? whole_b_panels + bi * whole_b : nullptr);
     }
   });
 }

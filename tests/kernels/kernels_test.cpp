@@ -102,17 +102,24 @@ TEST(Gemm, EveryOutputIsOneChainOverKAtAnyShapeStrideAndThreadCount) {
 }
 
 TEST(Gemm, BatchedProductsAreIndependent) {
-  const std::int64_t batch = 5, m = 9, n = 11, k = 13;
-  const auto a = random_floats(static_cast<std::size_t>(batch * m * k), 3);
-  const auto b = random_floats(static_cast<std::size_t>(batch * k * n), 4);
-  std::vector<float> c(static_cast<std::size_t>(batch * m * n));
-  gemm(batch, m, n, k, {a.data(), k, 1}, m * k, {b.data(), n, 1}, k * n, c.data(), n, m * n, false);
-  for (std::int64_t i = 0; i < batch; ++i) {
-    const auto one =
-        naive_product(m, n, k, {a.data() + i * m * k, k, 1}, {b.data() + i * k * n, n, 1});
-    EXPECT_TRUE(
-        same_bits(std::vector<float>(c.begin() + i * m * n, c.begin() + (i + 1) * m * n), one))
-        << "problem " << i;
+  // m = 100: several blocks of rows, so that a B read through its strides is packed whole.
+  for (const std::int64_t m : {9, 100}) {
+    const std::int64_t batch = 5, n = 11, k = 13;
+    const auto a = random_floats(static_cast<std::size_t>(batch * m * k), 3);
+    const auto b = random_floats(static_cast<std::size_t>(batch * k * n), 4);
+    for (const bool transposed : {false, true}) {
+      const MatrixRef br = transposed ? MatrixRef{b.data(), 1, k} : MatrixRef{b.data(), n, 1};
+      std::vector<float> c(static_cast<std::size_t>(batch * m * n));
+      gemm(batch, m, n, k, {a.data(), k, 1}, m * k, br, k * n, c.data(), n, m * n, false);
+      for (std::int64_t i = 0; i < batch; ++i) {
+        MatrixRef bi = br;
+        bi.data += i * k * n;
+        const auto one = naive_product(m, n, k, {a.data() + i * m * k, k, 1}, bi);
+        EXPECT_TRUE(
+            same_bits(std::vector<float>(c.begin() + i * m * n, c.begin() + (i + 1) * m * n), one))
+            << "problem " << i << " of " << m << " rows" << (transposed ? ", B transposed" : "");
+      }
+    }
   }
 }
 
