@@ -52,10 +52,17 @@ struct Trainer::Impl {
   // Thread counts are the process's, and one process may hold several trainers (a bench
   // alternating two, a verifier's replays): each puts its own in place before it computes.
   // Portable steps' kernels take the same count, where any count gives the same bits
-  // (docs/portable.md, "Threads and vector lanes").
-  void use_threads() const {
-    at::set_num_threads(static_cast<int>(threads));
-    if (task.determinism == Determinism::kPortable) kernels::set_threads(static_cast<int>(threads));
+  // (docs/portable.md, "Threads and vector lanes"), and so do the LibTorch operations between
+  // them (copies, sums of two): LibTorch's count is set for them once, when the trainer is built.
+  // Each change of LibTorch's count starts its thread pool (caffe2's pthreadpool) anew, and the
+  // new thread spins on a core for milliseconds: changed before each epoch, it took a 2-thread
+  // portable step's second core whenever a 1-thread trainer had run in between.
+  void use_threads(bool building = false) const {
+    if (task.determinism == Determinism::kPortable) {
+      kernels::set_threads(static_cast<int>(threads));
+      if (!building) return;
+    }
+    if (at::get_num_threads() != threads) at::set_num_threads(static_cast<int>(threads));
   }
   NamedTensors state_tensors() const;
   Metadata metadata() const;
@@ -222,7 +229,7 @@ Result<std::unique_ptr<Trainer::Impl>> build(const Task& task, const TrainerOpti
   impl->steps = sizes.steps;
 
   impl->threads = options.intra_op_threads > 0 ? options.intra_op_threads : task.intra_op_threads;
-  impl->use_threads();
+  impl->use_threads(/*building=*/true);
   apply_determinism(task, impl->device, options.deterministic_algorithms);
 
   // Initialise on the CPU from the task seed, then move: the same initial weights on any device.
