@@ -96,10 +96,10 @@ void Optimizer::portable_step(double lr) {
   };
   for (Slot& s : slots_) {
     if (!s.param.grad().defined()) continue;  // a parameter the loss does not reach
-    const std::int64_t step = next_step(s);
-    const at::Tensor& grad = grads.emplace_back(s.param.grad().contiguous());
     TORCH_CHECK(s.param.is_contiguous() && s.param.scalar_type() == at::kFloat,
                 "portable optimizer: ", s.name, " is not a contiguous float32 tensor");
+    const std::int64_t step = next_step(s);
+    const at::Tensor& grad = grads.emplace_back(s.param.grad().contiguous());
     float* param = s.param.data_ptr<float>();
     const float* g = grad.data_ptr<float>();
     if (o.name == "sgd") {
