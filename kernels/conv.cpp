@@ -274,6 +274,7 @@ void undilated_conv_backward(const ConvShape& s, const float* x, const float* w,
     float* const own = buffer.data();
     float* const dy_t = dy_t_buffer.data();
     float* const dw_t = dw_t_buffer.data();
+    const std::int64_t tile_rows = gemm_tile_rows(s.out_channels);
     parallel_for(s.batch, 1, [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t b = begin; b < end; ++b) {
         transpose(s.out_channels, positions, dy + b * s.out_channels * positions, positions,
@@ -286,12 +287,14 @@ void undilated_conv_backward(const ConvShape& s, const float* x, const float* w,
         for (std::int64_t c = begin; c < end; ++c)
           fill_channel(s, grid, x + (b * s.in_channels + c) * s.in_positions(), c, own);
       });
-      parallel_for((rows + kRowTile - 1) / kRowTile, 1, [&](std::int64_t begin, std::int64_t end) {
-        for (std::int64_t q0 = begin * kRowTile; q0 < std::min(rows, end * kRowTile);
-             q0 += kRowTile) {
-          weight_gradient_rows(s, grid, own, b, dy_t, q0, std::min(kRowTile, rows - q0), dw_t);
-        }
-      });
+      // Threads split the rows in whole micro-kernel tiles, evenly (144 rows in tiles of 96
+      // would leave one thread a third of the work), and each runs its rows kRowTile at a time.
+      parallel_for(
+          (rows + tile_rows - 1) / tile_rows, 1, [&](std::int64_t begin, std::int64_t end) {
+            const std::int64_t last = std::min(rows, end * tile_rows);
+            for (std::int64_t q0 = begin * tile_rows; q0 < last; q0 += kRowTile)
+              weight_gradient_rows(s, grid, own, b, dy_t, q0, std::min(kRowTile, last - q0), dw_t);
+          });
     }
     transpose(rows, s.out_channels, dw_t, s.out_channels, dw, rows);
   }

@@ -241,6 +241,8 @@ void gemm(std::int64_t batch, std::int64_t M, std::int64_t N, std::int64_t K, Ma
   });
 }
 
+std::int64_t gemm_tile_rows(std::int64_t N) { return kernel(N).mr; }
+
 void column_sums(std::int64_t rows, std::int64_t cols, const float* x, std::int64_t ld,
                  float* out) {
   if (trace::active() && ld != cols) {  // recorded as the contiguous rows × cols matrix

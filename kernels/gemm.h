@@ -58,6 +58,10 @@ inline void gemm(std::int64_t M, std::int64_t N, std::int64_t K, MatrixRef a, Ma
   gemm(1, M, N, K, a, 0, b, 0, c, ldc, 0, accumulate);
 }
 
+// Rows of C in one micro-kernel tile of an N-column product on this machine: a product cut by
+// rows into multiples of it has no partial tile to pad.
+std::int64_t gemm_tile_rows(std::int64_t N);
+
 // out[j] = chain over i = 0..rows-1 of x[i*ld + j], from +0.0 (a bias gradient: the column sums
 // of a row-major matrix, each one sequential chain over the rows).
 void column_sums(std::int64_t rows, std::int64_t cols, const float* x, std::int64_t ld, float* out);
