@@ -159,15 +159,23 @@ TEST(Gemm, GroupedBatchesReadAndWriteHeadsWhereTheyLie) {
 }
 
 TEST(Gemm, ColumnSumsChainOverTheRows) {
-  const std::int64_t rows = 301, cols = 70;
-  const auto x = random_floats(static_cast<std::size_t>(rows * cols), 5);
-  std::vector<float> got(static_cast<std::size_t>(cols));
-  column_sums(rows, cols, x.data(), cols, got.data());
-  for (std::int64_t j = 0; j < cols; ++j) {
-    volatile float s = 0.0f;
-    for (std::int64_t i = 0; i < rows; ++i) s = s + x[static_cast<std::size_t>(i * cols + j)];
-    EXPECT_EQ(got[static_cast<std::size_t>(j)], s) << "column " << j;
+  // 1100 rows: enough sums for threads to split the 70 columns (in runs of 16).
+  for (const std::int64_t rows : {301, 1100}) {
+    const std::int64_t cols = 70;
+    const auto x = random_floats(static_cast<std::size_t>(rows * cols), 5);
+    for (const int threads : {1, 2, 3}) {
+      set_threads(threads);
+      std::vector<float> got(static_cast<std::size_t>(cols));
+      column_sums(rows, cols, x.data(), cols, got.data());
+      for (std::int64_t j = 0; j < cols; ++j) {
+        volatile float s = 0.0f;
+        for (std::int64_t i = 0; i < rows; ++i) s = s + x[static_cast<std::size_t>(i * cols + j)];
+        EXPECT_EQ(got[static_cast<std::size_t>(j)], s)
+            << "column " << j << " of " << rows << " rows, " << threads << " threads";
+      }
+    }
   }
+  set_threads(1);
 }
 
 TEST(Conv, ForwardIsTheDocumentedChainOverChannelsAndTaps) {
