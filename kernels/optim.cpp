@@ -10,8 +10,76 @@
 
 namespace vt::kernels {
 namespace {
+
 constexpr std::int64_t kGrain = 16384;
+
+// elements(tensor, begin, end) over every element of every tensor, as one pass: one parallel
+// region for all of them, threads taking contiguous runs of the concatenation.
+template <typename Tensor, typename Elements>
+void one_pass(std::span<const Tensor> tensors, const Elements& elements) {
+  // starts[i]: the first element of tensor i in the concatenation.
+  std::vector<std::int64_t> starts(tensors.size() + 1, 0);
+  for (std::size_t i = 0; i < tensors.size(); ++i) starts[i + 1] = starts[i] + tensors[i].n;
+  parallel_for(starts.back(), kGrain, [&](std::int64_t begin, std::int64_t end) {
+    auto i = static_cast<std::size_t>(std::upper_bound(starts.begin(), starts.end(), begin) -
+                                      starts.begin() - 1);
+    for (; i < tensors.size() && starts[i] < end; ++i) {
+      const std::int64_t from = std::max(begin, starts[i]) - starts[i];
+      const std::int64_t to = std::min(end, starts[i + 1]) - starts[i];
+      if (from < to) elements(tensors[i], from, to);
+    }
+  });
 }
+
+// sgd_update's arithmetic on elements [begin, end) of one tensor, each option a compile-time
+// branch and the buffers unaliased, so that GCC vectorises the loop: each lane runs the scalar
+// sequence (no contraction in this file), same bits.
+template <bool kDecay, bool kMomentum, bool kFirst, bool kNesterov>
+void sgd_loop(const SgdStep& s, const SgdTensor& t, std::int64_t begin, std::int64_t end) {
+  const float lr = s.lr, momentum = s.momentum, weight_decay = s.weight_decay;
+  float* __restrict p = t.param;
+  const float* __restrict g = t.grad;
+  float* __restrict b = t.buffer;
+  for (std::int64_t i = begin; i < end; ++i) {
+    float d = g[i];
+    if constexpr (kDecay) d = d + weight_decay * p[i];
+    if constexpr (kMomentum) {
+      const float bi = kFirst ? d : b[i] * momentum + d;
+      b[i] = bi;
+      d = kNesterov ? d + momentum * bi : bi;
+    }
+    p[i] = p[i] - lr * d;
+  }
+}
+
+void sgd_elements(const SgdStep& s, const SgdTensor& t, std::int64_t begin, std::int64_t end) {
+  const bool decay = s.weight_decay != 0.0f;
+  if (t.buffer == nullptr) {
+    decay ? sgd_loop<true, false, false, false>(s, t, begin, end)
+          : sgd_loop<false, false, false, false>(s, t, begin, end);
+    return;
+  }
+  switch ((decay ? 4 : 0) | (s.first ? 2 : 0) | (s.nesterov ? 1 : 0)) {
+    case 0:
+      return sgd_loop<false, true, false, false>(s, t, begin, end);
+    case 1:
+      return sgd_loop<false, true, false, true>(s, t, begin, end);
+    case 2:
+      return sgd_loop<false, true, true, false>(s, t, begin, end);
+    case 3:
+      return sgd_loop<false, true, true, true>(s, t, begin, end);
+    case 4:
+      return sgd_loop<true, true, false, false>(s, t, begin, end);
+    case 5:
+      return sgd_loop<true, true, false, true>(s, t, begin, end);
+    case 6:
+      return sgd_loop<true, true, true, false>(s, t, begin, end);
+    default:
+      return sgd_loop<true, true, true, true>(s, t, begin, end);
+  }
+}
+
+}  // namespace
 
 void sgd_update(std::int64_t n, const SgdStep& s, float* param, const float* grad, float* buffer) {
   trace::Call traced(
@@ -21,18 +89,20 @@ void sgd_update(std::int64_t n, const SgdStep& s, float* param, const float* gra
        trace::integer("first", s.first)},
       {trace::f32("param", param, n), trace::f32("grad", grad, n),
        trace::f32_or_none("buffer", buffer, n)});
-  parallel_for(n, kGrain, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t i = begin; i < end; ++i) {
-      float d = grad[i];
-      if (s.weight_decay != 0.0f) d = d + s.weight_decay * param[i];
-      if (buffer != nullptr) {
-        buffer[i] = s.first ? d : buffer[i] * s.momentum + d;
-        d = s.nesterov ? d + s.momentum * buffer[i] : buffer[i];
-      }
-      param[i] = param[i] - s.lr * d;
-    }
-  });
+  const SgdTensor t{n, param, grad, buffer};
+  parallel_for(n, kGrain,
+               [&](std::int64_t begin, std::int64_t end) { sgd_elements(s, t, begin, end); });
   traced.outputs({trace::f32("param", param, n), trace::f32_or_none("buffer", buffer, n)});
+}
+
+void sgd_update(std::span<const SgdTensor> tensors, const SgdStep& s) {
+  if (trace::active()) {
+    for (const SgdTensor& t : tensors) sgd_update(t.n, s, t.param, t.grad, t.buffer);
+    return;
+  }
+  one_pass(tensors, [&](const SgdTensor& t, std::int64_t begin, std::int64_t end) {
+    sgd_elements(s, t, begin, end);
+  });
 }
 
 namespace {
@@ -99,17 +169,8 @@ void adam_update(std::span<const AdamTensor> tensors, const AdamStep& s) {
       adam_update(t.n, s, t.param, t.grad, t.exp_avg, t.exp_avg_sq);
     return;
   }
-  // starts[i]: the first element of tensor i in the concatenation of all of them.
-  std::vector<std::int64_t> starts(tensors.size() + 1, 0);
-  for (std::size_t i = 0; i < tensors.size(); ++i) starts[i + 1] = starts[i] + tensors[i].n;
-  parallel_for(starts.back(), kGrain, [&](std::int64_t begin, std::int64_t end) {
-    auto i = static_cast<std::size_t>(std::upper_bound(starts.begin(), starts.end(), begin) -
-                                      starts.begin() - 1);
-    for (; i < tensors.size() && starts[i] < end; ++i) {
-      const std::int64_t from = std::max(begin, starts[i]) - starts[i];
-      const std::int64_t to = std::min(end, starts[i + 1]) - starts[i];
-      if (from < to) adam_elements(s, tensors[i], from, to);
-    }
+  one_pass(tensors, [&](const AdamTensor& t, std::int64_t begin, std::int64_t end) {
+    adam_elements(s, t, begin, end);
   });
 }
 

@@ -17,6 +17,16 @@ struct SgdStep {
 // buffer may be null when momentum is 0.
 void sgd_update(std::int64_t n, const SgdStep& s, float* param, const float* grad, float* buffer);
 
+// One tensor of a model's SGD update (buffer: null when momentum is 0).
+struct SgdTensor {
+  std::int64_t n = 0;
+  float* param = nullptr;
+  const float* grad = nullptr;
+  float* buffer = nullptr;
+};
+// sgd_update over each tensor with the same step scalars, as one pass (as adam_update below).
+void sgd_update(std::span<const SgdTensor> tensors, const SgdStep& s);
+
 struct AdamStep {
   float lr = 0.0f;
   float lr_over_bias1 = 0.0f;  // lr / (1 − β1^t), rounded once

@@ -82,17 +82,20 @@ std::int64_t Optimizer::next_step(Slot& s) {
 }
 
 void Optimizer::portable_step(double lr) {
-  const OptimizerSpec& o = spec_;
+  const bool sgd = spec_.name == "sgd";
   std::vector<at::Tensor> grads;  // contiguous gradients, alive until their update ran
   grads.reserve(slots_.size());
-  // Adam's tensors go in runs of one step count (all of them, unless a step missed some
+  // The tensors go in runs of one step count (all of them, unless a step missed some
   // parameter), each run one pass over its elements; a run keeps the parameters' order, which is
   // the order the trace records them in.
-  std::vector<kernels::AdamTensor> run;
+  std::vector<kernels::SgdTensor> sgd_run;
+  std::vector<kernels::AdamTensor> adam_run;
   std::int64_t run_step = 0;
   const auto flush = [&] {
-    if (!run.empty()) kernels::adam_update(run, adam_scalars(run_step, lr));
-    run.clear();
+    if (!sgd_run.empty()) kernels::sgd_update(sgd_run, sgd_scalars(run_step, lr));
+    if (!adam_run.empty()) kernels::adam_update(adam_run, adam_scalars(run_step, lr));
+    sgd_run.clear();
+    adam_run.clear();
   };
   for (Slot& s : slots_) {
     if (!s.param.grad().defined()) continue;  // a parameter the loss does not reach
@@ -100,27 +103,31 @@ void Optimizer::portable_step(double lr) {
                 "portable optimizer: ", s.name, " is not a contiguous float32 tensor");
     const std::int64_t step = next_step(s);
     const at::Tensor& grad = grads.emplace_back(s.param.grad().contiguous());
-    float* param = s.param.data_ptr<float>();
-    const float* g = grad.data_ptr<float>();
-    if (o.name == "sgd") {
-      // The step's scalars in binary64 and each rounded once to binary32 (docs/portable.md,
-      // "Optimizers").
-      kernels::SgdStep k;
-      k.lr = static_cast<float>(lr);
-      k.momentum = static_cast<float>(o.momentum);
-      k.weight_decay = static_cast<float>(o.weight_decay);
-      k.nesterov = o.nesterov;
-      k.first = step == 1;
-      kernels::sgd_update(s.param.numel(), k, param, g,
-                          s.momentum.defined() ? s.momentum.data_ptr<float>() : nullptr);
-      continue;
-    }
     if (step != run_step) flush();
     run_step = step;
-    run.push_back(
-        {s.param.numel(), param, g, s.exp_avg.data_ptr<float>(), s.exp_avg_sq.data_ptr<float>()});
+    float* param = s.param.data_ptr<float>();
+    const float* g = grad.data_ptr<float>();
+    if (sgd) {
+      sgd_run.push_back({s.param.numel(), param, g,
+                         s.momentum.defined() ? s.momentum.data_ptr<float>() : nullptr});
+    } else {
+      adam_run.push_back(
+          {s.param.numel(), param, g, s.exp_avg.data_ptr<float>(), s.exp_avg_sq.data_ptr<float>()});
+    }
   }
   flush();
+}
+
+// The step's scalars in binary64 and each rounded once to binary32 (docs/portable.md,
+// "Optimizers").
+kernels::SgdStep Optimizer::sgd_scalars(std::int64_t step, double lr) const {
+  kernels::SgdStep k;
+  k.lr = static_cast<float>(lr);
+  k.momentum = static_cast<float>(spec_.momentum);
+  k.weight_decay = static_cast<float>(spec_.weight_decay);
+  k.nesterov = spec_.nesterov;
+  k.first = step == 1;
+  return k;
 }
 
 // The step's scalars in binary64 (IEEE operations only: power() multiplies, sqrt is exact) and

@@ -501,6 +501,68 @@ TEST(Adam, OnePassOverAllTensorsIsEachTensorsUpdate) {
   set_threads(1);
 }
 
+// docs/portable.md's SGD step for one element, each operation rounded (volatile: no contraction).
+float sgd_reference(const SgdStep& s, float& param, float grad, float* buffer) {
+  volatile float d = grad;
+  if (s.weight_decay != 0.0f) {
+    volatile float decay = s.weight_decay * param;
+    d = d + decay;
+  }
+  if (buffer != nullptr) {
+    volatile float kept = *buffer * s.momentum;
+    *buffer = s.first ? static_cast<float>(d) : kept + d;
+    volatile float ahead = s.momentum * *buffer;
+    d = s.nesterov ? d + ahead : *buffer;
+  }
+  volatile float change = s.lr * d;
+  param = param - change;
+  return param;
+}
+
+TEST(Sgd, EveryOptionIsTheDocumentedStepInOnePassOrTensorByTensor) {
+  const std::vector<std::size_t> sizes = {7, 1, 16387, 0, 64, 40000, 3};
+  for (int options = 0; options < 16; ++options) {
+    SgdStep s;
+    s.lr = 0.05f;
+    s.momentum = 0.9f;
+    s.weight_decay = (options & 1) != 0 ? 5e-4f : 0.0f;
+    const bool momentum = (options & 2) != 0;
+    s.first = (options & 4) != 0;
+    s.nesterov = (options & 8) != 0;
+    // The reference, element by element; state: [param, grad, buffer] per tensor.
+    std::vector<AdamState> want;
+    for (std::size_t i = 0; i < sizes.size(); ++i)
+      want.emplace_back(sizes[i], static_cast<std::uint32_t>(90 + 4 * i));
+    const std::vector<AdamState> start = want;
+    for (AdamState& t : want) {
+      for (std::size_t e = 0; e < t.param.size(); ++e)
+        sgd_reference(s, t.param[e], t.grad[e], momentum ? &t.m[e] : nullptr);
+    }
+    const auto tensors_from = [&](std::vector<AdamState>& states) {
+      std::vector<SgdTensor> out;
+      out.reserve(states.size());
+      for (AdamState& t : states) {
+        out.push_back(
+            {std::ssize(t.param), t.param.data(), t.grad.data(), momentum ? t.m.data() : nullptr});
+      }
+      return out;
+    };
+    for (const int threads : {1, 2, 3}) {
+      set_threads(threads);
+      std::vector<AdamState> all = start, each = start;
+      sgd_update(tensors_from(all), s);
+      for (const SgdTensor& t : tensors_from(each)) sgd_update(t.n, s, t.param, t.grad, t.buffer);
+      for (std::size_t i = 0; i < all.size(); ++i) {
+        EXPECT_TRUE(same_bits(all[i].param, want[i].param) && same_bits(all[i].m, want[i].m))
+            << "one pass, tensor " << i << ", options " << options << ", " << threads << " threads";
+        EXPECT_TRUE(same_bits(each[i].param, want[i].param) && same_bits(each[i].m, want[i].m))
+            << "tensor by tensor, tensor " << i << ", options " << options;
+      }
+    }
+  }
+  set_threads(1);
+}
+
 TEST(Scalar, ExpLogAndErfAreAccurateAndHandleTheEdges) {
   double worst_exp = 0, worst_log = 0, worst_erf = 0;
   for (float x = -87.0f; x < 88.0f; x += 0.0137f) {

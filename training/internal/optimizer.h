@@ -37,6 +37,7 @@ class Optimizer {
   };
   static std::int64_t next_step(Slot& s);  // the slot's step count, moved on by one
   void portable_step(double lr);
+  kernels::SgdStep sgd_scalars(std::int64_t step, double lr) const;
   kernels::AdamStep adam_scalars(std::int64_t step, double lr) const;
 
   OptimizerSpec spec_;
