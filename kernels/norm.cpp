@@ -361,17 +361,31 @@ void layer_norm_backward(std::int64_t rows, std::int64_t width, const float* x, 
     });
   }
   if (dweight == nullptr && dbias == nullptr) return;
-  parallel_for(width, 64, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t j = begin; j < end; ++j) {
-      if (dweight != nullptr) dweight[j] = 0.0f;
-      if (dbias != nullptr) dbias[j] = 0.0f;
+  // Each column's two chains run over the rows in order. Threads split the columns in runs of
+  // 16 (one AVX-512 vector), at least 16384 terms each (a gpt's 64 columns over 512 tokens are
+  // worth two), and the loops see unaliased buffers, so that GCC vectorises them across columns.
+  constexpr std::int64_t kRun = 16;
+  const std::int64_t runs = (width + kRun - 1) / kRun;
+  const std::int64_t grain =
+      std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(1, rows * kRun));
+  parallel_for(runs, grain, [&](std::int64_t first_run, std::int64_t end_run) {
+    const std::int64_t begin = first_run * kRun, end = std::min(width, end_run * kRun);
+    if (dweight != nullptr) {
+      float* __restrict dw = dweight;
+      for (std::int64_t j = begin; j < end; ++j) dw[j] = 0.0f;
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const float* __restrict in = x + r * width;
+        const float* __restrict g = dy + r * width;
+        const float m = mean[r], s = rstd[r];
+        for (std::int64_t j = begin; j < end; ++j) dw[j] = dw[j] + g[j] * ((in[j] - m) * s);
+      }
     }
-    for (std::int64_t r = 0; r < rows; ++r) {
-      const float* in = x + r * width;
-      const float* g = dy + r * width;
-      for (std::int64_t j = begin; j < end; ++j) {
-        if (dweight != nullptr) dweight[j] = dweight[j] + g[j] * ((in[j] - mean[r]) * rstd[r]);
-        if (dbias != nullptr) dbias[j] = dbias[j] + g[j];
+    if (dbias != nullptr) {
+      float* __restrict db = dbias;
+      for (std::int64_t j = begin; j < end; ++j) db[j] = 0.0f;
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const float* __restrict g = dy + r * width;
+        for (std::int64_t j = begin; j < end; ++j) db[j] = db[j] + g[j];
       }
     }
   });
