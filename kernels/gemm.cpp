@@ -255,14 +255,7 @@ void column_sums(std::int64_t rows, std::int64_t cols, const float* x, std::int6
   }
   trace::Call traced("column_sums", {trace::integer("rows", rows), trace::integer("cols", cols)},
                      {trace::f32("x", x, rows * cols)});
-  // Threads split the columns in runs of 16 (one AVX-512 vector), at least 16384 sums each: a
-  // layer's bias gradient (64 to 256 columns over 512 tokens) is worth two threads.
-  constexpr std::int64_t kRun = 16;
-  const std::int64_t runs = (cols + kRun - 1) / kRun;
-  const std::int64_t grain =
-      std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(1, rows * kRun));
-  parallel_for(runs, grain, [&](std::int64_t first_run, std::int64_t end_run) {
-    const std::int64_t begin = first_run * kRun, end = std::min(cols, end_run * kRun);
+  parallel_for_columns(rows, cols, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t j = begin; j < end; ++j) out[j] = 0.0f;
     for (std::int64_t i = 0; i < rows; ++i) {
       const float* row = x + i * ld;

@@ -361,15 +361,9 @@ void layer_norm_backward(std::int64_t rows, std::int64_t width, const float* x, 
     });
   }
   if (dweight == nullptr && dbias == nullptr) return;
-  // Each column's two chains run over the rows in order. Threads split the columns in runs of
-  // 16 (one AVX-512 vector), at least 16384 terms each (a gpt's 64 columns over 512 tokens are
-  // worth two), and the loops see unaliased buffers, so that GCC vectorises them across columns.
-  constexpr std::int64_t kRun = 16;
-  const std::int64_t runs = (width + kRun - 1) / kRun;
-  const std::int64_t grain =
-      std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(1, rows * kRun));
-  parallel_for(runs, grain, [&](std::int64_t first_run, std::int64_t end_run) {
-    const std::int64_t begin = first_run * kRun, end = std::min(width, end_run * kRun);
+  // Each column's two chains run over the rows in order; the loops see unaliased buffers, so that
+  // GCC vectorises them across columns.
+  parallel_for_columns(rows, width, [&](std::int64_t begin, std::int64_t end) {
     if (dweight != nullptr) {
       float* __restrict dw = dweight;
       for (std::int64_t j = begin; j < end; ++j) dw[j] = 0.0f;

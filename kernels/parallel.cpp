@@ -49,4 +49,15 @@ void parallel_for(std::int64_t n, std::int64_t grain,
   }
 }
 
+void parallel_for_columns(std::int64_t rows, std::int64_t cols,
+                          const std::function<void(std::int64_t, std::int64_t)>& body) {
+  constexpr std::int64_t kRun = 16;
+  const std::int64_t runs = (cols + kRun - 1) / kRun;
+  const std::int64_t grain =
+      std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(1, rows * kRun));
+  parallel_for(runs, grain, [&](std::int64_t first_run, std::int64_t end_run) {
+    body(first_run * kRun, std::min(cols, end_run * kRun));
+  });
+}
+
 }  // namespace vt::kernels

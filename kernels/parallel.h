@@ -19,6 +19,12 @@ int threads();
 void parallel_for(std::int64_t n, std::int64_t grain,
                   const std::function<void(std::int64_t begin, std::int64_t end)>& body);
 
+// parallel_for over the columns of a rows × cols reduction whose columns are independent chains
+// over the rows (a bias gradient): threads take runs of 16 columns (one AVX-512 vector) with at
+// least 16384 terms each, so that a layer's 64 columns over 512 tokens are worth two threads.
+void parallel_for_columns(std::int64_t rows, std::int64_t cols,
+                          const std::function<void(std::int64_t begin, std::int64_t end)>& body);
+
 // Puts the calling thread's floating-point unit in IEEE mode (as parallel_for does).
 void ieee_mode();
 
