@@ -1,8 +1,10 @@
 #include "kernels/optim.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "kernels/parallel.h"
@@ -52,31 +54,20 @@ void sgd_loop(const SgdStep& s, const SgdTensor& t, std::int64_t begin, std::int
   }
 }
 
+// sgd_loop for the options in the bits of `Options` (8: weight decay, 4: momentum, 2: first
+// step, 1: Nesterov), one instantiation each, chosen by index.
+using SgdLoop = void (*)(const SgdStep&, const SgdTensor&, std::int64_t, std::int64_t);
+template <std::size_t... Options>
+constexpr std::array<SgdLoop, sizeof...(Options)> sgd_loops(std::index_sequence<Options...>) {
+  return {
+      &sgd_loop<(Options & 8) != 0, (Options & 4) != 0, (Options & 2) != 0, (Options & 1) != 0>...};
+}
+constexpr auto kSgdLoops = sgd_loops(std::make_index_sequence<16>{});
+
 void sgd_elements(const SgdStep& s, const SgdTensor& t, std::int64_t begin, std::int64_t end) {
-  const bool decay = s.weight_decay != 0.0f;
-  if (t.buffer == nullptr) {
-    decay ? sgd_loop<true, false, false, false>(s, t, begin, end)
-          : sgd_loop<false, false, false, false>(s, t, begin, end);
-    return;
-  }
-  switch ((decay ? 4 : 0) | (s.first ? 2 : 0) | (s.nesterov ? 1 : 0)) {
-    case 0:
-      return sgd_loop<false, true, false, false>(s, t, begin, end);
-    case 1:
-      return sgd_loop<false, true, false, true>(s, t, begin, end);
-    case 2:
-      return sgd_loop<false, true, true, false>(s, t, begin, end);
-    case 3:
-      return sgd_loop<false, true, true, true>(s, t, begin, end);
-    case 4:
-      return sgd_loop<true, true, false, false>(s, t, begin, end);
-    case 5:
-      return sgd_loop<true, true, false, true>(s, t, begin, end);
-    case 6:
-      return sgd_loop<true, true, true, false>(s, t, begin, end);
-    default:
-      return sgd_loop<true, true, true, true>(s, t, begin, end);
-  }
+  const std::size_t options = (s.weight_decay != 0.0f ? 8 : 0) | (t.buffer != nullptr ? 4 : 0) |
+                              (s.first ? 2 : 0) | (s.nesterov ? 1 : 0);
+  kSgdLoops[options](s, t, begin, end);
 }
 
 }  // namespace
