@@ -8,14 +8,40 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <optional>
 
 namespace vt {
+namespace {
+
+// This process's environment with `extra` laid over it: an entry of `extra` replaces one of the
+// same name. The strings live in `storage`.
+std::vector<char*> child_environment(const std::vector<std::string>& extra,
+                                     std::vector<std::string>& storage) {
+  storage.assign(extra.begin(), extra.end());
+  auto overridden = [&](std::string_view entry) {
+    const std::string_view name = entry.substr(0, entry.find('='));
+    return std::ranges::any_of(extra, [&](const std::string& e) {
+      return std::string_view(e).substr(0, e.find('=')) == name;
+    });
+  };
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (!overridden(*e)) storage.emplace_back(*e);
+  }
+  std::vector<char*> out;
+  out.reserve(storage.size() + 1);
+  for (std::string& s : storage) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+}  // namespace
 
 Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& args,
-                                         const std::filesystem::path& output, int pass_fd) {
+                                         const std::filesystem::path& output, int pass_fd,
+                                         const std::vector<std::string>& env) {
   if (args.empty()) return invalid_input("spawn: no program given");
   constexpr int kPassedFd = 3;
   std::optional<Fd> moved;  // dup2 onto itself would leave close-on-exec set: pass a copy instead
@@ -37,7 +63,9 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& args,
   if (pass_fd >= 0) posix_spawn_file_actions_adddup2(&actions, pass_fd, kPassedFd);
   ChildProcess child;
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  std::vector<std::string> env_storage;
+  const std::vector<char*> envp = child_environment(env, env_storage);
+  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) return io_error("starting " + args[0] + ": " + std::strerror(rc));
   child.pid_ = pid;
@@ -45,7 +73,8 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& args,
 }
 
 Result<ChildProcess> ChildProcess::spawn_talking(const std::vector<std::string>& args,
-                                                 const std::filesystem::path& output) {
+                                                 const std::filesystem::path& output,
+                                                 const std::vector<std::string>& env) {
   if (args.empty()) return invalid_input("spawn: no program given");
   int pair[2];
   // Close-on-exec: only the dup2'd copies reach the child, and no later child inherits ours.
@@ -63,7 +92,9 @@ Result<ChildProcess> ChildProcess::spawn_talking(const std::vector<std::string>&
   posix_spawn_file_actions_adddup2(&actions, pair[1], STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions, pair[1], STDOUT_FILENO);
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  std::vector<std::string> env_storage;
+  const std::vector<char*> envp = child_environment(env, env_storage);
+  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   ::close(pair[1]);
   if (rc != 0) {
@@ -74,6 +105,12 @@ Result<ChildProcess> ChildProcess::spawn_talking(const std::vector<std::string>&
   child.pid_ = pid;
   child.channel_ = pair[0];
   return child;
+}
+
+std::vector<std::string> scrambled_memory_environment() {
+  // perturb=165: a fresh block reads as 0x5a bytes (freed ones as 0xa5), a float of ~1.5e16.
+  // mmap_max=0: no block comes straight from the kernel, whose pages read as zeros.
+  return {"GLIBC_TUNABLES=glibc.malloc.perturb=165:glibc.malloc.mmap_max=0"};
 }
 
 ChildProcess::ChildProcess(ChildProcess&& other) noexcept

@@ -19,12 +19,16 @@ class ChildProcess {
  public:
   // args[0] is a path (no PATH search); output is truncated and receives both streams.
   // `pass_fd`, when given, becomes the child's descriptor 3 (say `serve --listen fd:3`).
+  // `env`: "NAME=value" entries that the child's environment has besides (or instead of) this
+  // process's own.
   static Result<ChildProcess> spawn(const std::vector<std::string>& args,
-                                    const std::filesystem::path& output, int pass_fd = -1);
+                                    const std::filesystem::path& output, int pass_fd = -1,
+                                    const std::vector<std::string>& env = {});
   // As spawn, but the child's stdin and stdout are one end of a socket pair, this object holds
   // the other (for write_line and read_line); only stderr goes to `output`.
   static Result<ChildProcess> spawn_talking(const std::vector<std::string>& args,
-                                            const std::filesystem::path& output);
+                                            const std::filesystem::path& output,
+                                            const std::vector<std::string>& env = {});
   ChildProcess(ChildProcess&& other) noexcept;
   ChildProcess& operator=(ChildProcess&& other) noexcept;
   ChildProcess(const ChildProcess&) = delete;
@@ -48,6 +52,13 @@ class ChildProcess {
   int channel_ = -1;     // our end of the socket pair, or -1
   std::string pending_;  // bytes read past the last line
 };
+
+// Environment entries under which a child's heap memory starts as a fixed non-zero pattern
+// (glibc's malloc perturbation, with every block from the heap rather than fresh zeroed pages).
+// A child that computes from memory it never wrote then gets other values than a child without
+// them, and than its own earlier runs: the second replays and `task check` use it to tell
+// irreproducible arithmetic from a provider's cheat. Costs a fill of every block allocated.
+std::vector<std::string> scrambled_memory_environment();
 
 // A loopback TCP port that was free a moment ago (bound, read back, released).
 Result<std::uint16_t> free_loopback_port();

@@ -5,6 +5,8 @@
 
 #include <filesystem>
 
+#include "common/file_io.h"
+
 namespace vt {
 namespace {
 
@@ -52,6 +54,39 @@ TEST(ChildProcess, AChildThatExitsWithoutAnsweringIsAnIoError) {
   ASSERT_FALSE(late.ok());
   EXPECT_EQ(late.error().code, Errc::kIo);
   EXPECT_EQ(child->wait(), 0);
+  fs::remove(log);
+}
+
+// The second replays of a verifier run with their own environment entries on top of the
+// parent's: an entry replaces the parent's of the same name, the rest pass through.
+TEST(ChildProcess, ExtraEnvironmentEntriesReplaceAndAddToTheParents) {
+  const fs::path log =
+      fs::temp_directory_path() / ("vt-process-test-env-" + std::to_string(::getpid()) + ".log");
+  ::setenv("VT_PROCESS_TEST_KEPT", "parent", 1);
+  ::setenv("VT_PROCESS_TEST_REPLACED", "parent", 1);
+  auto child = ChildProcess::spawn(
+      {"/bin/sh", "-c",
+       "echo $VT_PROCESS_TEST_KEPT $VT_PROCESS_TEST_REPLACED $VT_PROCESS_TEST_NEW"},
+      log, -1, {"VT_PROCESS_TEST_REPLACED=child", "VT_PROCESS_TEST_NEW=added"});
+  ASSERT_TRUE(child.ok()) << child.error().message;
+  EXPECT_EQ(child->wait(), 0);
+  auto said = read_text_file(log);
+  ASSERT_TRUE(said.ok());
+  EXPECT_EQ(*said, "parent child added\n");
+  // The scrambled heap: a fresh block of a child under it, even one of a mebibyte (which glibc
+  // would otherwise map straight from the kernel, as zeros), reads as the pattern.
+  auto scrambled = ChildProcess::spawn(
+      {"/usr/bin/python3", "-c",
+       "import ctypes; c = ctypes.CDLL(None); c.malloc.restype = ctypes.c_void_p; "
+       "print(ctypes.string_at(c.malloc(1 << 20) + 4096, 4).hex())"},
+      log, -1, scrambled_memory_environment());
+  ASSERT_TRUE(scrambled.ok()) << scrambled.error().message;
+  EXPECT_EQ(scrambled->wait(), 0);
+  said = read_text_file(log);
+  ASSERT_TRUE(said.ok());
+  EXPECT_EQ(*said, "5a5a5a5a\n");
+  ::unsetenv("VT_PROCESS_TEST_KEPT");
+  ::unsetenv("VT_PROCESS_TEST_REPLACED");
   fs::remove(log);
 }
 
