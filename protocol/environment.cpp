@@ -27,6 +27,9 @@ const std::vector<EnvironmentField>& environment_fields() {
       {"cudnn", false, true, "cuDNN version"},
       {"cuda_driver", false, false, "CUDA driver version"},
       {"tf32", false, true, "TF32 allowed in cuBLAS and cuDNN (the task's precision)"},
+      {"libtorch_repairs", true, false,
+       "the LibTorch kernels veritrain repairs (gelu-backward-dense-grad: a GELU's gradient read "
+       "in its own layout)"},
       {"script_executor", true, true,
        "how TorchScript runs the module (graph-executor-optimize-off: op by op on every call)",
        /*torchscript_only=*/true},

@@ -241,6 +241,7 @@ Environment measure_environment(const Task& task, const TrainerOptions& options)
   env["cpu_model"] = cpu_model();
   if (task.determinism == Determinism::kPortable)
     env["kernels"] = kernels::isa_name(kernels::isa());
+  env["libtorch_repairs"] = kLibTorchRepairs;
   if (task.model.name == "torchscript") env["script_executor"] = kScriptExecutor;
   if (cuda) {
     add_cuda_fields(device, env);
@@ -268,7 +269,14 @@ Result<EnvironmentMatch> match_environment(const Environment& committed, const T
     const OneDnn d = onednn();
     const int want = d.loaded() ? d.value(field("onednn_isa")) : -1;
     const int cap = d.loaded() ? onednn_env_cap(d) : -1;
-    if (want >= 0 && (cap < 0 || (want & cap) == want)) d.set_max(want);
+    if (want >= 0 && (cap < 0 || (want & cap) == want)) {
+      d.set_max(want);
+      // The replays this verifier starts in child processes take the same cap when oneDNN
+      // starts there: a second replay that ran another ISA would differ from the first.
+      std::string name = d.name(want);
+      for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      ::setenv("ONEDNN_MAX_CPU_ISA", name.c_str(), 1);
+    }
   }
   match.here = measure_environment(task, options);
   if (adopted_level && match.here.at("cpu_capability") != level) {
@@ -316,6 +324,7 @@ std::map<std::string, std::vector<std::string>> replayable_environments(
   out["torch"] = {runtime_info().torch_version};
   out["blas_sha256"] = {loaded_blas().sha256};
   out["intra_op_threads"] = {std::to_string(threads_of(task, options))};
+  out["libtorch_repairs"] = {kLibTorchRepairs};
   if (task.model.name == "torchscript") out["script_executor"] = {kScriptExecutor};
   return out;
 }

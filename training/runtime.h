@@ -19,6 +19,14 @@ RuntimeInfo runtime_info();
 // environment's `script_executor` for TorchScript tasks (docs/environment.md).
 inline constexpr const char* kScriptExecutor = "graph-executor-optimize-off";
 
+// LibTorch kernels that veritrain repairs in every process that trains (libtorch_repairs.cpp):
+// calls whose result depended on memory the kernel never wrote get the bits of the same call on
+// dense operands. Committed as the environment's `libtorch_repairs` (docs/environment.md): a
+// run without them may hold bits no replay reproduces.
+inline constexpr const char* kLibTorchRepairs = "gelu-backward-dense-grad";
+// Installs them; idempotent. Called before a trainer is built.
+void install_libtorch_repairs();
+
 // The CPU kernel level ATen dispatches to, lower case ("default", "avx2", "avx512"). ATen
 // chooses it once per process, at its first kernel (ATEN_CPU_CAPABILITY may set it), so asking
 // fixes it for the rest of the process.

@@ -23,6 +23,7 @@
 #include "training/internal/network.h"
 #include "training/internal/optimizer.h"
 #include "training/internal/tensor_bytes.h"
+#include "training/runtime.h"
 #include "training/schedule.h"
 #include "training/sizes.h"
 #include "training/zoo.h"
@@ -142,6 +143,7 @@ Result<at::Device> resolve_device(const Task& task, const TrainerOptions& option
 }
 
 void apply_determinism(const Task& task, const at::Device& device, bool deterministic) {
+  install_libtorch_repairs();
   auto& ctx = at::globalContext();
   ctx.setDeterministicAlgorithms(deterministic, /*warn_only=*/false);
   if (device.is_cuda()) {

@@ -266,6 +266,24 @@ TEST(EnvironmentCliForged, ATorchScriptLogFromBeforeTheFixedExecutorIsInconclusi
       << verdict.dump(1);
 }
 
+// A workdir trained before veritrain repaired LibTorch's GELU gradient commits no
+// `libtorch_repairs`: a GELU whose gradient arrived transposed then gave bits that no replay
+// reproduces. A replay's difference says nothing about the provider: inconclusive.
+TEST(EnvironmentCliForged, ALogFromBeforeTheLibTorchRepairsIsInconclusive) {
+  Workdir run("mlp");
+  ASSERT_EQ(run.train("").exit_code, 0);
+  EXPECT_EQ(run.committed(0)["libtorch_repairs"], "gelu-backward-dense-grad");
+  run.reforge([](std::uint64_t e, CommitRecord& r) {
+    if (e == 0) r.environment->erase("libtorch_repairs");
+  });
+  auto r = run.verify("", "report");
+  EXPECT_EQ(r.exit_code, 5) << r.out << r.err;
+  const nlohmann::json verdict = run.verdict("report");
+  EXPECT_EQ(verdict["result"], "inconclusive");
+  EXPECT_NE(verdict.dump().find("commits no LibTorch repairs"), std::string::npos)
+      << verdict.dump(1);
+}
+
 // What the provider says about its environment is signed: changing it without the provider's
 // key breaks the record like any other change.
 TEST(EnvironmentCliForged, AnEditedEnvironmentBreaksTheSignature) {

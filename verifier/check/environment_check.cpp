@@ -100,6 +100,13 @@ std::string what_would_judge(const std::vector<EnvironmentDifference>& unmatched
                 "of an epoch depend on how often the module had run before it, which no log "
                 "records; train it again with this veritrain"
               : "a veritrain that runs TorchScript as " + printable(d.committed));
+    } else if (d.field == "libtorch_repairs") {
+      add(d.committed.empty()
+              ? "none: the log commits no LibTorch repairs, so it was trained by a veritrain "
+                "whose GELU gradients, arriving transposed, were read from memory LibTorch "
+                "never wrote (docs/training.md, \"LibTorch's repaired kernels\"); train it "
+                "again with this veritrain"
+              : "a veritrain that repairs LibTorch's " + printable(d.committed));
     } else if (d.field == "portable_arithmetic") {
       // Already portable: the other mode is no advice here.
       return "a veritrain that implements portable arithmetic " + printable(d.committed) +
