@@ -14,6 +14,13 @@
 //   isolated_check_bytes_always   the same with --fetch-after always (before: both states)
 //   state_container_bytes         one whole compressed state (the codec's default options)
 //   isolated_check_vs_state       isolated_check_bytes / state_container_bytes (goal <= 1.0)
+//   second_replay_seconds         what a rejected epoch adds (docs/verifier.md, "A second replay
+//                                 before a rejection"): epoch E/2 replayed again in a fresh
+//                                 worker with scrambled memory, the worker's start included
+//   second_replay_in_worker_seconds  the same replay as the worker measures it (restore + epoch +
+//                                 snapshot): what is left is the worker's start
+//   isolated_check_seconds        one check of that epoch (fetch, replay, judge) in process
+//   second_replay_vs_check        second_replay_seconds / isolated_check_seconds
 //
 //   bench_verify [--json] [--epochs E] [--steps N] [--width N] [--jobs N] [--dir SCRATCH]
 
@@ -30,6 +37,7 @@
 #include "provider/provider.h"
 #include "training/zoo.h"
 #include "verifier/check/epoch_check.h"
+#include "verifier/check/second_replay.h"
 #include "verifier/check/verify.h"
 #include "verifier/source/source.h"
 
@@ -113,6 +121,39 @@ vt::Result<std::uint64_t> isolated_check_bytes(const vt::Task& task, const fs::p
   return c.bytes_fetched;
 }
 
+struct SecondReplayCost {
+  double check_seconds = 0, second_seconds = 0;
+  double second_replay_alone = 0;  // restore + epoch + snapshot inside the worker
+};
+
+// One honest epoch checked, then replayed again as a missed one would be. The scrambled replay
+// must land on the committed root too: scrambling changes nothing an honest kernel reads.
+vt::Result<SecondReplayCost> second_replay_cost(const vt::Task& task, const fs::path& workdir,
+                                                std::uint64_t epoch) {
+  VT_ASSIGN_OR_RETURN(auto source, vt::verifier::open_workdir_source(workdir));
+  source->set_limits(vt::verifier::limits_for(task));
+  VT_ASSIGN_OR_RETURN(auto log, source->log());
+  VT_ASSIGN_OR_RETURN(vt::verifier::CheckContext ctx, vt::verifier::make_check_context(task, {}));
+  ctx.second_replay_program = VT_BINARY;
+  SecondReplayCost cost;
+  auto t = Clock::now();
+  VT_ASSIGN_OR_RETURN(
+      vt::verifier::EpochCheck c,
+      vt::verifier::check_epoch(*source, ctx, log.at(epoch - 1), log.at(epoch), false));
+  cost.check_seconds = seconds_since(t);
+  if (!c.passed)
+    return vt::internal_error("the honest epoch " + std::to_string(epoch) + " failed its check");
+  VT_ASSIGN_OR_RETURN(vt::Bytes start,
+                      source->snapshot(epoch - 1, log.at(epoch - 1).record.root, std::nullopt));
+  t = Clock::now();
+  VT_ASSIGN_OR_RETURN(vt::verifier::Replay again, vt::verifier::replay_again(ctx, epoch, start));
+  cost.second_seconds = seconds_since(t);
+  cost.second_replay_alone = again.seconds;
+  if (again.root != log.at(epoch).record.root)
+    return vt::internal_error("a replay with scrambled memory missed an honest epoch's root");
+  return cost;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -144,6 +185,8 @@ int main(int argc, char** argv) {
   auto bytes_always =
       isolated_check_bytes(*task, workdir, middle, vt::verifier::FetchAfter::kAlways);
   if (!bytes_always) return fail("isolated check, fetch after always", bytes_always.error());
+  auto second = second_replay_cost(*task, workdir, middle);
+  if (!second) return fail("second replay", second.error());
   std::uint64_t state_bytes = 0;
   {
     auto source = vt::verifier::open_workdir_source(workdir);
@@ -175,6 +218,10 @@ int main(int argc, char** argv) {
   report.add("state_container_bytes", state_bytes);
   report.add("isolated_check_vs_state",
              static_cast<double>(*bytes_auto) / static_cast<double>(state_bytes));
+  report.add("second_replay_seconds", second->second_seconds);
+  report.add("second_replay_in_worker_seconds", second->second_replay_alone);
+  report.add("isolated_check_seconds", second->check_seconds);
+  report.add("second_replay_vs_check", second->second_seconds / second->check_seconds);
   report.add("isolated_check_always_vs_state",
              static_cast<double>(*bytes_always) / static_cast<double>(state_bytes));
   return 0;

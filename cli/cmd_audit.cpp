@@ -79,11 +79,15 @@ Result<int> run_audit(Context& ctx, const AuditArgs& a) {
              differ + "), so it replays nothing; what would judge it: " + judge + "\n");
     return kExitInconclusive;
   }
+  // A replay that misses the commitment is run again in a fresh process of this binary before
+  // it may accuse (verifier/check/second_replay.h).
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (!a.check.empty()) {
     VT_RETURN_IF_ERROR(check_input_file(a.check, "--check"));
     VT_ASSIGN_OR_RETURN(std::string text, read_text_file(a.check));
     VT_ASSIGN_OR_RETURN(verifier::EvidenceCheck c,
-                        verifier::check_evidence(text, *source, task, t));
+                        verifier::check_evidence(text, *source, task, t, self));
     emit(ctx,
          {{"ok", c.agrees},
           {"kind", "audit check"},
@@ -96,7 +100,8 @@ Result<int> run_audit(Context& ctx, const AuditArgs& a) {
   }
   if (a.epoch == 0)
     return invalid_input("audit needs --epoch E (1..epochs) or --check evidence.json");
-  VT_ASSIGN_OR_RETURN(verifier::AuditFinding f, verifier::audit_epoch(*source, task, a.epoch, t));
+  VT_ASSIGN_OR_RETURN(verifier::AuditFinding f,
+                      verifier::audit_epoch(*source, task, a.epoch, t, self));
   // Nothing was replayed when the start state is unusable: there is nothing to compare.
   if (a.second_opinion && f.start_state_problem.empty())
     VT_RETURN_IF_ERROR(add_second_opinion(f, task, *source, a));
@@ -110,7 +115,10 @@ Result<int> run_audit(Context& ctx, const AuditArgs& a) {
   // The epoch stands only when its replay is the commitment and the provider can show that
   // commitment's state; a corrupt stored state fails the audit as it failed the verifier.
   const bool sound = f.bit_identical && f.stored_state_problem.empty();
+  // Replays that differ from each other judge nothing, unless the stored evidence itself is bad.
+  const bool unjudged = !f.irreproducible.empty() && f.stored_state_problem.empty();
   j["ok"] = sound;
+  if (unjudged) j["result"] = "inconclusive";
   if (!a.evidence.empty()) {
     VT_ASSIGN_OR_RETURN(SigningKey key, verifier_key(a.key));
     VT_ASSIGN_OR_RETURN(std::string text, verifier::make_evidence(f, task, records.at(a.epoch - 1),
@@ -127,6 +135,7 @@ Result<int> run_audit(Context& ctx, const AuditArgs& a) {
        f.summary + "\n" + (a.evidence.empty() ? "" : "evidence: " + a.evidence + "\n") +
            (a.report.empty() ? ""
                              : "report: " + (fs::path(a.report) / "report.html").string() + "\n"));
+  if (unjudged) return kExitInconclusive;
   return sound ? 0 : exit_code(Errc::kRejected);
 }
 

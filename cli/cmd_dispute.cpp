@@ -149,6 +149,20 @@ Result<StepDispute> dispute_step(
   j["call"] = d.call;
   j["summary"] = d.description;
   if (d.kind != dispute::Departure::Kind::kOperator) {
+    // Nothing recomputes one call here: the auditor's replay alone locates the departure, so it
+    // stands only if a second replay of the step agrees with the first (an operator departure
+    // needs no such check: the referee rules on the provider's own values of the call).
+    VT_ASSIGN_OR_RETURN(
+        verifier::StepComparison again,
+        verifier::compare_step(task, start.state, provider, trainer_options(a.task, a.threads)));
+    if (again.auditor.header.calls_root != cmp.auditor.header.calls_root) {
+      j["result"] = "inconclusive";
+      j["summary"] = "two replays of " + step_words +
+                     " here differ from each other: the task's arithmetic does not reproduce on "
+                     "this machine, so neither is evidence against the provider";
+      emit(ctx, j, j["summary"].get<std::string>() + "\n");
+      return StepDispute{kExitInconclusive, true};
+    }
     emit(ctx, j,
          step_words + ": " + d.description +
              "\nno single operator decides this; the step-level evidence of `veritrain audit` "
@@ -249,28 +263,42 @@ Result<int> dispute_from_files(Context& ctx, const DisputeArgs& a, const Task& t
 }
 
 // The steps to ask about: --step, or those between the last trail point the replay matched and
-// the first it did not (audit's finding), in order.
-Result<std::vector<std::uint64_t>> disputed_steps(Context& ctx, const DisputeArgs& a,
-                                                  const Task& task,
-                                                  verifier::EvidenceSource& source) {
-  if (a.step > 0) return std::vector<std::uint64_t>{a.step};
+// the first it did not (audit's finding), in order. None, with the exit to end on, when the audit
+// leaves no step to dispute.
+struct DisputedSteps {
+  std::vector<std::uint64_t> steps;
+  int exit = 0;
+};
+Result<DisputedSteps> disputed_steps(Context& ctx, const DisputeArgs& a, const Task& task,
+                                     verifier::EvidenceSource& source) {
+  if (a.step > 0) return DisputedSteps{{a.step}, 0};
+  std::error_code ec;  // the audit's second replay runs in a fresh process of this binary
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   VT_ASSIGN_OR_RETURN(
       verifier::AuditFinding f,
-      verifier::audit_epoch(source, task, a.epoch, trainer_options(a.task, a.threads)));
-  if (!f.start_state_problem.empty() || f.bit_identical) {
+      verifier::audit_epoch(source, task, a.epoch, trainer_options(a.task, a.threads), self));
+  if (!f.irreproducible.empty() && f.stored_state_problem.empty()) {
+    emit(ctx,
+         {{"ok", false}, {"epoch", a.epoch}, {"result", "inconclusive"}, {"summary", f.summary}},
+         f.summary +
+             "\nno step to dispute: this machine does not replay the epoch the same "
+             "way twice\n");
+    return DisputedSteps{{}, kExitInconclusive};
+  }
+  if (!f.start_state_problem.empty() || f.bit_identical || !f.irreproducible.empty()) {
     const bool sound = f.bit_identical && f.stored_state_problem.empty();
     emit(ctx,
          {{"ok", sound}, {"epoch", a.epoch}, {"result", "no_step_dispute"}, {"summary", f.summary}},
          f.summary + "\n" +
              (f.bit_identical ? "nothing to dispute below the step\n"
                               : "no step to dispute: `veritrain audit` says why\n"));
-    return std::vector<std::uint64_t>{};
+    return DisputedSteps{{}, 0};
   }
   const auto first = static_cast<std::uint64_t>(f.last_matching_step.value_or(0)) + 1;
   const auto last = static_cast<std::uint64_t>(f.first_diverging_step.value_or(f.steps));
-  std::vector<std::uint64_t> steps;
-  for (std::uint64_t s = first; s <= last; ++s) steps.push_back(s);
-  return steps;
+  DisputedSteps out;
+  for (std::uint64_t s = first; s <= last; ++s) out.steps.push_back(s);
+  return out;
 }
 
 Result<int> run_dispute(Context& ctx, const DisputeArgs& a) {
@@ -288,8 +316,9 @@ Result<int> run_dispute(Context& ctx, const DisputeArgs& a) {
   if (!a.source.workdir.empty())
     VT_RETURN_IF_ERROR(verifier::check_workdir_task(*source, task, a.source.workdir));
   VT_ASSIGN_OR_RETURN(EpochStart start, start_state(task, *source, a.epoch));
-  VT_ASSIGN_OR_RETURN(std::vector<std::uint64_t> steps, disputed_steps(ctx, a, task, *source));
-  if (steps.empty()) return 0;
+  VT_ASSIGN_OR_RETURN(DisputedSteps disputed, disputed_steps(ctx, a, task, *source));
+  if (disputed.steps.empty()) return disputed.exit;
+  const std::vector<std::uint64_t>& steps = disputed.steps;
   if (!a.source.workdir.empty()) {
     // A workdir cannot answer for its provider: say what to ask it.
     const std::string ask = "veritrain trace --task T --workdir D --epoch " +

@@ -331,6 +331,13 @@ void register_task_init(CLI::App& task, Context& ctx, const TaskInitHost& host) 
       if (const std::string warning = exact_mode_warning(t, {});
           !warning.empty() && !exact_fallback)
         std::cerr << "warning: " << warning << "\n";
+      // LibTorch's kernels on a requestor's module: whether they give the same bits run after
+      // run is the module's to prove, before anyone pays.
+      if (t.determinism == Determinism::kExact && t.model.name == "torchscript") {
+        std::cerr << "next: veritrain task check " << (a->out.empty() ? "TASK.json" : a->out)
+                  << "\n  it trains the task in two fresh processes: a module whose bits change"
+                     " from run\n  to run leaves every epoch unjudged\n";
+      }
       if (ctx.json) {  // as `task show --json` prints it
         nlohmann::json j = {{"task_id", hex_encode(task_id(t))},
                             {"task", nlohmann::json::parse(canonical_task_json(t))}};

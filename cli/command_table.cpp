@@ -13,8 +13,8 @@ const std::vector<Command>& command_table() {
        Runs::kLightForZoo},
       {"task show", "Check a task file and print it with its task_id", Runs::kLight},
       {"task check",
-       "Check a task before anyone pays: model against data, and a replay of a few steps in a "
-       "fresh process",
+       "Check a task before anyone pays: model against data, and its first steps trained in "
+       "two fresh processes",
        Runs::kTorch},
       {"estimate", "Measure a task's state size and one step's peak memory and time", Runs::kTorch},
       {"train", "Run a task as a provider: train, commit every epoch, store snapshots",

@@ -98,6 +98,52 @@ TEST(Verdict, AcceptsOnlyWhenEveryChallengedEpochPassed) {
   EXPECT_FALSE(v.accepted);
 }
 
+// An epoch whose two replays here differ holds nothing against the provider: without a failure
+// elsewhere the verdict is inconclusive, with one it is rejected for that failure alone.
+TEST(Verdict, AnEpochWhoseReplaysDifferIsInconclusiveNeverARejection) {
+  auto unreproduced = [](Verdict& v) {
+    EpochCheck& c = v.checks.front();  // epoch 3
+    c.passed = false;
+    c.replayed = true;
+    c.failures.clear();
+    c.second_replay_root = Digest{};
+    c.irreproducible = "two replays of epoch 3 on this machine differ from each other (tensor w)";
+  };
+  Verdict v = sample_verdict(true);
+  unreproduced(v);
+  finalize_verdict(v);
+  EXPECT_FALSE(v.accepted);
+  EXPECT_TRUE(v.inconclusive);
+  EXPECT_TRUE(v.reasons.empty());
+  EXPECT_EQ(verdict_result(v), "inconclusive");
+  const std::string sentence = verdict_sentence(v);
+  EXPECT_NE(sentence.find("Inconclusive: 2 of 6 epochs replayed; two replays of epoch 3"),
+            std::string::npos)
+      << sentence;
+  EXPECT_NE(sentence.find("nothing is held against the provider"), std::string::npos) << sentence;
+  const std::string summary = verdict_summary(v, "");
+  EXPECT_NE(summary.find("epoch 3  INCONCLUSIVE"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("second replay (fresh process, scrambled memory)"), std::string::npos)
+      << summary;
+  Result<SigningKey> key = SigningKey::generate();
+  ASSERT_TRUE(key.ok());
+  const nlohmann::json j = verdict_to_json(v, key->public_key());
+  EXPECT_EQ(j["checks"][0]["second_replay"]["agrees"], false);
+  EXPECT_NE(j["checks"][0]["irreproducible"].get<std::string>().find("tensor w"),
+            std::string::npos);
+  EXPECT_TRUE(j["checks"][1]["second_replay"].is_null());
+
+  v = sample_verdict(true);
+  unreproduced(v);
+  v.checks.back().passed = false;  // epoch 5 fails on its own
+  v.checks.back().failures = {"epoch 5: replay is not bit-identical"};
+  finalize_verdict(v);
+  EXPECT_FALSE(v.accepted);
+  EXPECT_FALSE(v.inconclusive);
+  ASSERT_EQ(v.reasons.size(), 1u);
+  EXPECT_EQ(v.reasons[0], "epoch 5: replay is not bit-identical");
+}
+
 TEST(Verdict, SignedFileVerifiesAndQuotesTheMeasurements) {
   vt::testing::ScratchDir dir;
   Result<SigningKey> key = SigningKey::generate();

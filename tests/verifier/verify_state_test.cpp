@@ -42,6 +42,10 @@ EpochCheck sample_check() {
   c.claimed_eval = EvalClaim{0.5, 0.875, 360};
   c.replay_eval = EvalClaim{std::numeric_limits<double>::infinity(), std::nullopt, 360};
   c.eval_status = "within_tolerance";
+  c.second_replay_root = Digest{};
+  c.second_replay_root->fill(0xcd);
+  c.second_replay_seconds = 0.25;
+  c.irreproducible = "two replays of epoch 7 on this machine differ from each other (tensor w)";
   return c;
 }
 
@@ -63,6 +67,9 @@ TEST(VerifyState, AJudgedEpochRoundTripsExactly) {
   EXPECT_TRUE(std::isinf(back->replay_eval->loss));
   EXPECT_FALSE(back->replay_eval->accuracy.has_value());
   EXPECT_EQ(back->eval_status, "within_tolerance");
+  // And the second replay: a resumed run does not judge an unreproduced epoch again.
+  EXPECT_EQ(back->second_replay_root, c.second_replay_root);
+  EXPECT_EQ(back->irreproducible, c.irreproducible);
 }
 
 TEST(VerifyState, FolderKeepsPolicySeedAndChecksAndNamesADamagedFile) {

@@ -7,6 +7,7 @@
 #include "training/live_fingerprint.h"
 #include "training/sizes.h"
 #include "verifier/check/epoch_check.h"
+#include "verifier/check/second_replay.h"
 
 namespace vt::verifier {
 namespace {
@@ -56,12 +57,14 @@ const SignedRecord* find_epoch(const std::vector<SignedRecord>& records, std::ui
 }  // namespace
 
 Result<AuditFinding> audit_epoch(EvidenceSource& source, const Task& task, std::uint64_t epoch,
-                                 const training::TrainerOptions& trainer_options) {
+                                 const training::TrainerOptions& trainer_options,
+                                 const std::filesystem::path& second_replay_program) {
   if (epoch == 0)
     return invalid_input("--epoch: epoch 0 is the initial state; audit epochs 1.." +
                          std::to_string(task.epochs));
   const Digest id = task_id(task);
   VT_ASSIGN_OR_RETURN(CheckContext ctx, make_check_context(task, trainer_options));
+  ctx.second_replay_program = second_replay_program;
   SourceLimits limits = limits_for(task);
   limits.log.record_bytes = training::record_bytes_bound(task, ctx.steps_per_epoch, ctx.layout);
   source.set_limits(limits);
@@ -157,6 +160,23 @@ Result<AuditFinding> audit_epoch(EvidenceSource& source, const Task& task, std::
     }
     return f;
   }
+  // Only a replay this auditor reproduces may accuse (second_replay.h).
+  if (compare_mode(task) == fp::CompareMode::kExact) {
+    VT_ASSIGN_OR_RETURN(Replay second, replay_again(ctx, epoch, *stored_start));
+    f.second_replay_root = second.root;
+    Replay first;
+    first.snapshot = replay;
+    first.root = f.replay_root;
+    first.loss = summary.mean_loss;
+    if (std::string differs = state_difference(first, second); !differs.empty()) {
+      f.irreproducible = irreproducible_text(epoch, differs);
+      f.summary = "epoch " + std::to_string(epoch) + " is not judged: " + f.irreproducible;
+      if (!f.stored_state_problem.empty())
+        f.summary +=
+            "; the state the provider stores for it is unusable: " + f.stored_state_problem;
+      return f;
+    }
+  }
   f.last_matching_step = 0;
   for (std::size_t i = 0; i < committed_trail.size(); ++i) {
     const std::int64_t step = static_cast<std::int64_t>(i + 1) * f.trail_interval;
@@ -190,18 +210,21 @@ Result<AuditFinding> audit_epoch(EvidenceSource& source, const Task& task, std::
 }
 
 Result<EvidenceCheck> check_evidence(const std::string& evidence_json, EvidenceSource& source,
-                                     const Task& task, const training::TrainerOptions& trainer) {
+                                     const Task& task, const training::TrainerOptions& trainer,
+                                     const std::filesystem::path& second_replay_program) {
   VT_ASSIGN_OR_RETURN(SignedEvidence evidence, read_evidence(evidence_json, task));
   EvidenceCheck check;
   check.auditor_fingerprint = std::move(evidence.auditor_fingerprint);
   check.claimed = std::move(evidence.claimed);
-  VT_ASSIGN_OR_RETURN(check.recomputed, audit_epoch(source, task, check.claimed.epoch, trainer));
+  VT_ASSIGN_OR_RETURN(check.recomputed, audit_epoch(source, task, check.claimed.epoch, trainer,
+                                                    second_replay_program));
   check.agrees =
       check.recomputed.bit_identical == check.claimed.bit_identical &&
       check.recomputed.replay_root == check.claimed.replay_root &&
       check.recomputed.committed_root == check.claimed.committed_root &&
       check.recomputed.stored_state_problem.empty() == check.claimed.stored_state_problem.empty() &&
       check.recomputed.start_state_problem.empty() == check.claimed.start_state_problem.empty() &&
+      check.recomputed.irreproducible.empty() == check.claimed.irreproducible.empty() &&
       check.recomputed.first_diverging_step == check.claimed.first_diverging_step &&
       check.recomputed.last_matching_step == check.claimed.last_matching_step;
   return check;

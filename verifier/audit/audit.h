@@ -19,8 +19,12 @@
 
 namespace vt::verifier {
 
+// A replay that misses the committed root is run again before the finding stands, in a fresh
+// `replay-worker` of `second_replay_program` (in this process when empty): replays that differ
+// from each other make the finding `irreproducible`, never a divergence.
 Result<AuditFinding> audit_epoch(EvidenceSource& source, const Task& task, std::uint64_t epoch,
-                                 const training::TrainerOptions& trainer);
+                                 const training::TrainerOptions& trainer,
+                                 const std::filesystem::path& second_replay_program = {});
 
 struct EvidenceCheck {
   AuditFinding claimed;
@@ -30,6 +34,7 @@ struct EvidenceCheck {
 };
 // read_evidence, then the audit re-run from `source` and compared with the claimed finding.
 Result<EvidenceCheck> check_evidence(const std::string& evidence_json, EvidenceSource& source,
-                                     const Task& task, const training::TrainerOptions& trainer);
+                                     const Task& task, const training::TrainerOptions& trainer,
+                                     const std::filesystem::path& second_replay_program = {});
 
 }  // namespace vt::verifier

@@ -50,6 +50,12 @@ Result<AuditFinding> finding_from_json(const nlohmann::json& j) {
   VT_RETURN_IF_ERROR(optional_step(r, "last_matching_step", f.last_matching_step));
   VT_RETURN_IF_ERROR(r.string("stored_state_problem", f.stored_state_problem));
   VT_RETURN_IF_ERROR(r.string("start_state_problem", f.start_state_problem));
+  VT_RETURN_IF_ERROR(r.string("irreproducible", f.irreproducible));
+  if (r.value().contains("second_replay_root")) {
+    VT_RETURN_IF_ERROR(r.string("second_replay_root", root, true));
+    VT_ASSIGN_OR_RETURN(f.second_replay_root,
+                        digest_from_hex(root, r.path_of("second_replay_root")));
+  }
   VT_ASSIGN_OR_RETURN(const nlohmann::json* differences, r.find("differences", true, "an array"));
   if (!differences->is_array()) return r.wrong("differences", "an array", *differences);
   for (std::size_t i = 0; i < differences->size(); ++i) {
@@ -89,6 +95,8 @@ nlohmann::json finding_to_json(const AuditFinding& f) {
   // Written only when there is one, so evidence about a sound stored state keeps its old form.
   if (!f.stored_state_problem.empty()) j["stored_state_problem"] = f.stored_state_problem;
   if (!f.start_state_problem.empty()) j["start_state_problem"] = f.start_state_problem;
+  if (f.second_replay_root) j["second_replay_root"] = hex_encode(*f.second_replay_root);
+  if (!f.irreproducible.empty()) j["irreproducible"] = f.irreproducible;
   return j;
 }
 

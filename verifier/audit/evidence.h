@@ -44,6 +44,12 @@ struct AuditFinding {
   // else what is wrong with it, and nothing was replayed: the finding is that the epoch cannot
   // be replayed from the provider's evidence, which fails the task as a divergence would.
   std::string start_state_problem;
+  // A replay that missed the committed root was run a second time, in a fresh process with
+  // scrambled memory (verifier/check/second_replay.h): its root. When the two replays differ
+  // from each other, `irreproducible` says where, and the finding holds nothing against the
+  // provider: the task's arithmetic does not reproduce on the auditor's machine.
+  std::optional<Digest> second_replay_root;
+  std::string irreproducible;
   std::string summary;
   nlohmann::json second_opinion;  // null unless audit --second-opinion ran (second_opinion.h)
 };

@@ -100,8 +100,10 @@ std::string render_evidence_page(const AuditFinding& f, const EvidencePageInfo& 
   std::string s = html::page_open("veritrain audit of epoch " + e);
   const bool stored_unusable = !f.stored_state_problem.empty();
   const bool replayed = f.start_state_problem.empty();
+  const bool unjudged = !f.irreproducible.empty();
   s += "<h1>veritrain audit of epoch " + e + ": " +
        (!replayed          ? "<span class=\"rejected\">CANNOT BE REPLAYED</span>"
+        : unjudged         ? "<span class=\"inconclusive\">INCONCLUSIVE</span>"
         : !f.bit_identical ? "<span class=\"rejected\">DIVERGES</span>"
         : stored_unusable  ? "<span class=\"rejected\">STORED STATE UNUSABLE</span>"
                            : "<span class=\"accepted\">REPLAYS BIT-IDENTICALLY</span>") +
@@ -125,6 +127,13 @@ std::string render_evidence_page(const AuditFinding& f, const EvidencePageInfo& 
          " from the provider's committed state before it reproduces the committed state "
          "after it byte for byte (equal Merkle roots): the provider did this epoch's work as "
          "committed.</p>\n";
+  } else if (unjudged) {
+    s += "<p>Replaying epoch " + e +
+         " twice here, the second time in a fresh process whose memory started scrambled, gave "
+         "two different results: " +
+         html_escape(f.irreproducible) +
+         ". A replay this machine cannot repeat is no evidence against anyone: the audit holds "
+         "nothing against the provider.</p>\n";
   } else if (replayed) {
     s += "<p>Replaying epoch " + e +
          " from the provider's own committed state before it does not reach the state it "
@@ -134,7 +143,7 @@ std::string render_evidence_page(const AuditFinding& f, const EvidencePageInfo& 
          "below, when present, "
          "replays the same epoch with an independent implementation.</p>\n";
   }
-  if (replayed) {
+  if (replayed && !unjudged) {
     s += std::string(f.bit_identical ? "<h2>The replay against the committed trail</h2>\n"
                                      : "<h2>Where the replay diverges</h2>\n") +
          divergence_chart(f);

@@ -12,6 +12,7 @@
 #include "fingerprint/merkle.h"
 #include "training/eval_claim.h"
 #include "training/live_fingerprint.h"
+#include "verifier/check/second_replay.h"
 
 namespace vt::verifier {
 namespace {
@@ -175,6 +176,7 @@ Result<PreparedEpoch> prepare_epoch(EvidenceSource& source, const CheckContext& 
                                     bool after_needed_later) {
   const std::uint64_t e = after.record.epoch;
   PreparedEpoch p;
+  p.before = before;
   p.after = after;
   EpochCheck& check = p.check;
   check.epoch = e;
@@ -360,7 +362,7 @@ Result<EpochCheck> check_epoch(EvidenceSource& source, const CheckContext& ctx,
   auto replay = replay_here(ctx, prepared.start);
   if (!replay) return unreplayable(std::move(prepared), replay.error());
   VT_RETURN_IF_ERROR(fetch_after_if_replay_missed(source, ctx, prepared, *replay));
-  return judge_epoch(std::move(prepared), *replay, ctx);
+  return judge_with_second_replay(std::move(prepared), *replay, source, ctx);
 }
 
 Result<std::unique_ptr<training::Trainer>> restore_committed(

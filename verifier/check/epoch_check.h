@@ -55,6 +55,16 @@ struct EpochCheck {
   std::optional<EvalClaim> claimed_eval;
   std::optional<EvalClaim> replay_eval;
   std::string eval_status = "claimed";
+  // A replay compared bit for bit that missed the commitment is run a second time, in a fresh
+  // process with scrambled memory, before the epoch is judged (docs/verifier.md, "A second replay
+  // before a rejection"): its root and time. Only replays that agree with each other may accuse.
+  std::optional<Digest> second_replay_root;
+  double second_replay_seconds = 0.0;
+  // Set when the two replays differ from each other: the task's arithmetic does not reproduce on
+  // this machine, which names where they differ. The epoch is then neither passed nor failed on
+  // what the replay found (`failures` keeps only what the evidence itself got wrong).
+  std::string irreproducible;
+  bool inconclusive() const { return !passed && failures.empty() && !irreproducible.empty(); }
 };
 
 // Errors are reserved for failures to check at all (I/O, a broken local setup); anything the
@@ -71,6 +81,7 @@ Result<EpochCheck> check_epoch(EvidenceSource& source, const CheckContext& ctx,
 // The part that reads the provider: the snapshots, checked against their commitments.
 struct PreparedEpoch {
   EpochCheck check;  // its failures so far
+  SignedRecord before;
   SignedRecord after;
   Bytes start;               // the committed state before the epoch
   std::optional<Bytes> end;  // the committed state after it, when fetched

@@ -79,7 +79,8 @@ ReplayJobs::ReplayJobs(fs::path scratch) : scratch_(std::move(scratch)) {}
 
 Result<std::unique_ptr<ReplayJobs>> ReplayJobs::create(const fs::path& program,
                                                        std::size_t capacity, const Task& task,
-                                                       const training::TrainerOptions& trainer) {
+                                                       const training::TrainerOptions& trainer,
+                                                       const std::vector<std::string>& env) {
   if (capacity == 0) return invalid_input("parallel replays: at least one job is needed");
   if (::access(program.c_str(), X_OK) != 0)
     return invalid_input("parallel replays: " + program.string() +
@@ -108,7 +109,7 @@ Result<std::unique_ptr<ReplayJobs>> ReplayJobs::create(const fs::path& program,
   }
   for (std::size_t i = 0; i < capacity; ++i) {
     const fs::path log = scratch / ("worker-" + std::to_string(i) + ".log");
-    VT_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::spawn_talking(argv, log));
+    VT_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::spawn_talking(argv, log, env));
     jobs->workers_.push_back(Worker{std::move(child), log, false});
   }
   return jobs;

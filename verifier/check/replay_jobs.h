@@ -26,9 +26,11 @@ class ReplayJobs {
  public:
   // `program` is a veritrain binary; `capacity` replays run at most at once.
   // Starts `capacity` workers at once, so that they load LibTorch while the caller fetches.
+  // `env`: entries the workers' environment has besides this process's (ChildProcess::spawn).
   static Result<std::unique_ptr<ReplayJobs>> create(const std::filesystem::path& program,
                                                     std::size_t capacity, const Task& task,
-                                                    const training::TrainerOptions& trainer);
+                                                    const training::TrainerOptions& trainer,
+                                                    const std::vector<std::string>& env = {});
   ~ReplayJobs();  // ends the workers and removes the scratch folder
   ReplayJobs(const ReplayJobs&) = delete;
   ReplayJobs& operator=(const ReplayJobs&) = delete;

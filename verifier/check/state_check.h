@@ -4,6 +4,7 @@
 // settings of its replays and the tensor layout its states must have.
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct CheckContext {
   // initial state: what fingerprint positions are drawn over and what a snapshot must hold.
   std::vector<TensorEntry> layout;
   std::int64_t steps_per_epoch = 0;
+  // A veritrain binary whose `replay-worker` re-runs an epoch that missed its commitment, in a
+  // fresh process (second_replay.h). Empty: the second replay runs in this process.
+  std::filesystem::path second_replay_program = {};
 };
 
 // A context for `task` with its layout derived here (builds the task's initial state once).

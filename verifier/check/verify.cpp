@@ -11,6 +11,7 @@
 #include "verifier/check/environment_check.h"
 #include "verifier/check/log_check.h"
 #include "verifier/check/replay_jobs.h"
+#include "verifier/check/second_replay.h"
 #include "verifier/check/verify_state.h"
 
 namespace vt::verifier {
@@ -24,6 +25,7 @@ class Run {
     ctx_.task_id = task_id(task);
     ctx_.trainer = options.trainer;
     ctx_.fetch_after = options.fetch_after;
+    ctx_.second_replay_program = options.replay_program;
     verdict_.task_id = hex_encode(ctx_.task_id);
     verdict_.epochs = static_cast<std::uint64_t>(task.epochs);
     verdict_.source = source.describe();
@@ -276,13 +278,16 @@ class Run {
       VT_RETURN_IF_ERROR(save_check(options_.state_dir, check));
     const std::string e = std::to_string(check.epoch);
     const std::string what =
-        check.passed ? "replay matches" : without_epoch_prefix(check.failures.front(), check.epoch);
+        check.passed             ? std::string("replay matches")
+        : check.inconclusive()   ? std::string("not judged: ").append(check.irreproducible)
+        : check.failures.empty() ? std::string("failed")
+                                 : without_epoch_prefix(check.failures.front(), check.epoch);
     char took[64];
     std::snprintf(took, sizeof took, "replayed in %.2f s", check.replay_seconds);
     say("epoch " + e + ": " + what + " (" + (check.replayed ? took : "not replayed") +
         (save ? ")" : ", judged before the interruption)"));
     for (const std::string& n : check.replay_notes)
-      verdict_.notes.push_back("epoch " + e + ": " + n);
+      verdict_.notes.push_back(std::string("epoch ").append(e).append(": ").append(n));
     const std::uint64_t epoch = check.epoch;
     verdict_.checks.push_back(std::move(check));
     progress(epoch, final_total_);
@@ -325,7 +330,8 @@ class Run {
         return record(std::move(check));
       }
       VT_RETURN_IF_ERROR(fetch_after_if_replay_missed(source_, ctx_, prepared, *replay));
-      VT_ASSIGN_OR_RETURN(EpochCheck check, judge_epoch(std::move(prepared), *replay, ctx_));
+      VT_ASSIGN_OR_RETURN(EpochCheck check,
+                          judge_with_second_replay(std::move(prepared), *replay, source_, ctx_));
       return record(std::move(check));
     };
     for (std::uint64_t e : epochs) {

@@ -114,7 +114,11 @@ nlohmann::json epoch_check_to_json(const EpochCheck& c) {
           {"trail_verified", c.trail_verified},
           {"claimed_eval", eval_claim_json(c.claimed_eval)},
           {"replay_eval", eval_claim_json(c.replay_eval)},
-          {"eval_status", c.eval_status}};
+          {"eval_status", c.eval_status},
+          {"second_replay_root",
+           c.second_replay_root ? json(hex_encode(*c.second_replay_root)) : json(nullptr)},
+          {"second_replay_seconds", number(c.second_replay_seconds)},
+          {"irreproducible", c.irreproducible}};
 }
 
 Result<EpochCheck> epoch_check_from_json(const nlohmann::json& j, std::string_view where) {
@@ -154,6 +158,14 @@ Result<EpochCheck> epoch_check_from_json(const nlohmann::json& j, std::string_vi
     return r.wrong("eval_status", "\"claimed\", \"verified\" or \"within_tolerance\"",
                    c.eval_status);
   }
+  // Absent in state saved before second replays existed: none ran.
+  if (r.value().contains("second_replay_root") && !r.value()["second_replay_root"].is_null()) {
+    VT_RETURN_IF_ERROR(r.string("second_replay_root", root, true));
+    VT_ASSIGN_OR_RETURN(c.second_replay_root,
+                        digest_from_hex(root, r.path_of("second_replay_root")));
+  }
+  VT_RETURN_IF_ERROR(r.number_or_null("second_replay_seconds", c.second_replay_seconds, false));
+  VT_RETURN_IF_ERROR(r.string("irreproducible", c.irreproducible, false));
   return c;
 }
 

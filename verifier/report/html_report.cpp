@@ -182,10 +182,13 @@ std::string checks_section(const Verdict& v) {
     for (const std::string& f : c.failures)
       detail += "<div class=\"rejected\">" + html_escape(f) + "</div>";
     for (const std::string& n : c.replay_notes) detail += "<div>note: " + html_escape(n) + "</div>";
+    if (c.inconclusive())
+      detail += "<div class=\"inconclusive\">" + html_escape(c.irreproducible) + "</div>";
     replays.rows.push_back(
         {u64(c.epoch),
-         c.passed ? "<span class=\"accepted\">passed</span>"
-                  : "<span class=\"rejected\">FAILED</span>",
+         c.passed           ? "<span class=\"accepted\">passed</span>"
+         : c.inconclusive() ? "<span class=\"inconclusive\">INCONCLUSIVE</span>"
+                            : "<span class=\"rejected\">FAILED</span>",
          !c.replayed             ? "not replayed"
          : c.replay_root_matches ? "equals the committed root"
                                  : "differs (or not compared)",
@@ -319,7 +322,7 @@ std::string render_html_report(const Verdict& v, std::span<const double> loss,
     // that could not be used (never replayed, or replayed to the committed root).
     const EpochCheck* first = nullptr;
     for (const EpochCheck& c : v.checks) {
-      if (!c.passed && first == nullptr) first = &c;
+      if (!c.passed && !c.inconclusive() && first == nullptr) first = &c;
     }
     const bool evidence = first != nullptr && (!first->fingerprint || first->replay_root_matches);
     if (first != nullptr && !next_step.empty() && evidence) {

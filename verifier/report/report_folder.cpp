@@ -25,7 +25,7 @@ std::string next_step_command(const Verdict& v, std::string_view task_file,
   if (v.accepted || v.inconclusive) return "";
   const EpochCheck* failed = nullptr;
   for (const EpochCheck& c : v.checks) {
-    if (!c.passed) {
+    if (!c.passed && !c.inconclusive()) {  // an epoch not judged is nothing to audit
       failed = &c;
       break;
     }

@@ -52,6 +52,13 @@ nlohmann::json check_to_json(const EpochCheck& c) {
           {"bytes_fetched", c.bytes_fetched},
           {"after_fetched", c.after_fetched},
           {"replay_notes", c.replay_notes},
+          {"second_replay", c.second_replay_root
+                                ? nlohmann::json{{"root", hex_encode(*c.second_replay_root)},
+                                                 {"seconds", json_number(c.second_replay_seconds)},
+                                                 {"agrees", c.irreproducible.empty()}}
+                                : nlohmann::json(nullptr)},
+          {"irreproducible",
+           c.irreproducible.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.irreproducible)},
           // A metric is "verified" only where the replay reproduced its bits (exact mode).
           {"metrics",
            {{"loss",
@@ -126,9 +133,14 @@ std::string verdict_result(const Verdict& v) {
 void finalize_verdict(Verdict& v) {
   v.reasons = v.log_failures;
   std::set<std::uint64_t> checked;
+  bool unjudged_epoch = false;  // an epoch whose replays here disagree with each other
   for (const EpochCheck& c : v.checks) {
     checked.insert(c.epoch);
     if (c.passed) continue;
+    if (c.inconclusive()) {
+      unjudged_epoch = true;
+      continue;
+    }
     if (c.failures.empty()) {
       v.reasons.push_back("epoch " + std::to_string(c.epoch) +
                           ": check failed without a recorded reason");
@@ -162,8 +174,10 @@ void finalize_verdict(Verdict& v) {
   if (v.plan.challenged.empty() && v.log_failures.empty()) {
     v.reasons.push_back("no epoch was challenged, so nothing was verified");
   }
-  v.accepted = v.reasons.empty();
-  v.inconclusive = false;
+  // An epoch this verifier could not reproduce is neither evidence for the provider nor
+  // against it: without a fault elsewhere the run is not judged.
+  v.accepted = v.reasons.empty() && !unjudged_epoch;
+  v.inconclusive = v.reasons.empty() && unjudged_epoch;
   if (v.finished.empty()) v.finished = utc_now_iso8601();
 }
 
@@ -306,10 +320,21 @@ std::string epoch_heading(const EpochCheck& c) {
     return line;
   }
   std::snprintf(line, sizeof line, "  epoch %llu  %s  replayed in %.2f s, %s fetched%s\n",
-                static_cast<unsigned long long>(c.epoch), c.passed ? "passed" : "FAILED",
+                static_cast<unsigned long long>(c.epoch),
+                c.passed           ? "passed"
+                : c.inconclusive() ? "INCONCLUSIVE"
+                                   : "FAILED",
                 c.replay_seconds, size_text(static_cast<double>(c.bytes_fetched)).c_str(),
                 c.passed && !c.after_fetched ? " (before state only)" : "");
-  return line;
+  std::string heading = line;
+  if (c.second_replay_root) {
+    std::snprintf(line, sizeof line,
+                  "    second replay (fresh process, scrambled memory) in %.2f s: %s the first\n",
+                  c.second_replay_seconds,
+                  c.irreproducible.empty() ? "bit-identical to" : "differs from");
+    heading += line;
+  }
+  return heading;
 }
 
 }  // namespace
@@ -333,8 +358,12 @@ std::string without_epoch_prefix(const std::string& failure, std::uint64_t epoch
 }
 
 std::string verdict_sentence(const Verdict& v) {
-  std::size_t passed = 0;
-  for (const EpochCheck& c : v.checks) passed += c.passed ? 1 : 0;
+  std::size_t passed = 0, unjudged = 0;
+  for (const EpochCheck& c : v.checks) {
+    passed += c.passed ? 1 : 0;
+    unjudged += c.inconclusive() ? 1 : 0;
+  }
+  const std::size_t failed = v.checks.size() - passed - unjudged;
   const ProbabilityDerivation& d = v.plan.derivation;
   const std::string replayed = std::to_string(v.checks.size()) + " of " +
                                count_text(static_cast<double>(v.epochs), "epoch") + " replayed";
@@ -351,6 +380,19 @@ std::string verdict_sentence(const Verdict& v) {
     }
     return s + ".";
   }
+  if (v.inconclusive && v.environment_unmatched.empty()) {
+    std::string s = "Inconclusive: " + replayed + "; ";
+    for (const EpochCheck& c : v.checks) {
+      if (!c.inconclusive()) continue;
+      s += printable(c.irreproducible, 4096);
+      break;
+    }
+    if (unjudged > 1)
+      s += " (and " + std::to_string(unjudged - 1) + " more such epoch" +
+           (unjudged > 2 ? "s)" : ")");
+    s += "; " + std::to_string(passed) + " matched the provider's commitments";
+    return s + ", and nothing is held against the provider.";
+  }
   if (v.inconclusive) {
     std::string s =
         "Inconclusive: this verifier cannot reproduce the provider's arithmetic environment (";
@@ -366,13 +408,13 @@ std::string verdict_sentence(const Verdict& v) {
   std::size_t not_replayed = 0;
   for (const EpochCheck& c : v.checks) not_replayed += c.replayed ? 0 : 1;
   if (!v.checks.empty() && not_replayed == 0) {
-    s += replayed + ", " + std::to_string(v.checks.size() - passed) + " failed; ";
+    s += replayed + ", " + std::to_string(failed) + " failed; ";
   } else if (!v.checks.empty()) {
     // Count replays as replays: an epoch whose evidence was unusable was challenged, not re-run.
     s += std::to_string(v.checks.size()) + " of " +
          count_text(static_cast<double>(v.epochs), "epoch") + " challenged, " +
-         std::to_string(v.checks.size() - not_replayed) + " replayed, " +
-         std::to_string(v.checks.size() - passed) + " failed (" + std::to_string(not_replayed) +
+         std::to_string(v.checks.size() - not_replayed) + " replayed, " + std::to_string(failed) +
+         " failed (" + std::to_string(not_replayed) +
          " could not be replayed from the provider's evidence); ";
   }
   if (v.reasons.empty()) return s + "no reason was recorded.";
@@ -411,13 +453,25 @@ std::string verdict_summary(const Verdict& v, const std::filesystem::path& repor
     if (c.fingerprint) s += "    " + comparison_line("fingerprint", *c.fingerprint) + "\n";
     if (c.full_state) s += "    " + comparison_line("full state", *c.full_state) + "\n";
     if (c.replay_loss) {
-      std::snprintf(line, sizeof line, "    loss %.6g %s\n", c.claimed_loss,
-                    c.loss_verified ? "(verified: the replay's bits)"
-                                    : "(claimed; the replay's is not compared in tolerance mode)");
+      const bool bit_for_bit = c.fingerprint && c.fingerprint->mode == fp::CompareMode::kExact;
+      if (c.loss_verified) {
+        std::snprintf(line, sizeof line, "    loss %.6g (verified: the replay's bits)\n",
+                      c.claimed_loss);
+      } else if (bit_for_bit) {
+        std::snprintf(line, sizeof line, "    loss %.6g (claimed; the replay's is %.6g)\n",
+                      c.claimed_loss, *c.replay_loss);
+      } else {
+        std::snprintf(line, sizeof line,
+                      "    loss %.6g (claimed; the replay's is not compared in tolerance mode)\n",
+                      c.claimed_loss);
+      }
       s += line;
     }
     if (c.claimed_eval) s += "    " + held_out_line(c) + "\n";
     for (const std::string& n : c.replay_notes) s += "    note: " + n + "\n";
+    if (c.inconclusive())
+      s += "    inconclusive: " + printable(without_epoch_prefix(c.irreproducible, c.epoch), 4096) +
+           "\n";
     for (const std::string& f : c.failures) {
       s += "    failed: " + printable(without_epoch_prefix(f, c.epoch), 4096) + "\n";
       said.insert(f);
