@@ -15,9 +15,9 @@
 
 #include "bench/bench_util.h"
 #include "common/mapped_file.h"
-#include "training/prng.h"
 #include "training/trainer.h"
-#include "training/zoo.h"
+#include "training/zoo/prng.h"
+#include "training/zoo/zoo.h"
 
 namespace {
 

@@ -33,7 +33,7 @@
 #include "dispute/referee.h"
 #include "kernels/trace.h"
 #include "training/trainer.h"
-#include "training/zoo.h"
+#include "training/zoo/zoo.h"
 #include "verifier/audit/operator_audit.h"
 
 namespace {

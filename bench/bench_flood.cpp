@@ -44,7 +44,7 @@
 #include "provider/workdir/workdir.h"
 #include "provider/workdir_catalog.h"
 #include "tests/protocol/flood.h"
-#include "training/zoo.h"
+#include "training/zoo/zoo.h"
 
 namespace {
 

@@ -38,7 +38,7 @@
 #include "provider/provider.h"
 #include "training/live_fingerprint.h"
 #include "training/runtime.h"
-#include "training/zoo.h"
+#include "training/zoo/zoo.h"
 #include "verifier/check/verify.h"
 
 namespace {

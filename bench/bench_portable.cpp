@@ -28,7 +28,7 @@
 #include "kernels/gemm.h"
 #include "kernels/parallel.h"
 #include "training/trainer.h"
-#include "training/zoo.h"
+#include "training/zoo/zoo.h"
 
 namespace {
 

@@ -48,7 +48,7 @@
 #include "protocol/log.h"
 #include "provider/provider.h"
 #include "provider/workdir/store.h"
-#include "training/zoo.h"
+#include "training/zoo/zoo.h"
 
 namespace {
 

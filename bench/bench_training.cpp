@@ -21,7 +21,7 @@
 
 #include "bench/bench_util.h"
 #include "training/trainer.h"
-#include "training/zoo.h"
+#include "training/zoo/zoo.h"
 
 namespace {
 

@@ -35,7 +35,7 @@
 #include "bench/bench_util.h"
 #include "compression/container.h"
 #include "provider/provider.h"
-#include "training/zoo.h"
+#include "training/zoo/zoo.h"
 #include "verifier/check/epoch_check.h"
 #include "verifier/check/second_replay.h"
 #include "verifier/check/verify.h"

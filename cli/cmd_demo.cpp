@@ -14,7 +14,7 @@
 #include "common/process.h"
 #include "protocol/keys.h"
 #include "training/runtime.h"
-#include "training/zoo.h"
+#include "training/zoo/zoo.h"
 #include "verifier/check/verify.h"
 #include "verifier/report/report_folder.h"
 

@@ -21,9 +21,9 @@
 #include "protocol/environment.h"
 #include "training/environment.h"
 #include "training/runtime.h"
-#include "training/sizes.h"
 #include "training/trainer.h"
-#include "training/zoo.h"
+#include "training/zoo/sizes.h"
+#include "training/zoo/zoo.h"
 
 namespace vt::cli {
 namespace {

@@ -13,7 +13,7 @@
 #include "common/file_io.h"
 #include "common/sha256.h"
 #include "protocol/environment.h"
-#include "training/zoo.h"
+#include "training/zoo/zoo.h"
 
 namespace vt::cli {
 namespace {

@@ -1,9 +1,9 @@
 // `veritrain task show`: check a task and print it with its task_id. No LibTorch: the zoo's
-// checks (training/zoo.h) are plain C++, so this runs in the light `veritrain` too.
+// checks (training/zoo/zoo.h) are plain C++, so this runs in the light `veritrain` too.
 #include "cli/app.h"
 #include "cli/task_fields.h"
 #include "protocol/task.h"
-#include "training/zoo.h"
+#include "training/zoo/zoo.h"
 
 namespace vt::cli {
 

@@ -4,7 +4,7 @@
 #include <filesystem>
 
 #include "common/mapped_file.h"
-#include "training/mapped_data.h"
+#include "training/data/mapped_data.h"
 
 namespace vt::cli {
 namespace {

@@ -14,7 +14,7 @@
 
 #include "cli/app.h"
 #include "protocol/task.h"
-#include "training/sizes.h"
+#include "training/zoo/sizes.h"
 
 namespace vt::cli {
 

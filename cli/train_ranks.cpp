@@ -16,8 +16,8 @@
 
 #include "common/process.h"
 #include "provider/ranks.h"
-#include "training/sizes.h"
-#include "training/zoo.h"
+#include "training/zoo/sizes.h"
+#include "training/zoo/zoo.h"
 
 namespace vt::cli {
 namespace {

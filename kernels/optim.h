@@ -2,7 +2,7 @@
 // Optimizer updates in the portable arithmetic (docs/portable.md, "Optimizers"): one element at
 // a time, so lanes and threads split elements and never change a bit. The per-step scalars
 // (learning rate, bias corrections) are computed by the caller in binary64 with IEEE
-// operations only (training/schedule.h) and rounded to binary32 once.
+// operations only (training/zoo/schedule.h) and rounded to binary32 once.
 
 #include <cstdint>
 #include <span>

@@ -1,6 +1,6 @@
 #pragma once
 // The project's random numbers (docs/training.md, "PRNG"): SplitMix64 streams named by
-// (seed, a, b), read in order by training/prng.h's Prng and at any counter by the portable
+// (seed, a, b), read in order by training/zoo/prng.h's Prng and at any counter by the portable
 // kernels (kernels/scalar.h), so that threads, lanes and devices can split the draws. One
 // definition for both: integer arithmetic and one exact float scaling, the same bits anywhere.
 
@@ -25,7 +25,7 @@ VT_HD inline std::uint64_t splitmix_mix(std::uint64_t z) {
   return z ^ (z >> 31);
 }
 
-// The state of the project's stream (seed, a, b): training/prng.h's Prng(seed, a, b).
+// The state of the project's stream (seed, a, b): training/zoo/prng.h's Prng(seed, a, b).
 VT_HD inline std::uint64_t stream_state(std::uint64_t seed, std::uint64_t a, std::uint64_t b) {
   return splitmix_mix(splitmix_mix(seed ^ 0x657269747261696eull) ^ a) ^
          splitmix_mix(b + kSplitMixGamma);

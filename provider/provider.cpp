@@ -18,8 +18,8 @@
 #include "training/environment.h"
 #include "training/eval_claim.h"
 #include "training/live_fingerprint.h"
-#include "training/sizes.h"
-#include "training/zoo.h"
+#include "training/zoo/sizes.h"
+#include "training/zoo/zoo.h"
 
 namespace vt::provider {
 namespace {

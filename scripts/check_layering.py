@@ -3,17 +3,18 @@
 and on LibTorch where the build does not expect it.
 
 A module is a library folder (the longest one that holds the file: protocol/net/ before
-protocol/). The allowed edges are the table under "## Allowed includes" in docs/architecture.md:
-one row per module, its second column the modules it may include (a module may always include
-itself). System and third-party headers (<...>) are not checked, but for LibTorch's own
-(<torch/...>, <ATen/...>, <c10/...>): only training/ includes them, and the files of training/
-that include them, directly or through training/internal/, are exactly the list
-VT_TRAINING_TORCH_SOURCES in training/CMakeLists.txt (the build compiles them with LibTorch's
-flags, and the sanitizer build without UBSan's vptr check: cmake/sanitize.cmake).
+protocol/, training/zoo/ before training/). The allowed edges are the table under "## Allowed
+includes" in docs/architecture.md: one row per module, its second column the modules it may
+include (a module may always include itself). System and third-party headers (<...>) are not
+checked, but for LibTorch's own (<torch/...>, <ATen/...>, <c10/...>): only the rooms of training/
+named in TORCH_ROOMS include them, directly or through a header of the project; and the files of
+training/ that do are exactly the SOURCES of the vt_torch_library calls in training/'s
+CMakeLists.txt files (the build compiles them with LibTorch's flags, and the sanitizer build
+without UBSan's vptr check: cmake/sanitize.cmake).
 
   check_layering.py [--root DIR] [--inject FILE:HEADER ...]
 
---inject pretends FILE also includes HEADER: how the test shows that a forbidden edge fails.
+--inject pretends FILE also includes HEADER: how the tests show that a forbidden edge fails.
 """
 import argparse
 import pathlib
@@ -22,7 +23,11 @@ import sys
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 TORCH_INCLUDE = re.compile(r"^\s*#\s*include\s+<(?:torch|ATen|c10)/", re.MULTILINE)
-TORCH_LIST = re.compile(r"set\(VT_TRAINING_TORCH_SOURCES\s+([^)]*)\)")
+TORCH_LIBRARY = re.compile(
+    r"vt_torch_library\(\s*\w+\s+SOURCES\s+([^)]*?)(?:\s(?:OTHER_SOURCES|DEPS)\s|\))", re.DOTALL)
+# The rooms whose files may include LibTorch; zoo/ and data/ stay torch-free, so that the light
+# `veritrain` and the torch-free test programs link them without LibTorch.
+TORCH_ROOMS = {"training", "training/portable", "training/model", "training/script"}
 ROW = re.compile(r"^\|\s*`([a-z/]+)/`\s*\|([^|]*)\|")
 
 
@@ -54,30 +59,42 @@ def module_of(path: str, modules: list[str]) -> str | None:
 
 def torch_files_problems(root: pathlib.Path, includes: dict[str, list[str]],
                          modules: list[str]) -> list[str]:
-    """LibTorch outside training/, and training/'s torch files against its CMake list."""
-    direct = {f for f in includes
-              if TORCH_INCLUDE.search((root / f).read_text(encoding="utf-8", errors="replace"))}
-    problems = [f"{f}: includes LibTorch, which only training/ may" for f in sorted(direct)
-                if module_of(f, modules) != "training"]
-    # A file includes LibTorch if it does or if a training/ header it includes does.
-    torch_files = set(direct)
+    """LibTorch outside the torch rooms, and training/'s torch files against its CMake lists."""
+    direct = {f for f in includes if (root / f).is_file() and
+              TORCH_INCLUDE.search((root / f).read_text(encoding="utf-8", errors="replace"))}
+    # A file includes LibTorch if it does or if a header of the project it includes does; `via`
+    # keeps the header it came through, for the message.
+    via: dict[str, str] = {f: "" for f in direct}
     changed = True
     while changed:
         changed = False
         for f, headers in includes.items():
-            if f not in torch_files and any(h in torch_files for h in headers):
-                torch_files.add(f)
-                changed = True
-    cmake = root / "training" / "CMakeLists.txt"
-    m = TORCH_LIST.search(cmake.read_text(encoding="utf-8"))
-    if not m:
-        return problems + [f"{cmake.relative_to(root)}: no set(VT_TRAINING_TORCH_SOURCES ...)"]
-    listed = {"training/" + name for name in m.group(1).split()}
-    found = {f for f in torch_files if f.startswith("training/") and f.endswith(".cpp")}
-    problems += [f"{f}: includes LibTorch but is not in VT_TRAINING_TORCH_SOURCES "
-                 "(training/CMakeLists.txt)" for f in sorted(found - listed)]
-    problems += [f"{f}: listed in VT_TRAINING_TORCH_SOURCES (training/CMakeLists.txt) but "
-                 "includes no LibTorch" for f in sorted(listed - found)]
+            if f in via:
+                continue
+            for h in headers:
+                if h in via:
+                    via[f] = h
+                    changed = True
+                    break
+    problems = []
+    for f in sorted(via):
+        m = module_of(f, modules)
+        if m is None or m in TORCH_ROOMS:
+            continue
+        through = f" (through {via[f]})" if via[f] else ""
+        problems.append(f"{f}: includes LibTorch{through}, which {m}/ may not")
+    listed: set[str] = set()
+    for cmake in sorted((root / "training").rglob("CMakeLists.txt")):
+        folder = cmake.parent.relative_to(root).as_posix()
+        text = re.sub(r"#[^\n]*", "", cmake.read_text(encoding="utf-8"))
+        for m in TORCH_LIBRARY.finditer(text):
+            listed |= {f"{folder}/{name}" for name in m.group(1).split()}
+    found = {f for f in via if f.startswith("training/") and f.endswith(".cpp")
+             and module_of(f, modules) in TORCH_ROOMS}
+    problems += [f"{f}: includes LibTorch but is not in the SOURCES of a vt_torch_library "
+                 f"({f.rsplit('/', 1)[0]}/CMakeLists.txt)" for f in sorted(found - listed)]
+    problems += [f"{f}: in the SOURCES of a vt_torch_library but includes no LibTorch "
+                 "(list it under OTHER_SOURCES)" for f in sorted(listed - found)]
     return problems
 
 

@@ -2,7 +2,7 @@
 
 #include <c10/core/GradMode.h>
 
-#include "training/internal/tensor_bytes.h"
+#include "training/internal/snapshot.h"
 
 namespace vt::training {
 

@@ -10,7 +10,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "training/data.h"
+#include "training/data/data.h"
 
 #if defined(VT_TORCH_CUDA)
 #include <c10/cuda/CUDACachingAllocator.h>

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "kernels/optim.h"
-#include "training/schedule.h"
+#include "training/zoo/schedule.h"
 
 namespace vt::training {
 

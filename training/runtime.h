@@ -14,7 +14,7 @@ struct RuntimeInfo {
 
 RuntimeInfo runtime_info();
 
-// How every process runs a TorchScript module (torchscript_model.cpp): LibTorch's graph
+// How every process runs a TorchScript module (script/module.cpp): LibTorch's graph
 // executor with its optimisation off, so that call 1000 computes as call 1. Committed as the
 // environment's `script_executor` for TorchScript tasks (docs/environment.md).
 inline constexpr const char* kScriptExecutor = "graph-executor-optimize-off";

@@ -1,11 +1,11 @@
+#include "training/internal/snapshot.h"
+
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
 #include <cstring>
 #include <map>
 #include <set>
-
-#include "training/internal/tensor_bytes.h"
 
 namespace vt::training {
 namespace {

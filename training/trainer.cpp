@@ -16,17 +16,19 @@
 #include "common/sha256.h"
 #include "kernels/parallel.h"
 #include "protocol/task.h"
-#include "training/data.h"
+#include "training/data/data.h"
 #include "training/distributed.h"
 #include "training/internal/batches.h"
 #include "training/internal/groups.h"
-#include "training/internal/network.h"
 #include "training/internal/optimizer.h"
-#include "training/internal/tensor_bytes.h"
+#include "training/internal/snapshot.h"
+#include "training/model/models.h"
+#include "training/model/network.h"
 #include "training/runtime.h"
-#include "training/schedule.h"
-#include "training/sizes.h"
-#include "training/zoo.h"
+#include "training/script/module.h"
+#include "training/zoo/schedule.h"
+#include "training/zoo/sizes.h"
+#include "training/zoo/zoo.h"
 
 namespace vt::training {
 
@@ -245,7 +247,11 @@ Result<std::unique_ptr<Trainer::Impl>> build(const Task& task, const TrainerOpti
     std::lock_guard<std::mutex> lock(gen.mutex());
     gen.set_current_seed(task.seed);
   }
-  VT_ASSIGN_OR_RETURN(impl->net, make_network(task, model_options, options.task_dir));
+  if (task.model.name == "torchscript") {
+    VT_ASSIGN_OR_RETURN(impl->net, load_torchscript(task, options.task_dir));
+  } else {
+    VT_ASSIGN_OR_RETURN(impl->net, make_zoo_network(task, model_options));
+  }
   if (impl->net->portable()) {
     impl->net->init_portable(task.seed);
   }

@@ -5,7 +5,9 @@
 // as the run that produced it, given the same task, device class and intra-op thread count.
 //
 // Torch-free header: LibTorch stays behind the pimpl. LibTorch's thread count, generators and
-// CUDA settings are process-wide, so a process runs one Trainer at a time.
+// CUDA settings are the process's: a trainer of an exact or tolerance task draws from the
+// process's generators (seeded or restored when it is built), so such trainers run one at a time
+// in a process; portable trainers draw from veritrain's counter-based stream and may take turns.
 
 #include <filesystem>
 #include <functional>

@@ -11,7 +11,7 @@
 #include "protocol/log.h"
 #include "provider/workdir/store.h"
 #include "provider/workdir/workdir.h"
-#include "training/data.h"
+#include "training/data/data.h"
 #include "training/environment.h"
 #include "training/eval_claim.h"
 #include "training/live_fingerprint.h"

@@ -8,7 +8,7 @@
 
 #include "protocol/task.h"
 #include "tests/test_util.h"
-#include "training/zoo.h"
+#include "training/zoo/zoo.h"
 
 namespace vt::adversary {
 

@@ -10,7 +10,7 @@
 #include "common/file_io.h"
 #include "protocol/log.h"
 #include "tests/adversary/cheater.h"
-#include "training/zoo.h"
+#include "training/zoo/zoo.h"
 #include "verifier/audit/audit.h"
 
 namespace fs = std::filesystem;

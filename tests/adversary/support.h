@@ -11,7 +11,7 @@
 #include "protocol/keys.h"
 #include "tests/adversary/cheater.h"
 #include "tests/test_util.h"
-#include "training/zoo.h"
+#include "training/zoo/zoo.h"
 #include "verifier/check/epoch_check.h"
 #include "verifier/check/log_check.h"
 

@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "tests/adversary/spread.h"
-#include "training/zoo.h"
+#include "training/zoo/zoo.h"
 
 namespace {
 

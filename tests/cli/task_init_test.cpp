@@ -19,7 +19,7 @@ namespace {
 using testing::run_command;
 using testing::veritrain_binary;
 
-// Which datasets each model is built for (training/zoo.cpp); every other pair must be refused.
+// Which datasets each model is built for (training/zoo/zoo.cpp); every other pair must be refused.
 bool fits(const std::string& model, const std::string& dataset) {
   if (dataset == "synthetic" || model == "torchscript") return true;
   return (dataset == "mnist" && model == "mlp") || (dataset == "cifar10" && model == "cnn");

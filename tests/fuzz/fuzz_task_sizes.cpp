@@ -17,10 +17,10 @@
 #include <string_view>
 #include <vector>
 
-#include "training/data.h"
-#include "training/schedule.h"
-#include "training/sizes.h"
-#include "training/zoo.h"
+#include "training/data/data.h"
+#include "training/zoo/schedule.h"
+#include "training/zoo/sizes.h"
+#include "training/zoo/zoo.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "training/data.h"
+#include "training/data/data.h"
 
 #include <gtest/gtest.h>
 
@@ -9,9 +9,9 @@
 #include "common/file_io.h"
 #include "common/sha256.h"
 #include "tests/test_util.h"
-#include "training/gunzip.h"
-#include "training/prng.h"
-#include "training/zoo.h"
+#include "training/data/gunzip.h"
+#include "training/zoo/prng.h"
+#include "training/zoo/zoo.h"
 
 namespace vt::training {
 namespace {

@@ -9,7 +9,7 @@
 #include "tests/test_util.h"
 #include "training/runtime.h"
 #include "training/trainer.h"
-#include "training/zoo.h"
+#include "training/zoo/zoo.h"
 
 namespace vt::training {
 namespace {

@@ -7,7 +7,7 @@
 #include "common/file_io.h"
 #include "tests/test_util.h"
 #include "training/trainer.h"
-#include "training/zoo.h"
+#include "training/zoo/zoo.h"
 
 namespace vt::training {
 namespace {

@@ -1,4 +1,4 @@
-#include "training/schedule.h"
+#include "training/zoo/schedule.h"
 
 #include <gtest/gtest.h>
 

@@ -1,13 +1,13 @@
 // Every size a task names is checked against its data and the machine's memory before anything
-// is allocated (training/sizes.h): the error names the field and the most that fits, and the
+// is allocated (training/zoo/sizes.h): the error names the field and the most that fits, and the
 // most that fits does fit.
-#include "training/sizes.h"
+#include "training/zoo/sizes.h"
 
 #include <gtest/gtest.h>
 
 #include "tests/training/synthetic_task.h"
-#include "training/data.h"
-#include "training/zoo.h"
+#include "training/data/data.h"
+#include "training/zoo/zoo.h"
 
 namespace vt::training {
 namespace {

@@ -1,7 +1,7 @@
-// The sizes of training/sizes.h against the state the trainer builds: the torch-free counts match
-// LibTorch's models, fingerprint and record sizes bound by the real layout, and Trainer::create
-// runs the same checks before it builds anything. The checks that need no model are in
-// sizes_test.cpp, in a program that does not load LibTorch.
+// The sizes of training/zoo/sizes.h against the state the trainer builds: the torch-free counts
+// match LibTorch's models, fingerprint and record sizes bound by the real layout, and
+// Trainer::create runs the same checks before it builds anything. The checks that need no model are
+// in sizes_test.cpp, in a program that does not load LibTorch.
 #include <gtest/gtest.h>
 
 #include <iostream>
@@ -11,9 +11,9 @@
 #include "protocol/keys.h"
 #include "protocol/log.h"
 #include "tests/training/synthetic_task.h"
-#include "training/sizes.h"
 #include "training/trainer.h"
-#include "training/zoo.h"
+#include "training/zoo/sizes.h"
+#include "training/zoo/zoo.h"
 
 namespace vt::training {
 namespace {

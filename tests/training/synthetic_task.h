@@ -4,7 +4,7 @@
 #include <string>
 
 #include "protocol/task.h"
-#include "training/zoo.h"
+#include "training/zoo/zoo.h"
 
 namespace vt::training {
 

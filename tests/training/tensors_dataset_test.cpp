@@ -18,7 +18,7 @@
 #include "common/sha256.h"
 #include "tests/test_util.h"
 #include "training/trainer.h"
-#include "training/zoo.h"
+#include "training/zoo/zoo.h"
 
 namespace vt::training {
 namespace {

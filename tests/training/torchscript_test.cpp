@@ -6,9 +6,10 @@
 #include "common/file_io.h"
 #include "common/sha256.h"
 #include "tests/test_util.h"
-#include "training/internal/network.h"
+#include "training/model/network.h"
+#include "training/script/module.h"
 #include "training/trainer.h"
-#include "training/zoo.h"
+#include "training/zoo/zoo.h"
 
 namespace vt::training {
 namespace {

@@ -1,4 +1,4 @@
-#include "training/zoo.h"
+#include "training/zoo/zoo.h"
 
 #include <gtest/gtest.h>
 

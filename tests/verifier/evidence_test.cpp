@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json.h"
-#include "training/zoo.h"
+#include "training/zoo/zoo.h"
 #include "verifier/audit/audit.h"
 
 namespace vt::verifier {

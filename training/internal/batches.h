@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "training/internal/network.h"
-#include "training/mapped_data.h"
+#include "training/data/mapped_data.h"
+#include "training/model/network.h"
 #include "training/trainer.h"
 
 namespace vt::training {

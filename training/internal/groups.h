@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "training/distributed.h"
-#include "training/internal/network.h"
+#include "training/model/network.h"
 
 namespace vt::training {
 

@@ -8,7 +8,7 @@
 
 #include "kernels/optim.h"
 #include "protocol/task.h"
-#include "training/internal/network.h"
+#include "training/model/network.h"
 
 namespace vt::training {
 

@@ -5,7 +5,7 @@
 #include "fingerprint/fingerprint.h"
 #include "fingerprint/merkle.h"
 #include "training/live_fingerprint.h"
-#include "training/sizes.h"
+#include "training/zoo/sizes.h"
 #include "verifier/check/epoch_check.h"
 #include "verifier/check/second_replay.h"
 

@@ -7,7 +7,7 @@
 #include "common/text.h"
 #include "fingerprint/fingerprint.h"
 #include "fingerprint/merkle.h"
-#include "training/sizes.h"
+#include "training/zoo/sizes.h"
 #include "verifier/check/environment_check.h"
 
 namespace vt::verifier {

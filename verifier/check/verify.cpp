@@ -7,7 +7,7 @@
 #include <deque>
 #include <set>
 
-#include "training/sizes.h"
+#include "training/zoo/sizes.h"
 #include "verifier/check/environment_check.h"
 #include "verifier/check/log_check.h"
 #include "verifier/check/replay_jobs.h"

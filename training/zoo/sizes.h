@@ -19,12 +19,9 @@
 
 #include "common/safetensors.h"
 #include "protocol/task.h"
-#include "training/zoo.h"
+#include "training/zoo/zoo.h"
 
 namespace vt::training {
-
-class MappedDataset;
-struct Dataset;
 
 // What one pass of the training split is, before a byte of it is loaded for training.
 struct DataShape {
@@ -35,11 +32,14 @@ struct DataShape {
   std::int64_t permuted = 0;       // positions each pass permutes (0: token windows, drawn)
 };
 
-// The synthetic dataset load_dataset would generate for `resolved`, from its options alone.
+// The synthetic dataset load_dataset would generate for `resolved`, from its options alone. A
+// dataset already loaded or memory-mapped: resident_shape (training/data/data.h), mapped_shape
+// (training/data/mapped_data.h).
 DataShape synthetic_shape(const TrainingTask& resolved);
-// A dataset already loaded (MNIST, CIFAR-10) or memory-mapped (tensors, tokens).
-DataShape resident_shape(const Dataset& data);
-DataShape mapped_shape(const MappedDataset& data, const Task& task);
+
+// The product of `factors` (a negative one counts as 0) and `scale`, saturating at 2^64 - 1: a
+// size past 2^64 bytes is only ever compared against memory.
+std::uint64_t saturating_product(std::span<const std::int64_t> factors, std::uint64_t scale = 1);
 
 // Bytes this process can hold: physical memory, lowered by a cgroup limit or RLIMIT_AS.
 std::uint64_t usable_memory();
@@ -67,6 +67,9 @@ Result<StateCount> synthetic_zoo_state(const Task& task);
 // Whether synthetic_zoo_state measures a task of this model and dataset: a zoo model on synthetic
 // data.
 bool counted_without_building(const std::string& model, const std::string& dataset);
+
+// Steps in one epoch: the task's steps_per_epoch, or one full pass (partial batch dropped).
+std::int64_t steps_per_epoch(const Task& task, std::int64_t dataset_size);
 
 struct TaskSizes {
   std::int64_t steps = 0;         // per epoch

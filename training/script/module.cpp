@@ -1,5 +1,7 @@
 // User TorchScript modules (docs/models.md): loading, the mutable-attribute check, calls that
 // turn the interpreter's errors into the module's own message, and saving for `export`.
+#include "training/script/module.h"
+
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/python/update_graph_executor_opt.h>
 #include <torch/script.h>
@@ -9,41 +11,12 @@
 
 #include "common/file_io.h"
 #include "common/sha256.h"
-#include "training/internal/network.h"
-#include "training/internal/ops.h"
-#include "training/internal/script_portable.h"
+#include "training/model/network.h"
+#include "training/model/ops.h"
+#include "training/script/operators.h"
+#include "training/script/rewrite.h"
 
 namespace vt::training {
-
-// TorchScript wraps the module's own error in its interpreter traceback; the last
-// "SomethingError: ..." line onwards is what the model said.
-std::string model_message(const std::string& what) {
-  std::vector<std::string> lines;
-  std::istringstream in(what);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  std::size_t from = lines.size();
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    const std::string& l = lines[i];
-    const auto colon = l.find(": ");
-    const std::string head = l.substr(0, colon);
-    if (colon != std::string::npos && head.find(' ') == std::string::npos &&
-        (head.ends_with("Error") || head.ends_with("Exception"))) {
-      from = i;
-    }
-  }
-  if (from == lines.size()) {
-    for (const std::string& l : lines) {
-      if (!l.empty()) return l;
-    }
-    return what;
-  }
-  std::string out;
-  for (std::size_t i = from; i < lines.size() && i < from + 3; ++i) {
-    if (!out.empty()) out += ' ';
-    out += lines[i];
-  }
-  return out;
-}
 
 namespace {
 

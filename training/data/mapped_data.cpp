@@ -1,4 +1,4 @@
-#include "training/mapped_data.h"
+#include "training/data/mapped_data.h"
 
 #include <sys/stat.h>
 #include <time.h>
@@ -11,9 +11,9 @@
 #include <tuple>
 
 #include "common/sha256.h"
-#include "training/data.h"
-#include "training/prng.h"
-#include "training/zoo.h"
+#include "training/data/data.h"
+#include "training/zoo/prng.h"
+#include "training/zoo/zoo.h"
 
 namespace vt::training {
 namespace fs = std::filesystem;
@@ -435,6 +435,21 @@ Status check_against_model(const TrainingTask& resolved, const MappedDataset& da
     return data.check_class_targets(model.at("vocab"));
   }
   return {};  // torchscript: inputs reach the module as stored
+}
+
+DataShape mapped_shape(const MappedDataset& data, const Task& task) {
+  // Built-in models take float inputs (gpt: int64 tokens), whatever dtype the files store.
+  const Column& in = data.inputs();
+  const auto elements = static_cast<std::int64_t>(in.row_bytes() / dtype_size(in.dtype));
+  DataShape s;
+  s.examples = data.examples();
+  s.permuted = data.windowed() ? 0 : data.positions();
+  s.input_bytes = task.model.name == "torchscript"
+                      ? in.row_bytes()
+                      : saturating_product({&elements, 1}, task.model.name == "gpt" ? 8 : 4);
+  s.input_bytes = std::max<std::uint64_t>(s.input_bytes, in.row_bytes());
+  s.target_bytes = data.targets().row_bytes();
+  return s;
 }
 
 }  // namespace vt::training

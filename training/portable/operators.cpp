@@ -1,8 +1,8 @@
 // Differentiable LibTorch functions over the portable kernels of real models' element-wise,
-// pooling, product and reduction operators (internal/portable_ops.h; the layers are in
-// portable_layers.cpp). Every floating-point operation happens in kernels/; here are only
+// pooling, product and reduction operators (portable/operators.h; the layers are in
+// portable/layers.cpp). Every floating-point operation happens in kernels/; here are only
 // shapes, contiguous copies (exact) and which kernel runs.
-#include "training/internal/portable_ops.h"
+#include "training/portable/operators.h"
 
 #include <torch/torch.h>
 
@@ -13,12 +13,12 @@
 #include "kernels/pool.h"
 #include "kernels/products.h"
 #include "kernels/softmax.h"
-#include "training/internal/portable_fn.h"
-#include "training/internal/portable_tensor.h"
+#include "training/portable/functions.h"
+#include "training/portable/tensor.h"
 
 namespace vt::training::portable {
 
-// portable_fn.cpp's.
+// portable/functions.cpp's.
 kernels::ConvShape conv_shape(const at::Tensor& x, const at::Tensor& w,
                               const std::vector<std::int64_t>& stride,
                               const std::vector<std::int64_t>& padding,

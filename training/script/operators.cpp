@@ -1,7 +1,9 @@
 // The veritrain::* operators a portable TorchScript module's forward is rewritten onto
-// (script_portable.cpp): each has the arguments of the aten operator it replaces, checks what the
-// portable kernel covers (naming the argument it does not) and calls portable_fn.h /
-// portable_ops.h. Registered once per process with torch::Library.
+// (script/rewrite.cpp): each has the arguments of the aten operator it replaces, checks what the
+// portable kernel covers (naming the argument it does not) and calls portable/functions.h /
+// portable/operators.h. Registered once per process with torch::Library.
+#include "training/portable/operators.h"
+
 #include <torch/library.h>
 
 #include <algorithm>
@@ -9,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "training/internal/ops.h"
-#include "training/internal/portable_fn.h"
-#include "training/internal/portable_layers.h"
-#include "training/internal/portable_ops.h"
-#include "training/internal/script_portable.h"
+#include "training/model/ops.h"
+#include "training/portable/functions.h"
+#include "training/portable/layers.h"
+#include "training/script/operators.h"
+#include "training/script/rewrite.h"
 
 namespace vt::training {
 namespace {

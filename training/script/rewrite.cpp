@@ -1,7 +1,7 @@
 // TorchScript modules in portable arithmetic: the operators of their forward graph rewritten to
-// veritrain's own (veritrain::*, script_ops.cpp), every other operator checked to round nothing
-// or one IEEE operation per element (docs/portable.md, "TorchScript modules").
-#include "training/internal/script_portable.h"
+// veritrain's own (veritrain::*, script/operators.cpp), every other operator checked to round
+// nothing or one IEEE operation per element (docs/portable.md, "TorchScript modules").
+#include "training/script/rewrite.h"
 
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/ir/ir.h>

@@ -2,7 +2,7 @@
 // The portable kernels of real models' operators (docs/portable.md, "More functions" and
 // "Operators of real models") as differentiable LibTorch functions: activations, pooling,
 // transposed convolutions, batched products, broadcasting, reductions and softmax along any
-// dimension (the layers: portable_layers.h). Each forward and backward is kernels/ arithmetic;
+// dimension (the layers: portable/layers.h). Each forward and backward is kernels/ arithmetic;
 // LibTorch only copies and routes gradients. Float32 CPU tensors only. Internal to training/
 // (LibTorch types).
 

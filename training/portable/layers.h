@@ -2,7 +2,7 @@
 // The portable kernels of real models' layers (docs/portable.md, "Operators of real models") as
 // differentiable LibTorch functions: group norm, the further losses, recurrent layers and the
 // random operators (the element-wise, pooling, product and reduction operators:
-// portable_ops.h). Each forward and backward is kernels/ arithmetic; LibTorch only copies and
+// portable/operators.h). Each forward and backward is kernels/ arithmetic; LibTorch only copies and
 // routes gradients. Float32 CPU tensors only. Internal to training/ (LibTorch types).
 
 #include <ATen/ATen.h>
@@ -18,7 +18,7 @@ at::Tensor group_norm(const at::Tensor& x, std::int64_t groups, const at::Tensor
                       const at::Tensor& b, double eps);
 
 at::Tensor nll_loss(const at::Tensor& logp, const at::Tensor& target, std::int64_t ignore_index);
-// Label smoothing eps > 0 (eps 0: portable_fn.h's cross_entropy).
+// Label smoothing eps > 0 (eps 0: portable/functions.h's cross_entropy).
 at::Tensor cross_entropy_smoothed(const at::Tensor& logits, const at::Tensor& target, double eps);
 at::Tensor bce_with_logits(const at::Tensor& x, const at::Tensor& target);
 

@@ -1,6 +1,7 @@
 #pragma once
-// Internal to training/: the models behind one small interface. Includes ATen; never include
-// this from a public header.
+// The models behind one small interface, whatever builds them (training/model/models.h for the
+// zoo, training/script/module.h for a requestor's TorchScript module). LibTorch types: for
+// training/ alone.
 
 #include <ATen/ATen.h>
 
@@ -54,16 +55,6 @@ class Network {
   virtual void to(const at::Device& device) = 0;
   virtual void set_training(bool training) = 0;
 };
-
-// Builds the task's model, initialised from the current default generator (seeded by the
-// caller). Errors (bad TorchScript file, digest mismatch) come back as Result.
-Result<std::unique_ptr<Network>> make_network(const Task& task, const Options& model_options,
-                                              const std::filesystem::path& task_dir);
-
-// The task's TorchScript module (model.path, checked against model.sha256); modules that change
-// non-tensor attributes are refused (torchscript_model.cpp).
-Result<std::unique_ptr<Network>> load_torchscript(const Task& task,
-                                                  const std::filesystem::path& task_dir);
 
 // The step's loss: the module's own for loss "model", else compute_loss of its output.
 at::Tensor step_loss(const std::string& loss, Network& net, const at::Tensor& input,

@@ -1,8 +1,8 @@
 // Differentiable LibTorch functions over the portable kernels of real models' layers: group
 // norm, the further losses, recurrent layers and the random operators
-// (internal/portable_layers.h). Every floating-point operation happens in kernels/; here are
+// (portable/layers.h). Every floating-point operation happens in kernels/; here are
 // only shapes, contiguous copies (exact) and which kernel runs.
-#include "training/internal/portable_layers.h"
+#include "training/portable/layers.h"
 
 #include <torch/torch.h>
 
@@ -11,7 +11,7 @@
 #include "kernels/loss.h"
 #include "kernels/norm.h"
 #include "kernels/pointwise.h"
-#include "training/internal/portable_tensor.h"
+#include "training/portable/tensor.h"
 
 namespace vt::training::portable {
 

@@ -1,17 +1,19 @@
-// The model zoo (mlp, cnn, conv3d, gpt); user TorchScript modules are in torchscript_model.cpp.
+// The model zoo (mlp, cnn, conv3d, gpt) as LibTorch modules; user TorchScript modules are in
+// training/script/module.cpp.
+#include "training/model/models.h"
+
 #include <torch/torch.h>
 
 #include <cmath>
 
-#include "training/internal/network.h"
-#include "training/internal/ops.h"
+#include "training/model/ops.h"
 
 namespace vt::training {
 namespace {
 namespace nn = torch::nn;
 namespace F = torch::nn::functional;
 
-// Every model computes through an Ops (training/internal/ops.h): LibTorch's arithmetic runs
+// Every model computes through an Ops (training/model/ops.h): LibTorch's arithmetic runs
 // each module's own forward(), the portable one veritrain's kernels. Parameter names and
 // shapes are the modules' either way, so both arithmetics share the snapshot layout.
 
@@ -223,8 +225,7 @@ class ModuleNetwork final : public Network {
 
 }  // namespace
 
-Result<std::unique_ptr<Network>> make_network(const Task& task, const Options& o,
-                                              const std::filesystem::path& task_dir) {
+Result<std::unique_ptr<Network>> make_zoo_network(const Task& task, const Options& o) {
   const std::string& name = task.model.name;
   auto ops = [&] {
     return task.determinism == Determinism::kPortable ? portable_ops(task.seed) : torch_ops();
@@ -241,84 +242,7 @@ Result<std::unique_ptr<Network>> make_network(const Task& task, const Options& o
     return std::unique_ptr<Network>(std::make_unique<ModuleNetwork<Conv3dNet>>(ops()));
   if (name == "gpt")
     return std::unique_ptr<Network>(std::make_unique<ModuleNetwork<Gpt>>(ops(), o));
-  if (name == "torchscript") return load_torchscript(task, task_dir);
-  return invalid_input("model.name: unknown model \"" + name + "\"");
-}
-
-at::Tensor compute_loss(const std::string& loss, const at::Tensor& output,
-                        const at::Tensor& target) {
-  if (loss == "mse") return F::mse_loss(output, target);
-  if (output.dim() == 3) {  // token models: (batch, time, vocab) against (batch, time)
-    return F::cross_entropy(output.reshape({-1, output.size(-1)}), target.reshape({-1}));
-  }
-  return F::cross_entropy(output, target);
-}
-
-at::Tensor Network::forward_loss(const at::Tensor&, const at::Tensor&) {
-  throw ModelError(
-      "loss \"model\" needs a TorchScript module whose forward(inputs, targets) returns the loss");
-}
-
-Status Network::save_torchscript(const std::filesystem::path&) {
-  return invalid_input(
-      "--torchscript: export as TorchScript is for torchscript tasks only (a zoo model is not a "
-      "TorchScript module); --safetensors exports any model");
-}
-
-at::Tensor step_loss(const std::string& loss, Network& net, const at::Tensor& input,
-                     const at::Tensor& target) {
-  if (loss == "model") return net.forward_loss(input, target);
-  return net.loss(loss, net.forward(input), target);
-}
-
-std::string describe_tensor(const at::Tensor& t) {
-  std::string out = "[";
-  for (std::int64_t d = 0; d < t.dim(); ++d) {
-    if (d > 0) out += ", ";
-    out += std::to_string(t.size(d));
-  }
-  return out + "] " + c10::toString(t.scalar_type());
-}
-
-Status check_model_fits(const std::string& loss, Network& net, const at::Tensor& x,
-                        const at::Tensor& y, std::int64_t max_class) {
-  try {
-    if (loss == "model") {
-      const at::Tensor l = net.forward_loss(x, y);
-      if (l.dim() != 0 || !l.is_floating_point()) {
-        return invalid_input("model: forward(inputs, targets) returned " + describe_tensor(l) +
-                             "; loss \"model\" expects a floating-point scalar (the loss)");
-      }
-      return {};
-    }
-    const at::Tensor out = net.forward(x);
-    const std::string got =
-        "model: forward(inputs " + describe_tensor(x) + ") returned " + describe_tensor(out);
-    if (loss == "mse") {
-      if (out.sizes() == y.sizes()) return {};
-      return invalid_input(got + "; loss mse expects the targets' shape " + describe_tensor(y));
-    }
-    std::string expected = "[";
-    for (std::int64_t d = 0; d < y.dim(); ++d) {
-      expected += std::to_string(y.size(d));
-      expected += ", ";
-    }
-    expected += "C] logits";
-    const bool fits = out.is_floating_point() && out.dim() == y.dim() + 1 &&
-                      out.sizes().slice(0, y.dim()) == y.sizes();
-    if (!fits) {
-      return invalid_input(got + "; loss cross_entropy with targets " + describe_tensor(y) +
-                           " expects " + expected);
-    }
-    if (max_class >= out.size(-1)) {
-      return invalid_input(got + ": " + std::to_string(out.size(-1)) +
-                           " classes, but the targets hold class " + std::to_string(max_class) +
-                           "; expected " + expected + " with C > " + std::to_string(max_class));
-    }
-    return {};
-  } catch (const ModelError& e) {
-    return invalid_input(e.what());
-  }
+  return invalid_input("model.name: \"" + name + "\" is not a zoo model");
 }
 
 }  // namespace vt::training

@@ -1,10 +1,10 @@
-#include "training/data.h"
+#include "training/data/data.h"
 
 #include "common/file_io.h"
 #include "common/sha256.h"
-#include "training/gunzip.h"
-#include "training/prng.h"
-#include "training/zoo.h"
+#include "training/data/gunzip.h"
+#include "training/zoo/prng.h"
+#include "training/zoo/zoo.h"
 
 namespace vt::training {
 namespace fs = std::filesystem;
@@ -207,7 +207,7 @@ Result<Dataset> load_dataset(const TrainingTask& resolved, const fs::path& task_
   if (task.dataset.name == "cifar10") return cifar10(task, dir, opt.at("limit"));
   if (task.dataset.name == "tensors" || task.dataset.name == "tokens") {
     return invalid_input("dataset " + task.dataset.name +
-                         " is memory-mapped, never loaded whole (training/mapped_data.h)");
+                         " is memory-mapped, never loaded whole (training/data/mapped_data.h)");
   }
   const std::int64_t samples = opt.at("samples");
   if (m == "mlp") return blobs(task.seed, samples, model.at("input_dim"), model.at("classes"));
@@ -215,11 +215,6 @@ Result<Dataset> load_dataset(const TrainingTask& resolved, const fs::path& task_
   if (m == "cnn") return images(task.seed, samples, model.at("classes"));
   if (m == "conv3d") return volumes(task.seed, samples, model.at("size"));
   return tokens(task.seed, samples, model.at("vocab"), model.at("seq_len"));
-}
-
-std::int64_t steps_per_epoch(const Task& task, std::int64_t dataset_size) {
-  if (task.steps_per_epoch > 0) return task.steps_per_epoch;
-  return std::max<std::int64_t>(1, dataset_size / task.batch_size);
 }
 
 Result<std::vector<std::int64_t>> epoch_order(std::uint64_t seed, std::int64_t epoch,
@@ -248,6 +243,15 @@ Digest order_digest(const std::vector<std::int64_t>& order) {
     h.update(ByteSpan(buf, 8));
   }
   return h.finish();
+}
+
+DataShape resident_shape(const Dataset& data) {
+  DataShape s;
+  s.examples = s.permuted = data.size;
+  s.input_bytes = saturating_product(data.input_shape, data.tokens() ? 8 : 4);
+  s.target_bytes = saturating_product(data.target_shape, data.float_targets.empty() ? 8 : 4);
+  s.resident = true;
+  return s;
 }
 
 }  // namespace vt::training

@@ -1,4 +1,4 @@
-#include "training/zoo.h"
+#include "training/zoo/zoo.h"
 
 #include <algorithm>
 
@@ -154,7 +154,7 @@ Result<Options> resolve_dataset_options(const Task& task) {
 }
 
 // Float32 on CPUs, today. A TorchScript module's operators are checked when it is loaded
-// (script_portable.cpp).
+// (script/rewrite.cpp).
 Status portable_reaches(const Task& task) {
   if (task.device != Device::kCpu) {
     return invalid_input(

@@ -1,6 +1,6 @@
 // The zoo's operators in LibTorch's arithmetic (the modules' own forward) and in the portable
-// one (training/portable_fn.cpp), and the portable initial weights.
-#include "training/internal/ops.h"
+// one (training/portable/functions.cpp), and the portable initial weights.
+#include "training/model/ops.h"
 
 #include <c10/core/GradMode.h>
 #include <torch/version.h>
@@ -11,8 +11,8 @@
 
 #include "kernels/init.h"
 #include "kernels/scalar.h"
-#include "training/internal/network.h"
-#include "training/internal/portable_fn.h"
+#include "training/model/network.h"
+#include "training/portable/functions.h"
 
 namespace vt::training {
 namespace {

@@ -1,4 +1,4 @@
-#include "training/gunzip.h"
+#include "training/data/gunzip.h"
 
 #include <zlib.h>
 

@@ -1,4 +1,4 @@
-#include "training/sizes.h"
+#include "training/zoo/sizes.h"
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -14,8 +14,6 @@
 #include "common/text.h"
 #include "fingerprint/sampling.h"
 #include "protocol/log.h"
-#include "training/data.h"
-#include "training/mapped_data.h"
 
 namespace vt::training {
 namespace {
@@ -242,31 +240,15 @@ DataShape synthetic_shape(const TrainingTask& resolved) {
   return s;
 }
 
-DataShape resident_shape(const Dataset& data) {
-  std::uint64_t in = 1, tg = 1;
-  for (std::int64_t d : data.input_shape) in = mul(in, u(d));
-  for (std::int64_t d : data.target_shape) tg = mul(tg, u(d));
-  DataShape s;
-  s.examples = s.permuted = data.size;
-  s.input_bytes = mul(in, data.tokens() ? 8 : 4);
-  s.target_bytes = mul(tg, data.float_targets.empty() ? 8 : 4);
-  s.resident = true;
-  return s;
+std::int64_t steps_per_epoch(const Task& task, std::int64_t dataset_size) {
+  if (task.steps_per_epoch > 0) return task.steps_per_epoch;
+  return std::max<std::int64_t>(1, dataset_size / task.batch_size);
 }
 
-DataShape mapped_shape(const MappedDataset& data, const Task& task) {
-  // Built-in models take float inputs (gpt: int64 tokens), whatever dtype the files store.
-  const Column& in = data.inputs();
-  const std::uint64_t elements = in.row_bytes() / dtype_size(in.dtype);
-  DataShape s;
-  s.examples = data.examples();
-  s.permuted = data.windowed() ? 0 : data.positions();
-  s.input_bytes = task.model.name == "torchscript"
-                      ? in.row_bytes()
-                      : mul(elements, task.model.name == "gpt" ? 8 : 4);
-  s.input_bytes = std::max<std::uint64_t>(s.input_bytes, in.row_bytes());
-  s.target_bytes = data.targets().row_bytes();
-  return s;
+std::uint64_t saturating_product(std::span<const std::int64_t> factors, std::uint64_t scale) {
+  std::uint64_t r = scale;
+  for (std::int64_t f : factors) r = mul(r, u(f));
+  return r;
 }
 
 std::uint64_t usable_memory() {

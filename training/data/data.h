@@ -7,7 +7,8 @@
 #include <vector>
 
 #include "protocol/task.h"
-#include "training/zoo.h"
+#include "training/zoo/sizes.h"
+#include "training/zoo/zoo.h"
 
 namespace vt::training {
 
@@ -34,10 +35,10 @@ Result<std::vector<std::int64_t>> epoch_order(std::uint64_t seed, std::int64_t e
                                               std::int64_t dataset_size, std::int64_t steps,
                                               std::int64_t batch);
 
-// Steps in one epoch: the task's steps_per_epoch, or one full pass (partial batch dropped).
-std::int64_t steps_per_epoch(const Task& task, std::int64_t dataset_size);
-
 // SHA-256 over the order's indices as u64le: what the commitment names as data_order_digest.
 Digest order_digest(const std::vector<std::int64_t>& order);
+
+// What one pass of a loaded dataset is, for check_sizes (training/zoo/sizes.h).
+DataShape resident_shape(const Dataset& data);
 
 }  // namespace vt::training

@@ -21,7 +21,8 @@
 #include "common/mapped_file.h"
 #include "common/safetensors.h"
 #include "protocol/task.h"
-#include "training/zoo.h"
+#include "training/zoo/sizes.h"
+#include "training/zoo/zoo.h"
 
 namespace vt::training {
 
@@ -106,5 +107,9 @@ std::vector<std::int64_t> held_out_rows(std::uint64_t seed, std::int64_t rows, d
 // TorchScript model gets its inputs as stored and is checked by running it). Messages name
 // the expected and the actual value.
 Status check_against_model(const TrainingTask& task, const MappedDataset& data);
+
+// What one pass of a mapped dataset is as `task`'s model takes it, for check_sizes
+// (training/zoo/sizes.h).
+DataShape mapped_shape(const MappedDataset& data, const Task& task);
 
 }  // namespace vt::training

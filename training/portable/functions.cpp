@@ -1,6 +1,6 @@
 // Differentiable LibTorch functions over the portable kernels. Every floating-point operation
 // happens in kernels/; here are only shapes, contiguous copies (exact) and which kernel runs.
-#include "training/internal/portable_fn.h"
+#include "training/portable/functions.h"
 
 #include <torch/torch.h>
 
@@ -11,7 +11,7 @@
 #include "kernels/norm.h"
 #include "kernels/pointwise.h"
 #include "kernels/softmax.h"
-#include "training/internal/portable_tensor.h"
+#include "training/portable/tensor.h"
 
 namespace vt::training::portable {
 namespace {

@@ -5,7 +5,7 @@
 #include <span>
 
 #include "common/safetensors.h"
-#include "training/internal/network.h"
+#include "training/model/network.h"
 
 namespace vt::training {
 

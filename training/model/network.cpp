@@ -1,0 +1,119 @@
+// The interface every model is trained through, and what the trainer asks of any model:
+// LibTorch's loss, the step's loss, the fit of a model's output to its targets, and how errors
+// name tensors and quote a module.
+#include "training/model/network.h"
+
+#include <torch/torch.h>
+
+#include <sstream>
+
+namespace vt::training {
+namespace F = torch::nn::functional;
+
+at::Tensor compute_loss(const std::string& loss, const at::Tensor& output,
+                        const at::Tensor& target) {
+  if (loss == "mse") return F::mse_loss(output, target);
+  if (output.dim() == 3) {  // token models: (batch, time, vocab) against (batch, time)
+    return F::cross_entropy(output.reshape({-1, output.size(-1)}), target.reshape({-1}));
+  }
+  return F::cross_entropy(output, target);
+}
+
+at::Tensor Network::forward_loss(const at::Tensor&, const at::Tensor&) {
+  throw ModelError(
+      "loss \"model\" needs a TorchScript module whose forward(inputs, targets) returns the loss");
+}
+
+Status Network::save_torchscript(const std::filesystem::path&) {
+  return invalid_input(
+      "--torchscript: export as TorchScript is for torchscript tasks only (a zoo model is not a "
+      "TorchScript module); --safetensors exports any model");
+}
+
+at::Tensor step_loss(const std::string& loss, Network& net, const at::Tensor& input,
+                     const at::Tensor& target) {
+  if (loss == "model") return net.forward_loss(input, target);
+  return net.loss(loss, net.forward(input), target);
+}
+
+std::string describe_tensor(const at::Tensor& t) {
+  std::string out = "[";
+  for (std::int64_t d = 0; d < t.dim(); ++d) {
+    if (d > 0) out += ", ";
+    out += std::to_string(t.size(d));
+  }
+  return out + "] " + c10::toString(t.scalar_type());
+}
+
+Status check_model_fits(const std::string& loss, Network& net, const at::Tensor& x,
+                        const at::Tensor& y, std::int64_t max_class) {
+  try {
+    if (loss == "model") {
+      const at::Tensor l = net.forward_loss(x, y);
+      if (l.dim() != 0 || !l.is_floating_point()) {
+        return invalid_input("model: forward(inputs, targets) returned " + describe_tensor(l) +
+                             "; loss \"model\" expects a floating-point scalar (the loss)");
+      }
+      return {};
+    }
+    const at::Tensor out = net.forward(x);
+    const std::string got =
+        "model: forward(inputs " + describe_tensor(x) + ") returned " + describe_tensor(out);
+    if (loss == "mse") {
+      if (out.sizes() == y.sizes()) return {};
+      return invalid_input(got + "; loss mse expects the targets' shape " + describe_tensor(y));
+    }
+    std::string expected = "[";
+    for (std::int64_t d = 0; d < y.dim(); ++d) {
+      expected += std::to_string(y.size(d));
+      expected += ", ";
+    }
+    expected += "C] logits";
+    const bool fits = out.is_floating_point() && out.dim() == y.dim() + 1 &&
+                      out.sizes().slice(0, y.dim()) == y.sizes();
+    if (!fits) {
+      return invalid_input(got + "; loss cross_entropy with targets " + describe_tensor(y) +
+                           " expects " + expected);
+    }
+    if (max_class >= out.size(-1)) {
+      return invalid_input(got + ": " + std::to_string(out.size(-1)) +
+                           " classes, but the targets hold class " + std::to_string(max_class) +
+                           "; expected " + expected + " with C > " + std::to_string(max_class));
+    }
+    return {};
+  } catch (const ModelError& e) {
+    return invalid_input(e.what());
+  }
+}
+
+// TorchScript wraps the module's own error in its interpreter traceback; the last
+// "SomethingError: ..." line onwards is what the model said.
+std::string model_message(const std::string& what) {
+  std::vector<std::string> lines;
+  std::istringstream in(what);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::size_t from = lines.size();
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const std::string& l = lines[i];
+    const auto colon = l.find(": ");
+    const std::string head = l.substr(0, colon);
+    if (colon != std::string::npos && head.find(' ') == std::string::npos &&
+        (head.ends_with("Error") || head.ends_with("Exception"))) {
+      from = i;
+    }
+  }
+  if (from == lines.size()) {
+    for (const std::string& l : lines) {
+      if (!l.empty()) return l;
+    }
+    return what;
+  }
+  std::string out;
+  for (std::size_t i = from; i < lines.size() && i < from + 3; ++i) {
+    if (!out.empty()) out += ' ';
+    out += lines[i];
+  }
+  return out;
+}
+
+}  // namespace vt::training
