@@ -4,7 +4,7 @@
 //     cheater most plausibly changes (gpt: its first gelu; cnn: its first batch norm) and, as
 //     _largest, for the step's call with the most operand bytes;
 //   referee_ms_<model>: reading, checking and ruling on that evidence (veritrain referee's work);
-//   numpy_referee_ms_<model>: scripts/referee_ref.py on it, the interpreter's start included;
+//   numpy_referee_ms_<model>: reference/referee_ref.py on it, the interpreter's start included;
 //   dispute_vs_step_replays_<model>: the auditor's extra work (its traced replay of the step from
 //     the committed state, the comparison, the evidence) in replays of one untraced step (also
 //     from the committed state: restoring it included on both sides), against a provider that
@@ -200,7 +200,7 @@ void measure(Report& report, const Model& m, const fs::path& dir, double off_ns_
       std::exit(1);
     }
     const std::string command = "/usr/bin/python3 " + std::string(VT_SOURCE_DIR) +
-                                "/scripts/referee_ref.py " + file.string() + " > /dev/null";
+                                "/reference/referee_ref.py " + file.string() + " > /dev/null";
     const double numpy = best_seconds(3, [&] { (void)std::system(command.c_str()); });
     report.add("evidence_operator_" + suffix,
                traced.trace.calls[static_cast<std::size_t>(index)].op);

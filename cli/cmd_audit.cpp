@@ -20,7 +20,7 @@ struct AuditArgs {
   std::uint64_t epoch = 0;
   std::int64_t threads = 0;
   bool second_opinion = false;
-  std::string reference = VT_REFERENCE_SCRIPT, python = "/usr/bin/python3";
+  std::string reference, python = "/usr/bin/python3";
 };
 
 // audit --second-opinion: the reference replays the same epoch from the same stored state, and
@@ -34,6 +34,15 @@ Status add_second_opinion(verifier::AuditFinding& f, const Task& task,
   verifier::SecondOpinionOptions o;
   o.python = a.python;
   o.script = a.reference;
+  if (o.script.empty()) {
+    // Installed beside this binary (cli/CMakeLists.txt copies reference/ there).
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    o.script = self.parent_path() / "reference" / "replay_ref.py";
+    if (ec || !fs::is_regular_file(o.script))
+      return invalid_input("--second-opinion: no reference replayer at " + o.script.string() +
+                           " (reference/ is installed beside veritrain-torch); give --reference");
+  }
   if (!task.dataset.files.empty()) o.data_dir = fs::path(a.task).parent_path() / task.dataset.path;
   VT_ASSIGN_OR_RETURN(
       verifier::SecondOpinion s,
@@ -162,7 +171,7 @@ void register_audit(CLI::App& app, Context& ctx) {
       "Also replay with the independent PyTorch reference and record whether it agrees");
   // Its default is a path on the machine veritrain was built on: named, not printed.
   audit->add_option("--reference", a->reference,
-                    "The reference replayer; default: scripts/replay_ref.py of this build");
+                    "The reference replayer; default: reference/replay_ref.py beside this binary");
   audit->add_option("--python", a->python, "Interpreter with python3-torch for the reference")
       ->capture_default_str();
   audit->callback([&ctx, a] { ctx.action = [&ctx, a] { return run_audit(ctx, *a); }; });

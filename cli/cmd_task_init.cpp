@@ -51,7 +51,7 @@ Status parse_options(const std::vector<std::string>& pairs, Options& into,
 
 // `task init --model M [--dataset D] --list-options`: what --option and --data-option take.
 Result<int> list_options(Context& ctx, const InitArgs& a) {
-  const training::ModelInfo* model = training::find_model(a.model);
+  const training::ModelRow* model = training::find_model(a.model);
   if (model == nullptr) return invalid_input("--model: no model named \"" + a.model + "\"");
   Task task;
   task.model.name = a.model;
@@ -87,13 +87,15 @@ Result<int> list_options(Context& ctx, const InitArgs& a) {
 
 // Pins every regular file in `dir` by SHA-256 (MNIST idx or CIFAR-10 batches).
 Status pin_data_files(Task& task, const std::string& dir) {
+  const training::DatasetRow* found = training::find_dataset(task.dataset.name);
+  if (found == nullptr) return training::resolve_dataset_options(task).error();
+  const training::DatasetRow& dataset = *found;
   task.dataset.path = dir;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     if (!entry.is_regular_file()) continue;
     const std::string name = entry.path().filename().string();
-    if (task.dataset.name == "cifar10" && name.rfind("data_batch_", 0) != 0) continue;
-    if (task.dataset.name == "mnist" && name.rfind("train-", 0) != 0) continue;
+    if (name.rfind(dataset.train_file_prefix, 0) != 0) continue;
     VT_ASSIGN_OR_RETURN(Bytes bytes, read_file(entry.path()));
     task.dataset.files[name] = hex_encode(sha256(bytes));
   }
@@ -149,7 +151,7 @@ Status set_choice(const std::string& flag, const std::string& text, Enum& out) {
 // "--model gtp: not a model; did you mean gpt?": a typo gets the name it missed.
 Status check_model_name(const std::string& model) {
   std::vector<std::string> names;
-  for (const training::ModelInfo& m : training::zoo_models()) names.push_back(m.name);
+  for (const training::ModelRow& m : training::zoo_models()) names.push_back(m.name);
   if (std::find(names.begin(), names.end(), model) != names.end()) return {};
   const std::string closest = closest_name(model, names);
   std::string all;
@@ -170,14 +172,15 @@ constexpr const char* kExactFallbackAdvice =
 
 Result<Task> build_task(const InitArgs& a, const TaskInitHost& host, bool& exact_fallback) {
   VT_RETURN_IF_ERROR(check_model_name(a.model));
+  const training::ModelRow& model = *training::find_model(a.model);
   VT_ASSIGN_OR_RETURN(Task task, training::default_task(a.model, a.dataset));
   // An optimizer or schedule chosen on the command line comes with its own defaults: sgd's
   // momentum kept under adam would make the task invalid.
-  if (!a.optimizer.empty()) task.optimizer = training::default_optimizer(a.model, a.optimizer);
+  if (!a.optimizer.empty()) task.optimizer = training::default_optimizer(model, a.optimizer);
   if (a.lr > 0) task.optimizer.lr = a.lr;
   if (!a.schedule.empty() || a.lr > 0) {
     task.schedule = training::default_schedule(
-        a.model, a.schedule.empty() ? task.schedule.name : a.schedule, task.optimizer.lr);
+        model, a.schedule.empty() ? task.schedule.name : a.schedule, task.optimizer.lr);
   }
   apply_hyper_args(a.hyper, task);
   VT_RETURN_IF_ERROR(parse_options(a.model_options, task.model.options, "--option"));
@@ -199,10 +202,8 @@ Result<Task> build_task(const InitArgs& a, const TaskInitHost& host, bool& exact
   if (task.determinism == Determinism::kTolerance && task.tolerance.rel_l2 == 0.0) {
     // The calibrated thresholds of docs/tolerance.md: honest cross-thread-count spread times a
     // margin of 10. Convolutions spread most; the cnn row covers them, the gpt row the rest.
-    const bool convolutional =
-        task.model.name == "cnn" || task.model.name == "conv3d" || task.model.name == "torchscript";
-    task.tolerance = convolutional ? ToleranceSpec{2.3e-3, 0.0, 1.0e-3, 0.0}
-                                   : ToleranceSpec{2.9e-4, 0.0, 1.1e-5, 0.0};
+    task.tolerance = model.convolutional ? ToleranceSpec{2.3e-3, 0.0, 1.0e-3, 0.0}
+                                         : ToleranceSpec{2.9e-4, 0.0, 1.1e-5, 0.0};
   }
   if (!a.seed.empty()) {
     // Decimal, or hex after 0x as before; a sign or trailing characters are refused.
@@ -235,7 +236,7 @@ Result<Task> build_task(const InitArgs& a, const TaskInitHost& host, bool& exact
     // trains in exact mode when nobody asked for portable: said on stderr with the reason, not
     // refused. A module exact mode cannot run either is refused with exact mode's reason.
     if (!a.determinism.empty() || task.determinism != Determinism::kPortable ||
-        task.model.name != "torchscript") {
+        !model.user_module) {
       return covered.error();
     }
     task.determinism = Determinism::kExact;
@@ -333,7 +334,7 @@ void register_task_init(CLI::App& task, Context& ctx, const TaskInitHost& host) 
         std::cerr << "warning: " << warning << "\n";
       // LibTorch's kernels on a requestor's module: whether they give the same bits run after
       // run is the module's to prove, before anyone pays.
-      if (t.determinism == Determinism::kExact && t.model.name == "torchscript") {
+      if (t.determinism == Determinism::kExact && t.model.torchscript()) {
         std::cerr << "next: veritrain task check " << (a->out.empty() ? "TASK.json" : a->out)
                   << "\n  it trains the task in two fresh processes: a module whose bits change"
                      " from run\n  to run leaves every epoch unjudged\n";

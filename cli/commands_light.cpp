@@ -13,10 +13,12 @@ void register_light_plan(CLI::App& app, Context& ctx);  // plan_light.cpp
 
 namespace {
 
-// task init without LibTorch: the zoo's models on the synthetic data made for them.
+// task init without LibTorch: the zoo's models on the synthetic data made for them, and the
+// refusal of a model name the zoo does not have (it needs no LibTorch to say so).
 bool writes_zoo_on_synthetic(const std::string& model, const std::string& dataset,
                              bool pin_environment) {
-  return training::counted_without_building(model, dataset) && !pin_environment;
+  const bool unknown = training::find_model(model) == nullptr;
+  return (unknown || training::counted_without_building(model, dataset)) && !pin_environment;
 }
 constexpr TaskInitHost kLightTaskInit{writes_zoo_on_synthetic, exec_torch_program,
                                       training::synthetic_zoo_state, nullptr};

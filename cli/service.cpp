@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 #include <filesystem>
 #include <iostream>
@@ -202,6 +203,46 @@ int wait_for_termination_signal() {
   int sig = 0;
   sigwait(&set, &sig);
   return sig;
+}
+
+struct TrainInterrupts::State {
+  std::atomic<bool> trained{false};
+  std::atomic<std::int64_t> last_committed{-1};
+  std::string rest;  // " of N is committed in WORKDIR; ..."
+};
+
+TrainInterrupts::TrainInterrupts(std::int64_t epochs, const std::string& workdir)
+    : state_(std::make_shared<State>()) {
+  state_->rest = " of " + std::to_string(epochs) + " is committed in " + workdir +
+                 "; run the same command to go on from there\n";
+  block_termination_signals();
+  waiter_ = std::thread([state = state_] {
+    wait_for_termination_signal();
+    if (state->trained.load()) {
+      std::cerr << "\nveritrain: stopped serving; training had finished\n";
+      std::_Exit(0);
+    }
+    const std::int64_t last = state->last_committed.load();
+    std::cerr << "\nveritrain: interrupted; "
+              << (last < 0 ? std::string("no epoch") : "epoch " + std::to_string(last))
+              << state->rest;
+    std::_Exit(130);
+  });
+}
+
+// Returning from `train` ends the process (its main returns): the waiter, blocked in sigwait,
+// is left to end with it.
+TrainInterrupts::~TrainInterrupts() {
+  if (waiter_.joinable()) waiter_.detach();
+}
+
+void TrainInterrupts::committed(std::int64_t epoch) { state_->last_committed.store(epoch); }
+
+void TrainInterrupts::trained() { state_->trained.store(true); }
+
+void TrainInterrupts::serve_until_interrupted() {
+  waiter_.join();  // the waiter ends the process on the interrupt; join never returns
+  std::_Exit(0);
 }
 
 }  // namespace vt::cli

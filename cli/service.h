@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "cli/app.h"
 #include "cli/train_metrics.h"
@@ -55,5 +56,28 @@ namespace vt::cli {
 // starting any), then wait for one in the thread that should react.
 void block_termination_signals();
 int wait_for_termination_signal();  // returns the signal number
+
+// How `train` ends when interrupted. Everything it writes is crash-safe, so an interrupt may end
+// the process at once: it says which epoch is committed (a later `train` resumes after it), or,
+// once training has finished and the process only serves, that serving stopped (exit 0; else
+// 130). Made before any thread starts, since it blocks the signals in every thread and answers
+// them on one of its own.
+class TrainInterrupts {
+ public:
+  TrainInterrupts(std::int64_t epochs, const std::string& workdir);
+  ~TrainInterrupts();
+  TrainInterrupts(const TrainInterrupts&) = delete;
+  TrainInterrupts& operator=(const TrainInterrupts&) = delete;
+
+  void committed(std::int64_t epoch);  // the latest durable commitment
+  void trained();                      // every epoch committed: an interrupt now ends serving
+  // Blocks until an interrupt ends the process: `train --serve` serving after training.
+  [[noreturn]] void serve_until_interrupted();
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+  std::thread waiter_;
+};
 
 }  // namespace vt::cli

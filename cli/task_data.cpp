@@ -58,12 +58,14 @@ Status apply_data_flags(const DataFlags& f, Task& task) {
 
 Result<std::string> fill_model_options_from_data(Task& task,
                                                  const std::vector<std::string>& given) {
-  const std::string& m = task.model.name;
-  const bool tensors = task.dataset.name == "tensors", tokens = task.dataset.name == "tokens";
-  if (task.dataset.files.empty() ||
-      !((tensors && (m == "mlp" || m == "cnn")) || (tokens && m == "gpt")))
-    return std::string();
+  if (task.dataset.files.empty()) return std::string();
   VT_ASSIGN_OR_RETURN(const training::TrainingTask resolved, training::resolve_options(task));
+  // A zoo model sized by its classes (or vocabulary) or features takes them from the files of a
+  // memory-mapped dataset it trains on.
+  const training::ModelRow& m = resolved.zoo_model();
+  if (!resolved.zoo_dataset().memory_mapped || !m.trains_on(resolved.zoo_dataset().kind) ||
+      (m.class_option.empty() && m.feature_option.empty()))
+    return std::string();
   VT_ASSIGN_OR_RETURN(auto data, training::MappedDataset::open(resolved, task.dataset.path,
                                                                task.dataset.files, "train"));
   std::string filled;
@@ -74,14 +76,14 @@ Result<std::string> fill_model_options_from_data(Task& task,
     task.model.options[name] = value;
     filled += (filled.empty() ? "" : ", ") + name + " = " + std::to_string(value);
   };
-  if (m == "mlp" && data->targets().shape.empty()) {
+  if (!m.feature_option.empty() && data->targets().shape.empty()) {
     std::int64_t features = 1;
     for (std::int64_t d : data->inputs().shape) features *= d;
-    fill("input_dim", features);
+    fill(m.feature_option, features);
   }
   if (const std::optional<std::int64_t> largest = data->largest_class_target();
-      largest && *largest >= 0 && task.loss == "cross_entropy") {
-    fill(m == "gpt" ? "vocab" : "classes", std::max<std::int64_t>(2, *largest + 1));
+      !m.class_option.empty() && largest && *largest >= 0 && task.loss == "cross_entropy") {
+    fill(m.class_option, std::max<std::int64_t>(2, *largest + 1));
   }
   return filled;
 }

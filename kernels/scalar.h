@@ -2,7 +2,7 @@
 // veritrain's own transcendental functions and random numbers, one element at a time
 // (docs/portable.md, "Functions" and "Random numbers"). Built from +, −, ×, ÷, comparisons and
 // bit moves, which IEEE-754 rounds alike on every machine; they need not be correctly rounded,
-// only the same everywhere (and in scripts/portable_ref.py). Header-only and free of the
+// only the same everywhere (and in reference/portable_ref.py). Header-only and free of the
 // standard math library, so that a CUDA twin can compile the same text (VT_HD).
 //
 // Files that include this must be compiled with -ffp-contract=off: `a * b + c` must stay two

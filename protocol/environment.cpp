@@ -48,7 +48,7 @@ bool is_exactness_condition(std::string_view field, const Task& task) {
   if (task.determinism != Determinism::kExact) return false;
   const EnvironmentField* f = find_environment_field(field);
   if (f == nullptr) return false;
-  if (f->torchscript_only && task.model.name != "torchscript") return false;
+  if (f->torchscript_only && !task.model.torchscript()) return false;
   return task.device == Device::kCuda ? f->cuda_condition : f->cpu_condition;
 }
 

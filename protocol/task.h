@@ -70,11 +70,16 @@ std::string quoted_names() {
   return list;
 }
 
+// The model name of a requestor's own TorchScript module: the one model the format itself knows,
+// because it alone comes with a file (path, sha256). Every other name is a row of training/'s zoo.
+inline constexpr std::string_view kTorchScriptModel = "torchscript";
+
 struct ModelSpec {
   std::string name;    // "mlp" | "cnn" | "conv3d" | "gpt" | "torchscript"
   Options options;     // e.g. {"width": 16} — per model, checked by training/
   std::string path;    // torchscript only: module file, relative to the task file
   std::string sha256;  // torchscript only: hex digest of that file
+  bool torchscript() const { return name == kTorchScriptModel; }
 };
 
 struct DatasetSpec {

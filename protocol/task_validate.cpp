@@ -114,7 +114,7 @@ Status validate_model(const Checker& c, const ModelSpec& m) {
   VT_RETURN_IF_ERROR(c.identifier("model.name", m.name));
   for (const auto& [key, _] : m.options) VT_RETURN_IF_ERROR(c.identifier("model.options", key));
   VT_RETURN_IF_ERROR(c.text("model.path", m.path));
-  if (m.name == "torchscript") {
+  if (m.torchscript()) {
     if (m.path.empty()) return c.fail_text("model.path", "required for model \"torchscript\"");
     return c.sha256_hex("model.sha256", m.sha256);
   }

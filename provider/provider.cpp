@@ -18,6 +18,7 @@
 #include "training/environment.h"
 #include "training/eval_claim.h"
 #include "training/live_fingerprint.h"
+#include "training/prepared_task.h"
 #include "training/zoo/sizes.h"
 #include "training/zoo/zoo.h"
 
@@ -222,8 +223,10 @@ Result<Environment> checked_environment(const Task& task, const training::Traine
 // Hardware threads minus training's intra-op threads, at least one; or as the options say.
 std::size_t spare_threads(const Task& task, const ProviderOptions& options) {
   if (options.pipeline_threads > 0) return options.pipeline_threads;
-  const std::size_t training = static_cast<std::size_t>(std::max<std::int64_t>(
-      1, options.intra_op_threads > 0 ? options.intra_op_threads : task.intra_op_threads));
+  training::TrainerOptions run;
+  run.intra_op_threads = options.intra_op_threads;
+  const std::size_t training =
+      static_cast<std::size_t>(std::max<std::int64_t>(1, training::run_threads(task, run)));
   const std::size_t cores = hardware_threads();
   return cores > training ? cores - training : 1;
 }

@@ -14,7 +14,7 @@ PACKAGES=(
   libgtest-dev
   libgloo-dev                       # training/distributed.cpp: c10d ProcessGroupGloo headers (ranks)
   python3                           # the layering test, reference scripts
-  python3-torch python3-numpy       # scripts/replay_ref.py: the independent reference replayer
+  python3-torch python3-numpy       # reference/replay_ref.py: the independent reference replayer
   python3-torchvision               # real model definitions (resnet18, mobilenet_v2) for portable tests
   python3-torchaudio                # real speech models (wav2vec2) for the exact-mode replay tests
   clang-tidy clang-format           # make lint (clang-tidy 14); the format check of make test

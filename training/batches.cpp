@@ -12,10 +12,6 @@ std::vector<std::int64_t> batched(std::int64_t n, const std::vector<std::int64_t
   return out;
 }
 
-bool is_mapped_dataset(const Task& task) {
-  return task.dataset.name == "tensors" || task.dataset.name == "tokens";
-}
-
 Result<std::pair<at::Tensor, at::Tensor>> MappedSplit::batch(std::span<const std::int64_t> indices,
                                                              const at::Device& device) const {
   const auto n = static_cast<std::int64_t>(indices.size());
@@ -43,11 +39,13 @@ Result<MappedSplit> open_mapped_split(const TrainingTask& resolved,
   VT_ASSIGN_OR_RETURN(out.data,
                       MappedDataset::open(resolved, task_dir / task.dataset.path, files, split));
   VT_RETURN_IF_ERROR(check_against_model(resolved, *out.data));
-  const std::string& m = task.model.name;
-  if (m == "gpt") {
+  // Built-in models take float inputs, or int64 token ids below their vocabulary; a user
+  // module takes them as stored.
+  const ModelRow& m = resolved.zoo_model();
+  if (!m.user_module && m.input == InputKind::kTokens) {
     out.input_type = at::kLong;
     out.token_limit = model_options.at("vocab");
-  } else if (m != "torchscript") {
+  } else if (!m.user_module) {
     out.input_type = at::kFloat;
   }
   return out;

@@ -16,6 +16,7 @@
 #include "common/sha256.h"
 #include "kernels/isa.h"
 #include "kernels/version.h"
+#include "training/prepared_task.h"
 #include "training/runtime.h"
 
 namespace vt::training {
@@ -213,10 +214,6 @@ void add_cuda_fields(const std::string& device, Environment& env) {
   for (const char* field : kCudaFields) env.emplace(field, "unknown");
 }
 
-std::int64_t threads_of(const Task& task, const TrainerOptions& options) {
-  return options.intra_op_threads > 0 ? options.intra_op_threads : task.intra_op_threads;
-}
-
 }  // namespace
 
 const std::vector<std::string>& cpu_capability_levels() {
@@ -226,12 +223,12 @@ const std::vector<std::string>& cpu_capability_levels() {
 
 Environment measure_environment(const Task& task, const TrainerOptions& options) {
   Environment env;
-  const std::string device = options.device.empty() ? name_string(task.device) : options.device;
+  const std::string device = run_device(task, options);
   const bool cuda = device.rfind("cuda", 0) == 0;
   env["arithmetic"] = name_of(task.determinism);
   env["device"] = cuda ? "cuda" : "cpu";
   env["torch"] = runtime_info().torch_version;
-  env["intra_op_threads"] = std::to_string(threads_of(task, options));
+  env["intra_op_threads"] = std::to_string(run_threads(task, options));
   env["cpu_capability"] = aten_cpu_capability();
   const OneDnn d = onednn();
   env["onednn_isa"] = d.loaded() ? d.name(d.effective()) : "not loaded";
@@ -242,7 +239,7 @@ Environment measure_environment(const Task& task, const TrainerOptions& options)
   if (task.determinism == Determinism::kPortable)
     env["kernels"] = kernels::isa_name(kernels::isa());
   env["libtorch_repairs"] = kLibTorchRepairs;
-  if (task.model.name == "torchscript") env["script_executor"] = kScriptExecutor;
+  if (task.model.torchscript()) env["script_executor"] = kScriptExecutor;
   if (cuda) {
     add_cuda_fields(device, env);
     env["tf32"] = task.precision == Precision::kFp32 ? "off" : "on";
@@ -323,9 +320,9 @@ std::map<std::string, std::vector<std::string>> replayable_environments(
   }
   out["torch"] = {runtime_info().torch_version};
   out["blas_sha256"] = {loaded_blas().sha256};
-  out["intra_op_threads"] = {std::to_string(threads_of(task, options))};
+  out["intra_op_threads"] = {std::to_string(run_threads(task, options))};
   out["libtorch_repairs"] = {kLibTorchRepairs};
-  if (task.model.name == "torchscript") out["script_executor"] = {kScriptExecutor};
+  if (task.model.torchscript()) out["script_executor"] = {kScriptExecutor};
   return out;
 }
 

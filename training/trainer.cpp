@@ -7,6 +7,7 @@
 #include <malloc.h>
 #include <torch/version.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -24,6 +25,7 @@
 #include "training/internal/snapshot.h"
 #include "training/model/models.h"
 #include "training/model/network.h"
+#include "training/prepared_task.h"
 #include "training/runtime.h"
 #include "training/script/module.h"
 #include "training/zoo/schedule.h"
@@ -31,6 +33,9 @@
 #include "training/zoo/zoo.h"
 
 namespace vt::training {
+namespace {
+std::atomic<std::uint64_t> g_trainers_built{0};  // trainers_built()
+}  // namespace
 
 struct Trainer::Impl {
   Task task;
@@ -118,8 +123,7 @@ at::Generator cuda_generator(const at::Device& d) {
   return at::globalContext().defaultGenerator(at::Device(at::kCUDA, d.has_index() ? d.index() : 0));
 }
 
-Result<at::Device> resolve_device(const Task& task, const TrainerOptions& options) {
-  const std::string name = options.device.empty() ? name_string(task.device) : options.device;
+Result<at::Device> resolve_device(const std::string& name) {
   if (name.rfind("cuda", 0) == 0) {
     // cuBLAS reads this when it creates its first handle; deterministic GEMMs need it.
     ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 0);
@@ -206,23 +210,24 @@ void keep_step_memory() {
 // comes first: every size is checked against it and this machine's memory (sizes.h) before the
 // model, the data's tensors or the epoch's order take a byte.
 Result<std::unique_ptr<Trainer::Impl>> build(const Task& task, const TrainerOptions& options) {
-  VT_ASSIGN_OR_RETURN(const TrainingTask resolved, resolve_for_training(task));
-  const Options& model_options = resolved.model;
+  g_trainers_built.fetch_add(1);
+  VT_ASSIGN_OR_RETURN(PreparedTask prepared, prepare_task(task, options));
+  const TrainingTask& resolved = prepared.resolved;
   keep_step_memory();
   auto impl = std::make_unique<Trainer::Impl>();
   impl->task = task;
-  impl->id = task_id(task);
+  impl->id = prepared.id;
   impl->options = options;
-  VT_ASSIGN_OR_RETURN(impl->device, resolve_device(task, options));
+  VT_ASSIGN_OR_RETURN(impl->device, resolve_device(prepared.device));
   impl->device_class = impl->device.is_cuda() ? "cuda" : "cpu";
   std::optional<Dataset> data;
   DataShape shape;
-  if (is_mapped_dataset(task)) {
+  if (resolved.zoo_dataset().memory_mapped) {
     VT_ASSIGN_OR_RETURN(impl->mapped,
                         open_mapped_split(resolved, options.task_dir, task.dataset.files, "train"));
     VT_ASSIGN_OR_RETURN(impl->eval, open_eval_split(resolved, options.task_dir, *impl->mapped));
-    shape = mapped_shape(*impl->mapped->data, task);
-  } else if (task.dataset.name == "synthetic") {
+    shape = mapped_shape(*impl->mapped->data, resolved);
+  } else if (resolved.zoo_dataset().kind == DatasetKind::kSynthetic) {
     shape = synthetic_shape(resolved);
   } else {
     VT_ASSIGN_OR_RETURN(data, load_dataset(resolved, options.task_dir));
@@ -232,7 +237,7 @@ Result<std::unique_ptr<Trainer::Impl>> build(const Task& task, const TrainerOpti
   impl->dataset_size = shape.examples;
   impl->steps = sizes.steps;
 
-  impl->threads = options.intra_op_threads > 0 ? options.intra_op_threads : task.intra_op_threads;
+  impl->threads = prepared.threads;
   impl->use_threads(/*building=*/true);
   apply_determinism(task, impl->device, options.deterministic_algorithms);
 
@@ -247,10 +252,10 @@ Result<std::unique_ptr<Trainer::Impl>> build(const Task& task, const TrainerOpti
     std::lock_guard<std::mutex> lock(gen.mutex());
     gen.set_current_seed(task.seed);
   }
-  if (task.model.name == "torchscript") {
+  if (resolved.zoo_model().user_module) {
     VT_ASSIGN_OR_RETURN(impl->net, load_torchscript(task, options.task_dir));
   } else {
-    VT_ASSIGN_OR_RETURN(impl->net, make_zoo_network(task, model_options));
+    VT_ASSIGN_OR_RETURN(impl->net, make_zoo_network(resolved));
   }
   if (impl->net->portable()) {
     impl->net->init_portable(task.seed);
@@ -516,7 +521,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const Task& task, const Trainer
 Result<EpochSummary> Trainer::train_epoch(const EpochHooks& hooks) {
   return guarded(
       "training", [&] { return impl_->train_epoch(hooks, *this); },
-      impl_->task.model.name == "torchscript");
+      impl_->task.model.torchscript());
 }
 
 Result<Bytes> Trainer::snapshot() const {
@@ -587,17 +592,42 @@ std::int64_t Trainer::parameter_count() const {
   return n;
 }
 
+namespace {
+
+// The state of `view` into `impl`'s live tensors: what restore does after building, and what
+// load does to a trainer that already holds another state.
+Status load_snapshot(const SafetensorsView& view, Trainer::Impl& impl) {
+  impl.notes.clear();
+  VT_RETURN_IF_ERROR(check_snapshot_metadata(view.metadata, impl));
+  VT_RETURN_IF_ERROR(load_state(view, impl.state_tensors(), impl.device));
+  impl.epoch = std::stoll(view.metadata.at("epoch"));
+  impl.global_step = std::stoll(view.metadata.at("global_step"));
+  impl.mid_epoch = false;
+  return {};
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Trainer>> Trainer::restore(const Task& task, ByteSpan snapshot,
                                                   const TrainerOptions& options) {
   return guarded("restoring a snapshot", [&]() -> Result<std::unique_ptr<Trainer>> {
     VT_ASSIGN_OR_RETURN(SafetensorsView view, parse_safetensors(snapshot));
     VT_ASSIGN_OR_RETURN(auto impl, build(task, options));
-    VT_RETURN_IF_ERROR(check_snapshot_metadata(view.metadata, *impl));
-    impl->epoch = std::stoll(view.metadata.at("epoch"));
-    impl->global_step = std::stoll(view.metadata.at("global_step"));
-    VT_RETURN_IF_ERROR(load_state(view, impl->state_tensors(), impl->device));
+    VT_RETURN_IF_ERROR(load_snapshot(view, *impl));
     return std::unique_ptr<Trainer>(new Trainer(std::move(impl)));
   });
 }
+
+Status Trainer::load(ByteSpan snapshot) {
+  return guarded("restoring a snapshot", [&]() -> Status {
+    VT_ASSIGN_OR_RETURN(SafetensorsView view, parse_safetensors(snapshot));
+    // The process's thread counts and generators are this trainer's again (another may have
+    // run since it was built).
+    impl_->use_threads(/*building=*/true);
+    return load_snapshot(view, *impl_);
+  });
+}
+
+std::uint64_t trainers_built() { return g_trainers_built.load(); }
 
 }  // namespace vt::training

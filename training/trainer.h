@@ -86,6 +86,11 @@ class Trainer {
   // class is refused; in tolerance mode it is allowed and listed in replay_notes().
   static Result<std::unique_ptr<Trainer>> restore(const Task& task, ByteSpan snapshot,
                                                   const TrainerOptions& options = {});
+  // The state of a snapshot of this trainer's task, in place of the one it holds: restore's
+  // checks and bytes, without building the model, optimizer and data again. A verifier replays
+  // each challenged epoch in one trainer this way. After an error the state is undefined until
+  // the next load succeeds.
+  Status load(ByteSpan snapshot);
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
@@ -136,6 +141,10 @@ class Trainer {
   explicit Trainer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// How many trainers this process has built (create and restore; load builds none): what a
+// verify keeps to one per process.
+std::uint64_t trainers_built();
 
 // Snapshot metadata keys (docs/snapshot.md).
 inline constexpr const char* kSnapshotFormat = "veritrain/snapshot/v1";

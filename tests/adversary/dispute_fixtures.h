@@ -37,11 +37,11 @@ inline Task small_cnn() {
   return t;
 }
 
-// scripts/referee_ref.py (numpy alone) on an evidence file.
+// reference/referee_ref.py (numpy alone) on an evidence file.
 inline testing::CommandResult numpy_referee(const std::filesystem::path& evidence,
                                             const std::filesystem::path& scratch) {
   return testing::run_command("/usr/bin/python3 " + std::string(VT_SOURCE_DIR) +
-                                  "/scripts/referee_ref.py " + evidence.string(),
+                                  "/reference/referee_ref.py " + evidence.string(),
                               scratch);
 }
 

@@ -46,7 +46,11 @@ TEST(ParallelReplays, AnHonestRunIsAcceptedWithTheSameReplaysAsInProcess) {
   const Task task = tiny_task(21, /*epochs=*/4);
   auto run = write_workdir(task, dir / "wd", {}, provider_key());
   ASSERT_TRUE(run.ok()) << run.error().message;
+  // One trainer in the verifier's process, however many epochs it replays: the one that derives
+  // the task's initial state, each epoch's start loaded into it (each worker likewise builds one).
+  const std::uint64_t built = training::trainers_built();
   const verifier::Verdict here = verify_workdir(run->workdir, task, 1);
+  EXPECT_EQ(training::trainers_built() - built, 1u);
   const verifier::Verdict children = verify_workdir(run->workdir, task, 3);
   EXPECT_TRUE(here.accepted) << joined(here.reasons);
   EXPECT_TRUE(children.accepted) << joined(children.reasons);

@@ -124,7 +124,7 @@ TEST_F(Export, ModelLossWithAHeldOutSplitTrainsAndVerifiesItsEvalLoss) {
   }
 }
 
-// Python that loads exported weights (argv[3]) into scripts/veritrain_zoo.py (argv[1]) for the
+// Python that loads exported weights (argv[3]) into reference/veritrain_zoo.py (argv[1]) for the
 // task argv[2], strictly: every name and shape must be the zoo module's.
 constexpr const char* kLoadZooModel = R"(import json, sys
 import torch, torch.nn.functional as F
@@ -139,7 +139,7 @@ net.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()})
 
 // A built-in model on a requestor's own data: task init sizes it from the files (it used to keep
 // the defaults and fail at train), says what it filled, and lists every option; the exported
-// weights load into scripts/veritrain_zoo.py's module, whose held-out loss is the one veritrain
+// weights load into reference/veritrain_zoo.py's module, whose held-out loss is the one veritrain
 // committed.
 TEST_F(Export, AZooModelSizesItselfFromOwnDataAndItsWeightsLoadInThePythonZoo) {
   auto made = run_command(testing::kPython + " " + VT_SOURCE_DIR + "/scripts/make_digits.py " +
@@ -183,8 +183,8 @@ print("%.17g" % loss.item())
 )";
   ASSERT_TRUE(write_file_atomic(dir_ / "zoo.py", python).ok());
   auto py = run_command(testing::kPython + " " + (dir_ / "zoo.py").string() + " " + VT_SOURCE_DIR +
-                            "/scripts " + task + " " + (dir_ / "model.safetensors").string() + " " +
-                            (dir_ / "data/digits-eval.safetensors").string(),
+                            "/reference " + task + " " + (dir_ / "model.safetensors").string() +
+                            " " + (dir_ / "data/digits-eval.safetensors").string(),
                         dir_.path());
   ASSERT_EQ(py.exit_code, 0) << py.err;
   const double python_loss = std::stod(py.out);
@@ -207,7 +207,7 @@ print("%.17g" % loss.item())
   EXPECT_NE(ts.err.find("task init --loss model"), std::string::npos) << ts.err;
 }
 
-// The gpt on a requestor's own tokens: its exported weights load into scripts/veritrain_zoo.py's
+// The gpt on a requestor's own tokens: its exported weights load into reference/veritrain_zoo.py's
 // Gpt, whose held-out loss over the eval file's disjoint windows is the one veritrain committed;
 // a conv3d's load strictly into its Conv3dNet.
 TEST_F(Export, GptAndConv3dWeightsLoadInThePythonZoo) {
@@ -264,7 +264,7 @@ print("%.17g" % loss.item())
 )";
   ASSERT_TRUE(write_file_atomic(dir_ / "gpt.py", python).ok());
   auto py = run_command(testing::kPython + " " + (dir_ / "gpt.py").string() + " " + VT_SOURCE_DIR +
-                            "/scripts " + task + " " + (dir_ / "gpt.safetensors").string() + " " +
+                            "/reference " + task + " " + (dir_ / "gpt.safetensors").string() + " " +
                             (dir_ / "data/val.bin").string(),
                         dir_.path());
   ASSERT_EQ(py.exit_code, 0) << py.err;
@@ -295,7 +295,7 @@ print("%.17g" % loss.item())
   ASSERT_TRUE(write_file_atomic(dir_ / "conv3d.py", load).ok());
   auto loaded =
       run_command(testing::kPython + " " + (dir_ / "conv3d.py").string() + " " + VT_SOURCE_DIR +
-                      "/scripts " + conv + " " + (dir_ / "conv3d.safetensors").string(),
+                      "/reference " + conv + " " + (dir_ / "conv3d.safetensors").string(),
                   dir_.path());
   ASSERT_EQ(loaded.exit_code, 0) << loaded.err;
   EXPECT_EQ(loaded.out, "(2, 1, 4, 4, 4)\n");

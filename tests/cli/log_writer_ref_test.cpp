@@ -1,5 +1,5 @@
 // docs/log.md says how every number in a BODY is spelled, so a writer that is not veritrain can
-// produce records veritrain accepts: scripts/log_writer_ref.py (python3 json + openssl).
+// produce records veritrain accepts: reference/log_writer_ref.py (python3 json + openssl).
 
 #include <gtest/gtest.h>
 
@@ -46,7 +46,7 @@ class IndependentWriter : public ::testing::Test {
 };
 
 TEST_F(IndependentWriter, BodyWrittenByPythonIsAcceptedByLogVerify) {
-  auto w = rewrite(std::string(VT_SOURCE_DIR) + "/scripts/log_writer_ref.py");
+  auto w = rewrite(std::string(VT_SOURCE_DIR) + "/reference/log_writer_ref.py");
   ASSERT_EQ(w.exit_code, 0) << w.err;
   const std::string log = *read_text_file(workdir() + "/commitments.log");
   EXPECT_NE(
@@ -60,7 +60,7 @@ TEST_F(IndependentWriter, BodyWrittenByPythonIsAcceptedByLogVerify) {
 // The same writer with nlohmann's spelling of the same double: properly signed, but a second
 // byte form of one record, which the reader refuses.
 TEST_F(IndependentWriter, AnotherSpellingOfTheSameNumberIsRefused) {
-  std::string text = *read_text_file(std::string(VT_SOURCE_DIR) + "/scripts/log_writer_ref.py");
+  std::string text = *read_text_file(std::string(VT_SOURCE_DIR) + "/reference/log_writer_ref.py");
   const std::string dumps = "ensure_ascii=False).encode()";
   ASSERT_NE(text.find(dumps), std::string::npos);
   text.replace(text.find(dumps), dumps.size(),

@@ -1,7 +1,7 @@
 // Portable arithmetic (docs/portable.md) through the `veritrain` binary: one machine poses as
 // others with ATEN_CPU_CAPABILITY (which also caps veritrain's kernels) and `train --threads`,
 // and every setting commits the same roots, epoch 0 included, which a verifier under every other
-// setting accepts. scripts/portable_ref.py, numpy alone, replays the epochs bit for bit; a copy
+// setting accepts. reference/portable_ref.py, numpy alone, replays the epochs bit for bit; a copy
 // of it that sums one chain in another order does not.
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// docs/datasets.md is complete for `tensors` data when scripts/replay_ref.py (its reader,
+// docs/datasets.md is complete for `tensors` data when reference/replay_ref.py (its reader,
 // replay_ref_data.py, written from that page) replays veritrain's epochs on a requestor's own
 // files bit for bit: real handwritten digits (sklearn, scripts/make_digits.py) as one F32 file,
 // as three U8 shards and as [3, 8, 8] images for the cnn, with and without an eval_fraction
@@ -58,7 +58,8 @@ std::vector<Compared> replay_cases(const std::vector<Case>& cases, const std::st
   for (const Case& c : cases) {
     const fs::path work = dir / c.name;
     fs::create_directories(work);
-    auto made = testing::run_command(kPython + " " + script("make_digits.py") + " " +
+    auto made = testing::run_command(kPython + " " + std::string(VT_SOURCE_DIR) +
+                                         "/scripts/make_digits.py" + " " +
                                          (work / "data").string() + " " + c.digits_args,
                                      dir.path());
     EXPECT_EQ(made.exit_code, 0) << made.err;
@@ -190,11 +191,12 @@ TEST(ReferenceReplayTensors, ShardOrderOrHeldOutRowsChangedInACopyOfTheReference
 
 // sklearn's digits written by make_digits.py `args` into `dir`/data.
 void digits_task_start(const testing::ScratchDir& dir, const std::string& args) {
-  ASSERT_EQ(testing::run_command(kPython + " " + script("make_digits.py") + " " +
-                                     (dir / "data").string() + " " + args,
-                                 dir.path())
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      testing::run_command(kPython + " " + std::string(VT_SOURCE_DIR) + "/scripts/make_digits.py" +
+                               " " + (dir / "data").string() + " " + args,
+                           dir.path())
+          .exit_code,
+      0);
 }
 
 // The reference checks every file against its pin before reading it (exit 2, naming the file).

@@ -1,5 +1,5 @@
-// docs/training.md is complete when scripts/replay_ref.py, written from it in plain PyTorch,
-// replays veritrain's epochs bit for bit: its after-states must hash (scripts/fingerprint_ref.py)
+// docs/training.md is complete when reference/replay_ref.py, written from it in plain PyTorch,
+// replays veritrain's epochs bit for bit: its after-states must hash (reference/fingerprint_ref.py)
 // to the roots veritrain committed, for every model x optimizer x schedule the reference covers.
 
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 #pragma once
-// What the reference-replay tests share: Debian's interpreter with python3-torch, the scripts
-// under scripts/, and the roots a workdir's log committed to.
+// What the reference-replay tests share: Debian's interpreter with python3-torch, the
+// independent implementations under reference/, and the roots a workdir's log committed to.
 
 #include <filesystem>
 #include <initializer_list>
@@ -17,7 +17,7 @@ namespace vt::reference {
 using testing::kPython;
 
 inline std::string script(const std::string& name) {
-  return std::string(VT_SOURCE_DIR) + "/scripts/" + name;
+  return std::string(VT_SOURCE_DIR) + "/reference/" + name;
 }
 
 // The roots a commitment log holds, in order; none if `log` cannot be read.

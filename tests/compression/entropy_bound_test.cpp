@@ -1,4 +1,4 @@
-// scripts/pair_entropy.py states how small a before/after pair can get with a per-byte-plane
+// reference/pair_entropy.py states how small a before/after pair can get with a per-byte-plane
 // coder (docs/benchmarks.md leans on it to explain the real-epoch pair ratio). This checks both
 // sides of that claim on an Adam-shaped pair: the codec lands just under the bound, not above it
 // (the script would be wrong) and not far below (the delta codec would have regressed).
@@ -73,7 +73,7 @@ TEST(PairEntropyBound, TheDeltaCodecLandsJustUnderTheOrderZeroBound) {
   write_file(dir / "before.safetensors", before);
   write_file(dir / "after.safetensors", after);
   auto run = vt::testing::run_command("python3 '" + std::string(VT_SOURCE_DIR) +
-                                          "/scripts/pair_entropy.py' '" +
+                                          "/reference/pair_entropy.py' '" +
                                           (dir / "before.safetensors").string() + "' '" +
                                           (dir / "after.safetensors").string() + "'",
                                       dir.path());

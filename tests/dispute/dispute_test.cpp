@@ -343,7 +343,7 @@ TEST(Referee, RefusesEvidenceThatDoesNotHold) {
   expect_refused(header, &auditor, "provider's signature");
 }
 
-// scripts/referee_ref.py, numpy written from docs/portable.md, on every call above: the same
+// reference/referee_ref.py, numpy written from docs/portable.md, on every call above: the same
 // ruling as the kernels' (for the provider), and against the one-ulp gelu.
 TEST(Referee, TheNumpyRefereeRulesAsTheKernelsDo) {
   Signed s = signed_trace();
@@ -359,7 +359,7 @@ TEST(Referee, TheNumpyRefereeRulesAsTheKernelsDo) {
       files += file.string();
     }
     return testing::run_command(
-        "/usr/bin/python3 " + std::string(VT_SOURCE_DIR) + "/scripts/referee_ref.py" + files,
+        "/usr/bin/python3 " + std::string(VT_SOURCE_DIR) + "/reference/referee_ref.py" + files,
         dir.path());
   };
   // Every call in one run of the script (a ruling a line); grouped convolutions are not covered.

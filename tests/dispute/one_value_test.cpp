@@ -158,7 +158,7 @@ TEST(OneValue, AChangedValueIsNarrowedToAndRuledAgainst) {
     const auto file = dir / "evidence.json";
     ASSERT_TRUE(write_file_atomic(file, write_operator_evidence(*narrowed, auditor_key())).ok());
     const auto numpy = testing::run_command("/usr/bin/python3 " + std::string(VT_SOURCE_DIR) +
-                                                "/scripts/referee_ref.py " + file.string(),
+                                                "/reference/referee_ref.py " + file.string(),
                                             dir.path());
     EXPECT_EQ(numpy.exit_code, 1) << numpy.out << numpy.err;
     EXPECT_NE(numpy.out.find("[700] (the one value in dispute)"), std::string::npos) << numpy.out;

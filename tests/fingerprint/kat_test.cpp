@@ -1,4 +1,4 @@
-// Known-answer vectors of docs/fingerprint.md. scripts/fingerprint_ref.py re-derives the
+// Known-answer vectors of docs/fingerprint.md. reference/fingerprint_ref.py re-derives the
 // snapshot ones (reference_test.cpp); a change here is a format change.
 
 #include "tests/fingerprint/kat.h"

@@ -1,4 +1,4 @@
-// scripts/fingerprint_ref.py, written from docs/fingerprint.md alone, must agree byte for byte
+// reference/fingerprint_ref.py, written from docs/fingerprint.md alone, must agree byte for byte
 // with this module on roots and fingerprints.
 
 #include <gtest/gtest.h>
@@ -46,9 +46,10 @@ void expect_reference_agrees(const Bytes& snapshot, std::uint64_t epoch, std::ui
   ASSERT_TRUE(c.ok()) << c.error().message;
   const std::string expected = canonical_json(
       {{"root", hex_encode(c->root)}, {"fingerprint", fingerprint_to_json(c->fingerprint)}});
-  const std::string cmd =
-      "python3 '" + std::string(VT_SOURCE_DIR) + "/scripts/fingerprint_ref.py' '" + path.string() +
-      "' " + hex_encode(kat::task_id()) + " " + std::to_string(epoch) + " " + std::to_string(k);
+  const std::string cmd = "python3 '" + std::string(VT_SOURCE_DIR) +
+                          "/reference/fingerprint_ref.py' '" + path.string() + "' " +
+                          hex_encode(kat::task_id()) + " " + std::to_string(epoch) + " " +
+                          std::to_string(k);
   auto run = testing::run_command(cmd, dir.path());
   ASSERT_EQ(run.exit_code, 0) << run.err;
   std::string out = run.out;

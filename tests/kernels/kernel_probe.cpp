@@ -1,5 +1,5 @@
 // Runs one portable kernel on inputs from files, for tests/kernels/ops_ref_test.py, which checks
-// the outputs against scripts/portable_ops_ref.py (numpy, written from docs/portable.md alone).
+// the outputs against reference/portable_ops_ref.py (numpy, written from docs/portable.md alone).
 //
 //   kernel_probe DIR
 //

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """veritrain's kernels for the operators of docs/portable.md ("More functions", "Operators of real
-models") against scripts/portable_ops_ref.py, the numpy reference written from that page, bit for
+models") against reference/portable_ops_ref.py, the numpy reference written from that page, bit for
 bit: every output element must have the reference's bit pattern, or both be NaN (any payload).
 
     ops_ref_test.py PROBE SCRIPTS_DIR [--op NAME] [--seed N] [--cases N] [--keep-going]
@@ -491,7 +491,7 @@ def run_case(probe, scratch, variant, op, params, inputs, expected):
 
 
 def load(scripts):
-    """The reference (scripts/portable_ops_ref.py) and the primitives it shares (portable_ref.py)."""
+    """The reference (reference/portable_ops_ref.py) and the primitives it shares (portable_ref.py)."""
     global ops, ref_base
     sys.path.insert(0, os.path.abspath(scripts))
     import portable_ops_ref

@@ -1,5 +1,5 @@
 // docs/log.md promises that a third party checks records with the openssl CLI and the chain
-// with scripts/log_check.py (python3 standard library), never with veritrain's own code.
+// with reference/log_check.py (python3 standard library), never with veritrain's own code.
 
 #include <gtest/gtest.h>
 
@@ -68,7 +68,7 @@ TEST(LogThirdParty, PythonScriptChecksChainAndExtractsForOpenssl) {
   if (!testing::have_program("python3") || !testing::have_program("openssl")) {
     GTEST_SKIP() << "python3 or openssl not installed";
   }
-  const std::string script = std::string(VT_SOURCE_DIR) + "/scripts/log_check.py";
+  const std::string script = std::string(VT_SOURCE_DIR) + "/reference/log_check.py";
   testing::ScratchDir dir;
   auto key = *SigningKey::generate();
   auto log = CommitLog::open(dir / "log", kThirdPartyTask, LogMode::kAppend);

@@ -84,6 +84,19 @@ TEST_P(ReplayMatrix, EpochTwoReplaysBitIdenticallyInAFreshProcess) {
   auto replayed = read_file(dir / "after.safetensors");
   ASSERT_TRUE(replayed.ok());
   EXPECT_TRUE(*replayed == snapshots[2]) << "replay of epoch 2 differs from the original";
+
+  // A verifier replays every challenged epoch in one trainer, loading each start state into it
+  // (Trainer::load): from a trainer that has moved on to epoch 3, and in any order, each epoch
+  // lands on the bytes it did, and loading builds no trainer.
+  const std::uint64_t built = trainers_built();
+  for (int e : {2, 1, 3}) {
+    ASSERT_TRUE((*trainer)->load(snapshots[static_cast<std::size_t>(e - 1)]).ok());
+    EXPECT_EQ((*trainer)->epoch(), e - 1);
+    ASSERT_TRUE((*trainer)->train_epoch().ok());
+    EXPECT_TRUE(*(*trainer)->snapshot() == snapshots[static_cast<std::size_t>(e)])
+        << "epoch " << e << " replayed in a reused trainer differs from the original";
+  }
+  EXPECT_EQ(trainers_built(), built);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -36,8 +36,8 @@ std::int64_t most_named(const Result<TaskSizes>& r, const std::string& field, st
 }
 
 TEST(Sizes, DefaultTasksOfEveryZooModelFit) {
-  for (const ModelInfo& m : zoo_models()) {
-    if (m.name == "torchscript") continue;
+  for (const ModelRow& m : zoo_models()) {
+    if (m.user_module) continue;
     auto r = check(synthetic_task(m.name));
     ASSERT_TRUE(r.ok()) << m.name << ": " << r.error().message;
     EXPECT_EQ(r->steps, 2);
@@ -173,8 +173,8 @@ TEST(Sizes, LocalRanksBoundByMemory) {
 }
 
 TEST(Sizes, SyntheticShapeIsWhatLoadDatasetGenerates) {
-  for (const ModelInfo& m : zoo_models()) {
-    if (m.name == "torchscript") continue;
+  for (const ModelRow& m : zoo_models()) {
+    if (m.user_module) continue;
     const TrainingTask task = *resolve_options(synthetic_task(m.name));
     auto data = load_dataset(task, ".");
     ASSERT_TRUE(data.ok()) << data.error().message;

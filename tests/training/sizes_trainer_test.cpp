@@ -25,8 +25,8 @@ constexpr std::int64_t kTwoToThe62 = std::int64_t{1} << 62;
 // `task init` sizes a fingerprint by).
 TEST(SizesOfTheBuiltState, ZooCountsMatchTheTrainersModels) {
   std::vector<Task> tasks;
-  for (const ModelInfo& m : zoo_models()) {
-    if (m.name != "torchscript") tasks.push_back(synthetic_task(m.name));
+  for (const ModelRow& m : zoo_models()) {
+    if (!m.user_module) tasks.push_back(synthetic_task(m.name));
   }
   Task mlp = synthetic_task("mlp");
   mlp.model.options = {{"input_dim", 70}, {"hidden", 5}, {"layers", 0}, {"classes", 3}};
@@ -45,14 +45,14 @@ TEST(SizesOfTheBuiltState, ZooCountsMatchTheTrainersModels) {
     // sgd holds one slot per parameter, none without momentum; adam and adamw hold two.
     for (const auto& [optimizer, momentum] :
          {std::pair{"sgd", true}, {"sgd", false}, {"adam", true}, {"adamw", true}}) {
-      task.optimizer = default_optimizer(task.model.name, optimizer);
+      task.optimizer = default_optimizer(*find_model(task.model.name), optimizer);
       if (!momentum) task.optimizer.momentum = 0.0;
       const std::string what =
           task.model.name + " with " + optimizer + (momentum ? "" : " without momentum");
       auto trainer = Trainer::create(task);
       ASSERT_TRUE(trainer.ok()) << what << ": " << trainer.error().message;
       const TrainingTask resolved = *resolve_options(task);
-      EXPECT_EQ(zoo_parameter_count(task.model.name, resolved.model),
+      EXPECT_EQ(zoo_parameter_count(resolved),
                 static_cast<std::uint64_t>((*trainer)->parameter_count()))
           << what;
       StateCount built;

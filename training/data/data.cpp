@@ -201,20 +201,36 @@ Result<Dataset> load_dataset(const TrainingTask& resolved, const fs::path& task_
   const Task& task = resolved.task;
   const Options& model = resolved.model;
   const Options& opt = resolved.dataset;
-  const std::string& m = task.model.name;
   const fs::path dir = task_dir / task.dataset.path;
-  if (task.dataset.name == "mnist") return mnist(task, dir, opt.at("limit"));
-  if (task.dataset.name == "cifar10") return cifar10(task, dir, opt.at("limit"));
-  if (task.dataset.name == "tensors" || task.dataset.name == "tokens") {
-    return invalid_input("dataset " + task.dataset.name +
-                         " is memory-mapped, never loaded whole (training/data/mapped_data.h)");
+  const DatasetRow& dataset = resolved.zoo_dataset();
+  switch (dataset.kind) {
+    case DatasetKind::kMnist:
+      return mnist(task, dir, opt.at("limit"));
+    case DatasetKind::kCifar10:
+      return cifar10(task, dir, opt.at("limit"));
+    case DatasetKind::kTensors:
+    case DatasetKind::kTokens:
+      return invalid_input("dataset " + dataset.name +
+                           " is memory-mapped, never loaded whole (training/data/mapped_data.h)");
+    case DatasetKind::kSynthetic:
+      break;
   }
   const std::int64_t samples = opt.at("samples");
-  if (m == "mlp") return blobs(task.seed, samples, model.at("input_dim"), model.at("classes"));
-  if (m == "torchscript") return blobs(task.seed, samples, opt.at("input_dim"), opt.at("classes"));
-  if (m == "cnn") return images(task.seed, samples, model.at("classes"));
-  if (m == "conv3d") return volumes(task.seed, samples, model.at("size"));
-  return tokens(task.seed, samples, model.at("vocab"), model.at("seq_len"));
+  const ModelRow& m = resolved.zoo_model();
+  switch (m.input) {
+    case InputKind::kFeatures: {
+      // A user module's synthetic features are sized by the dataset's options.
+      const Options& sizes = m.user_module ? opt : model;
+      return blobs(task.seed, samples, sizes.at("input_dim"), sizes.at("classes"));
+    }
+    case InputKind::kImages:
+      return images(task.seed, samples, model.at("classes"));
+    case InputKind::kVolumes:
+      return volumes(task.seed, samples, model.at("size"));
+    case InputKind::kTokens:
+      return tokens(task.seed, samples, model.at("vocab"), model.at("seq_len"));
+  }
+  return internal_error("load_dataset: no synthetic data for model " + m.name);
 }
 
 Result<std::vector<std::int64_t>> epoch_order(std::uint64_t seed, std::int64_t epoch,

@@ -1,14 +1,9 @@
 #include "training/data/mapped_data.h"
 
-#include <sys/stat.h>
-#include <time.h>
-
 #include <algorithm>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <optional>
-#include <tuple>
 
 #include "common/sha256.h"
 #include "training/data/data.h"
@@ -52,38 +47,6 @@ std::int64_t integer_at(const std::uint8_t* p, DType d) {
   }
 }
 
-// A verify --jobs worker builds a trainer for every epoch it replays: hashing a 2 GiB shard
-// each time costs seconds per epoch for the same bytes. A file keeps its verified digest for the
-// life of the process while its device, inode, size and status-change time stay the same (read
-// before and after hashing, so a file written meanwhile is not remembered). The ctime, not the
-// mtime: `touch -d` can put an mtime back after rewriting the bytes, but any write or touch
-// moves the ctime to now, and nothing short of the clock sets it back.
-Result<Digest> pinned_file_digest(const fs::path& path) {
-  using Identity = std::tuple<dev_t, ino_t, off_t, std::int64_t, std::int64_t>;
-  auto identity = [&]() -> std::optional<Identity> {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) return std::nullopt;
-    return Identity{st.st_dev, st.st_ino, st.st_size, st.st_ctim.tv_sec, st.st_ctim.tv_nsec};
-  };
-  static std::mutex mutex;
-  static std::map<Identity, Digest> verified;
-  auto before = identity();
-  // A file changed within the file system's timestamp granularity of being hashed could keep
-  // its ctime: one changed in the last two seconds is hashed every time (as git's "racy" check).
-  if (before && std::get<3>(*before) + 2 > static_cast<std::int64_t>(::time(nullptr)))
-    before.reset();
-  if (before) {
-    std::lock_guard lock(mutex);
-    if (auto it = verified.find(*before); it != verified.end()) return it->second;
-  }
-  VT_ASSIGN_OR_RETURN(Digest digest, sha256_file(path));
-  if (before && identity() == before) {
-    std::lock_guard lock(mutex);
-    verified[*before] = digest;
-  }
-  return digest;
-}
-
 // Opens the pinned files in name order, each checked against its SHA-256 before it is mapped.
 Result<std::vector<MappedFile>> open_pinned(const fs::path& dir,
                                             const std::map<std::string, std::string>& files,
@@ -102,7 +65,9 @@ Result<std::vector<MappedFile>> open_pinned(const fs::path& dir,
                                .append(path.string())
                                .append(")"));
     }
-    VT_ASSIGN_OR_RETURN(Digest actual, pinned_file_digest(path));
+    // Hashed at every open: a process opens its task's data once (a verify replays every epoch
+    // in one trainer per process), and a cache keyed by file identity would trust metadata.
+    VT_ASSIGN_OR_RETURN(Digest actual, sha256_file(path));
     if (hex_encode(actual) != digest) {
       return invalid_input(path.string()
                                .append(": SHA-256 is ")
@@ -135,9 +100,11 @@ Result<std::unique_ptr<MappedDataset>> MappedDataset::open(
   data->split_ = split;
   const std::string field = split == "eval" ? "eval_files" : "files";
   VT_ASSIGN_OR_RETURN(std::vector<MappedFile> mapped, open_pinned(dir, files, field));
-  if (task.dataset.name == "tokens") {
+  if (resolved.zoo_dataset().kind == DatasetKind::kTokens) {
     std::int64_t context = opt.at("context");
-    if (context == 0 && task.model.name == "gpt") context = resolved.model.at("seq_len");
+    // A model of token sequences takes windows of its own length unless the task says otherwise.
+    if (context == 0 && resolved.zoo_model().input == InputKind::kTokens)
+      context = resolved.model.at("seq_len");
     if (context == 0)
       return invalid_input("dataset.options.context: required for model " + task.model.name);
     VT_RETURN_IF_ERROR(data->open_tokens(std::move(mapped), context, opt.at("token_bits") / 8));
@@ -380,7 +347,7 @@ Result<std::vector<std::int64_t>> mapped_order(const MappedDataset& data, std::u
 Status check_against_model(const TrainingTask& resolved, const MappedDataset& data) {
   const Task& task = resolved.task;
   const Options& model = resolved.model;
-  const std::string& m = task.model.name;
+  const ModelRow& m = resolved.zoo_model();
   const Column& in = data.inputs();
   const Column& tg = data.targets();
   const std::string got = " (the dataset holds inputs " + dtype_text(in.dtype) +
@@ -393,60 +360,64 @@ Status check_against_model(const TrainingTask& resolved, const MappedDataset& da
   if (task.loss == "mse" && tg.dtype != DType::kF32) {
     return invalid_input("dataset: loss mse needs F32 targets, got " + dtype_text(tg.dtype) + got);
   }
-  if (m == "mlp") {
-    std::int64_t features = 1;
-    for (std::int64_t d : in.shape) features *= d;
-    if (features != model.at("input_dim") || !tg.shape.empty()) {
-      return invalid_input(
-          "dataset: mlp expects " + std::to_string(model.at("input_dim")) +
-          " input features (model.options.input_dim) and one class id per example, got " +
-          std::to_string(features) + " features" + got +
-          (tg.shape.empty() ? "; set model.options.input_dim to " + std::to_string(features) +
-                                  " (task init fills it from the data)"
-                            : std::string()));
+  if (m.user_module) return {};  // inputs reach the module as stored
+  switch (m.input) {
+    case InputKind::kFeatures: {
+      std::int64_t features = 1;
+      for (std::int64_t d : in.shape) features *= d;
+      if (features != model.at("input_dim") || !tg.shape.empty()) {
+        return invalid_input(
+            "dataset: " + m.name + " expects " + std::to_string(model.at("input_dim")) +
+            " input features (model.options.input_dim) and one class id per example, got " +
+            std::to_string(features) + " features" + got +
+            (tg.shape.empty() ? "; set model.options.input_dim to " + std::to_string(features) +
+                                    " (task init fills it from the data)"
+                              : std::string()));
+      }
+      return data.check_class_targets(model.at("classes"));
     }
-    return data.check_class_targets(model.at("classes"));
+    case InputKind::kImages:
+      if (in.shape.size() != 3 || in.shape[0] != 3 || !tg.shape.empty()) {
+        return invalid_input("dataset: " + m.name +
+                             " expects [3, H, W] images and one class id per example" + got);
+      }
+      return data.check_class_targets(model.at("classes"));
+    case InputKind::kVolumes: {
+      const std::int64_t n = model.at("size");
+      const std::vector<std::int64_t> want{1, n, n, n};
+      if (in.shape != want || tg.shape != want) {
+        return invalid_input("dataset: " + m.name + " expects inputs and targets " +
+                             shape_text(want) + got);
+      }
+      return {};
+    }
+    case InputKind::kTokens:
+      if (!is_integer(in.dtype) || in.shape.size() != 1 || tg.shape != in.shape) {
+        return invalid_input("dataset: " + m.name +
+                             " expects integer token ids [T] and I64 next tokens [T]" + got);
+      }
+      if (in.shape[0] > model.at("seq_len")) {
+        return invalid_input("dataset: windows of " + std::to_string(in.shape[0]) +
+                             " tokens exceed " + m.name + "'s seq_len " +
+                             std::to_string(model.at("seq_len")) + got);
+      }
+      return data.check_class_targets(model.at("vocab"));
   }
-  if (m == "cnn") {
-    if (in.shape.size() != 3 || in.shape[0] != 3 || !tg.shape.empty()) {
-      return invalid_input("dataset: cnn expects [3, H, W] images and one class id per example" +
-                           got);
-    }
-    return data.check_class_targets(model.at("classes"));
-  }
-  if (m == "conv3d") {
-    const std::int64_t n = model.at("size");
-    const std::vector<std::int64_t> want{1, n, n, n};
-    if (in.shape != want || tg.shape != want) {
-      return invalid_input("dataset: conv3d expects inputs and targets " + shape_text(want) + got);
-    }
-    return {};
-  }
-  if (m == "gpt") {
-    if (!is_integer(in.dtype) || in.shape.size() != 1 || tg.shape != in.shape) {
-      return invalid_input("dataset: gpt expects integer token ids [T] and I64 next tokens [T]" +
-                           got);
-    }
-    if (in.shape[0] > model.at("seq_len")) {
-      return invalid_input("dataset: windows of " + std::to_string(in.shape[0]) +
-                           " tokens exceed gpt's seq_len " + std::to_string(model.at("seq_len")) +
-                           got);
-    }
-    return data.check_class_targets(model.at("vocab"));
-  }
-  return {};  // torchscript: inputs reach the module as stored
+  return {};
 }
 
-DataShape mapped_shape(const MappedDataset& data, const Task& task) {
-  // Built-in models take float inputs (gpt: int64 tokens), whatever dtype the files store.
+DataShape mapped_shape(const MappedDataset& data, const TrainingTask& resolved) {
+  // Built-in models take float inputs (token models: int64 tokens), whatever dtype the files
+  // store; a user module takes them as stored.
+  const ModelRow& m = resolved.zoo_model();
   const Column& in = data.inputs();
   const auto elements = static_cast<std::int64_t>(in.row_bytes() / dtype_size(in.dtype));
   DataShape s;
   s.examples = data.examples();
   s.permuted = data.windowed() ? 0 : data.positions();
-  s.input_bytes = task.model.name == "torchscript"
+  s.input_bytes = m.user_module
                       ? in.row_bytes()
-                      : saturating_product({&elements, 1}, task.model.name == "gpt" ? 8 : 4);
+                      : saturating_product({&elements, 1}, m.input == InputKind::kTokens ? 8 : 4);
   s.input_bytes = std::max<std::uint64_t>(s.input_bytes, in.row_bytes());
   s.target_bytes = data.targets().row_bytes();
   return s;

@@ -110,6 +110,6 @@ Status check_against_model(const TrainingTask& task, const MappedDataset& data);
 
 // What one pass of a mapped dataset is as `task`'s model takes it, for check_sizes
 // (training/zoo/sizes.h).
-DataShape mapped_shape(const MappedDataset& data, const Task& task);
+DataShape mapped_shape(const MappedDataset& data, const TrainingTask& resolved);
 
 }  // namespace vt::training

@@ -32,8 +32,6 @@ struct MappedSplit {
                                                   const at::Device& device) const;
 };
 
-bool is_mapped_dataset(const Task& task);
-
 // The task's eval split, if it has one: its eval_files opened as a split of their own, or the
 // eval_fraction of `train`'s rows that held_out_rows picks, which `train` then no longer holds.
 Result<std::optional<MappedSplit>> open_eval_split(const TrainingTask& resolved,

@@ -225,24 +225,27 @@ class ModuleNetwork final : public Network {
 
 }  // namespace
 
-Result<std::unique_ptr<Network>> make_zoo_network(const Task& task, const Options& o) {
-  const std::string& name = task.model.name;
-  auto ops = [&] {
-    return task.determinism == Determinism::kPortable ? portable_ops(task.seed) : torch_ops();
-  };
-  if (name == "mlp") {
-    return std::unique_ptr<Network>(std::make_unique<ModuleNetwork<Mlp>>(
-        ops(), o.at("input_dim"), o.at("hidden"), o.at("layers"), o.at("classes")));
+Result<std::unique_ptr<Network>> make_zoo_network(const TrainingTask& resolved) {
+  const Task& task = resolved.task;
+  const Options& o = resolved.model;
+  std::unique_ptr<Ops> ops =
+      task.determinism == Determinism::kPortable ? portable_ops(task.seed) : torch_ops();
+  switch (resolved.zoo_model().kind) {
+    case ModelKind::kMlp:
+      return std::unique_ptr<Network>(std::make_unique<ModuleNetwork<Mlp>>(
+          std::move(ops), o.at("input_dim"), o.at("hidden"), o.at("layers"), o.at("classes")));
+    case ModelKind::kCnn:
+      return std::unique_ptr<Network>(std::make_unique<ModuleNetwork<ResNet>>(
+          std::move(ops), o.at("width"), o.at("blocks"), o.at("classes")));
+    case ModelKind::kConv3d:
+      return std::unique_ptr<Network>(std::make_unique<ModuleNetwork<Conv3dNet>>(std::move(ops)));
+    case ModelKind::kGpt:
+      return std::unique_ptr<Network>(std::make_unique<ModuleNetwork<Gpt>>(std::move(ops), o));
+    case ModelKind::kTorchScript:
+      break;
   }
-  if (name == "cnn") {
-    return std::unique_ptr<Network>(std::make_unique<ModuleNetwork<ResNet>>(
-        ops(), o.at("width"), o.at("blocks"), o.at("classes")));
-  }
-  if (name == "conv3d")
-    return std::unique_ptr<Network>(std::make_unique<ModuleNetwork<Conv3dNet>>(ops()));
-  if (name == "gpt")
-    return std::unique_ptr<Network>(std::make_unique<ModuleNetwork<Gpt>>(ops(), o));
-  return invalid_input("model.name: \"" + name + "\" is not a zoo model");
+  return internal_error("model.name: \"" + task.model.name +
+                        "\" is built by training/script/module.h, not the zoo");
 }
 
 }  // namespace vt::training

@@ -6,11 +6,12 @@
 
 #include "protocol/task.h"
 #include "training/model/network.h"
+#include "training/zoo/zoo.h"
 
 namespace vt::training {
 
-// The task's zoo model with its resolved `model_options`, initialised from the current default
-// generator (seeded by the caller). A torchscript task is training/script/module.h's.
-Result<std::unique_ptr<Network>> make_zoo_network(const Task& task, const Options& model_options);
+// The task's zoo model (its row's kind) with its resolved options, initialised from the current
+// default generator (seeded by the caller). A user module is training/script/module.h's.
+Result<std::unique_ptr<Network>> make_zoo_network(const TrainingTask& resolved);
 
 }  // namespace vt::training

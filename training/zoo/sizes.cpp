@@ -14,31 +14,21 @@
 #include "common/text.h"
 #include "fingerprint/sampling.h"
 #include "protocol/log.h"
+#include "training/zoo/saturating.h"
 
 namespace vt::training {
 namespace {
 
-constexpr std::uint64_t kAll = std::numeric_limits<std::uint64_t>::max();
+using saturating::add;
+using saturating::kAll;
+using saturating::mul;
+using saturating::u;
+
 // More threads than any machine has cores only oversubscribe, and OpenMP aborts the process
 // when it cannot start them.
 constexpr std::int64_t kMaxIntraOpThreads = 1024;
 // The schedule turns step counts into doubles: past 2^53 two steps would get one rate.
 constexpr std::uint64_t kMaxTotalSteps = std::uint64_t{1} << 53;
-
-// Saturating arithmetic: a size past 2^64 bytes is only ever compared against memory.
-std::uint64_t mul(std::uint64_t a, std::uint64_t b) {
-  std::uint64_t r = 0;
-  return __builtin_mul_overflow(a, b, &r) ? kAll : r;
-}
-template <typename... Rest>
-std::uint64_t mul(std::uint64_t a, std::uint64_t b, Rest... rest) {
-  return mul(mul(a, b), rest...);
-}
-std::uint64_t add(std::uint64_t a, std::uint64_t b) {
-  std::uint64_t r = 0;
-  return __builtin_add_overflow(a, b, &r) ? kAll : r;
-}
-std::uint64_t u(std::int64_t v) { return v < 0 ? 0 : static_cast<std::uint64_t>(v); }
 
 // kAll stands for a sum that overflowed.
 std::string show_bytes(std::uint64_t n) {
@@ -53,22 +43,11 @@ std::string options_text(const Options& options) {
 }
 
 // Floats a forward pass keeps per example until the backward pass (layer outputs, attention
-// scores and probabilities), counting only what these models certainly hold.
-std::uint64_t activation_floats(const std::string& m, const Options& o) {
-  auto at = [&](const char* key) { return u(o.at(key)); };
-  if (m == "mlp") return add(mul(2, at("layers"), at("hidden")), at("classes"));
-  if (m == "cnn") {  // 32x32 maps in the first stage, 16x16 in the second, at twice the width
-    const std::uint64_t w = at("width"), blocks = at("blocks");
-    return add(mul(2 + 4 * blocks, w, 1024), mul(4, blocks, 2 * w, 256));
-  }
-  if (m == "conv3d") return mul(26, at("size"), at("size"), at("size"));
-  if (m == "gpt") {
-    const std::uint64_t t = at("seq_len"), d = at("d_model");
-    const std::uint64_t per_layer =
-        add(mul(10 + 2 * at("mlp_ratio"), d, t), mul(2, at("heads"), t, t));
-    return add(mul(at("layers"), per_layer), add(mul(4, d, t), mul(2, at("vocab"), t)));
-  }
-  return 0;
+// scores and probabilities), counting only what the model certainly holds; none known for a user
+// module, whose activations its step's measurement shows (estimate).
+std::uint64_t activation_floats(const TrainingTask& resolved) {
+  const ModelRow& m = resolved.zoo_model();
+  return m.activation_floats ? m.activation_floats(resolved.model) : 0;
 }
 
 std::uint64_t optimizer_slots(const OptimizerSpec& o) {
@@ -87,12 +66,12 @@ struct Need {
 };
 
 // Weights, gradients, optimizer slots, and a snapshot of weights and slots.
-std::uint64_t state_bytes(const Task& task, const Options& model) {
-  return mul(zoo_parameter_count(task.model.name, model), 4,
-             3 + 2 * optimizer_slots(task.optimizer));
+std::uint64_t state_bytes(const TrainingTask& resolved) {
+  return mul(zoo_parameter_count(resolved), 4, 3 + 2 * optimizer_slots(resolved.task.optimizer));
 }
 
 struct Sizing {
+  const TrainingTask& resolved;
   const Task& task;
   const Options& model;
   const DataShape& data;
@@ -108,13 +87,13 @@ struct Sizing {
     const std::uint64_t example = add(data.input_bytes, data.target_bytes);
     const std::uint64_t group = (u(batch) + u(task.gradient_groups) - 1) / u(task.gradient_groups);
     Need n;
-    n.state = state_bytes(task, model);
+    n.state = state_bytes(resolved);
     if (data.resident) n.data = mul(u(examples), example, 2);
     // Built-in data permutes every example it has: as many as asked about here.
     const std::uint64_t permuted = data.resident ? u(examples) : u(data.permuted);
     n.order =
         add(mul(u(steps(examples, batch, steps_field)), u(batch), 8, copies), mul(permuted, 8));
-    n.step = add(mul(u(batch), example), mul(group, activation_floats(task.model.name, model), 4));
+    n.step = add(mul(u(batch), example), mul(group, activation_floats(resolved), 4));
     return n;
   }
 };
@@ -145,7 +124,7 @@ Status check_memory(const Sizing& s, std::int64_t steps, std::uint64_t memory) {
   if (full.total() <= memory) return {};
   if (full.state > memory) {
     return invalid_input("model.options: expected a model whose state fits in " + here + ", got " +
-                         std::to_string(zoo_parameter_count(task.model.name, s.model)) +
+                         std::to_string(zoo_parameter_count(s.resolved)) +
                          " parameters that need " + show_bytes(full.state) +
                          " with their gradients, optimizer state and a snapshot (" +
                          task.model.name + ": " + options_text(s.model) + ")");
@@ -154,8 +133,9 @@ Status check_memory(const Sizing& s, std::int64_t steps, std::uint64_t memory) {
   const Need one = s.need(examples, 1, least_steps);
   if (one.total() > memory) {
     if (add(one.data, one.order) > one.step && s.data.resident) {
-      const std::string field =
-          task.dataset.name == "synthetic" ? "dataset.options.samples" : "dataset.options.limit";
+      const std::string field = s.resolved.zoo_dataset().kind == DatasetKind::kSynthetic
+                                    ? "dataset.options.samples"
+                                    : "dataset.options.limit";
       // The most that fits at the task's batch, or failing that, at a batch of one.
       std::int64_t most = largest_fitting(examples, [&](std::int64_t n) {
         return s.need(n, task.batch_size, task.steps_per_epoch).total() <= memory;
@@ -185,7 +165,7 @@ Status check_memory(const Sizing& s, std::int64_t steps, std::uint64_t memory) {
       }
     }
     const std::uint64_t example = add(s.data.input_bytes, s.data.target_bytes);
-    const bool model_heavy = mul(activation_floats(task.model.name, s.model), 4) > example;
+    const bool model_heavy = mul(activation_floats(s.resolved), 4) > example;
     return invalid_input(std::string(model_heavy ? "model.options" : "dataset") +
                          ": expected one example to fit in " + here + ", got one that needs " +
                          show_bytes(one.step) + " for its inputs, targets and activations (" +
@@ -222,21 +202,30 @@ std::uint64_t digits(std::uint64_t n) {
 }  // namespace
 
 DataShape synthetic_shape(const TrainingTask& resolved) {
+  const ModelRow& m = resolved.zoo_model();
   const Options& model = resolved.model;
-  const Options& dataset = resolved.dataset;
-  const std::string& m = resolved.task.model.name;
+  // A user module's synthetic features are sized by the dataset's options, not the model's.
+  const Options& sizes = m.user_module ? resolved.dataset : model;
   DataShape s;
-  s.examples = s.permuted = dataset.at("samples");
+  s.examples = s.permuted = resolved.dataset.at("samples");
   s.resident = true;
   s.target_bytes = 8;  // a class id
-  if (m == "mlp") s.input_bytes = mul(4, u(model.at("input_dim")));
-  if (m == "torchscript") s.input_bytes = mul(4, u(dataset.at("input_dim")));
-  if (m == "cnn") s.input_bytes = std::uint64_t{4} * 3 * 32 * 32;
-  if (m == "conv3d") {
-    const std::uint64_t n = u(model.at("size"));
-    s.input_bytes = s.target_bytes = mul(4, n, n, n);
+  switch (m.input) {
+    case InputKind::kFeatures:
+      s.input_bytes = mul(4, u(sizes.at("input_dim")));
+      break;
+    case InputKind::kImages:
+      s.input_bytes = std::uint64_t{4} * 3 * 32 * 32;
+      break;
+    case InputKind::kVolumes: {
+      const std::uint64_t n = u(model.at("size"));
+      s.input_bytes = s.target_bytes = mul(4, n, n, n);
+      break;
+    }
+    case InputKind::kTokens:
+      s.input_bytes = s.target_bytes = mul(8, u(model.at("seq_len")));
+      break;
   }
-  if (m == "gpt") s.input_bytes = s.target_bytes = mul(8, u(model.at("seq_len")));
   return s;
 }
 
@@ -262,57 +251,23 @@ std::uint64_t usable_memory() {
   return memory;
 }
 
-std::uint64_t zoo_parameter_count(const std::string& m, const Options& o) {
-  auto at = [&](const char* key) { return u(o.at(key)); };
-  if (m == "mlp") {
-    const std::uint64_t in = at("input_dim"), h = at("hidden"), layers = at("layers");
-    const std::uint64_t c = at("classes");
-    if (layers == 0) return add(mul(in, c), c);
-    const std::uint64_t hidden = add(mul(in, h), h);
-    return add(add(hidden, mul(layers - 1, add(mul(h, h), h))), add(mul(h, c), c));
-  }
-  if (m == "cnn") {  // convolutions without bias; BatchNorm's weight and bias
-    const std::uint64_t w = at("width"), blocks = at("blocks"), c = at("classes");
-    const std::uint64_t stem = add(mul(27, w), mul(2, w));
-    const std::uint64_t first = add(mul(18, w, w), mul(4, w));   // width -> width
-    const std::uint64_t widen = add(mul(56, w, w), mul(12, w));  // width -> 2 width, stride 2
-    const std::uint64_t second = add(mul(72, w, w), mul(8, w));  // 2 width -> 2 width
-    const std::uint64_t head = add(mul(2, w, c), c);
-    return add(add(stem, mul(blocks, first)), add(add(widen, mul(blocks - 1, second)), head));
-  }
-  if (m == "conv3d") return (1 * 4 * 27 + 4) + (4 * 8 * 27 + 8) + (8 * 1 * 27 + 1);
-  if (m == "gpt") {  // embeddings, blocks of LayerNorm + attention + MLP, final norm, head
-    const std::uint64_t v = at("vocab"), d = at("d_model"), t = at("seq_len"), r = at("mlp_ratio");
-    const std::uint64_t block = add(add(mul(4, d, d), mul(2, r, d, d)), add(mul(9, d), mul(r, d)));
-    const std::uint64_t ends = add(add(mul(v, d), mul(t, d)), add(mul(2, d), add(mul(d, v), v)));
-    return add(ends, mul(at("layers"), block));
-  }
-  return 0;
+std::uint64_t zoo_parameter_count(const TrainingTask& resolved) {
+  const ModelRow& m = resolved.zoo_model();
+  return m.parameters ? m.parameters(resolved.model) : 0;
 }
 
 StateCount zoo_state_count(const TrainingTask& resolved) {
-  const std::string& m = resolved.task.model.name;
-  auto at = [&](const char* key) { return u(resolved.model.at(key)); };
-  StateCount params{0, zoo_parameter_count(m, resolved.model)}, statistics;
-  if (m == "mlp") params.tensors = 2 * (at("layers") + 1);  // weight and bias per Linear
-  if (m == "conv3d") params.tensors = 6;
-  if (m == "gpt") params.tensors = add(6, mul(12, at("layers")));  // six Linear/LayerNorm a block
-  if (m == "cnn") {
-    // The stem (convolution, BatchNorm), `blocks` blocks at width (two of each), the widening
-    // block with its shortcut (three of each), blocks - 1 at twice the width, the Linear head.
-    // Every BatchNorm has a weight and a bias, and a running mean and variance of its channels.
-    const std::uint64_t w = at("width"), blocks = at("blocks");
-    params.tensors = add(mul(12, blocks), 8);
-    statistics.tensors = add(mul(8, blocks), 4);
-    statistics.elements = add(mul(12, w, blocks), mul(6, w));
-  }
+  const ModelRow& m = resolved.zoo_model();
+  const ModelTensors t = m.tensors ? m.tensors(resolved.model) : ModelTensors{};
   const std::uint64_t copies = 1 + optimizer_slots(resolved.task.optimizer);
-  return {add(mul(params.tensors, copies), statistics.tensors),
-          add(mul(params.elements, copies), statistics.elements)};
+  return {add(mul(t.parameter_tensors, copies), t.statistic_tensors),
+          add(mul(zoo_parameter_count(resolved), copies), t.statistic_elements)};
 }
 
 bool counted_without_building(const std::string& model, const std::string& dataset) {
-  return model != "torchscript" && dataset == "synthetic";
+  const ModelRow* m = find_model(model);
+  const DatasetRow* d = find_dataset(dataset);
+  return m != nullptr && d != nullptr && !m->user_module && d->kind == DatasetKind::kSynthetic;
 }
 
 Result<StateCount> synthetic_zoo_state(const Task& task) {
@@ -336,7 +291,7 @@ Result<TaskSizes> check_sizes(const TrainingTask& resolved, const DataShape& dat
                          std::to_string(task.intra_op_threads));
   }
   if (data.examples < 1) return invalid_input("dataset: holds no examples to train on");
-  const Sizing sizing{task, resolved.model, data};
+  const Sizing sizing{resolved, task, resolved.model, data};
   TaskSizes out;
   out.steps = steps_per_epoch(task, data.examples);
   VT_RETURN_IF_ERROR(check_memory(sizing, out.steps, memory));
@@ -353,7 +308,7 @@ Result<TaskSizes> check_sizes(const TrainingTask& resolved, const DataShape& dat
 
 Status check_local_ranks(const TrainingTask& task, std::int64_t ranks, const std::string& field,
                          std::uint64_t memory) {
-  const std::uint64_t each = add(kRankProcessBytes, state_bytes(task.task, task.model));
+  const std::uint64_t each = add(kRankProcessBytes, state_bytes(task));
   if (mul(u(ranks), each) <= memory) return {};
   return invalid_input(field + ": expected at most " + std::to_string(memory / each) +
                        " ranks on this machine (each is a process of at least " + show_bytes(each) +

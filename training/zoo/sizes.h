@@ -44,9 +44,9 @@ std::uint64_t saturating_product(std::span<const std::int64_t> factors, std::uin
 // Bytes this process can hold: physical memory, lowered by a cgroup limit or RLIMIT_AS.
 std::uint64_t usable_memory();
 
-// Parameters of a zoo model with these options (resolve_model_options); 0 for torchscript,
-// whose size is its module file's.
-std::uint64_t zoo_parameter_count(const std::string& model, const Options& options);
+// Parameters of the task's zoo model (its row's arithmetic over the resolved options); 0 for a
+// TorchScript module, whose size is its file's.
+std::uint64_t zoo_parameter_count(const TrainingTask& resolved);
 
 // The floating-point tensors of a zoo model's training state and their elements, as
 // Trainer::layout() lists them: the parameters, BatchNorm's running statistics and the

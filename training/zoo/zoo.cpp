@@ -7,45 +7,30 @@
 namespace vt::training {
 namespace {
 
-std::vector<ModelInfo> make_zoo() {
-  return {
-      {"mlp",
-       "multilayer perceptron on feature vectors (synthetic blobs or MNIST)",
-       InputKind::kFeatures,
-       "cross_entropy",
-       {{"input_dim", 32, 1, 1 << 20, "features per example (784 for MNIST)"},
-        {"hidden", 64, 1, 1 << 16, "units per hidden layer"},
-        {"layers", 2, 0, 64, "hidden layers"},
-        {"classes", 4, 2, 100000, "output classes"}}},
-      {"cnn",
-       "small ResNet with BatchNorm for 32x32x3 images (synthetic or CIFAR-10)",
-       InputKind::kImages,
-       "cross_entropy",
-       {{"width", 16, 1, 1024, "channels of the first stage (doubled in the second)"},
-        {"blocks", 1, 1, 64, "residual blocks per stage (two stages)"},
-        {"classes", 10, 2, 100000, "output classes"}}},
-      {"conv3d",
-       "3D conv net 1->4->8->1 with ReLU, MSE against a target volume",
-       InputKind::kVolumes,
-       "mse",
-       {{"size", 16, 4, 1024, "edge N of the N x N x N input volume"}}},
-      {"gpt",
-       "small decoder-only transformer on token sequences",
-       InputKind::kTokens,
-       "cross_entropy",
-       {{"vocab", 64, 2, 1 << 20, "vocabulary size"},
-        {"d_model", 64, 8, 1 << 15, "embedding width (a multiple of heads)"},
-        {"layers", 2, 1, 256, "transformer blocks"},
-        {"heads", 4, 1, 256, "attention heads"},
-        {"seq_len", 32, 2, 1 << 16, "tokens per sequence"},
-        {"mlp_ratio", 4, 1, 16, "MLP width as a multiple of d_model"},
-        {"dropout_permille", 0, 0, 900, "dropout probability in 1/1000"}}},
-      {"torchscript",
-       "a user TorchScript module file: forward(x) -> output",
-       InputKind::kFeatures,
-       "cross_entropy",
-       {}},
-  };
+// "mlp, cnn, conv3d, gpt or torchscript": the names of a table's rows, for a refusal.
+template <typename Row>
+std::string names_of(const std::vector<Row>& rows) {
+  std::string out;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == rows.size() ? " or " : ", ") + rows[i].name;
+  return out;
+}
+
+// The models that train on `dataset`, for a refusal: "mlp or torchscript".
+std::string models_for(DatasetKind dataset) {
+  std::vector<const ModelRow*> fit;
+  for (const ModelRow& m : zoo_models()) {
+    if (m.trains_on(dataset)) fit.push_back(&m);
+  }
+  std::string out;
+  for (std::size_t i = 0; i < fit.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == fit.size() ? " or " : ", ") + fit[i]->name;
+  return out;
+}
+
+Error unknown_model(const std::string& name) {
+  return invalid_input("model.name: unknown model \"" + name + "\" (expected " +
+                       names_of(zoo_models()) + ")");
 }
 
 std::string range_text(const OptionSpec& o) {
@@ -85,66 +70,32 @@ Result<Options> resolve(const Options& given, const std::vector<OptionSpec>& spe
 
 }  // namespace
 
-const std::vector<ModelInfo>& zoo_models() {
-  static const std::vector<ModelInfo> zoo = make_zoo();
-  return zoo;
-}
-
-const ModelInfo* find_model(std::string_view name) {
-  for (const ModelInfo& m : zoo_models()) {
-    if (m.name == name) return &m;
-  }
-  return nullptr;
-}
-
-std::vector<OptionSpec> synthetic_options(InputKind input) {
-  switch (input) {
-    case InputKind::kFeatures:
-      return {{"samples", 512, 1, 1 << 24, "examples"},
-              {"input_dim", 32, 1, 1 << 20, "features per example (torchscript models)"},
-              {"classes", 4, 2, 100000, "classes (torchscript models)"}};
-    case InputKind::kImages:
-      return {{"samples", 256, 1, 1 << 22, "images"}};
-    case InputKind::kVolumes:
-      return {{"samples", 8, 1, 1 << 16, "volumes"}};
-    case InputKind::kTokens:
-      return {{"samples", 256, 1, 1 << 22, "sequences"}};
-  }
-  return {};
-}
-
 Result<Options> resolve_model_options(const ModelSpec& model) {
-  const ModelInfo* info = find_model(model.name);
-  if (info == nullptr) {
-    return invalid_input("model.name: unknown model \"" + model.name +
-                         "\" (expected mlp, cnn, conv3d, gpt or torchscript)");
-  }
-  return resolve(model.options, info->options, "model.options", model.name);
+  const ModelRow* row = find_model(model.name);
+  if (row == nullptr) return unknown_model(model.name);
+  return resolve(model.options, row->options, "model.options", model.name);
 }
 
 Result<std::vector<OptionSpec>> dataset_option_specs(const Task& task) {
-  const ModelInfo* info = find_model(task.model.name);
-  if (info == nullptr) return resolve_model_options(task.model).error();
-  const std::string& ds = task.dataset.name;
-  if (ds == "synthetic") return synthetic_options(info->input);
-  if (ds == "mnist" || ds == "cifar10")
-    return std::vector<OptionSpec>{{"limit", 0, 0, 1 << 24, "use the first N examples; 0 = all"}};
-  if (ds == "tensors") return std::vector<OptionSpec>{};
-  if (ds == "tokens") {
-    return std::vector<OptionSpec>{
-        {"context", 0, 0, 1 << 20, "tokens per example; 0 = the gpt's seq_len"},
-        {"token_bits", 16, 16, 32, "16 (u16 files) or 32 (u32 files)"}};
+  const ModelRow* model = find_model(task.model.name);
+  if (model == nullptr) return unknown_model(task.model.name);
+  const DatasetRow* dataset = find_dataset(task.dataset.name);
+  if (dataset == nullptr) {
+    return invalid_input("dataset.name: unknown dataset \"" + task.dataset.name + "\" (expected " +
+                         names_of(zoo_datasets()) + ")");
   }
-  return invalid_input("dataset.name: unknown dataset \"" + ds +
-                       "\" (expected synthetic, mnist, cifar10, tensors or tokens)");
+  if (dataset->kind == DatasetKind::kSynthetic) return synthetic_options(model->input);
+  return dataset->options;
 }
 
 Result<Options> resolve_dataset_options(const Task& task) {
   VT_ASSIGN_OR_RETURN(std::vector<OptionSpec> specs, dataset_option_specs(task));
-  const std::string& ds = task.dataset.name;
-  const std::string what = ds == "synthetic" ? "synthetic data for " + task.model.name : ds;
+  const DatasetRow& dataset = *find_dataset(task.dataset.name);
+  const std::string what = dataset.kind == DatasetKind::kSynthetic
+                               ? "synthetic data for " + task.model.name
+                               : dataset.name;
   VT_ASSIGN_OR_RETURN(Options o, resolve(task.dataset.options, specs, "dataset.options", what));
-  if (ds == "tokens") {
+  if (dataset.kind == DatasetKind::kTokens) {
     if (o.at("token_bits") != 16 && o.at("token_bits") != 32) {
       return invalid_input("dataset.options.token_bits: expected 16 or 32, got " +
                            std::to_string(o.at("token_bits")));
@@ -190,107 +141,120 @@ Status validate_for_training(const Task& task) {
 Result<TrainingTask> resolve_options(const Task& task) {
   VT_ASSIGN_OR_RETURN(Options model, resolve_model_options(task.model));
   VT_ASSIGN_OR_RETURN(Options dataset, resolve_dataset_options(task));
-  return TrainingTask{task, std::move(model), std::move(dataset)};
+  return TrainingTask{task, std::move(model), std::move(dataset), find_model(task.model.name),
+                      find_dataset(task.dataset.name)};
 }
+
+namespace {
+
+// A built-in dataset's fixed sizes against the model options they set.
+Status check_fixed_sizes(const DatasetRow& dataset, const ModelRow& model, const Options& o) {
+  const bool features = dataset.features > 0 && !model.feature_option.empty();
+  const bool classes = dataset.classes > 0 && !model.class_option.empty();
+  const bool features_wrong = features && o.at(model.feature_option) != dataset.features;
+  const bool classes_wrong = classes && o.at(model.class_option) != dataset.classes;
+  if (!features_wrong && !classes_wrong) return {};
+  if (features) {
+    return invalid_input("model.options: " + dataset.name + " needs " + model.feature_option + " " +
+                         std::to_string(dataset.features) +
+                         (classes
+                              ? " and " + model.class_option + " " + std::to_string(dataset.classes)
+                              : std::string()));
+  }
+  return invalid_input("model.options." + model.class_option + ": " + dataset.name + " has " +
+                       std::to_string(dataset.classes) + " classes");
+}
+
+}  // namespace
 
 Result<TrainingTask> resolve_for_training(const Task& task) {
   VT_ASSIGN_OR_RETURN(TrainingTask resolved, resolve_options(task));
-  const Options& model = resolved.model;
-  const std::string& m = task.model.name;
-  const std::string& ds = task.dataset.name;
-  if (m == "gpt" && model.at("d_model") % model.at("heads") != 0) {
-    return invalid_input("model.options.d_model: " + std::to_string(model.at("d_model")) +
-                         " is not a multiple of heads (" + std::to_string(model.at("heads")) + ")");
+  const ModelRow& model = resolved.zoo_model();
+  const DatasetRow& dataset = resolved.zoo_dataset();
+  if (model.check_options) {
+    if (const std::string problem = model.check_options(resolved.model); !problem.empty())
+      return invalid_input(problem);
   }
-  if (ds == "mnist" && !(m == "mlp" || m == "torchscript")) {
-    return invalid_input(
-        "dataset.name: mnist feeds 784-feature vectors; use model mlp or torchscript");
+  if (!model.trains_on(dataset.kind)) {
+    return invalid_input("dataset.name: " + dataset.name + " feeds " + dataset.feeds +
+                         "; use model " + models_for(dataset.kind));
   }
-  if (ds == "mnist" && m == "mlp" && (model.at("input_dim") != 784 || model.at("classes") != 10)) {
-    return invalid_input("model.options: mnist needs input_dim 784 and classes 10");
-  }
-  if (ds == "cifar10" && !(m == "cnn" || m == "torchscript")) {
-    return invalid_input(
-        "dataset.name: cifar10 feeds 3x32x32 images; use model cnn or torchscript");
-  }
-  if (ds == "cifar10" && m == "cnn" && model.at("classes") != 10) {
-    return invalid_input("model.options.classes: cifar10 has 10 classes");
-  }
-  if (task.loss == "model" && m != "torchscript") {
+  VT_RETURN_IF_ERROR(check_fixed_sizes(dataset, model, resolved.model));
+  if (task.loss == "model" && !model.user_module) {
     return invalid_input(
         "loss: \"model\" takes the loss from a TorchScript module's forward(inputs, targets); "
         "model " +
-        m + " has none");
+        model.name + " has none");
   }
-  const std::string expected_loss = m == "conv3d" ? "mse" : "cross_entropy";
-  if (m != "torchscript" && task.loss != expected_loss) {
-    return invalid_input("loss: model " + m + " trains with " + expected_loss + ", got " +
+  if (!model.user_module && task.loss != model.loss) {
+    return invalid_input("loss: model " + model.name + " trains with " + model.loss + ", got " +
                          task.loss);
   }
-  if (ds == "tokens" && !(m == "gpt" || m == "torchscript")) {
-    return invalid_input("dataset.name: tokens feeds token windows; use model gpt or torchscript");
-  }
   const bool has_eval = !task.dataset.eval_files.empty() || task.dataset.eval_fraction > 0.0;
-  if (has_eval && !(ds == "tensors" || ds == "tokens")) {
-    return invalid_input(
-        "dataset: an eval split (eval_files, eval_fraction) needs dataset tensors or tokens, not " +
-        ds);
+  if (has_eval && !dataset.memory_mapped) {
+    std::string mapped;
+    for (const DatasetRow& d : zoo_datasets()) {
+      if (d.memory_mapped) mapped += (mapped.empty() ? "" : " or ") + d.name;
+    }
+    return invalid_input("dataset: an eval split (eval_files, eval_fraction) needs dataset " +
+                         mapped + ", not " + dataset.name);
   }
-  if (ds == "tokens" && task.dataset.eval_fraction > 0.0) {
+  if (dataset.memory_mapped && !dataset.row_eval_split && task.dataset.eval_fraction > 0.0) {
     return invalid_input(
         "dataset.eval_fraction: token files are cut into windows, not rows; pin held-out token "
         "files in eval_files");
   }
-  const bool files = ds == "mnist" || ds == "cifar10" || ds == "tensors" || ds == "tokens";
-  if (files && (task.dataset.path.empty() || task.dataset.files.empty())) {
-    return invalid_input("dataset: " + ds + " needs a path and the SHA-256 of each file in files");
+  if (dataset.pinned_files && (task.dataset.path.empty() || task.dataset.files.empty())) {
+    return invalid_input("dataset: " + dataset.name +
+                         " needs a path and the SHA-256 of each file in files");
   }
   if (task.determinism == Determinism::kPortable) VT_RETURN_IF_ERROR(portable_reaches(task));
   return resolved;
 }
 
-OptimizerSpec default_optimizer(const std::string& model, const std::string& optimizer) {
-  const std::string name = !optimizer.empty()  ? optimizer
-                           : model == "conv3d" ? "adam"
-                           : model == "gpt"    ? "adamw"
-                                               : "sgd";
+OptimizerSpec default_optimizer(const ModelRow& model, const std::string& optimizer) {
   OptimizerSpec o;
-  o.name = name;
-  if (name == "sgd") {
+  o.name = !optimizer.empty() ? optimizer : model.optimizer;
+  if (o.name == "sgd") {
     o.lr = 0.05;
     o.momentum = 0.9;
-    o.weight_decay = model == "cnn" ? 5e-4 : 0.0;
+    o.weight_decay = model.sgd_weight_decay;
   } else {
     // Adam's step is about lr whatever the gradient's scale; sgd's 0.05 would be far too big.
-    o.lr = model == "gpt" ? 3e-3 : 1e-3;
-    o.weight_decay = name == "adamw" ? 0.01 : 0.0;
-    if (model == "gpt") o.beta2 = 0.95;
+    o.lr = model.adam_lr;
+    o.weight_decay = o.name == "adamw" ? 0.01 : 0.0;
+    o.beta2 = model.adam_beta2;
   }
   return o;
 }
 
-ScheduleSpec default_schedule(const std::string& model, const std::string& name, double lr) {
+ScheduleSpec default_schedule(const ModelRow& model, const std::string& name, double lr) {
   ScheduleSpec s;
-  s.name = !name.empty() ? name : model == "gpt" ? "cosine" : "constant";
-  if (model == "gpt") s.warmup_steps = 8;
-  // min_lr may not exceed lr; 3e-4 is gpt's floor at its default rate of 3e-3.
-  if (s.name == "cosine" && model == "gpt") s.min_lr = std::min(3e-4, lr);
+  s.name = !name.empty() ? name : model.schedule;
+  s.warmup_steps = model.warmup_steps;
+  // min_lr may not exceed lr: the model's floor is for its default rate.
+  if (s.name == "cosine" && model.cosine_min_lr > 0.0) s.min_lr = std::min(model.cosine_min_lr, lr);
   return s;
 }
 
-Result<Task> default_task(const std::string& model, const std::string& dataset) {
+Result<Task> default_task(const std::string& model_name, const std::string& dataset_name) {
   Task task;
-  task.model.name = model;
-  task.dataset.name = dataset;
-  const ModelInfo* info = find_model(model);
-  if (info == nullptr) return resolve_model_options(task.model).error();
-  task.loss = info->loss;
-  task.optimizer = default_optimizer(model, "");
-  task.schedule = default_schedule(model, "", task.optimizer.lr);
-  if (model == "conv3d") task.batch_size = 4;
-  if (model == "gpt") task.batch_size = 16;
-  if (dataset == "mnist" && model == "mlp")
-    task.model.options = {{"input_dim", 784}, {"classes", 10}};
+  task.model.name = model_name;
+  task.dataset.name = dataset_name;
+  const ModelRow* model = find_model(model_name);
+  if (model == nullptr) return unknown_model(model_name);
+  task.loss = model->loss;
+  task.optimizer = default_optimizer(*model, "");
+  task.schedule = default_schedule(*model, "", task.optimizer.lr);
+  task.batch_size = model->batch_size;
+  // A built-in dataset's fixed sizes are the model's from the start.
+  if (const DatasetRow* dataset = find_dataset(dataset_name);
+      dataset && model->trains_on(dataset->kind)) {
+    if (dataset->features > 0 && !model->feature_option.empty())
+      task.model.options[model->feature_option] = dataset->features;
+    if (dataset->classes > 0 && !model->class_option.empty())
+      task.model.options[model->class_option] = dataset->classes;
+  }
   VT_ASSIGN_OR_RETURN(task.model.options, resolve_model_options(task.model));
   VT_ASSIGN_OR_RETURN(task.dataset.options, resolve_dataset_options(task));
   task.fingerprint.trail_interval = 4;

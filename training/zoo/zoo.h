@@ -1,9 +1,16 @@
 #pragma once
-// The model zoo and the datasets, described without LibTorch: which options each accepts,
-// their defaults and ranges, and which pairs fit together. `task init` writes tasks from here;
-// validate_for_training checks a task against it before any tensor exists.
+// The model zoo and the datasets as two tables, described without LibTorch: a row per model and
+// a row per dataset holds every fact the rest of veritrain asks of it (its options with their
+// defaults and ranges, what it trains with and on, its defaults, its size as arithmetic), so a
+// caller asks the row and never compares a name. A name is read once, where a task is resolved
+// (find_model, find_dataset: the rows of a TrainingTask). `task init` writes tasks from here;
+// validate_for_training checks a task against it before any tensor exists. The module each model
+// row builds is training/model/models.h's, indexed by the row's ModelKind.
 
+#include <cstdint>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "protocol/task.h"
@@ -18,24 +25,90 @@ struct OptionSpec {
   std::string help;
 };
 
+// What one example of a model's input is; synthetic data is made to it.
 enum class InputKind { kFeatures, kImages, kVolumes, kTokens };
 
-struct ModelInfo {
+// Indexes the model table: zoo_models()[static_cast<std::size_t>(kind)] is its row.
+enum class ModelKind { kMlp, kCnn, kConv3d, kGpt, kTorchScript };
+inline constexpr std::size_t kModelKinds = 5;
+enum class DatasetKind { kSynthetic, kMnist, kCifar10, kTensors, kTokens };
+inline constexpr std::size_t kDatasetKinds = 5;
+
+// A model's training state as Trainer::layout() lists its floating-point tensors: parameters,
+// and statistics (BatchNorm's running mean and variance) that the optimizer does not update.
+struct ModelTensors {
+  std::uint64_t parameter_tensors = 0;
+  std::uint64_t statistic_tensors = 0;
+  std::uint64_t statistic_elements = 0;
+};
+
+struct ModelRow {
+  ModelKind kind;
   std::string name;
   std::string description;
   InputKind input;
-  std::string loss;  // the loss its synthetic data is made for
+  // The loss it trains with; a TorchScript module may take any (its synthetic data is made for
+  // cross_entropy) and "model", its own.
+  std::string loss;
   std::vector<OptionSpec> options;
+  // The datasets it trains on besides synthetic data.
+  std::vector<DatasetKind> datasets;
+  // A requestor's own module (model.path, pinned by SHA-256), not one veritrain builds: its sizes
+  // are its file's, and its synthetic data takes its sizes from the dataset's options.
+  bool user_module = false;
+  // The option a dataset's number of classes (or a tokens file's vocabulary) sets, and the one its
+  // features per example set; "" when none does.
+  std::string class_option;
+  std::string feature_option;
+  // Its honest cross-thread-count spread is a convolution's (docs/tolerance.md), not a product's.
+  bool convolutional = false;
+  // Defaults a task init writes for it.
+  std::int64_t batch_size = 32;
+  std::string optimizer = "sgd";
+  double sgd_weight_decay = 0.0;
+  double adam_lr = 1e-3;
+  double adam_beta2 = 0.999;
+  std::string schedule = "constant";
+  std::int64_t warmup_steps = 0;
+  double cosine_min_lr = 0.0;  // at most the task's lr
+  // Size as arithmetic over its resolved options (none for a user module): parameters, floats a
+  // forward pass keeps per example until backward, and its state's tensors. Each matches the
+  // module training/model/models.cpp builds; tests/training/sizes_trainer_test.cpp holds them to
+  // it.
+  std::uint64_t (*parameters)(const Options&) = nullptr;
+  std::uint64_t (*activation_floats)(const Options&) = nullptr;
+  ModelTensors (*tensors)(const Options&) = nullptr;
+  // What its resolved options must satisfy beyond their ranges ("" when they do).
+  std::string (*check_options)(const Options&) = nullptr;
+
+  bool trains_on(DatasetKind dataset) const;
 };
 
-struct DatasetInfo {
+struct DatasetRow {
+  DatasetKind kind;
   std::string name;
   std::string description;
-  std::vector<OptionSpec> options;
+  // What it feeds a model, said in its refusals ("784-feature vectors"); "" for data of any shape.
+  std::string feeds;
+  InputKind input = InputKind::kFeatures;  // meaningful when `feeds` is set
+  // A built-in dataset's fixed sizes: the number of classes, and features per example (0: not
+  // fixed). A model it feeds takes them (ModelRow::class_option, feature_option).
+  std::int64_t classes = 0;
+  std::int64_t features = 0;
+  bool pinned_files = false;        // read from files in dataset.path, each pinned by SHA-256
+  bool memory_mapped = false;       // read through memory maps, never whole (docs/datasets.md)
+  bool row_eval_split = false;      // eval_fraction may hold rows out
+  std::string train_file_prefix;    // task init pins the files of its folder that start so
+  std::vector<OptionSpec> options;  // synthetic data's depend on the model: synthetic_options
 };
 
-const std::vector<ModelInfo>& zoo_models();
-const ModelInfo* find_model(std::string_view name);
+const std::vector<ModelRow>& zoo_models();
+const ModelRow& model_row(ModelKind kind);
+// The parse edge: a model's or a dataset's row by name; nullptr for an unknown name.
+const ModelRow* find_model(std::string_view name);
+const std::vector<DatasetRow>& zoo_datasets();
+const DatasetRow& dataset_row(DatasetKind kind);
+const DatasetRow* find_dataset(std::string_view name);
 std::vector<OptionSpec> synthetic_options(InputKind input);
 
 // Model and dataset options with every default filled in; unknown names and out-of-range
@@ -51,6 +124,10 @@ struct TrainingTask {
   Task task;
   Options model;    // model.options, resolved (resolve_model_options)
   Options dataset;  // dataset.options, resolved (resolve_dataset_options)
+  const ModelRow* model_row = nullptr;
+  const DatasetRow* dataset_row = nullptr;
+  const ModelRow& zoo_model() const { return *model_row; }
+  const DatasetRow& zoo_dataset() const { return *dataset_row; }
 };
 
 // The task's options resolved, nothing else checked: for a task still being written (task init
@@ -78,8 +155,8 @@ Result<Task> default_task(const std::string& model, const std::string& dataset);
 
 // Hyperparameters that suit `optimizer` ("" = the model's own choice) for `model`: every field
 // an optimizer does not use keeps its neutral default, so any pair validates.
-OptimizerSpec default_optimizer(const std::string& model, const std::string& optimizer);
+OptimizerSpec default_optimizer(const ModelRow& model, const std::string& optimizer);
 // The schedule `name` ("" = the model's own choice) for `model` at base rate `lr`.
-ScheduleSpec default_schedule(const std::string& model, const std::string& name, double lr);
+ScheduleSpec default_schedule(const ModelRow& model, const std::string& name, double lr);
 
 }  // namespace vt::training

@@ -92,13 +92,15 @@ Result<AuditFinding> audit_epoch(EvidenceSource& source, const Task& task, std::
              !problems.empty()) {
     f.start_state_problem = "the committed state: " + problems.front();
   }
-  std::unique_ptr<training::Trainer> trainer;
+  training::Trainer* trainer = nullptr;
   if (f.start_state_problem.empty()) {
-    auto restored = restore_committed(task, *stored_start, trainer_options);
-    if (!restored && restored.error().code == Errc::kRejected) {
-      f.start_state_problem = restored.error().message;
+    // Into the trainer that derived the task's layout: one trainer for the audit.
+    Status loaded = load_committed(*ctx.replayer, *stored_start);
+    if (!loaded && loaded.error().code == Errc::kRejected) {
+      f.start_state_problem = loaded.error().message;
     } else {
-      VT_ASSIGN_OR_RETURN(trainer, std::move(restored));
+      VT_RETURN_IF_ERROR(std::move(loaded));
+      trainer = ctx.replayer.get();
     }
   }
   if (!f.start_state_problem.empty()) {

@@ -113,7 +113,7 @@ std::string render_ruling_page(const dispute::Ruling& r, const dispute::Operator
   s += "<h2>Re-checking this</h2>\n<p>The evidence holds everything this page says, signed by "
        "the auditor, with the provider's signature over its trace. Anyone re-checks it alone, "
        "without the task, the data or LibTorch:</p>\n<pre>" +
-       html_escape("veritrain referee " + info.evidence_file + "\nscripts/referee_ref.py " +
+       html_escape("veritrain referee " + info.evidence_file + "\nreference/referee_ref.py " +
                    info.evidence_file + "   # numpy alone, from docs/portable.md") +
        "</pre>\n";
   return s + html::page_close();

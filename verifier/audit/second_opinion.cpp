@@ -96,7 +96,7 @@ Result<SecondOpinion> second_opinion(const std::string& task_json, ByteSpan befo
 nlohmann::json second_opinion_to_json(const SecondOpinion& s) {
   const bool ran = s.status != "not_covered";
   return {{"status", s.status},
-          {"reference", "scripts/replay_ref.py"},
+          {"reference", "reference/replay_ref.py"},
           {"reference_root",
            ran ? nlohmann::json(hex_encode(s.reference_root)) : nlohmann::json(nullptr)},
           {"detail", s.detail}};

@@ -1,6 +1,6 @@
 #pragma once
 // An auditor's second opinion (docs/verifier.md, "Second opinion"): the disputed epoch replayed
-// again by scripts/replay_ref.py, an independent PyTorch implementation of docs/training.md,
+// again by reference/replay_ref.py, an independent PyTorch implementation of docs/training.md,
 // and its after-state's Merkle root compared with veritrain's own replay. A bug in veritrain's
 // trainer makes the two disagree even where the provider's commitment and veritrain agree.
 
@@ -35,7 +35,7 @@ Result<SecondOpinion> second_opinion(const std::string& task_json, ByteSpan befo
                                      const Digest& veritrain_root,
                                      const SecondOpinionOptions& options);
 
-// {"status": ..., "reference": "scripts/replay_ref.py", "reference_root": hex or null, "detail":
+// {"status": ..., "reference": "reference/replay_ref.py", "reference_root": hex or null, "detail":
 // ...}
 nlohmann::json second_opinion_to_json(const SecondOpinion& s);
 

@@ -240,7 +240,14 @@ Result<Replay> replay_here(const CheckContext& ctx, ByteSpan start) {
   // From bytes only: nothing is shared with the provider's run.
   const auto t0 = std::chrono::steady_clock::now();
   Replay r;
-  VT_ASSIGN_OR_RETURN(auto trainer, restore_committed(*ctx.task, start, ctx.trainer));
+  std::unique_ptr<training::Trainer> own;
+  training::Trainer* trainer = ctx.replayer.get();
+  if (trainer != nullptr) {
+    VT_RETURN_IF_ERROR(load_committed(*trainer, start));
+  } else {
+    VT_ASSIGN_OR_RETURN(own, restore_committed(*ctx.task, start, ctx.trainer));
+    trainer = own.get();
+  }
   r.notes = trainer->replay_notes();
   // The trail as an honest provider takes it (provider/provider.cpp), to compare bit for bit:
   // exact mode only, the one mode where it is compared (each point is a device gather).
@@ -374,6 +381,12 @@ Result<std::unique_ptr<training::Trainer>> restore_committed(
   if (restored || restored.error().code != Errc::kInternal) return restored;
   if (auto fresh = training::Trainer::create(task, options); !fresh) return restored.error();
   return rejected("the committed state cannot be restored: " + restored.error().message);
+}
+
+Status load_committed(training::Trainer& trainer, ByteSpan state) {
+  Status loaded = trainer.load(state);
+  if (loaded || loaded.error().code != Errc::kInternal) return loaded;
+  return rejected("the committed state cannot be restored: " + loaded.error().message);
 }
 
 Result<EpochCheck> unreplayable(PreparedEpoch prepared, const Error& replay_error) {

@@ -106,6 +106,7 @@ struct Replay {
   std::vector<nlohmann::json> trail;  // at the task's trail seeds every trail_interval steps
   std::optional<EvalClaim> eval;      // the held-out split after the epoch
 };
+// In ctx.replayer when there is one, else in a trainer restored for it.
 Result<Replay> replay_here(const CheckContext& ctx, ByteSpan start);
 // Restores a committed state that passed check_committed_state. It can still fail to restore
 // (RNG or optimizer bytes of the right size but no valid content, which LibTorch throws on);
@@ -113,6 +114,9 @@ Result<Replay> replay_here(const CheckContext& ctx, ByteSpan start);
 // is the provider's: rejected. Settings this replay refuses stay input errors.
 Result<std::unique_ptr<training::Trainer>> restore_committed(
     const Task& task, ByteSpan state, const training::TrainerOptions& options);
+// The same into a trainer this verifier already built (so its setup is sound): a state LibTorch
+// cannot load is the provider's.
+Status load_committed(training::Trainer& trainer, ByteSpan state);
 // A replay that failed: the provider's fault (rejected) becomes the epoch's failure, anything
 // else stays an error.
 Result<EpochCheck> unreplayable(PreparedEpoch prepared, const Error& replay_error);

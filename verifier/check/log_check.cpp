@@ -109,7 +109,9 @@ Result<LogFacts> check_log(EvidenceSource& source, const Task& task,
   const Digest id = task_id(task);
   // Epoch 0 must be the state the task defines; the verifier derives it itself. Its size also
   // bounds what the provider may send from here on.
-  VT_ASSIGN_OR_RETURN(auto initial, training::Trainer::create(task, trainer));
+  VT_ASSIGN_OR_RETURN(std::shared_ptr<training::Trainer> initial,
+                      training::Trainer::create(task, trainer));
+  facts.trainer = initial;
   VT_ASSIGN_OR_RETURN(Bytes initial_bytes, initial->snapshot());
   SourceLimits limits;
   limits.log =

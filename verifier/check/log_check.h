@@ -4,6 +4,7 @@
 // defines (no pretrained or forged start), and that the delivered final model is the last
 // committed state.
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +25,9 @@ struct LogFacts {
   Digest expected_initial_root{};
   std::vector<std::string> failures;  // each a reason to reject
   bool complete = false;              // every epoch 0..task.epochs committed
+  // The trainer that derived the initial state: the one this process replays in
+  // (CheckContext::replayer), so that a verify builds one trainer per process.
+  std::shared_ptr<training::Trainer> trainer;
 };
 
 // The largest snapshot a provider may send for a task whose initial snapshot is `initial`

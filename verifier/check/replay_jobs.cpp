@@ -16,6 +16,7 @@
 #include "common/json.h"
 #include "common/json_fields.h"
 #include "protocol/log.h"
+#include "training/prepared_task.h"
 
 namespace vt::verifier {
 namespace fs = std::filesystem;
@@ -242,10 +243,9 @@ Result<Replay> ReplayJobs::finish_oldest() {
 
 std::size_t automatic_replay_jobs(const Task& task, const training::TrainerOptions& trainer,
                                   std::size_t epochs) {
-  const std::string device = trainer.device.empty() ? name_string(task.device) : trainer.device;
+  const std::string device = training::run_device(task, trainer);
   if (device.rfind("cuda", 0) == 0 || epochs < 2) return 1;
-  const std::int64_t threads = std::max<std::int64_t>(
-      1, trainer.intra_op_threads > 0 ? trainer.intra_op_threads : task.intra_op_threads);
+  const std::int64_t threads = std::max<std::int64_t>(1, training::run_threads(task, trainer));
   const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
   return std::clamp<std::size_t>(cores / static_cast<std::size_t>(threads), 1, epochs);
 }
@@ -269,6 +269,9 @@ Status run_replay_worker(const ReplayWorkerArgs& args, std::istream& in, std::os
   ctx.task = &task;
   ctx.task_id = task_id(task);
   ctx.trainer = args.trainer;
+  // One trainer for the worker's life, each request's state loaded into it: built here, while
+  // the verifier fetches the first state.
+  VT_ASSIGN_OR_RETURN(ctx.replayer, training::Trainer::create(task, args.trainer));
   for (std::string line; std::getline(in, line);) {
     VT_ASSIGN_OR_RETURN(const json request, parse_json(line, "replay-worker: request"));
     if (!request.is_object()) return invalid_input("replay-worker: request: not an object");

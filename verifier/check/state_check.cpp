@@ -145,6 +145,7 @@ Result<CheckContext> make_check_context(const Task& task, const training::Traine
   VT_ASSIGN_OR_RETURN(auto initial, training::Trainer::create(task, trainer));
   ctx.layout = initial->layout();
   ctx.steps_per_epoch = initial->steps_per_epoch();
+  ctx.replayer = std::move(initial);
   return ctx;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,9 +35,14 @@ struct CheckContext {
   // A veritrain binary whose `replay-worker` re-runs an epoch that missed its commitment, in a
   // fresh process (second_replay.h). Empty: the second replay runs in this process.
   std::filesystem::path second_replay_program = {};
+  // The trainer this process replays in: built once (the one that derived the task's initial
+  // state), each challenged epoch's start state loaded into it (Trainer::load). Null: each
+  // replay restores a trainer of its own.
+  std::shared_ptr<training::Trainer> replayer = {};
 };
 
-// A context for `task` with its layout derived here (builds the task's initial state once).
+// A context for `task` with its layout derived here (builds the task's initial state once, in
+// the trainer it keeps as `replayer`).
 Result<CheckContext> make_check_context(const Task& task, const training::TrainerOptions& trainer,
                                         FetchAfter fetch_after = FetchAfter::kAuto);
 

@@ -43,6 +43,7 @@ class Run {
                         check_log(source_, task_, log_trainer(), /*require_complete=*/true,
                                   options_.provider_key, replays()));
     ctx_.layout = facts.layout;
+    ctx_.replayer = facts.trainer;  // one trainer in this process, for every replay here
     say("log: " + std::to_string(facts.records.size()) + " commitments, " +
         (facts.failures.empty() ? std::string("signatures, chain, task and initial state check out")
                                 : facts.failures.front()));
@@ -90,6 +91,7 @@ class Run {
     source_.set_limits(limits);
     ctx_.layout = std::move(derived.layout);
     ctx_.steps_per_epoch = derived.steps_per_epoch;
+    ctx_.replayer = std::move(derived.replayer);
     VT_ASSIGN_OR_RETURN(ProbabilityDerivation derivation,
                         derive_probability(options_.policy, verdict_.epochs));
     VT_ASSIGN_OR_RETURN(ChallengeRandom random, make_random());

@@ -7,7 +7,7 @@ complete.
 Every ⊕ ⊖ ⊗ ⊘ of the page is one numpy float32 operation (correctly rounded, never fused);
 numpy vectorises over *independent* outputs only, and every chain ("A chain") is a loop over
 its index in the documented order. Product chains, exp, log and the dropout stream are
-scripts/portable_ref.py's (`mm`, `vt_exp`, `vt_log`, `uniforms_at`), not written again here.
+reference/portable_ref.py's (`mm`, `vt_exp`, `vt_log`, `uniforms_at`), not written again here.
 
 Forward and backward functions return dicts of float32 arrays named as the probe's outputs
 (tests/kernels/ops_ref_test.py); inputs are float32 arrays (targets int64), float parameters

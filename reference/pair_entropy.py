@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How far can a before/after pair of snapshots shrink? Order-0 entropy per byte plane.
 
-    scripts/pair_entropy.py BEFORE.safetensors AFTER.safetensors
+    reference/pair_entropy.py BEFORE.safetensors AFTER.safetensors
 
 For every fp32 tensor (grouped as weights, exp_avg, exp_avg_sq, momentum) it prints the bits
 per value of the four byte planes of the `planes` layout (exponent byte first, docs/container.md)

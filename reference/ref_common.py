@@ -1,6 +1,6 @@
 """What both reference replayers share, written from docs/training.md: the project's PRNG
 (SplitMix64), the synthetic datasets, the data order and the learning-rate schedule. Plain Python
-and numpy, no torch: scripts/portable_ref.py replays portable epochs with numpy alone.
+and numpy, no torch: reference/portable_ref.py replays portable epochs with numpy alone.
 """
 import json
 import os
