@@ -11,8 +11,12 @@
 //                                  original epoch E (the verifier pays the restore too)
 //   replay_identical_<m>           the replay landed on the original bytes (a sanity check)
 //
+// With --recipes the same task runs a second time with docs/task.md's recipes on (the gradient's
+// l2 norm clipped at 1, the 1-d parameters spared decay, labels smoothed by 0.1):
+//   recipes_vs_plain_steps_ratio_<m>  steps/s with the recipes over steps/s without, same run
+//
 //   bench_training [--json] [--model cnn|gpt|all] [--width N] [--d-model N] [--steps N]
-//                  [--epochs E] [--threads N]
+//                  [--epochs E] [--threads N] [--portable] [--recipes]
 
 #include <cstdlib>
 #include <cstring>
@@ -20,6 +24,7 @@
 #include <vector>
 
 #include "bench/bench_util.h"
+#include "training/recipes.h"
 #include "training/trainer.h"
 #include "training/zoo/zoo.h"
 
@@ -35,6 +40,8 @@ struct Args {
   std::int64_t steps = 8;
   std::int64_t epochs = 3;   // >= 3: one warm-up, at least two timed
   std::int64_t threads = 1;  // the task's intra-op threads
+  bool portable = false;
+  bool recipes = false;
 };
 
 std::optional<int> parse(int argc, char** argv, Args& a) {
@@ -47,6 +54,8 @@ std::optional<int> parse(int argc, char** argv, Args& a) {
   app.add_option("--epochs", a.epochs, "Epochs (one warm-up, at least two timed)")
       ->check(CLI::Range(3, 1 << 20));
   app.add_option("--threads", a.threads, "The task's intra-op threads")->check(CLI::PositiveNumber);
+  app.add_flag("--portable", a.portable, "Portable arithmetic rather than LibTorch's (exact)");
+  app.add_flag("--recipes", a.recipes, "Also train with the recipes on, and compare");
   return vt::bench::parse_flags(app, argc, argv);
 }
 
@@ -55,6 +64,7 @@ vt::Result<vt::Task> make_task(const std::string& model, const Args& a) {
   task.epochs = a.epochs;
   task.steps_per_epoch = a.steps;
   task.intra_op_threads = a.threads;
+  task.determinism = a.portable ? vt::Determinism::kPortable : vt::Determinism::kExact;
   // AdamW: its two moments make the snapshot three times the weights, as in real jobs.
   task.optimizer = {.name = "adamw", .lr = 1e-3, .weight_decay = 0.01};
   if (model == "cnn") {
@@ -77,6 +87,18 @@ struct Figures {
   std::uint64_t snapshot_bytes = 0;
   bool identical = false;
 };
+
+// The recipes on `task`: nanoGPT's clipping and decay groups, and smoothed labels.
+vt::Result<vt::Task> with_recipes(vt::Task task) {
+  using vt::training::Trainer;
+  VT_ASSIGN_OR_RETURN(auto probe, Trainer::create(task));
+  VT_ASSIGN_OR_RETURN(task.optimizer.no_decay,
+                      vt::training::resolve_no_decay("1d", probe->parameter_info()));
+  task.optimizer.clip_grad_norm = 1.0;
+  task.loss_options.label_smoothing = 0.1;
+  VT_RETURN_IF_ERROR(vt::training::validate_for_training(task));
+  return task;
+}
 
 vt::Result<Figures> measure(const vt::Task& task) {
   using vt::training::Trainer;
@@ -144,6 +166,16 @@ int main(int argc, char** argv) {
     report.add("snapshot_bytes_" + m, f->snapshot_bytes);
     report.add("replay_vs_train_ratio_" + m, f->replay_ratio);
     report.add("replay_identical_" + m, f->identical);
+    if (!args.recipes) continue;
+    auto recipe_task = with_recipes(*task);
+    auto r = recipe_task ? measure(*recipe_task) : vt::Result<Figures>(recipe_task.error());
+    if (!r) {
+      std::fprintf(stderr, "bench_training: %s with recipes: %s\n", m.c_str(),
+                   r.error().message.c_str());
+      return 1;
+    }
+    report.add("recipes_vs_plain_steps_ratio_" + m, r->steps_per_s / f->steps_per_s);
+    report.add("recipes_replay_identical_" + m, r->identical);
   }
   return 0;
 }

@@ -4,6 +4,7 @@
 #include "cli/task_fields.h"
 #include "cli/task_init.h"
 #include "training/environment.h"
+#include "training/recipes.h"
 #include "training/trainer.h"
 
 namespace vt::cli {
@@ -25,6 +26,14 @@ Result<training::StateCount> build_and_count(const Task& task) {
   return count;
 }
 
+// Paths in the task resolve as build_and_count's do: task init writes them as given.
+Result<std::vector<std::string>> resolve_no_decay_here(const Task& task, const std::string& rule) {
+  training::TrainerOptions probe;
+  probe.device = "cpu";  // names and shapes do not depend on the device
+  VT_ASSIGN_OR_RETURN(auto trainer, training::Trainer::create(task, probe));
+  return training::resolve_no_decay(rule, trainer->parameter_info());
+}
+
 Environments replayable_here(const Task& task, const std::filesystem::path& task_dir) {
   training::TrainerOptions here;
   here.task_dir = task_dir;
@@ -36,7 +45,8 @@ Environments replayable_here(const Task& task, const std::filesystem::path& task
 void register_task(CLI::App& app, Context& ctx) {
   auto* task = app.add_subcommand("task", summary_of("task"));
   task->require_subcommand(1);
-  register_task_init(*task, ctx, {nullptr, nullptr, build_and_count, replayable_here});
+  register_task_init(*task, ctx,
+                     {nullptr, nullptr, build_and_count, replayable_here, resolve_no_decay_here});
   register_task_show(*task, ctx);  // cmd_task_show.cpp: torch-free, so `veritrain` runs it itself
   register_task_check(task, ctx);
 }

@@ -231,6 +231,11 @@ Result<Task> build_task(const InitArgs& a, const TaskInitHost& host, bool& exact
   }
   VT_RETURN_IF_ERROR(validate_task(task));
   VT_RETURN_IF_ERROR(training::validate_for_training(task));
+  if (!a.hyper.no_decay.empty()) {
+    if (host.no_decay == nullptr) return internal_error("--no-decay: not in this program");
+    VT_ASSIGN_OR_RETURN(task.optimizer.no_decay, host.no_decay(task, a.hyper.no_decay));
+    VT_RETURN_IF_ERROR(validate_task(task));
+  }
   if (Status covered = cover_every_tensor(task, a, host); !covered.ok()) {
     // A TorchScript module portable mode cannot run (an operator without a portable kernel)
     // trains in exact mode when nobody asked for portable: said on stderr with the reason, not
@@ -315,7 +320,8 @@ void register_task_init(CLI::App& task, Context& ctx, const TaskInitHost& host) 
   init->callback([&ctx, a, host] {
     ctx.action = [&ctx, a, host]() -> Result<int> {
       if (a->list_options) return list_options(ctx, *a);
-      if (host.writes != nullptr && !host.writes(a->model, a->dataset, a->pin_environment))
+      if (host.writes != nullptr &&
+          !host.writes(a->model, a->dataset, a->pin_environment || !a->hyper.no_decay.empty()))
         return host.hand_over();
       bool exact_fallback = false;
       VT_ASSIGN_OR_RETURN(Task t, build_task(*a, host, exact_fallback));

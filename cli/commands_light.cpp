@@ -16,12 +16,12 @@ namespace {
 // task init without LibTorch: the zoo's models on the synthetic data made for them, and the
 // refusal of a model name the zoo does not have (it needs no LibTorch to say so).
 bool writes_zoo_on_synthetic(const std::string& model, const std::string& dataset,
-                             bool pin_environment) {
+                             bool needs_model) {
   const bool unknown = training::find_model(model) == nullptr;
-  return (unknown || training::counted_without_building(model, dataset)) && !pin_environment;
+  return (unknown || training::counted_without_building(model, dataset)) && !needs_model;
 }
 constexpr TaskInitHost kLightTaskInit{writes_zoo_on_synthetic, exec_torch_program,
-                                      training::synthetic_zoo_state, nullptr};
+                                      training::synthetic_zoo_state, nullptr, nullptr};
 
 // A command that lives in veritrain-torch: listed for --help with its summary, handed over when
 // run.

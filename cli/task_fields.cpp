@@ -43,6 +43,15 @@ void add_hyper_options(CLI::App* init, HyperArgs& a) {
   init->add_option("--step-size", a.step_size, "step schedule: epochs between decays");
   init->add_option("--gamma", a.gamma, "step schedule: decay factor");
   init->add_option("--tracking-k", a.tracking_k, "Values in the tracking fingerprint");
+  init->add_option("--clip-grad-norm", a.clip_grad_norm,
+                   "Clip the global gradient norm to this before each update "
+                   "(torch.nn.utils.clip_grad_norm_)");
+  init->add_option("--clip-norm", a.clip_norm, "The norm --clip-grad-norm measures: l2 or inf");
+  init->add_option("--no-decay", a.no_decay,
+                   "Parameters spared weight decay: 1d (fewer than 2 dims), norm_and_bias, or "
+                   "comma-separated name patterns; resolved from the model into the task");
+  init->add_option("--label-smoothing", a.label_smoothing,
+                   "cross_entropy's label smoothing, in [0, 1)");
 }
 
 void apply_hyper_args(const HyperArgs& a, Task& t) {
@@ -58,6 +67,9 @@ void apply_hyper_args(const HyperArgs& a, Task& t) {
   if (a.step_size >= 0) t.schedule.step_size = a.step_size;
   if (!std::isnan(a.gamma)) t.schedule.gamma = a.gamma;
   if (a.tracking_k >= 0) t.fingerprint.tracking_k = a.tracking_k;
+  if (!std::isnan(a.clip_grad_norm)) t.optimizer.clip_grad_norm = a.clip_grad_norm;
+  if (!a.clip_norm.empty()) t.optimizer.clip_norm = a.clip_norm;
+  if (!std::isnan(a.label_smoothing)) t.loss_options.label_smoothing = a.label_smoothing;
 }
 
 std::string describe_task(const Task& task) {

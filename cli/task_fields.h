@@ -19,6 +19,9 @@ struct HyperArgs {
   double min_lr = NAN, gamma = NAN;
   std::int64_t warmup_steps = -1, step_size = -1, tracking_k = -1;
   std::string loss;
+  // Recipes (docs/task.md, "Recipes"). no_decay is a rule the model resolves (task_init.h).
+  double clip_grad_norm = NAN, label_smoothing = NAN;
+  std::string clip_norm, no_decay;
 };
 
 void add_hyper_options(CLI::App* init, HyperArgs& args);

@@ -22,7 +22,8 @@ using Environments = std::map<std::string, std::vector<std::string>>;
 
 struct TaskInitHost {
   // Whether this program writes a task of these flags itself; null: it writes every task.
-  bool (*writes)(const std::string& model, const std::string& dataset, bool pin_environment);
+  // `needs_model`: a flag needs the model built (--pin-environment, --no-decay).
+  bool (*writes)(const std::string& model, const std::string& dataset, bool needs_model);
   // Runs the command line in veritrain-torch (what writes() declines); its exit code. Null where
   // writes is.
   int (*hand_over)();
@@ -31,6 +32,9 @@ struct TaskInitHost {
   // The arithmetic environments this machine replays (training::replayable_environments), for
   // --pin-environment; null where writes() declines that flag.
   Environments (*replayable)(const Task& task, const std::filesystem::path& task_dir);
+  // The parameters --no-decay's rule spares (training::resolve_no_decay over the built model);
+  // null where writes() declines that flag.
+  Result<std::vector<std::string>> (*no_decay)(const Task& task, const std::string& rule);
 };
 
 void register_task_init(CLI::App& task, Context& ctx, const TaskInitHost& host);

@@ -2,6 +2,7 @@
 
 #include "dispute/recompute_args.h"
 #include "kernels/activation.h"
+#include "kernels/clip.h"
 #include "kernels/conv.h"
 #include "kernels/gemm.h"
 #include "kernels/norm.h"
@@ -316,6 +317,28 @@ std::map<std::string_view, Recompute> make_table() {
       {"column_sums", column_sums},
       {"conv", [](Args& a) { conv(a, false); }},
       {"conv_backward", [](Args& a) { conv(a, true); }},
+      // Gradient clipping (docs/portable.md, "Gradient clipping").
+      {"sum_of_squares",
+       [](Args& a) {
+         const std::int64_t n = a.integer("n");
+         *a.out("sum", 1) = kernels::sum_of_squares(n, a.in("x", n));
+       }},
+      {"abs_max",
+       [](Args& a) {
+         const std::int64_t n = a.integer("n");
+         *a.out("max", 1) = kernels::abs_max(n, a.in("x", n));
+       }},
+      {"clip_coefficient",
+       [](Args& a) {
+         const std::int64_t count = a.integer("count");
+         *a.out("coefficient", 1) = kernels::clip_coefficient(count, a.in("parts", count),
+                                                              a.real("max_norm"), a.flag("inf"));
+       }},
+      {"scale_gradient",
+       [](Args& a) {
+         const std::int64_t n = a.integer("n");
+         kernels::scale_gradient(n, a.in_out("x", n), a.real("c"));
+       }},
   };
   add_model_operators(ops);
   for (const kernels::Activation f : kernels::kActivations) {

@@ -55,11 +55,27 @@ Result<json> parse_without_duplicates(std::string_view text, std::string_view wh
 }
 
 Status read_task(const JsonFields& root, Task& t) {
-  VT_RETURN_IF_ERROR(root.known_keys(
-      {"batch_size", "dataset",         "determinism",         "device",           "environments",
-       "epochs",     "fingerprint",     "gradient_groups",     "intra_op_threads", "loss",
-       "model",      "optimizer",       "portable_arithmetic", "precision",        "schedule",
-       "seed",       "steps_per_epoch", "tolerance",           "version",          "world_size"}));
+  VT_RETURN_IF_ERROR(root.known_keys({"batch_size",
+                                      "dataset",
+                                      "determinism",
+                                      "device",
+                                      "environments",
+                                      "epochs",
+                                      "fingerprint",
+                                      "gradient_groups",
+                                      "intra_op_threads",
+                                      "loss",
+                                      "loss_options",
+                                      "model",
+                                      "optimizer",
+                                      "portable_arithmetic",
+                                      "precision",
+                                      "schedule",
+                                      "seed",
+                                      "steps_per_epoch",
+                                      "tolerance",
+                                      "version",
+                                      "world_size"}));
   VT_RETURN_IF_ERROR(root.integer("version", t.version));
 
   VT_ASSIGN_OR_RETURN(JsonFields model, root.child("model", true));
@@ -80,10 +96,13 @@ Status read_task(const JsonFields& root, Task& t) {
   VT_RETURN_IF_ERROR(data.number("eval_fraction", t.dataset.eval_fraction));
 
   VT_RETURN_IF_ERROR(root.string("loss", t.loss));
+  VT_ASSIGN_OR_RETURN(JsonFields loss_options, root.child("loss_options", false));
+  VT_RETURN_IF_ERROR(loss_options.known_keys({"label_smoothing"}));
+  VT_RETURN_IF_ERROR(loss_options.number("label_smoothing", t.loss_options.label_smoothing));
 
   VT_ASSIGN_OR_RETURN(JsonFields opt, root.child("optimizer", false));
-  VT_RETURN_IF_ERROR(opt.known_keys(
-      {"beta1", "beta2", "eps", "lr", "momentum", "name", "nesterov", "weight_decay"}));
+  VT_RETURN_IF_ERROR(opt.known_keys({"beta1", "beta2", "clip_grad_norm", "clip_norm", "eps", "lr",
+                                     "momentum", "name", "nesterov", "no_decay", "weight_decay"}));
   VT_RETURN_IF_ERROR(opt.string("name", t.optimizer.name));
   VT_RETURN_IF_ERROR(opt.number("lr", t.optimizer.lr));
   VT_RETURN_IF_ERROR(opt.number("momentum", t.optimizer.momentum));
@@ -92,6 +111,9 @@ Status read_task(const JsonFields& root, Task& t) {
   VT_RETURN_IF_ERROR(opt.number("beta1", t.optimizer.beta1));
   VT_RETURN_IF_ERROR(opt.number("beta2", t.optimizer.beta2));
   VT_RETURN_IF_ERROR(opt.number("eps", t.optimizer.eps));
+  VT_RETURN_IF_ERROR(opt.number("clip_grad_norm", t.optimizer.clip_grad_norm));
+  VT_RETURN_IF_ERROR(opt.string("clip_norm", t.optimizer.clip_norm));
+  VT_RETURN_IF_ERROR(opt.strings("no_decay", t.optimizer.no_decay));
 
   VT_ASSIGN_OR_RETURN(JsonFields sched, root.child("schedule", false));
   VT_RETURN_IF_ERROR(sched.known_keys({"gamma", "min_lr", "name", "step_size", "warmup_steps"}));
@@ -153,6 +175,8 @@ json task_json(const Task& t) {
   for (const auto& [name, digest] : t.dataset.eval_files) j["dataset"]["eval_files"][name] = digest;
   if (t.dataset.eval_fraction != 0.0) j["dataset"]["eval_fraction"] = t.dataset.eval_fraction;
   j["loss"] = t.loss;
+  if (t.loss_options.label_smoothing != 0.0)
+    j["loss_options"]["label_smoothing"] = t.loss_options.label_smoothing;
   auto& o = j["optimizer"] = json::object();
   o["name"] = t.optimizer.name;
   o["lr"] = t.optimizer.lr;
@@ -162,6 +186,10 @@ json task_json(const Task& t) {
   o["beta1"] = t.optimizer.beta1;
   o["beta2"] = t.optimizer.beta2;
   o["eps"] = t.optimizer.eps;
+  // The recipe fields only when set: every task written before them keeps its task_id.
+  if (t.optimizer.clip_grad_norm != 0.0) o["clip_grad_norm"] = t.optimizer.clip_grad_norm;
+  if (t.optimizer.clip_norm != "l2") o["clip_norm"] = t.optimizer.clip_norm;
+  if (!t.optimizer.no_decay.empty()) o["no_decay"] = t.optimizer.no_decay;
   auto& s = j["schedule"] = json::object();
   s["name"] = t.schedule.name;
   s["step_size"] = t.schedule.step_size;

@@ -103,6 +103,20 @@ struct OptimizerSpec {
   double beta1 = 0.9;  // adam, adamw
   double beta2 = 0.999;
   double eps = 1e-8;
+  // Recipes (docs/training.md, "Recipes"), each written in the canonical form only when set, so
+  // that every task written before them keeps its task_id. clip_grad_norm > 0: before each
+  // update the gradients are scaled so that their global norm (clip_norm "l2" or "inf", over
+  // every parameter's gradient) is at most it, as torch.nn.utils.clip_grad_norm_ does.
+  double clip_grad_norm = 0.0;
+  std::string clip_norm = "l2";
+  // Parameters whose update skips weight decay (biases and norm weights, in most recipes): the
+  // names task init resolved from the model, so that no verifier can disagree about which.
+  std::vector<std::string> no_decay = {};
+};
+
+// The built-in loss's options (a TorchScript module's own loss has its own).
+struct LossOptions {
+  double label_smoothing = 0.0;  // cross_entropy: PyTorch's label_smoothing, in [0, 1)
 };
 
 struct ScheduleSpec {
@@ -131,6 +145,7 @@ struct Task {
   ModelSpec model;
   DatasetSpec dataset;
   std::string loss = "cross_entropy";  // "cross_entropy" | "mse"
+  LossOptions loss_options;            // in the canonical form only when set
   OptimizerSpec optimizer;
   ScheduleSpec schedule;
   std::int64_t epochs = 3;

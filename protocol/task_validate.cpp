@@ -160,6 +160,32 @@ Status validate_dataset(const Checker& c, const DatasetSpec& d) {
   return {};
 }
 
+// The recipe fields of the optimizer (docs/task.md, "Recipes").
+Status validate_recipe(const Checker& c, const OptimizerSpec& o) {
+  VT_RETURN_IF_ERROR(c.in_range("optimizer.clip_grad_norm", o.clip_grad_norm, 0, false));
+  VT_RETURN_IF_ERROR(c.one_of("optimizer.clip_norm", o.clip_norm, {"l2", "inf"}));
+  if (o.clip_grad_norm == 0.0)
+    VT_RETURN_IF_ERROR(c.unused("optimizer.clip_norm", o.clip_norm, std::string("l2"),
+                                "a task with optimizer.clip_grad_norm > 0"));
+  constexpr std::size_t kMaxNoDecay = 1 << 16;
+  if (o.no_decay.size() > kMaxNoDecay)
+    return c.fail("optimizer.no_decay", "at most 65536 parameter names",
+                  static_cast<std::int64_t>(o.no_decay.size()));
+  for (std::size_t i = 0; i < o.no_decay.size(); ++i) {
+    const std::string path = "optimizer.no_decay[" + std::to_string(i) + "]";
+    const std::string& name = o.no_decay[i];
+    if (name.empty() || name.size() > 1024) return c.fail(path, "a parameter name", name);
+    VT_RETURN_IF_ERROR(c.text(path, name));
+    // Sorted and unique: one set of names, one spelling, one task_id.
+    if (i > 0 && !(o.no_decay[i - 1] < name))
+      return c.fail_text(path,
+                         "names must be sorted and unique (after \"" + o.no_decay[i - 1] + "\")");
+  }
+  if (!o.no_decay.empty() && o.weight_decay == 0.0)
+    return c.fail_text("optimizer.no_decay", "only applies with optimizer.weight_decay > 0");
+  return {};
+}
+
 Status validate_optimizer(const Checker& c, const OptimizerSpec& o) {
   const OptimizerSpec defaults;
   VT_RETURN_IF_ERROR(c.one_of("optimizer.name", o.name, {"sgd", "adam", "adamw"}));
@@ -169,6 +195,7 @@ Status validate_optimizer(const Checker& c, const OptimizerSpec& o) {
   VT_RETURN_IF_ERROR(c.in_range("optimizer.beta1", o.beta1, 0, false, 1, true));
   VT_RETURN_IF_ERROR(c.in_range("optimizer.beta2", o.beta2, 0, false, 1, true));
   VT_RETURN_IF_ERROR(c.in_range("optimizer.eps", o.eps, 0, true));
+  VT_RETURN_IF_ERROR(validate_recipe(c, o));
   if (o.name == "sgd") {
     if (o.nesterov && o.momentum == 0) {
       return c.fail_text("optimizer.nesterov", "requires optimizer.momentum > 0");
@@ -231,6 +258,11 @@ Status validate_task(const Task& t, std::string_view where) {
   VT_RETURN_IF_ERROR(validate_model(c, t.model));
   VT_RETURN_IF_ERROR(validate_dataset(c, t.dataset));
   VT_RETURN_IF_ERROR(c.one_of("loss", t.loss, {"cross_entropy", "mse", "model"}));
+  VT_RETURN_IF_ERROR(c.in_range("loss_options.label_smoothing", t.loss_options.label_smoothing, 0,
+                                false, 1, true));
+  if (t.loss != "cross_entropy")
+    VT_RETURN_IF_ERROR(c.unused("loss_options.label_smoothing", t.loss_options.label_smoothing, 0.0,
+                                "loss cross_entropy"));
   VT_RETURN_IF_ERROR(validate_optimizer(c, t.optimizer));
   VT_RETURN_IF_ERROR(validate_schedule(c, t.schedule, t.optimizer.lr));
   VT_RETURN_IF_ERROR(c.at_least("epochs", t.epochs, 1));

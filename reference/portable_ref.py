@@ -653,6 +653,13 @@ def step_loss(task, net, p, state, x, y, step, group):
     if task.get("loss", "cross_entropy") == "mse":
         loss, lsaved = mse(out, y)
         upstream = lambda g: mse_backward(lsaved, g)  # noqa: E731
+    elif task.get("loss_options", {}).get("label_smoothing", 0.0) > 0.0:
+        # "Losses, further forms" (docs/portable.md): the smoothed loss and its gradient.
+        import portable_ops_ref as ops  # noqa: E402 (it imports this module)
+        eps = task["loss_options"]["label_smoothing"]
+        logits, classes = out.reshape(-1, out.shape[-1]), y.reshape(-1)
+        loss = ops.cross_entropy(logits, classes, eps, F(1.0))["loss"]
+        upstream = lambda g: ops.cross_entropy(logits, classes, eps, g)["dlogits"].reshape(out.shape)  # noqa: E731
     else:
         loss, lsaved = cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
         upstream = lambda g: cross_entropy_backward(lsaved, g).reshape(out.shape)  # noqa: E731
@@ -696,26 +703,63 @@ def gradients(task, net, p, state, x, y, step):
     return total[offset], grads
 
 
+def clip_sum(v):
+    """docs/portable.md, "Gradient clipping": a sum in chunks of 16384 values, each a lane sum,
+    then the lane sum of the chunks' sums."""
+    v = v.reshape(-1)
+    chunks = [lanes(v[i:i + 16384]) for i in range(0, v.size, 16384)]
+    return lanes(np.array(chunks, F)) if chunks else F(0.0)
+
+
+def abs_max(v):
+    v = np.abs(v.reshape(-1))
+    if np.isnan(v).any():
+        return F(np.nan)
+    return F(v.max()) if v.size else F(0.0)
+
+
+def clip(task, grads):
+    """optimizer.clip_grad_norm (docs/portable.md, "Gradient clipping"): each gradient's part in
+    canonical (name) order, the coefficient min(max_norm / (norm + 1e-6), 1), every gradient
+    multiplied by it."""
+    o = task["optimizer"]
+    names = sorted(grads, key=lambda s: s.encode())
+    inf = o.get("clip_norm", "l2") == "inf"
+    parts = np.array([abs_max(grads[n]) if inf else clip_sum(grads[n] * grads[n]) for n in names], F)
+    if inf:
+        norm = F(np.nan) if np.isnan(parts).any() else F(parts.max())
+    else:
+        norm = np.sqrt(clip_sum(parts))
+    c = F(o["clip_grad_norm"]) / (norm + F(1e-6))
+    if not np.isnan(c) and c > F(1.0):
+        c = F(1.0)
+    if c != F(1.0):
+        for n in names:
+            grads[n] = (grads[n] * c).astype(F)
+
+
 def update(task, p, slots, grads, lr):
     o = task["optimizer"]
+    spared = set(o.get("no_decay", []))
     for name in sorted(p):
         slot = slots[name]
         slot["step"] += 1
         t, g, w = slot["step"], grads[name], p[name]
+        decay = 0.0 if name in spared else o["weight_decay"]
         if o["name"] == "sgd":
             d = g
-            if o["weight_decay"] != 0.0:
-                d = d + F(o["weight_decay"]) * w
+            if decay != 0.0:
+                d = d + F(decay) * w
             if o["momentum"] != 0.0:
                 mu = F(o["momentum"])
                 slot["momentum_buffer"] = d.copy() if t == 1 else slot["momentum_buffer"] * mu + d
                 d = d + mu * slot["momentum_buffer"] if o["nesterov"] else slot["momentum_buffer"]
             p[name] = w - F(lr) * d
             continue
-        wd = F(o["weight_decay"])
+        wd = F(decay)
         if o["name"] == "adamw":
             w = w * (F(1.0) - F(lr) * wd)
-        elif o["weight_decay"] != 0.0:
+        elif decay != 0.0:
             g = g + wd * w
         b1, b2 = F(o["beta1"]), F(o["beta2"])
         slot["exp_avg"] = slot["exp_avg"] + (F(1.0) - b1) * (g - slot["exp_avg"])
@@ -743,6 +787,8 @@ def replay(task, meta, state):
         idx = order[s * batch:(s + 1) * batch]
         lr = learning_rate(task, step, epoch, steps * task["epochs"])
         _, grads = gradients(task, net, p, state, x_all[idx], y_all[idx], step)
+        if task["optimizer"].get("clip_grad_norm", 0.0) > 0.0:
+            clip(task, grads)
         update(task, p, slots, grads, lr)
         step += 1
     out = {k: v for k, v in state.items() if k.startswith(("buffer/", "rng/"))}

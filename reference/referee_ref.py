@@ -164,7 +164,7 @@ def operand_arrays(values, hashes, what):
 
 # --- evidence for one value (docs/dispute.md) ---------------------------------------------
 ELEMENTWISE = {"relu", "relu_backward", "gelu", "gelu_backward", "dropout", "dropout_backward",
-               "bernoulli", "sgd_update", "adam_update"}
+               "bernoulli", "sgd_update", "adam_update", "scale_gradient"}
 ROW_WISE = {"softmax", "softmax_backward", "log_softmax", "log_softmax_backward", "layer_norm"}
 
 
@@ -371,6 +371,19 @@ def sgd_update(a, i, o):
         out["buffer"] = buf
     out["param"] = p - F(a["lr"]) * d
     return out
+
+
+def clip_coefficient(a, i, o):
+    """docs/portable.md, "Gradient clipping": the coefficient from the parts."""
+    parts = i["parts"] if i["parts"] is not None else np.zeros(0, F)
+    if a["inf"]:
+        norm = F(np.nan) if np.isnan(parts).any() else (F(parts.max()) if parts.size else F(0.0))
+    else:
+        norm = np.sqrt(ref.lanes(parts) if parts.size else F(0.0))
+    c = F(a["max_norm"]) / (norm + F(1e-6))
+    if not np.isnan(c) and c > F(1.0):
+        c = F(1.0)
+    return {"coefficient": np.array([c], F)}
 
 
 def conv_arrays(a, i):
@@ -665,6 +678,10 @@ OPERATORS = {
     "layer_norm": layer_norm,
     "layer_norm_backward": layer_norm_backward,
     "sgd_update": sgd_update,
+    "sum_of_squares": lambda a, i, o: {"sum": np.array([ref.clip_sum(i["x"] * i["x"])], F)},
+    "abs_max": lambda a, i, o: {"max": np.array([ref.abs_max(i["x"])], F)},
+    "clip_coefficient": clip_coefficient,
+    "scale_gradient": lambda a, i, o: {"x": i["x"] if F(a["c"]) == F(1.0) else (i["x"] * F(a["c"])).astype(F)},
     "adam_update": adam_update,
     "conv": conv,
     "conv_backward": conv_backward,

@@ -54,12 +54,12 @@ class HandAdam:
     def __init__(self, o, adamw):
         self.o, self.adamw = o, adamw
 
-    def update(self, p, grad, slot, lr):
+    def update(self, p, grad, slot, lr, weight_decay):
         o = self.o
         if self.adamw:
-            p.mul_(1.0 - lr * o["weight_decay"])
-        elif o["weight_decay"] != 0.0:
-            grad = grad.add(p, alpha=o["weight_decay"])
+            p.mul_(1.0 - lr * weight_decay)
+        elif weight_decay != 0.0:
+            grad = grad.add(p, alpha=weight_decay)
         slot["exp_avg"].lerp_(grad, 1.0 - o["beta1"])
         slot["exp_avg_sq"].mul_(o["beta2"]).addcmul_(grad, grad, value=1.0 - o["beta2"])
         bias1 = 1.0 - power(o["beta1"], slot["step"])
@@ -100,7 +100,12 @@ def load_task(path):
     return task
 
 
-def grouped_step(net, params, x, y, groups):
+def loss_of(task, out, y):
+    """The task's cross_entropy, with loss_options.label_smoothing (docs/task.md, "Recipes")."""
+    return F.cross_entropy(out, y, label_smoothing=task.get("loss_options", {}).get("label_smoothing", 0.0))
+
+
+def grouped_step(task, net, params, x, y, groups):
     """docs/training.md, "Gradient groups": each group alone from the step's buffers, backward
     seeded with 1/G; gradients and float buffers x 1/G summed along the balanced binary tree."""
     scale = 1.0 / groups
@@ -115,7 +120,7 @@ def grouped_step(net, params, x, y, groups):
                 t.copy_(s)
         for _, p in params:
             p.grad = None
-        loss = F.cross_entropy(net(x[g * b:(g + 1) * b]), y[g * b:(g + 1) * b])
+        loss = loss_of(task, net(x[g * b:(g + 1) * b]), y[g * b:(g + 1) * b])
         (loss * scale).backward()
         reached.update(k for k, p in params if p.grad is not None)
         with torch.no_grad():
@@ -192,9 +197,12 @@ def replay(task, meta, state, data_dir):
         prefix = "optim/" + key + "/"
         slots[key] = {k[len(prefix):]: v.clone() for k, v in state.items() if k.startswith(prefix)}
         slots[key]["step"] = int(slots[key]["step"].item())
+    spared = set(opt.get("no_decay", []))  # optimizer.no_decay: a second parameter group
     if opt["name"] == "sgd":
-        sgd = torch.optim.SGD([p for _, p in params], lr=opt["lr"], momentum=opt["momentum"], dampening=0,
-                              weight_decay=opt["weight_decay"], nesterov=opt["nesterov"], foreach=False)
+        groups_of = [{"params": [p for k, p in params if k not in spared], "weight_decay": opt["weight_decay"]},
+                     {"params": [p for k, p in params if k in spared], "weight_decay": 0.0}]
+        sgd = torch.optim.SGD([g for g in groups_of if g["params"]], lr=opt["lr"], momentum=opt["momentum"],
+                              dampening=0, nesterov=opt["nesterov"], foreach=False)
         for key, p in params:
             if opt["momentum"] != 0.0 and slots[key]["step"] > 0:
                 sgd.state[p]["momentum_buffer"] = slots[key]["momentum_buffer"]
@@ -213,19 +221,23 @@ def replay(task, meta, state, data_dir):
             for _, p in params:
                 if p.grad is not None:
                     p.grad.zero_()
-            F.cross_entropy(net(x), y).backward()
+            loss_of(task, net(x), y).backward()
         else:
-            grouped_step(net, params, x, y, groups)
+            grouped_step(task, net, params, x, y, groups)
+        if opt.get("clip_grad_norm", 0.0) > 0.0:
+            norm_type = math.inf if opt.get("clip_norm", "l2") == "inf" else 2.0
+            torch.nn.utils.clip_grad_norm_([p for _, p in params], opt["clip_grad_norm"], norm_type=norm_type)
         for key, p in params:
             slots[key]["step"] += p.grad is not None
         if opt["name"] == "sgd":
-            sgd.param_groups[0]["lr"] = lr
+            for group in sgd.param_groups:
+                group["lr"] = lr
             sgd.step()
         else:
             with torch.no_grad():
                 for key, p in params:
                     if p.grad is not None:
-                        adam.update(p, p.grad, slots[key], lr)
+                        adam.update(p, p.grad, slots[key], lr, 0.0 if key in spared else opt["weight_decay"])
         global_step += 1
 
     out = {"rng/cpu": torch.get_rng_state()}

@@ -70,10 +70,13 @@ class ResNet(nn.Module):
         super().__init__()
         w, blocks = o["width"], o["blocks"]
         self.stem, self.stem_bn = conv3x3(3, w, 1), nn.BatchNorm2d(w)
-        self.head = nn.Linear(2 * w, o["classes"])  # initialised before the blocks
+        head = nn.Linear(2 * w, o["classes"])  # initialised before the blocks
         stages = [BasicBlock(w, w, 1) for _ in range(blocks)] + [BasicBlock(w, 2 * w, 2)]
         stages += [BasicBlock(2 * w, 2 * w, 1) for _ in range(1, blocks)]
+        # Registered after the blocks: the model's parameter order, which clipping's l2 norm
+        # stacks the per-tensor norms in (docs/training.md, "Recipes").
         self.stages = nn.Sequential(*stages)
+        self.head = head
 
     def forward(self, x):
         x = F.relu(self.stem_bn(self.stem(x)))

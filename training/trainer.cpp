@@ -262,6 +262,7 @@ Result<std::unique_ptr<Trainer::Impl>> build(const Task& task, const TrainerOpti
   }
   impl->net->to(impl->device);
   impl->net->set_training(true);
+  VT_RETURN_IF_ERROR(check_no_decay(task.optimizer, impl->net->parameters()));
   impl->optimizer =
       std::make_unique<Optimizer>(task.optimizer, impl->net->parameters(), impl->net->portable());
   if (task.gradient_groups > 1 || (options.collective && options.collective->world_size() > 1)) {
@@ -401,13 +402,13 @@ Result<EpochSummary> Trainer::Impl::train_epoch(const EpochHooks& hooks, const T
       loss = grouped->run(x, y, [&](const at::Tensor& gx, const at::Tensor& gy, std::int64_t g) {
         AutocastScope autocast(bf16, device.type());
         net->begin_forward(global_step, g);
-        return step_loss(task.loss, *net, gx, gy);
+        return step_loss(loss_of(task), *net, gx, gy);
       });
     } else {
       {
         AutocastScope autocast(bf16, device.type());
         net->begin_forward(global_step, 0);
-        loss = step_loss(task.loss, *net, x, y);
+        loss = step_loss(loss_of(task), *net, x, y);
       }
       loss.backward();
     }
@@ -585,6 +586,16 @@ std::int64_t Trainer::steps_per_epoch() const { return impl_->steps; }
 std::int64_t Trainer::dataset_size() const { return impl_->dataset_size; }
 std::string Trainer::device() const { return impl_->device.str(); }
 const std::vector<std::string>& Trainer::replay_notes() const { return impl_->notes; }
+
+std::vector<ParameterInfo> Trainer::parameter_info() const {
+  const std::map<std::string, std::string> modules = impl_->net->parameter_modules();
+  std::vector<ParameterInfo> out;
+  for (auto& [name, t] : impl_->net->parameters()) {
+    const auto it = modules.find(name);
+    out.push_back({name, t.sizes().vec(), it == modules.end() ? std::string() : it->second});
+  }
+  return out;
+}
 
 std::int64_t Trainer::parameter_count() const {
   std::int64_t n = 0;

@@ -60,6 +60,13 @@ struct EpochHooks {
   std::function<bool(std::int64_t step_in_epoch)> on_step_end;
 };
 
+// One parameter of the model, as the rules of optimizer.no_decay read it (training/recipes.h).
+struct ParameterInfo {
+  std::string name;  // the snapshot's "param/<name>" without its prefix
+  std::vector<std::int64_t> shape;
+  std::string module;  // the class of the module that holds it: "Linear", "LayerNorm", ...
+};
+
 // The held-out split at an epoch end, in eval mode without gradients (docs/datasets.md).
 struct EvalMetrics {
   double loss = 0.0;     // mean over the split's examples
@@ -132,6 +139,7 @@ class Trainer {
   std::int64_t steps_per_epoch() const;
   std::int64_t dataset_size() const;  // examples
   std::int64_t parameter_count() const;
+  std::vector<ParameterInfo> parameter_info() const;     // in the model's order
   std::string device() const;                            // "cpu" or "cuda:0"
   const std::vector<std::string>& replay_notes() const;  // tolerance-mode differences
 

@@ -62,6 +62,46 @@ TEST(HonestPortable, NeverRejected) {
   EXPECT_EQ(honest_rejections(seed_count(3), 3, Determinism::kPortable), 0);
 }
 
+// A recipe is part of the work paid for: an epoch trained without the task's clipping, with decay
+// on the parameters it spares, or without its label smoothing is rejected, in either arithmetic,
+// and an honest provider running every recipe is not.
+struct RecipeCase {
+  Strategy strategy;
+  Determinism determinism;
+};
+
+class RecipeCheat : public ::testing::TestWithParam<RecipeCase> {};
+
+TEST_P(RecipeCheat, RejectedWheneverChallenged) {
+  const int seeds = seed_count(2);
+  std::vector<std::string> messages;
+  EXPECT_EQ(rejected_runs(GetParam().strategy, seeds, &messages, GetParam().determinism, 1e-3,
+                          recipe_task),
+            seeds);
+  EXPECT_NE(joined(messages).find("replay does not reach the committed fingerprint"),
+            std::string::npos)
+      << joined(messages);
+}
+
+std::vector<RecipeCase> recipe_cases() {
+  std::vector<RecipeCase> cases;
+  for (Strategy s : recipe_strategies())
+    for (Determinism d : {Determinism::kExact, Determinism::kPortable}) cases.push_back({s, d});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Adversary, RecipeCheat, ::testing::ValuesIn(recipe_cases()),
+                         [](const auto& info) {
+                           return strategy_name(info.param.strategy) +
+                                  (info.param.determinism == Determinism::kPortable ? "_portable"
+                                                                                    : "_exact");
+                         });
+
+TEST(HonestRecipe, NeverRejected) {
+  EXPECT_EQ(honest_rejections(seed_count(2), 3, Determinism::kExact, recipe_task), 0);
+  EXPECT_EQ(honest_rejections(seed_count(2), 3, Determinism::kPortable, recipe_task), 0);
+}
+
 // Bits that depend on the task alone make any change visible: a relative weight noise of 1e-5,
 // far below what tolerance mode's calibrated thresholds let through (docs/tolerance.md), is
 // rejected every time.

@@ -162,6 +162,16 @@ class Cheater {
       case Strategy::kLearningRate:
         modified.optimizer.lr *= 2;
         return train_as(modified, prev, task_, id_, e, options_, {});
+      case Strategy::kSkipClipping:
+        modified.optimizer.clip_grad_norm = 0.0;
+        modified.optimizer.clip_norm = "l2";
+        return train_as(modified, prev, task_, id_, e, options_, {});
+      case Strategy::kDecayEverything:
+        modified.optimizer.no_decay.clear();
+        return train_as(modified, prev, task_, id_, e, options_, {});
+      case Strategy::kSkipSmoothing:
+        modified.loss_options.label_smoothing = 0.0;
+        return train_as(modified, prev, task_, id_, e, options_, {});
       case Strategy::kLowPrecision:
         // Portable arithmetic is float32 throughout; its cheap way out is another arithmetic,
         // LibTorch's own (vendor) kernels, rather than a narrower type.
@@ -233,6 +243,12 @@ const std::vector<Strategy>& epoch_strategies() {
   return all;
 }
 
+const std::vector<Strategy>& recipe_strategies() {
+  static const std::vector<Strategy> all = {Strategy::kSkipClipping, Strategy::kDecayEverything,
+                                            Strategy::kSkipSmoothing};
+  return all;
+}
+
 std::string strategy_name(Strategy s) {
   switch (s) {
     case Strategy::kHonest:
@@ -259,6 +275,12 @@ std::string strategy_name(Strategy s) {
       return "drop_batch";
     case Strategy::kForgedStart:
       return "forged_start";
+    case Strategy::kSkipClipping:
+      return "skip_clipping";
+    case Strategy::kDecayEverything:
+      return "decay_everything";
+    case Strategy::kSkipSmoothing:
+      return "skip_smoothing";
   }
   return "?";
 }

@@ -37,10 +37,17 @@ enum class Strategy {
   kLowPrecision,  // 9 train the epoch under bf16 autocast, commit as fp32
   kDropBatch,     // 10 skip the epoch's last batch
   kForgedStart,   // epoch 0 only: commit a state not derived from the task's seed
+  // A recipe skipped (docs/task.md, "Recipes"): the epoch trained without the task's gradient
+  // clipping, with weight decay on every parameter, or without label smoothing.
+  kSkipClipping,
+  kDecayEverything,
+  kSkipSmoothing,
 };
 
 // The ten cheating strategies of docs/reliability.md, in its order.
 const std::vector<Strategy>& epoch_strategies();
+// The three recipe cheats, for a task with every recipe on (support.h's recipe_task).
+const std::vector<Strategy>& recipe_strategies();
 std::string strategy_name(Strategy s);  // "skip_epoch", ...
 
 struct CheatPlan {

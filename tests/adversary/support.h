@@ -34,6 +34,22 @@ inline Task tiny_task(std::uint64_t seed, std::int64_t epochs = 3, std::int64_t 
   return task;
 }
 
+// tiny_task with every recipe of docs/task.md ("Recipes") on and binding: a gradient norm clipped
+// (its norm is well above 0.05 throughout), weight decay spared on the biases, smoothed labels.
+inline Task recipe_task(std::uint64_t seed, std::int64_t epochs = 3,
+                        std::int64_t trail_interval = 0,
+                        Determinism determinism = Determinism::kExact) {
+  Task task = tiny_task(seed, epochs, trail_interval, determinism);
+  task.optimizer.clip_grad_norm = 0.05;
+  task.optimizer.weight_decay = 0.05;
+  task.optimizer.no_decay = {"body.0.bias", "body.2.bias"};
+  task.loss_options.label_smoothing = 0.1;
+  return task;
+}
+
+using TaskMaker = Task (*)(std::uint64_t seed, std::int64_t epochs, std::int64_t trail_interval,
+                           Determinism determinism);
+
 // Seed sweeps: VT_ADVERSARY_SEEDS overrides a suite's count (to re-measure quickly or longer).
 inline int seed_count(int fallback) {
   const char* env = std::getenv("VT_ADVERSARY_SEEDS");
@@ -86,11 +102,12 @@ inline std::string joined(const std::vector<std::string>& lines) {
 inline constexpr std::uint64_t kCheatEpoch = 2;  // of 3: an honest epoch before it and after it
 
 inline int rejected_runs(Strategy s, int seeds, std::vector<std::string>* messages = nullptr,
-                         Determinism determinism = Determinism::kExact, double noise = 1e-3) {
+                         Determinism determinism = Determinism::kExact, double noise = 1e-3,
+                         TaskMaker make_task = tiny_task) {
   testing::ScratchDir dir;
   int rejected = 0;
   for (int seed = 1; seed <= seeds; ++seed) {
-    const Task task = tiny_task(static_cast<std::uint64_t>(seed) * 7919, 3, 0, determinism);
+    const Task task = make_task(static_cast<std::uint64_t>(seed) * 7919, 3, 0, determinism);
     CheatPlan plan;
     plan.cheats[kCheatEpoch] = s;
     plan.noise = noise;
@@ -122,12 +139,13 @@ inline int rejected_runs(Strategy s, int seeds, std::vector<std::string>* messag
 
 // Honest runs (every other seed with a trail); returns how many were rejected anywhere.
 inline int honest_rejections(int seeds, std::int64_t epochs,
-                             Determinism determinism = Determinism::kExact) {
+                             Determinism determinism = Determinism::kExact,
+                             TaskMaker make_task = tiny_task) {
   testing::ScratchDir dir;
   int rejections = 0;
   for (int seed = 1; seed <= seeds; ++seed) {
     const Task task =
-        tiny_task(static_cast<std::uint64_t>(seed) * 104729, epochs, seed % 2, determinism);
+        make_task(static_cast<std::uint64_t>(seed) * 104729, epochs, seed % 2, determinism);
     auto wd = dir / ("honest-" + std::to_string(seed));
     auto run = write_workdir(task, wd, {}, provider_key());
     EXPECT_TRUE(run.ok()) << run.error().message;

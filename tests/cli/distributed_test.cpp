@@ -104,6 +104,18 @@ TEST(Distributed, PortableGptWithDropoutSameRootsOnOneTwoFourRanks) {
   same_roots_on_one_two_four_ranks("gpt", "--determinism portable --option dropout_permille=100");
 }
 
+// The recipes on ranks: clipping takes the global norm of the reduced gradient, the same on every
+// rank, whichever arithmetic sums the groups.
+constexpr const char* kRecipes =
+    " --weight-decay 0.05 --clip-grad-norm 0.05 --no-decay 1d --label-smoothing 0.1";
+TEST(Distributed, GptRecipesSameRootsOnOneTwoFourRanks) {
+  same_roots_on_one_two_four_ranks("gpt", kRecipes);
+}
+TEST(Distributed, PortableCnnRecipesSameRootsOnOneTwoFourRanks) {
+  same_roots_on_one_two_four_ranks(
+      "cnn", std::string("--determinism portable --clip-norm inf") + kRecipes);
+}
+
 // One process replays the 2-rank run's epochs (G groups in a row, the same tree) bit for bit;
 // a stored snapshot changed afterwards is caught.
 TEST(Distributed, TwoRankWorkdirVerifiesExactlyAndATamperedEpochIsRejected) {

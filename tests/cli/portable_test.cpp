@@ -30,7 +30,9 @@ using testing::veritrain_binary;
 std::vector<reference::Setting> settings() { return reference::settings({1, 2, 4}); }
 
 // The zoo as the portable arithmetic covers it: BatchNorm (cnn), 3-d convolutions, dropout
-// (gpt), SGD with Nesterov momentum, Adam and AdamW, warmup into a cosine schedule.
+// (gpt), SGD with Nesterov momentum, Adam and AdamW, warmup into a cosine schedule; and the
+// recipes of docs/task.md, binding: the gradient clipped in either norm, decay spared by either
+// rule, labels smoothed.
 struct Config {
   const char* name;
   const char* flags;
@@ -44,6 +46,12 @@ const Config kConfigs[] = {
     {"gpt_dropout_adamw_cosine",
      "--model gpt --optimizer adamw --option dropout_permille=100 --option d_model=32 "
      "--schedule cosine --warmup-steps 2"},
+    {"cnn_recipes_inf_adamw",
+     "--model cnn --optimizer adamw --option width=8 --weight-decay 0.05 --clip-grad-norm 0.1 "
+     "--clip-norm inf --no-decay norm_and_bias --label-smoothing 0.1"},
+    {"gpt_recipes_sgd",
+     "--model gpt --optimizer sgd --momentum 0.9 --option d_model=32 --weight-decay 0.1 "
+     "--clip-grad-norm 0.05 --no-decay 1d --label-smoothing 0.2"},
 };
 
 std::string write_task(const testing::ScratchDir& dir, const Config& c, const std::string& extra,

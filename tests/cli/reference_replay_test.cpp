@@ -28,7 +28,12 @@ bool have_reference() { return testing::have_python_modules("torch, numpy"); }
 struct Combo {
   std::string optimizer;  // sgd-momentum, sgd-nesterov, adam, adamw
   std::string schedule;   // constant, step, cosine
-  std::string name() const { return optimizer + "-" + schedule; }
+  // The recipes of docs/task.md: "l2" or "inf" clips the gradient norm (binding at 0.1), spares
+  // the 1-d parameters weight decay and smooths the labels; "" for none.
+  std::string recipe = "";
+  std::string name() const {
+    return optimizer + "-" + schedule + (recipe.empty() ? "" : "-recipe-" + recipe);
+  }
 };
 
 std::vector<Combo> all_combos() {
@@ -48,20 +53,31 @@ json tiny_task(const std::string& model, const Combo& c, const testing::ScratchD
   const std::string k = model == "mlp" ? "16" : "128";
   const std::string options = model == "mlp" ? " --option hidden=8 --option layers=1"
                                              : " --option width=4 --option blocks=1";
+  const std::string recipe = c.recipe.empty()
+                                 ? ""
+                                 : " --weight-decay 0.01 --clip-grad-norm 0.1 --clip-norm " +
+                                       c.recipe + " --no-decay 1d --label-smoothing 0.1";
   auto init = testing::run_command(
       testing::veritrain_binary() + " task init --determinism exact --model " + model +
           " --epochs 2 --steps-per-epoch 3 --batch-size 4 --data-option samples=16 --seed 11 --k " +
-          k + options + " --out " + file,
+          k + options + recipe + " --out " + file,
       dir.path());
   EXPECT_EQ(init.exit_code, 0) << init.err;
   json task = json::parse(*read_text_file(file));
   task["fingerprint"]["tracking_k"] = std::stoi(k);
   const bool sgd = c.optimizer.rfind("sgd", 0) == 0;
+  const json written = task["optimizer"];
   task["optimizer"] = {{"name", sgd ? "sgd" : c.optimizer},
                        {"lr", sgd ? 0.05 : 3e-3},
                        {"weight_decay", c.optimizer == "adamw" ? 0.01 : 1e-4}};
   if (sgd)
     task["optimizer"].update({{"momentum", 0.9}, {"nesterov", c.optimizer == "sgd-nesterov"}});
+  for (const char* kept : {"clip_grad_norm", "clip_norm", "no_decay"})
+    if (written.contains(kept)) task["optimizer"][kept] = written[kept];
+  if (!c.recipe.empty()) {
+    EXPECT_FALSE(task["optimizer"]["no_decay"].empty()) << written.dump();
+    EXPECT_EQ(task["loss_options"]["label_smoothing"], 0.1) << task.dump();
+  }
   task["schedule"] = {{"name", c.schedule}, {"warmup_steps", 4}};
   if (c.schedule == "step") task["schedule"].update({{"step_size", 1}, {"gamma", 0.5}});
   if (c.schedule == "cosine") task["schedule"]["min_lr"] = 1e-4;
@@ -185,6 +201,18 @@ TEST(ReferenceReplay, GradientGroupsBitIdentical) {
   const std::vector<Combo> combos = {{"sgd-momentum", "cosine"}, {"adamw", "step"}};
   expect_all_equal(replay_all("mlp", combos, script("replay_ref.py"), dir, 4));
   expect_all_equal(replay_all("cnn", combos, script("replay_ref.py"), dir, 2));
+}
+
+// The recipes (docs/task.md, "Recipes"; docs/training.md): the gradient's global norm clipped in
+// either norm, decay spared on the 1-d parameters, label smoothing; with SGD and both Adams.
+TEST(ReferenceReplay, RecipesBitIdentical) {
+  if (!have_reference())
+    GTEST_SKIP() << "python3-torch / python3-numpy not installed (scripts/setup.sh)";
+  testing::ScratchDir dir;
+  const std::vector<Combo> combos = {
+      {"sgd-nesterov", "cosine", "l2"}, {"adamw", "step", "inf"}, {"adam", "constant", "l2"}};
+  expect_all_equal(replay_all("mlp", combos, script("replay_ref.py"), dir));
+  expect_all_equal(replay_all("cnn", combos, script("replay_ref.py"), dir));
 }
 
 // The comparison can fail: one documented constant changed in a copy of the reference (the

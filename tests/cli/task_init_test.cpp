@@ -2,6 +2,7 @@
 // reach the task, and `task show` lists every field.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -223,6 +224,59 @@ TEST(TaskInit, TheLightCommandHandsOverWhatNeedsTheModelBuilt) {
     EXPECT_NE(r.err.find("this command needs LibTorch"), std::string::npos)
         << line << ": " << r.err;
   }
+}
+
+// The recipe flags reach the task; --no-decay resolves its rule against the model's own
+// parameters, so the task commits names rather than a rule a later build could read otherwise.
+TEST(TaskInit, RecipeFlagsReachTheTaskAndNoDecayNamesTheModelsParameters) {
+  testing::ScratchDir dir;
+  const std::string cnn = veritrain_binary() +
+                          " --json task init --model cnn --option width=4 --option blocks=1 "
+                          "--weight-decay 0.05 --clip-grad-norm 1 --clip-norm inf "
+                          "--label-smoothing 0.1 --no-decay ";
+  auto norm_and_bias = run_command(cnn + "norm_and_bias", dir.path());
+  ASSERT_EQ(norm_and_bias.exit_code, 0) << norm_and_bias.err;
+  auto t = nlohmann::json::parse(norm_and_bias.out)["task"];
+  EXPECT_EQ(t["optimizer"]["clip_grad_norm"], 1.0);
+  EXPECT_EQ(t["optimizer"]["clip_norm"], "inf");
+  EXPECT_EQ(t["loss_options"]["label_smoothing"], 0.1);
+  const auto spared = t["optimizer"]["no_decay"].get<std::vector<std::string>>();
+  EXPECT_TRUE(std::is_sorted(spared.begin(), spared.end()));
+  // Every BatchNorm's weight and bias, the head's bias; no convolution weight (they have no bias).
+  EXPECT_NE(std::find(spared.begin(), spared.end(), "stem_bn.weight"), spared.end());
+  EXPECT_NE(std::find(spared.begin(), spared.end(), "stages.0.bn1.bias"), spared.end());
+  EXPECT_NE(std::find(spared.begin(), spared.end(), "head.bias"), spared.end());
+  for (const std::string& name : spared) EXPECT_EQ(name.find("conv"), std::string::npos) << name;
+  // 1d picks the same parameters here: every norm weight and bias is 1-d, and so is head.bias.
+  auto one_d = run_command(cnn + "1d", dir.path());
+  ASSERT_EQ(one_d.exit_code, 0) << one_d.err;
+  EXPECT_EQ(nlohmann::json::parse(one_d.out)["task"]["optimizer"]["no_decay"], spared);
+  auto patterns = run_command(cnn + "'head.*,stem_bn.bias'", dir.path());
+  ASSERT_EQ(patterns.exit_code, 0) << patterns.err;
+  EXPECT_EQ(nlohmann::json::parse(patterns.out)["task"]["optimizer"]["no_decay"],
+            (std::vector<std::string>{"head.bias", "head.weight", "stem_bn.bias"}));
+
+  auto unmatched = run_command(cnn + "'fc.*'", dir.path());
+  EXPECT_EQ(unmatched.exit_code, 2);
+  EXPECT_NE(unmatched.err.find(
+                "--no-decay: pattern \"fc.*\" matches no parameter of the model (its parameters: "
+                "stem.weight, stem_bn.weight"),
+            std::string::npos)
+      << unmatched.err;
+  auto no_weight_decay =
+      run_command(veritrain_binary() + " task init --model mlp --no-decay 1d", dir.path());
+  EXPECT_EQ(no_weight_decay.exit_code, 2);
+  EXPECT_NE(
+      no_weight_decay.err.find("optimizer.no_decay: only applies with optimizer.weight_decay > 0"),
+      std::string::npos)
+      << no_weight_decay.err;
+  auto smoothing_mse = run_command(
+      veritrain_binary() + " task init --model mlp --loss mse --label-smoothing 0.1", dir.path());
+  EXPECT_EQ(smoothing_mse.exit_code, 2);
+  EXPECT_NE(smoothing_mse.err.find("loss_options.label_smoothing: only applies to loss "
+                                   "cross_entropy"),
+            std::string::npos)
+      << smoothing_mse.err;
 }
 
 }  // namespace

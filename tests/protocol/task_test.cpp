@@ -131,6 +131,36 @@ TEST(Task, PortableArithmeticIsCanonicalOnlyAboveOne) {
   EXPECT_EQ(task_id(*parse_task(canonical_task_json(two))), task_id(two));
 }
 
+// The recipe fields came after the golden id: a task without them keeps its id; a task with them
+// round-trips, and each one changes the id.
+TEST(Task, RecipeFieldsAreCanonicalOnlyWhenSet) {
+  auto plain = parse_task(kExample);
+  ASSERT_TRUE(plain.ok());
+  const std::string canonical = canonical_task_json(*plain);
+  for (const char* field : {"clip_grad_norm", "clip_norm", "no_decay", "loss_options"})
+    EXPECT_EQ(canonical.find(field), std::string::npos) << field;
+  auto recipe = parse_task(
+      R"({"model":{"name":"mlp"},"dataset":{"name":"synthetic"},"epochs":1,"batch_size":8,)"
+      R"("optimizer":{"weight_decay":0.01,"clip_grad_norm":1.5,"clip_norm":"inf",)"
+      R"("no_decay":["fc1.bias","fc2.bias"]},"loss_options":{"label_smoothing":0.1}})");
+  ASSERT_TRUE(recipe.ok()) << recipe.error().message;
+  EXPECT_EQ(recipe->optimizer.clip_grad_norm, 1.5);
+  EXPECT_EQ(recipe->optimizer.clip_norm, "inf");
+  EXPECT_EQ(recipe->optimizer.no_decay, (std::vector<std::string>{"fc1.bias", "fc2.bias"}));
+  EXPECT_EQ(recipe->loss_options.label_smoothing, 0.1);
+  EXPECT_EQ(task_id(*parse_task(canonical_task_json(*recipe))), task_id(*recipe));
+  EXPECT_EQ(task_id(*parse_task(pretty_task_json(*recipe))), task_id(*recipe));
+  Task other = *recipe;
+  other.optimizer.no_decay.pop_back();
+  EXPECT_NE(task_id(other), task_id(*recipe));
+  other = *recipe;
+  other.loss_options.label_smoothing = 0.2;
+  EXPECT_NE(task_id(other), task_id(*recipe));
+  other = *recipe;
+  other.optimizer.clip_norm = "l2";
+  EXPECT_NE(task_id(other), task_id(*recipe));
+}
+
 // The eval split's fields came after the golden id: written only when set, so a task without
 // them keeps its id, and a task with them round-trips through its canonical form.
 TEST(Task, EvalSplitFieldsAreCanonicalOnlyWhenSet) {
@@ -187,15 +217,16 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadCase{R"("optimizer":{"lr":-1})", "optimizer.lr: expected a number > 0, got -1"},
         BadCase{R"("optimizer":{"lr":"0.1"})", R"(optimizer.lr: expected a number, got "0.1")"},
-        BadCase{R"("optimizer":{"learning_rate":0.1})",
-                "optimizer.learning_rate: unknown field (optimizer has: beta1, beta2, eps, lr, "
-                "momentum, name, nesterov, weight_decay)"},
         BadCase{
-            R"("optimiser":{})",
-            "optimiser: unknown field (the task has: batch_size, dataset, determinism, device, "
-            "environments, epochs, fingerprint, gradient_groups, intra_op_threads, loss, "
-            "model, optimizer, portable_arithmetic, precision, schedule, seed, steps_per_epoch, "
-            "tolerance, version, world_size)"},
+            R"("optimizer":{"learning_rate":0.1})",
+            "optimizer.learning_rate: unknown field (optimizer has: beta1, beta2, clip_grad_norm, "
+            "clip_norm, eps, lr, momentum, name, nesterov, no_decay, weight_decay)"},
+        BadCase{R"("optimiser":{})",
+                "optimiser: unknown field (the task has: batch_size, dataset, determinism, device, "
+                "environments, epochs, fingerprint, gradient_groups, intra_op_threads, loss, "
+                "loss_options, model, optimizer, portable_arithmetic, precision, schedule, seed, "
+                "steps_per_epoch, "
+                "tolerance, version, world_size)"},
         BadCase{R"("determinism":"portable","portable_arithmetic":0)",
                 "portable_arithmetic: expected an integer >= 1, got 0"},
         BadCase{R"("portable_arithmetic":2)",
@@ -219,6 +250,28 @@ INSTANTIATE_TEST_SUITE_P(
             R"("optimizer":{"weight_decay":1e999})",
             "not valid JSON: [json.exception.out_of_range.406] number overflow parsing '1e999'"},
         BadCase{R"("optimizer":3)", "optimizer: expected an object, got 3"},
+        BadCase{R"("optimizer":{"clip_grad_norm":-1})",
+                "optimizer.clip_grad_norm: expected a number >= 0, got -1"},
+        BadCase{R"("optimizer":{"clip_grad_norm":1,"clip_norm":"l1"})",
+                R"(optimizer.clip_norm: expected one of "l2", "inf", got "l1")"},
+        BadCase{R"("optimizer":{"clip_norm":"inf"})",
+                "optimizer.clip_norm: only applies to a task with optimizer.clip_grad_norm > 0; "
+                "leave it at \"l2\" (got \"inf\")"},
+        BadCase{R"("optimizer":{"weight_decay":0.1,"no_decay":["b","a"]})",
+                "optimizer.no_decay[1]: names must be sorted and unique (after \"b\")"},
+        BadCase{R"("optimizer":{"weight_decay":0.1,"no_decay":[""]})",
+                R"(optimizer.no_decay[0]: expected a parameter name, got "")"},
+        BadCase{R"("optimizer":{"no_decay":["fc.bias"]})",
+                "optimizer.no_decay: only applies with optimizer.weight_decay > 0"},
+        BadCase{R"("optimizer":{"weight_decay":0.1,"no_decay":"fc.bias"})",
+                R"(optimizer.no_decay: expected an array of strings, got "fc.bias")"},
+        BadCase{R"("loss_options":{"label_smoothing":1})",
+                "loss_options.label_smoothing: expected a number in [0, 1), got 1"},
+        BadCase{R"("loss":"mse","loss_options":{"label_smoothing":0.1})",
+                "loss_options.label_smoothing: only applies to loss cross_entropy; leave it at 0 "
+                "(got 0.1)"},
+        BadCase{R"("loss_options":{"smoothing":0.1})",
+                "loss_options.smoothing: unknown field (loss_options has: label_smoothing)"},
         BadCase{R"("schedule":{"name":"linear"})",
                 R"(schedule.name: expected one of "constant", "step", "cosine", got "linear")"},
         BadCase{R"("schedule":{"name":"step","step_size":0})",

@@ -12,13 +12,19 @@
 
 namespace vt::training {
 
+// Every name optimizer.no_decay holds is a parameter of the model: a task that names another
+// would decay what its requestor meant to spare.
+Status check_no_decay(const OptimizerSpec& spec, const NamedTensors& params);
+
 class Optimizer {
  public:
   // `portable`: the updates of docs/portable.md ("Optimizers") in veritrain's kernels, on
   // contiguous float32 CPU tensors; else LibTorch's own operations.
   Optimizer(const OptimizerSpec& spec, const NamedTensors& params, bool portable = false);
 
-  // One update with learning rate `lr`; the gradients are in the parameters' .grad().
+  // One update with learning rate `lr`; the gradients are in the parameters' .grad(). With
+  // spec.clip_grad_norm set they are clipped first (docs/training.md, "Recipes"); the
+  // parameters spec.no_decay names update without weight decay.
   void step(double lr);
   void zero_grad();
 
@@ -34,11 +40,15 @@ class Optimizer {
     at::Tensor exp_avg;     // adam, adamw
     at::Tensor exp_avg_sq;  // adam, adamw
     at::Tensor step;        // int64 scalar on the CPU: read every update, never worth a sync
+    bool decay = true;      // weight decay applies (not in spec.no_decay)
   };
   static std::int64_t next_step(Slot& s);  // the slot's step count, moved on by one
+  void clip_gradients();
+  void portable_clip_gradients();
   void portable_step(double lr);
-  kernels::SgdStep sgd_scalars(std::int64_t step, double lr) const;
-  kernels::AdamStep adam_scalars(std::int64_t step, double lr) const;
+  double weight_decay(const Slot& s) const { return s.decay ? spec_.weight_decay : 0.0; }
+  kernels::SgdStep sgd_scalars(std::int64_t step, double lr, bool decay) const;
+  kernels::AdamStep adam_scalars(std::int64_t step, double lr, bool decay) const;
 
   OptimizerSpec spec_;
   bool portable_ = false;

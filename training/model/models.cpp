@@ -199,7 +199,7 @@ class ModuleNetwork final : public Network {
   explicit ModuleNetwork(std::unique_ptr<Ops> ops, Args&&... args)
       : ops_(std::move(ops)), module_(*ops_, std::forward<Args>(args)...) {}
   at::Tensor forward(const at::Tensor& input) override { return module_->forward(input); }
-  at::Tensor loss(const std::string& loss, const at::Tensor& output,
+  at::Tensor loss(const LossSpec& loss, const at::Tensor& output,
                   const at::Tensor& target) override {
     return ops_->loss(loss, output, target);
   }
@@ -209,6 +209,15 @@ class ModuleNetwork final : public Network {
   bool portable() const override { return ops_->portable(); }
   void init_portable(std::uint64_t seed) override { portable_init(*module_, seed); }
   NamedTensors parameters() override { return named(module_->named_parameters()); }
+  std::map<std::string, std::string> parameter_modules() override {
+    std::map<std::string, std::string> out;
+    for (const auto& m : module_->named_modules("", /*include_self=*/true)) {
+      const std::string prefix = m.key().empty() ? "" : m.key() + ".";
+      for (const auto& p : m.value()->named_parameters(/*recurse=*/false))
+        out[prefix + p.key()] = module_kind(m.value()->name());
+    }
+    return out;
+  }
   NamedTensors buffers() override { return named(module_->named_buffers()); }
   void to(const at::Device& device) override { module_->to(device); }
   void set_training(bool training) override { module_->train(training); }

@@ -10,13 +10,14 @@
 namespace vt::training {
 namespace F = torch::nn::functional;
 
-at::Tensor compute_loss(const std::string& loss, const at::Tensor& output,
-                        const at::Tensor& target) {
-  if (loss == "mse") return F::mse_loss(output, target);
+at::Tensor compute_loss(const LossSpec& loss, const at::Tensor& output, const at::Tensor& target) {
+  if (loss.name == "mse") return F::mse_loss(output, target);
+  // F.cross_entropy(..., label_smoothing=eps): eps 0 is the unsmoothed loss's own path.
+  const auto options = F::CrossEntropyFuncOptions().label_smoothing(loss.label_smoothing);
   if (output.dim() == 3) {  // token models: (batch, time, vocab) against (batch, time)
-    return F::cross_entropy(output.reshape({-1, output.size(-1)}), target.reshape({-1}));
+    return F::cross_entropy(output.reshape({-1, output.size(-1)}), target.reshape({-1}), options);
   }
-  return F::cross_entropy(output, target);
+  return F::cross_entropy(output, target, options);
 }
 
 at::Tensor Network::forward_loss(const at::Tensor&, const at::Tensor&) {
@@ -30,10 +31,20 @@ Status Network::save_torchscript(const std::filesystem::path&) {
       "TorchScript module); --safetensors exports any model");
 }
 
-at::Tensor step_loss(const std::string& loss, Network& net, const at::Tensor& input,
+at::Tensor step_loss(const LossSpec& loss, Network& net, const at::Tensor& input,
                      const at::Tensor& target) {
-  if (loss == "model") return net.forward_loss(input, target);
+  if (loss.name == "model") return net.forward_loss(input, target);
   return net.loss(loss, net.forward(input), target);
+}
+
+std::string module_kind(const std::string& class_name) {
+  std::string kind = class_name;
+  for (const char* separator : {"::", "."}) {
+    if (const auto at = kind.rfind(separator); at != std::string::npos)
+      kind = kind.substr(at + std::string_view(separator).size());
+  }
+  if (kind.size() > 4 && kind.ends_with("Impl")) kind.resize(kind.size() - 4);
+  return kind;
 }
 
 std::string describe_tensor(const at::Tensor& t) {

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -24,17 +25,24 @@ struct ModelError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The built-in loss a step trains with: its name ("cross_entropy", "mse"; "model" is the
+// module's own) and its options (docs/task.md, "Recipes").
+struct LossSpec {
+  std::string name;
+  double label_smoothing = 0.0;  // cross_entropy
+};
+inline LossSpec loss_of(const Task& task) { return {task.loss, task.loss_options.label_smoothing}; }
+
 // The task's loss of `output` against `target` in LibTorch's arithmetic (cross_entropy flattens
-// token dimensions).
-at::Tensor compute_loss(const std::string& loss, const at::Tensor& output,
-                        const at::Tensor& target);
+// token dimensions), as torch.nn.functional computes it.
+at::Tensor compute_loss(const LossSpec& loss, const at::Tensor& output, const at::Tensor& target);
 
 class Network {
  public:
   virtual ~Network() = default;
   virtual at::Tensor forward(const at::Tensor& input) = 0;
   // The task's loss of `output` in this network's arithmetic (compute_loss for LibTorch's).
-  virtual at::Tensor loss(const std::string& loss, const at::Tensor& output,
+  virtual at::Tensor loss(const LossSpec& loss, const at::Tensor& output,
                           const at::Tensor& target) {
     return compute_loss(loss, output, target);
   }
@@ -51,13 +59,17 @@ class Network {
   virtual Status save_torchscript(const std::filesystem::path& file);
   // Stable names and order: the snapshot's "param/<name>" and "buffer/<name>" tensors.
   virtual NamedTensors parameters() = 0;
+  // The kind of module each parameter belongs to, by parameter name ("Linear", "LayerNorm",
+  // "BatchNorm2d": the class name, without namespace or "Impl"), for optimizer.no_decay's
+  // norm_and_bias rule.
+  virtual std::map<std::string, std::string> parameter_modules() = 0;
   virtual NamedTensors buffers() = 0;
   virtual void to(const at::Device& device) = 0;
   virtual void set_training(bool training) = 0;
 };
 
 // The step's loss: the module's own for loss "model", else compute_loss of its output.
-at::Tensor step_loss(const std::string& loss, Network& net, const at::Tensor& input,
+at::Tensor step_loss(const LossSpec& loss, Network& net, const at::Tensor& input,
                      const at::Tensor& target);
 
 // One forward pass on `input` checked against `target` for `loss`: what the model returns must
@@ -69,6 +81,10 @@ Status check_model_fits(const std::string& loss, Network& net, const at::Tensor&
 // The module's own words in a LibTorch error: from the last "SomethingError: ..." line on,
 // without the TorchScript interpreter's traceback.
 std::string model_message(const std::string& what);
+
+// A module class's name as parameter_modules() gives it: "torch::nn::LayerNormImpl" and
+// "__torch__.torch.nn.modules.normalization.LayerNorm" are both "LayerNorm".
+std::string module_kind(const std::string& class_name);
 
 // "[8, 32] Float": how errors name a tensor.
 std::string describe_tensor(const at::Tensor& t);

@@ -13,6 +13,7 @@
 #include "kernels/scalar.h"
 #include "training/model/network.h"
 #include "training/portable/functions.h"
+#include "training/portable/layers.h"
 
 namespace vt::training {
 namespace {
@@ -51,7 +52,7 @@ class TorchOps final : public Ops {
     auto attn = torch::matmul(drop.forward(torch::softmax(scores, -1)), v);
     return attn.transpose(1, 2).reshape({b, t, d});
   }
-  at::Tensor loss(const std::string& loss, const at::Tensor& output,
+  at::Tensor loss(const LossSpec& loss, const at::Tensor& output,
                   const at::Tensor& target) override {
     return compute_loss(loss, output, target);
   }
@@ -127,12 +128,15 @@ class PortableOps final : public Ops {
     return portable::attention(qkv, heads, divisor, drops ? drop.options.p() : 0.0, dropout_state_,
                                call);
   }
-  at::Tensor loss(const std::string& loss, const at::Tensor& output,
+  at::Tensor loss(const LossSpec& loss, const at::Tensor& output,
                   const at::Tensor& target) override {
-    if (loss == "mse") return portable::mse(output, target);
-    if (output.dim() == 3)
-      return portable::cross_entropy(output.reshape({-1, output.size(-1)}), target.reshape({-1}));
-    return portable::cross_entropy(output, target);
+    if (loss.name == "mse") return portable::mse(output, target);
+    const bool tokens = output.dim() == 3;  // (batch, time, vocab) against (batch, time)
+    const at::Tensor logits = tokens ? output.reshape({-1, output.size(-1)}) : output;
+    const at::Tensor classes = tokens ? target.reshape({-1}) : target;
+    if (loss.label_smoothing > 0.0)
+      return portable::cross_entropy_smoothed(logits, classes, loss.label_smoothing);
+    return portable::cross_entropy(logits, classes);
   }
   void begin_forward(std::int64_t global_step, std::int64_t group) override {
     dropout_state_ = kernels::stream_state(

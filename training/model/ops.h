@@ -10,6 +10,8 @@
 #include <memory>
 #include <string>
 
+#include "training/model/network.h"
+
 namespace vt::training {
 
 class Ops {
@@ -51,7 +53,7 @@ class Ops {
   virtual at::Tensor attention(const at::Tensor& qkv, std::int64_t heads,
                                torch::nn::DropoutImpl& drop) = 0;
   // The task's loss ("cross_entropy" flattens token dimensions, "mse").
-  virtual at::Tensor loss(const std::string& loss, const at::Tensor& output,
+  virtual at::Tensor loss(const LossSpec& loss, const at::Tensor& output,
                           const at::Tensor& target) = 0;
   // Before each training forward pass: portable dropout masks are keyed by the step and the
   // gradient group, and count their calls from here.

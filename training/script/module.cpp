@@ -55,13 +55,23 @@ class ScriptNetwork final : public Network {
     return call({input, target}, "forward(inputs, targets) on inputs " + describe_tensor(input) +
                                      " and targets " + describe_tensor(target));
   }
-  at::Tensor loss(const std::string& loss, const at::Tensor& output,
+  at::Tensor loss(const LossSpec& loss, const at::Tensor& output,
                   const at::Tensor& target) override {
     return ops_ ? ops_->loss(loss, output, target) : compute_loss(loss, output, target);
   }
   bool portable() const override { return ops_ != nullptr; }
   void begin_forward(std::int64_t global_step, std::int64_t group) override {
     if (ops_) ops_->begin_forward(global_step, group);
+  }
+  std::map<std::string, std::string> parameter_modules() override {
+    std::map<std::string, std::string> out;
+    for (const auto& m : module_.named_modules()) {
+      const std::string prefix = m.name.empty() ? "" : m.name + ".";
+      const auto type = m.value.type()->name();
+      for (const auto& p : m.value.named_parameters(/*recurse=*/false))
+        out[prefix + p.name] = module_kind(type ? type->qualifiedName() : "");
+    }
+    return out;
   }
   NamedTensors parameters() override {
     NamedTensors out;
