@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "protocol/task.h"
 #include "tests/test_util.h"
@@ -34,6 +35,20 @@ inline Task small_cnn() {
   t.steps_per_epoch = 2;
   t.batch_size = 4;
   t.determinism = Determinism::kPortable;
+  return t;
+}
+
+// `task` with docs/task.md's recipes on, the clipping binding: the operators they add
+// (sum_of_squares or abs_max, clip_coefficient, scale_gradient, the smoothed cross-entropy) are in
+// every step.
+inline Task with_recipes(Task t, bool inf_norm = false) {
+  t.optimizer.weight_decay = 0.01;
+  t.optimizer.clip_grad_norm = 0.01;
+  t.optimizer.clip_norm = inf_norm ? "inf" : "l2";
+  t.optimizer.no_decay = t.model.name == "gpt"
+                             ? std::vector<std::string>{"ln_f.bias", "ln_f.weight"}
+                             : std::vector<std::string>{"head.bias"};
+  t.loss_options.label_smoothing = 0.1;
   return t;
 }
 

@@ -1,5 +1,6 @@
 #include "tests/adversary/operator_cheater.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -37,6 +38,8 @@ std::string cheat_name(OperatorCheat cheat) {
       return "batch_norm_sequential";
     case OperatorCheat::kCorruptedWeight:
       return "corrupted_weight";
+    case OperatorCheat::kClippingSkipped:
+      return "clipping_skipped";
   }
   return "?";
 }
@@ -53,6 +56,8 @@ std::string cheated_operator(OperatorCheat cheat, const std::string& optimizer) 
       return "dropout";
     case OperatorCheat::kBatchNormSequential:
       return "batch_norm_train";
+    case OperatorCheat::kClippingSkipped:
+      return "scale_gradient";
     case OperatorCheat::kSkippedWeightDecay:
     case OperatorCheat::kCorruptedWeight:
       return optimizer;
@@ -200,6 +205,11 @@ void OperatorCheater::end(std::span<const kernels::trace::Operand> outputs) {
     case OperatorCheat::kCorruptedWeight: {
       float* param = writable(*named(outputs, "param"));
       param[0] = std::nextafter(param[0], INFINITY);
+      break;
+    }
+    case OperatorCheat::kClippingSkipped: {
+      const auto& x = in_["x"];
+      std::copy(x.begin(), x.end(), writable(*named(outputs, "x")));
       break;
     }
   }

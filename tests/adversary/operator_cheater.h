@@ -21,6 +21,7 @@ enum class OperatorCheat {
   kDropoutOtherStream,   // a dropout mask from the next random stream
   kBatchNormSequential,  // a batch norm's sums as one chain, not in 16 lanes
   kCorruptedWeight,      // one weight one ulp off after the optimizer update
+  kClippingSkipped,      // the gradient left as it was where the task clips it
 };
 
 std::string cheat_name(OperatorCheat cheat);

@@ -35,13 +35,15 @@ const SigningKey& key(int which) {
 struct Case {
   OperatorCheat cheat;
   bool cnn;
+  bool recipes = false;  // dispute_fixtures.h's with_recipes
 };
 
 class Cheats : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Cheats, AreLocatedAtTheirOperatorAndRuledAgainst) {
   const Case c = GetParam();
-  const Task task = c.cnn ? small_cnn() : small_gpt();
+  const Task plain = c.cnn ? small_cnn() : small_gpt();
+  const Task task = c.recipes ? with_recipes(plain) : plain;
   const std::string optimizer_op = c.cnn ? "sgd_update" : "adam_update";
   const std::string expected_op = cheated_operator(c.cheat, optimizer_op);
   const Bytes start = start_state(task);
@@ -126,9 +128,13 @@ INSTANTIATE_TEST_SUITE_P(OperatorDispute, Cheats,
                                            Case{OperatorCheat::kDropoutOtherStream, false},
                                            Case{OperatorCheat::kBatchNormSequential, true},
                                            Case{OperatorCheat::kCorruptedWeight, false},
-                                           Case{OperatorCheat::kCorruptedWeight, true}),
+                                           Case{OperatorCheat::kCorruptedWeight, true},
+                                           Case{OperatorCheat::kClippingSkipped, false, true},
+                                           Case{OperatorCheat::kCorruptedWeight, true, true}),
                          [](const ::testing::TestParamInfo<Case>& info) {
-                           return cheat_name(info.param.cheat) + (info.param.cnn ? "_cnn" : "_gpt");
+                           return cheat_name(info.param.cheat) +
+                                  (info.param.cnn ? "_cnn" : "_gpt") +
+                                  (info.param.recipes ? "_recipes" : "");
                          });
 
 // An honest provider that keeps every call's values (and passes the calls on to the recorder).
@@ -153,12 +159,20 @@ class KeepAll : public dispute::ForwardingSink {
   std::optional<dispute::TraceRecorder> pending_;
 };
 
-class HonestStep : public ::testing::TestWithParam<bool> {};
+// A zoo model, with or without the recipes (the cnn's clipping in the inf norm).
+struct HonestCase {
+  bool cnn;
+  bool recipes;
+};
+
+class HonestStep : public ::testing::TestWithParam<HonestCase> {};
 
 // Every call of an honest step is ruled for the provider by the referee; the first call of each
 // operator also by the numpy referee; and the trace is the same at another thread count.
 TEST_P(HonestStep, IsNeverRuledAgainst) {
-  const Task task = GetParam() ? small_cnn() : small_gpt();
+  const bool cnn = GetParam().cnn;
+  const Task plain = cnn ? small_cnn() : small_gpt();
+  const Task task = GetParam().recipes ? with_recipes(plain, cnn) : plain;
   const Bytes start = start_state(task);
   auto one = verifier::trace_step(task, start, 1, 2, {});
   ASSERT_TRUE(one.ok()) << one.error().message;
@@ -225,13 +239,21 @@ TEST_P(HonestStep, IsNeverRuledAgainst) {
     const auto numpy = numpy_referee(file, dir.path());
     EXPECT_EQ(numpy.exit_code, 0) << call.op << ": " << numpy.out << numpy.err;
   }
-  EXPECT_GE(numpy_checked.size(), GetParam() ? 10u : 12u);
-  EXPECT_GE(one_value_rulings, GetParam() ? 60 : 150);
+  EXPECT_GE(numpy_checked.size(), cnn ? 10u : 12u);
+  EXPECT_GE(one_value_rulings, cnn ? 60 : 150);
+  if (GetParam().recipes) {
+    for (const char* op : {cnn ? "abs_max" : "sum_of_squares", "clip_coefficient", "scale_gradient",
+                           "cross_entropy_smoothed"})
+      EXPECT_TRUE(numpy_checked.count(op)) << op << " is not in the step's trace";
+  }
 }
 
-INSTANTIATE_TEST_SUITE_P(OperatorDispute, HonestStep, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                           return std::string(info.param ? "cnn" : "gpt");
+INSTANTIATE_TEST_SUITE_P(OperatorDispute, HonestStep,
+                         ::testing::Values(HonestCase{false, false}, HonestCase{true, false},
+                                           HonestCase{false, true}, HonestCase{true, true}),
+                         [](const ::testing::TestParamInfo<HonestCase>& info) {
+                           return std::string(info.param.cnn ? "cnn" : "gpt") +
+                                  (info.param.recipes ? "_recipes" : "");
                          });
 
 // With gradient groups a step runs its groups one after another in one process (their sum a
