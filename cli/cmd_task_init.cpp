@@ -320,8 +320,10 @@ void register_task_init(CLI::App& task, Context& ctx, const TaskInitHost& host) 
   init->callback([&ctx, a, host] {
     ctx.action = [&ctx, a, host]() -> Result<int> {
       if (a->list_options) return list_options(ctx, *a);
-      if (host.writes != nullptr &&
-          !host.writes(a->model, a->dataset, a->pin_environment || !a->hyper.no_decay.empty()))
+      // Flags whose fit only the built model and its data can tell.
+      const bool needs_model = a->pin_environment || !a->hyper.no_decay.empty() ||
+                               a->hyper.crop_padding > 0 || a->hyper.flip;
+      if (host.writes != nullptr && !host.writes(a->model, a->dataset, needs_model))
         return host.hand_over();
       bool exact_fallback = false;
       VT_ASSIGN_OR_RETURN(Task t, build_task(*a, host, exact_fallback));

@@ -52,6 +52,11 @@ void add_hyper_options(CLI::App* init, HyperArgs& a) {
                    "comma-separated name patterns; resolved from the model into the task");
   init->add_option("--label-smoothing", a.label_smoothing,
                    "cross_entropy's label smoothing, in [0, 1)");
+  init->add_option("--crop-padding", a.crop_padding,
+                   "Augment images: a random crop of the image's size from it padded by this "
+                   "(RandomCrop(size, padding))");
+  init->add_option("--padding-mode", a.padding_mode, "--crop-padding's fill: zero or reflect");
+  init->add_flag("--flip", a.flip, "Augment images: a random horizontal flip (p = 0.5)");
 }
 
 void apply_hyper_args(const HyperArgs& a, Task& t) {
@@ -70,6 +75,9 @@ void apply_hyper_args(const HyperArgs& a, Task& t) {
   if (!std::isnan(a.clip_grad_norm)) t.optimizer.clip_grad_norm = a.clip_grad_norm;
   if (!a.clip_norm.empty()) t.optimizer.clip_norm = a.clip_norm;
   if (!std::isnan(a.label_smoothing)) t.loss_options.label_smoothing = a.label_smoothing;
+  if (a.crop_padding >= 0) t.dataset.augment.crop_padding = a.crop_padding;
+  if (!a.padding_mode.empty()) t.dataset.augment.padding_mode = a.padding_mode;
+  if (a.flip) t.dataset.augment.flip = true;
 }
 
 std::string describe_task(const Task& task) {

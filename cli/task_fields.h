@@ -22,6 +22,9 @@ struct HyperArgs {
   // Recipes (docs/task.md, "Recipes"). no_decay is a rule the model resolves (task_init.h).
   double clip_grad_norm = NAN, label_smoothing = NAN;
   std::string clip_norm, no_decay;
+  std::int64_t crop_padding = -1;
+  std::string padding_mode;
+  bool flip = false;
 };
 
 void add_hyper_options(CLI::App* init, HyperArgs& args);

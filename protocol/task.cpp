@@ -86,14 +86,19 @@ Status read_task(const JsonFields& root, Task& t) {
   VT_RETURN_IF_ERROR(model.string("sha256", t.model.sha256));
 
   VT_ASSIGN_OR_RETURN(JsonFields data, root.child("dataset", true));
-  VT_RETURN_IF_ERROR(
-      data.known_keys({"eval_files", "eval_fraction", "files", "name", "options", "path"}));
+  VT_RETURN_IF_ERROR(data.known_keys(
+      {"augment", "eval_files", "eval_fraction", "files", "name", "options", "path"}));
   VT_RETURN_IF_ERROR(data.string("name", t.dataset.name, true));
   VT_RETURN_IF_ERROR(data.integer_map("options", t.dataset.options));
   VT_RETURN_IF_ERROR(data.string("path", t.dataset.path));
   VT_RETURN_IF_ERROR(data.string_map("files", t.dataset.files));
   VT_RETURN_IF_ERROR(data.string_map("eval_files", t.dataset.eval_files));
   VT_RETURN_IF_ERROR(data.number("eval_fraction", t.dataset.eval_fraction));
+  VT_ASSIGN_OR_RETURN(JsonFields augment, data.child("augment", false));
+  VT_RETURN_IF_ERROR(augment.known_keys({"crop_padding", "flip", "padding_mode"}));
+  VT_RETURN_IF_ERROR(augment.integer("crop_padding", t.dataset.augment.crop_padding));
+  VT_RETURN_IF_ERROR(augment.string("padding_mode", t.dataset.augment.padding_mode));
+  VT_RETURN_IF_ERROR(augment.boolean("flip", t.dataset.augment.flip));
 
   VT_RETURN_IF_ERROR(root.string("loss", t.loss));
   VT_ASSIGN_OR_RETURN(JsonFields loss_options, root.child("loss_options", false));
@@ -174,6 +179,12 @@ json task_json(const Task& t) {
   // Only when set: every task written before the eval split existed keeps its task_id.
   for (const auto& [name, digest] : t.dataset.eval_files) j["dataset"]["eval_files"][name] = digest;
   if (t.dataset.eval_fraction != 0.0) j["dataset"]["eval_fraction"] = t.dataset.eval_fraction;
+  if (const AugmentSpec& a = t.dataset.augment; a.any()) {
+    auto& out = j["dataset"]["augment"] = json::object();
+    if (a.crop_padding > 0) out["crop_padding"] = a.crop_padding;
+    if (a.padding_mode != "zero") out["padding_mode"] = a.padding_mode;
+    if (a.flip) out["flip"] = true;
+  }
   j["loss"] = t.loss;
   if (t.loss_options.label_smoothing != 0.0)
     j["loss_options"]["label_smoothing"] = t.loss_options.label_smoothing;

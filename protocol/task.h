@@ -82,6 +82,18 @@ struct ModelSpec {
   bool torchscript() const { return name == kTorchScriptModel; }
 };
 
+// Image augmentation of the training examples (docs/datasets.md, "Augmentation"): torchvision's
+// RandomCrop(size = the image's own, padding = crop_padding, padding_mode) then
+// RandomHorizontalFlip(0.5), drawn per example from the task's PRNG. Held-out data is never
+// augmented. Written in the canonical form only when it does something.
+struct AugmentSpec {
+  std::int64_t crop_padding = 0;
+  std::string padding_mode = "zero";  // "zero" (0.0 in what the model receives) | "reflect"
+  bool flip = false;
+  bool any() const { return crop_padding > 0 || flip; }
+  bool operator==(const AugmentSpec&) const = default;
+};
+
 struct DatasetSpec {
   std::string name;                          // "synthetic" | "mnist" | "cifar10"
   Options options;                           // e.g. {"samples": 512}
@@ -92,6 +104,7 @@ struct DatasetSpec {
   // from before these fields keep their task_id (docs/task.md).
   std::map<std::string, std::string> eval_files;
   double eval_fraction = 0.0;
+  AugmentSpec augment;
 };
 
 struct OptimizerSpec {

@@ -157,6 +157,14 @@ Status validate_dataset(const Checker& c, const DatasetSpec& d) {
   if (d.eval_fraction != 0.0 && !d.eval_files.empty()) {
     return c.fail_text("dataset.eval_fraction", "set either eval_fraction or eval_files, not both");
   }
+  // Whether the data are images the crop fits is known once the data are: training checks it.
+  const AugmentSpec& a = d.augment;
+  if (a.crop_padding < 0 || a.crop_padding > 256)
+    return c.fail("dataset.augment.crop_padding", "an integer in [0, 256]", a.crop_padding);
+  VT_RETURN_IF_ERROR(c.one_of("dataset.augment.padding_mode", a.padding_mode, {"zero", "reflect"}));
+  if (a.crop_padding == 0)
+    VT_RETURN_IF_ERROR(c.unused("dataset.augment.padding_mode", a.padding_mode, std::string("zero"),
+                                "dataset.augment.crop_padding > 0"));
   return {};
 }
 

@@ -22,8 +22,8 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ref_common import (GOLDEN, blobs, epoch_order, images, learning_rate, mix, power,  # noqa: E402
-                        read_safetensors, split_jobs, tokens, volumes, write_safetensors)
+from ref_common import (GOLDEN, augment_draw, blobs, epoch_order, images, learning_rate, mix,  # noqa: E402
+                        power, read_safetensors, split_jobs, tokens, volumes, write_safetensors)
 
 F = np.float32
 NOT_COVERED, BAD_INPUT = 3, 2
@@ -770,6 +770,24 @@ def update(task, p, slots, grads, lr):
         p[name] = w - c1 * (slot["exp_avg"] / den)
 
 
+def augmented(task, x, epoch, first):
+    """docs/datasets.md, "Augmentation": row i is the example at position first + i; each pixel
+    is copied from the padded image or is +0.0."""
+    aug = task["dataset"].get("augment", {})
+    if not aug.get("crop_padding", 0) and not aug.get("flip", False):
+        return x
+    pad = aug.get("crop_padding", 0)
+    mode = "reflect" if aug.get("padding_mode", "zero") == "reflect" else "constant"
+    out = np.empty_like(x)
+    h, w = x.shape[2], x.shape[3]
+    for i in range(x.shape[0]):
+        top, left, flip = augment_draw(aug, task.get("seed", 0), epoch, first + i)
+        padded = np.pad(x[i], [(0, 0), (pad, pad), (pad, pad)], mode=mode)
+        crop = padded[:, top:top + h, left:left + w]
+        out[i] = crop[:, :, ::-1] if flip else crop
+    return out
+
+
 def replay(task, meta, state):
     net = MODELS[task["model"]["name"]](task["model"]["options"])
     x_all, y_all = dataset(task)
@@ -786,7 +804,8 @@ def replay(task, meta, state):
     for s in range(steps):
         idx = order[s * batch:(s + 1) * batch]
         lr = learning_rate(task, step, epoch, steps * task["epochs"])
-        _, grads = gradients(task, net, p, state, x_all[idx], y_all[idx], step)
+        x = augmented(task, x_all[idx], epoch, s * batch)
+        _, grads = gradients(task, net, p, state, x, y_all[idx], step)
         if task["optimizer"].get("clip_grad_norm", 0.0) > 0.0:
             clip(task, grads)
         update(task, p, slots, grads, lr)

@@ -10,7 +10,7 @@ import numpy as np
 
 MASK = (1 << 64) - 1
 GOLDEN = 0x9E3779B97F4A7C15
-STREAM_DATA, STREAM_ORDER, STREAM_HELD_OUT = 1, 2, 4  # docs/training.md, "PRNG streams"
+STREAM_DATA, STREAM_ORDER, STREAM_HELD_OUT, STREAM_AUGMENT = 1, 2, 4, 7  # docs/training.md, "PRNG"
 NORMAL_SCALE = np.float32(1.7320508)        # sqrt(12 / 4): the Irwin-Hall sum's variance
 IMAGE_TEMPLATE_WEIGHT = np.float32(0.5)
 BLOB_CENTER_SCALE = np.float32(2.0)
@@ -139,6 +139,18 @@ def epoch_order(seed, epoch, size, needed):
         order += Prng(seed, STREAM_ORDER, (epoch << 20) ^ pass_).permutation(size)[:needed - len(order)]
         pass_ += 1
     return order
+
+
+# --- augmentation (docs/datasets.md, "Augmentation") ---------------------------------------
+def augment_draw(augment, seed, epoch, position):
+    """(top, left, flip) of the example at `position` of epoch `epoch`'s order."""
+    prng = Prng(seed, STREAM_AUGMENT, ((epoch << 32) ^ position) & MASK)
+    pad = augment.get("crop_padding", 0)
+    top = left = 0
+    if pad > 0:
+        top, left = prng.below(2 * pad + 1), prng.below(2 * pad + 1)
+    flip = augment.get("flip", False) and prng.below(2) == 1
+    return top, left, flip
 
 
 # --- schedule ----------------------------------------------------------------------------

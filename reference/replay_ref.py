@@ -176,6 +176,25 @@ def tensors_data(task, data_dir):
     return len(data), lambda idx: data.batch(idx.numpy())
 
 
+def augmented(task, x, epoch, first):
+    """docs/datasets.md, "Augmentation": torchvision's RandomCrop(size, padding, padding_mode) then
+    RandomHorizontalFlip(), with veritrain's draws for example first + i of the epoch."""
+    aug = task["dataset"].get("augment", {})
+    if not aug.get("crop_padding", 0) and not aug.get("flip", False):
+        return x
+    import torchvision.transforms.functional as TF
+    pad = aug.get("crop_padding", 0)
+    mode = "reflect" if aug.get("padding_mode", "zero") == "reflect" else "constant"
+    h, w = x.shape[2], x.shape[3]
+    out = []
+    for i in range(x.shape[0]):
+        top, left, flip = ref_common.augment_draw(aug, task.get("seed", 0), epoch, first + i)
+        img = TF.pad(x[i], [pad], padding_mode=mode) if pad > 0 else x[i]
+        img = TF.crop(img, top, left, h, w)
+        out.append(TF.hflip(img) if flip else img)
+    return torch.stack(out)
+
+
 def replay(task, meta, state, data_dir):
     torch.set_num_threads(int(meta["intra_op_threads"]))
     torch.use_deterministic_algorithms(True)
@@ -216,6 +235,7 @@ def replay(task, meta, state, data_dir):
     order = torch.tensor(epoch_order(seed, epoch, samples, steps * batch), dtype=torch.int64)
     for s in range(steps):
         x, y = batch_of(order.narrow(0, s * batch, batch))
+        x = augmented(task, x, epoch, s * batch)
         lr = learning_rate(task, global_step, epoch, steps * task["epochs"])
         if groups == 1:
             for _, p in params:

@@ -2,6 +2,7 @@
 
 #include <c10/core/GradMode.h>
 
+#include "training/data/augment.h"
 #include "training/internal/snapshot.h"
 
 namespace vt::training {
@@ -27,6 +28,33 @@ Result<std::pair<at::Tensor, at::Tensor>> MappedSplit::batch(std::span<const std
                                   static_cast<std::uint8_t*>(y.data_ptr()), token_limit));
   if (input_type && x.scalar_type() != *input_type) x = x.to(*input_type);
   return std::make_pair(x.to(device), y.to(device));
+}
+
+at::Tensor augment_batch(const at::Tensor& x, const Task& task, std::int64_t epoch,
+                         std::int64_t first_position) {
+  // Copies on the host: a batch is small beside its step, and the pixels move, never change.
+  const at::Tensor in = x.to(at::kCPU).contiguous();
+  at::Tensor out = at::empty_like(in);
+  const std::int64_t n = in.size(0), c = in.size(1), h = in.size(2), w = in.size(3);
+  const std::int64_t image = c * h * w;
+  const float* from = in.data_ptr<float>();
+  float* to = out.data_ptr<float>();
+  for (std::int64_t i = 0; i < n; ++i) {
+    const AugmentDraw draw =
+        augment_draw(task.dataset.augment, task.seed, epoch, first_position + i);
+    augment_image(task.dataset.augment, draw, c, h, w, from + i * image, to + i * image);
+  }
+  return out.to(x.device());
+}
+
+Status check_augmentable_input(const Task& task, const std::vector<std::int64_t>& shape,
+                               bool float_input) {
+  if (!task.dataset.augment.any()) return {};
+  if (!float_input)
+    return invalid_input(
+        "dataset.augment: applies to float images; this task's model receives its inputs as "
+        "stored, not as f32 (docs/datasets.md, \"What the model receives\")");
+  return check_augmentable(task.dataset.augment, shape);
 }
 
 Result<MappedSplit> open_mapped_split(const TrainingTask& resolved,

@@ -227,6 +227,10 @@ Result<std::unique_ptr<Trainer::Impl>> build(const Task& task, const TrainerOpti
                         open_mapped_split(resolved, options.task_dir, task.dataset.files, "train"));
     VT_ASSIGN_OR_RETURN(impl->eval, open_eval_split(resolved, options.task_dir, *impl->mapped));
     shape = mapped_shape(*impl->mapped->data, resolved);
+    const MappedSplit& m = *impl->mapped;
+    VT_RETURN_IF_ERROR(check_augmentable_input(
+        task, m.data->inputs().shape,
+        m.input_type ? *m.input_type == at::kFloat : m.data->inputs().dtype == DType::kF32));
   } else if (resolved.zoo_dataset().kind == DatasetKind::kSynthetic) {
     shape = synthetic_shape(resolved);
   } else {
@@ -277,6 +281,7 @@ Result<std::unique_ptr<Trainer::Impl>> build(const Task& task, const TrainerOpti
   if (!data) {
     VT_ASSIGN_OR_RETURN(data, load_dataset(resolved, options.task_dir));
   }
+  VT_RETURN_IF_ERROR(check_augmentable_input(task, data->input_shape, !data->tokens()));
   impl->inputs =
       data->tokens()
           ? to_tensor(data->token_inputs, batched(data->size, data->input_shape), impl->device)
@@ -395,6 +400,7 @@ Result<EpochSummary> Trainer::Impl::train_epoch(const EpochHooks& hooks, const T
       x = inputs.index_select(0, idx);
       y = targets.index_select(0, idx);
     }
+    if (task.dataset.augment.any()) x = augment_batch(x, task, this_epoch, s * batch);
     const double lr = learning_rate(task, global_step, this_epoch, steps * task.epochs);
     optimizer->zero_grad();
     at::Tensor loss;

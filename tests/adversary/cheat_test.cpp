@@ -97,9 +97,23 @@ INSTANTIATE_TEST_SUITE_P(Adversary, RecipeCheat, ::testing::ValuesIn(recipe_case
                                                                                     : "_exact");
                          });
 
+TEST(RecipeCheat, SkippedAugmentationIsRejectedInEitherArithmetic) {
+  for (Determinism d : {Determinism::kExact, Determinism::kPortable}) {
+    std::vector<std::string> messages;
+    EXPECT_EQ(rejected_runs(Strategy::kSkipAugmentation, seed_count(2), &messages, d, 1e-3,
+                            image_recipe_task),
+              seed_count(2));
+    EXPECT_NE(joined(messages).find("replay does not reach the committed fingerprint"),
+              std::string::npos)
+        << joined(messages);
+  }
+}
+
 TEST(HonestRecipe, NeverRejected) {
-  EXPECT_EQ(honest_rejections(seed_count(2), 3, Determinism::kExact, recipe_task), 0);
-  EXPECT_EQ(honest_rejections(seed_count(2), 3, Determinism::kPortable, recipe_task), 0);
+  for (Determinism d : {Determinism::kExact, Determinism::kPortable}) {
+    EXPECT_EQ(honest_rejections(seed_count(2), 3, d, recipe_task), 0);
+    EXPECT_EQ(honest_rejections(seed_count(2), 3, d, image_recipe_task), 0);
+  }
 }
 
 // Bits that depend on the task alone make any change visible: a relative weight noise of 1e-5,

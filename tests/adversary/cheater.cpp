@@ -172,6 +172,9 @@ class Cheater {
       case Strategy::kSkipSmoothing:
         modified.loss_options.label_smoothing = 0.0;
         return train_as(modified, prev, task_, id_, e, options_, {});
+      case Strategy::kSkipAugmentation:
+        modified.dataset.augment = {};
+        return train_as(modified, prev, task_, id_, e, options_, {});
       case Strategy::kLowPrecision:
         // Portable arithmetic is float32 throughout; its cheap way out is another arithmetic,
         // LibTorch's own (vendor) kernels, rather than a narrower type.
@@ -281,6 +284,8 @@ std::string strategy_name(Strategy s) {
       return "decay_everything";
     case Strategy::kSkipSmoothing:
       return "skip_smoothing";
+    case Strategy::kSkipAugmentation:
+      return "skip_augmentation";
   }
   return "?";
 }

@@ -42,11 +42,13 @@ enum class Strategy {
   kSkipClipping,
   kDecayEverything,
   kSkipSmoothing,
+  kSkipAugmentation,  // the epoch's images as stored, not cropped and flipped
 };
 
 // The ten cheating strategies of docs/reliability.md, in its order.
 const std::vector<Strategy>& epoch_strategies();
-// The three recipe cheats, for a task with every recipe on (support.h's recipe_task).
+// The three recipe cheats, for a task with every recipe on (support.h's recipe_task); the
+// augmentation cheat needs images (image_recipe_task).
 const std::vector<Strategy>& recipe_strategies();
 std::string strategy_name(Strategy s);  // "skip_epoch", ...
 

@@ -47,6 +47,22 @@ inline Task recipe_task(std::uint64_t seed, std::int64_t epochs = 3,
   return task;
 }
 
+// recipe_task's recipes on a tiny cnn (width 4) with the CIFAR-10 augmentation: a crop from the
+// image padded by 4, reflected, and flips.
+inline Task image_recipe_task(std::uint64_t seed, std::int64_t epochs = 3,
+                              std::int64_t trail_interval = 0,
+                              Determinism determinism = Determinism::kExact) {
+  Task task = recipe_task(seed, epochs, trail_interval, determinism);
+  task.model = training::default_task("cnn", "synthetic")->model;
+  task.model.options = {{"width", 4}, {"blocks", 1}, {"classes", 4}};
+  task.dataset.options = {{"samples", 32}};
+  task.fingerprint.k = 128;
+  task.fingerprint.tracking_k = 128;
+  task.optimizer.no_decay = {"head.bias"};
+  task.dataset.augment = {4, "reflect", true};
+  return task;
+}
+
 using TaskMaker = Task (*)(std::uint64_t seed, std::int64_t epochs, std::int64_t trail_interval,
                            Determinism determinism);
 

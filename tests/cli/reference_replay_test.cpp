@@ -29,7 +29,7 @@ struct Combo {
   std::string optimizer;  // sgd-momentum, sgd-nesterov, adam, adamw
   std::string schedule;   // constant, step, cosine
   // The recipes of docs/task.md: "l2" or "inf" clips the gradient norm (binding at 0.1), spares
-  // the 1-d parameters weight decay and smooths the labels; "" for none.
+  // the 1-d parameters weight decay, smooths the labels and augments images; "" for none.
   std::string recipe = "";
   std::string name() const {
     return optimizer + "-" + schedule + (recipe.empty() ? "" : "-recipe-" + recipe);
@@ -53,10 +53,13 @@ json tiny_task(const std::string& model, const Combo& c, const testing::ScratchD
   const std::string k = model == "mlp" ? "16" : "128";
   const std::string options = model == "mlp" ? " --option hidden=8 --option layers=1"
                                              : " --option width=4 --option blocks=1";
-  const std::string recipe = c.recipe.empty()
-                                 ? ""
-                                 : " --weight-decay 0.01 --clip-grad-norm 0.1 --clip-norm " +
-                                       c.recipe + " --no-decay 1d --label-smoothing 0.1";
+  std::string recipe = c.recipe.empty() ? ""
+                                        : " --weight-decay 0.01 --clip-grad-norm 0.1 --clip-norm " +
+                                              c.recipe + " --no-decay 1d --label-smoothing 0.1";
+  // Images also get the CIFAR-10 augmentation: zero padding with the l2 norm, reflection with inf.
+  if (!c.recipe.empty() && model == "cnn")
+    recipe += std::string(" --crop-padding 2 --flip --padding-mode ") +
+              (c.recipe == "l2" ? "zero" : "reflect");
   auto init = testing::run_command(
       testing::veritrain_binary() + " task init --determinism exact --model " + model +
           " --epochs 2 --steps-per-epoch 3 --batch-size 4 --data-option samples=16 --seed 11 --k " +
@@ -77,6 +80,9 @@ json tiny_task(const std::string& model, const Combo& c, const testing::ScratchD
   if (!c.recipe.empty()) {
     EXPECT_FALSE(task["optimizer"]["no_decay"].empty()) << written.dump();
     EXPECT_EQ(task["loss_options"]["label_smoothing"], 0.1) << task.dump();
+    if (model == "cnn") {
+      EXPECT_EQ(task["dataset"]["augment"]["flip"], true) << task.dump();
+    }
   }
   task["schedule"] = {{"name", c.schedule}, {"warmup_steps", 4}};
   if (c.schedule == "step") task["schedule"].update({{"step_size", 1}, {"gamma", 0.5}});
@@ -204,7 +210,8 @@ TEST(ReferenceReplay, GradientGroupsBitIdentical) {
 }
 
 // The recipes (docs/task.md, "Recipes"; docs/training.md): the gradient's global norm clipped in
-// either norm, decay spared on the 1-d parameters, label smoothing; with SGD and both Adams.
+// either norm, decay spared on the 1-d parameters, label smoothing, and for the cnn torchvision's
+// crop and flip with veritrain's draws; with SGD and both Adams.
 TEST(ReferenceReplay, RecipesBitIdentical) {
   if (!have_reference())
     GTEST_SKIP() << "python3-torch / python3-numpy not installed (scripts/setup.sh)";

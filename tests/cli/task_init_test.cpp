@@ -227,7 +227,8 @@ TEST(TaskInit, TheLightCommandHandsOverWhatNeedsTheModelBuilt) {
 }
 
 // The recipe flags reach the task; --no-decay resolves its rule against the model's own
-// parameters, so the task commits names rather than a rule a later build could read otherwise.
+// parameters, so the task commits names rather than a rule a later build could read otherwise;
+// augmentation is written for images and refused, naming the field, for anything else.
 TEST(TaskInit, RecipeFlagsReachTheTaskAndNoDecayNamesTheModelsParameters) {
   testing::ScratchDir dir;
   const std::string cnn = veritrain_binary() +
@@ -270,6 +271,19 @@ TEST(TaskInit, RecipeFlagsReachTheTaskAndNoDecayNamesTheModelsParameters) {
       no_weight_decay.err.find("optimizer.no_decay: only applies with optimizer.weight_decay > 0"),
       std::string::npos)
       << no_weight_decay.err;
+  auto augment = run_command(veritrain_binary() +
+                                 " --json task init --model cnn --crop-padding 4 --padding-mode "
+                                 "reflect --flip",
+                             dir.path());
+  ASSERT_EQ(augment.exit_code, 0) << augment.err;
+  EXPECT_EQ(nlohmann::json::parse(augment.out)["task"]["dataset"]["augment"],
+            nlohmann::json::parse(R"({"crop_padding":4,"flip":true,"padding_mode":"reflect"})"));
+  auto flat = run_command(veritrain_binary() + " task init --model mlp --flip", dir.path());
+  EXPECT_EQ(flat.exit_code, 2);
+  EXPECT_NE(flat.err.find("dataset.augment: applies to images of shape [C, H, W]; this task's "
+                          "examples are [32]"),
+            std::string::npos)
+      << flat.err;
   auto smoothing_mse = run_command(
       veritrain_binary() + " task init --model mlp --loss mse --label-smoothing 0.1", dir.path());
   EXPECT_EQ(smoothing_mse.exit_code, 2);

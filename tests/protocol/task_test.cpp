@@ -161,6 +161,49 @@ TEST(Task, RecipeFieldsAreCanonicalOnlyWhenSet) {
   EXPECT_NE(task_id(other), task_id(*recipe));
 }
 
+// dataset.augment: absent from the canonical form unless it does something, and then with only
+// its fields off their defaults; each one changes the id.
+TEST(Task, AugmentIsCanonicalOnlyWhenItDoesSomething) {
+  const std::string head = R"({"model":{"name":"cnn"},"dataset":{"name":"synthetic","augment":)";
+  const std::string tail = R"(},"epochs":1,"batch_size":8})";
+  auto plain = parse_task(kExample);
+  auto nothing = parse_task(head + R"({"crop_padding":0,"flip":false})" + tail);
+  ASSERT_TRUE(plain.ok() && nothing.ok()) << nothing.error().message;
+  EXPECT_EQ(canonical_task_json(*nothing).find("augment"), std::string::npos);
+  auto crop =
+      parse_task(head + R"({"crop_padding":4,"padding_mode":"reflect","flip":true})" + tail);
+  ASSERT_TRUE(crop.ok()) << crop.error().message;
+  EXPECT_EQ(crop->dataset.augment, (AugmentSpec{4, "reflect", true}));
+  const std::string canonical = canonical_task_json(*crop);
+  EXPECT_NE(canonical.find(R"("augment":{"crop_padding":4,"flip":true,"padding_mode":"reflect"})"),
+            std::string::npos)
+      << canonical;
+  EXPECT_EQ(task_id(*parse_task(canonical)), task_id(*crop));
+  EXPECT_EQ(task_id(*parse_task(pretty_task_json(*crop))), task_id(*crop));
+  auto flip = parse_task(head + R"({"flip":true})" + tail);
+  ASSERT_TRUE(flip.ok());
+  EXPECT_NE(canonical_task_json(*flip).find(R"("augment":{"flip":true})"), std::string::npos);
+  Task other = *crop;
+  other.dataset.augment.padding_mode = "zero";
+  EXPECT_NE(task_id(other), task_id(*crop));
+  other.dataset.augment.flip = false;
+  EXPECT_NE(task_id(other), task_id(*crop));
+
+  EXPECT_EQ(error_of(head + R"({"crop_padding":-1})" + tail),
+            "task.json: dataset.augment.crop_padding: expected an integer in [0, 256], got -1");
+  EXPECT_EQ(
+      error_of(head + R"({"crop_padding":4,"padding_mode":"edge"})" + tail),
+      R"(task.json: dataset.augment.padding_mode: expected one of "zero", "reflect", got "edge")");
+  EXPECT_EQ(error_of(head + R"({"padding_mode":"reflect","flip":true})" + tail),
+            "task.json: dataset.augment.padding_mode: only applies to dataset.augment.crop_padding "
+            "> 0; leave it at \"zero\" (got \"reflect\")");
+  EXPECT_EQ(error_of(head + R"({"flip":1})" + tail),
+            "task.json: dataset.augment.flip: expected true or false, got 1");
+  EXPECT_EQ(error_of(head + R"({"rotate":15})" + tail),
+            "task.json: dataset.augment.rotate: unknown field (dataset.augment has: crop_padding, "
+            "flip, padding_mode)");
+}
+
 // The eval split's fields came after the golden id: written only when set, so a task without
 // them keeps its id, and a task with them round-trips through its canonical form.
 TEST(Task, EvalSplitFieldsAreCanonicalOnlyWhenSet) {

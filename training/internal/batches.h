@@ -32,6 +32,15 @@ struct MappedSplit {
                                                   const at::Device& device) const;
 };
 
+// A training batch `x` ([n, C, H, W] f32) augmented as dataset.augment says (data/augment.h), its
+// row i the example at `first_position + i` of epoch `epoch`'s order; on x's device.
+at::Tensor augment_batch(const at::Tensor& x, const Task& task, std::int64_t epoch,
+                         std::int64_t first_position);
+
+// dataset.augment's fit to examples of `shape` as the model receives them (f32 [C, H, W]).
+Status check_augmentable_input(const Task& task, const std::vector<std::int64_t>& shape,
+                               bool float_input);
+
 // The task's eval split, if it has one: its eval_files opened as a split of their own, or the
 // eval_fraction of `train`'s rows that held_out_rows picks, which `train` then no longer holds.
 Result<std::optional<MappedSplit>> open_eval_split(const TrainingTask& resolved,
