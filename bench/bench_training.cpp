@@ -12,9 +12,10 @@
 //   replay_identical_<m>           the replay landed on the original bytes (a sanity check)
 //
 // With --recipes a second trainer runs the task with docs/task.md's recipes on (the gradient's l2
-// norm clipped at 1, the 1-d parameters spared decay, labels smoothed by 0.1; for the cnn also a
-// crop from the image padded by 4 and flips), its epochs alternating with a plain trainer's so
-// that the machine's drift falls on both (one warm-up epoch each, then --epochs rounds):
+// norm clipped at 1, the 1-d parameters spared decay, labels smoothed by 0.1, a moving average of
+// the weights with decay 0.999; for the cnn also a crop from the image padded by 4 and flips), its
+// epochs alternating with a plain trainer's so that the machine's drift falls on both (one warm-up
+// epoch each, then --epochs rounds):
 //   recipes_vs_plain_steps_ratio_<m>  median plain epoch time over median recipe epoch time
 //
 //   bench_training [--json] [--model cnn|gpt|all] [--width N] [--d-model N] [--steps N]
@@ -91,8 +92,8 @@ struct Figures {
   bool identical = false;
 };
 
-// The recipes on `task`: nanoGPT's clipping and decay groups, smoothed labels, and the CIFAR-10
-// augmentation for the cnn.
+// The recipes on `task`: nanoGPT's clipping and decay groups, smoothed labels, a moving average
+// of the weights, and the CIFAR-10 augmentation for the cnn.
 vt::Result<vt::Task> with_recipes(vt::Task task) {
   using vt::training::Trainer;
   VT_ASSIGN_OR_RETURN(auto probe, Trainer::create(task));
@@ -100,6 +101,7 @@ vt::Result<vt::Task> with_recipes(vt::Task task) {
                       vt::training::resolve_no_decay("1d", probe->parameter_info()));
   task.optimizer.clip_grad_norm = 1.0;
   task.loss_options.label_smoothing = 0.1;
+  task.optimizer.ema_decay = 0.999;
   if (task.model.name == "cnn") task.dataset.augment = {4, "zero", true};
   VT_RETURN_IF_ERROR(vt::training::validate_for_training(task));
   return task;

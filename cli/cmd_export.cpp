@@ -15,7 +15,7 @@ namespace vt::cli {
 
 void register_export(CLI::App& app, Context& ctx) {
   struct Args {
-    std::string workdir, torchscript, safetensors, task_dir = ".";
+    std::string workdir, torchscript, safetensors, task_dir = ".", weights;
     std::uint64_t epoch = 0;
   };
   auto a = std::make_shared<Args>();
@@ -26,6 +26,10 @@ void register_export(CLI::App& app, Context& ctx) {
                   "Write the module (torchscript tasks) for torch.jit.load");
   cmd->add_option("--safetensors", a->safetensors,
                   "Write parameters and buffers under the module's own names");
+  cmd->add_option("--weights", a->weights,
+                  "average (the moving average of a task with optimizer.ema_decay, its default) "
+                  "or trained (the weights the optimizer moved)")
+      ->check(CLI::IsMember({"average", "trained"}));
   cmd->add_option("--task-dir", a->task_dir, "Where the task's relative paths (model.path) resolve")
       ->capture_default_str();
   cmd->callback([&ctx, a] {
@@ -54,18 +58,28 @@ void register_export(CLI::App& app, Context& ctx) {
       o.device = "cpu";              // the exported tensors are CPU tensors wherever training ran
       o.restore_for_replay = false;  // an exact task's GPU state exports on a CPU too
       VT_ASSIGN_OR_RETURN(auto trainer, training::Trainer::restore(w.task(), snapshot, o));
-      nlohmann::json j = {{"epoch", a->epoch}, {"root", hex_encode(found->record.root)}};
+      if (a->weights == "average" && !trainer->averages_weights()) {
+        return invalid_input(
+            "--weights average: the task keeps no moving average of its weights "
+            "(optimizer.ema_decay is not set)");
+      }
+      const bool averaged = trainer->averages_weights() && a->weights != "trained";
+      const std::string which = averaged ? "average" : "trained";
+      nlohmann::json j = {
+          {"epoch", a->epoch}, {"root", hex_encode(found->record.root)}, {"weights", which}};
       std::ostringstream human;
       if (!a->torchscript.empty()) {
-        VT_RETURN_IF_ERROR(trainer->export_torchscript(a->torchscript));
+        VT_RETURN_IF_ERROR(trainer->export_torchscript(a->torchscript, averaged));
         j["torchscript"] = a->torchscript;
-        human << "wrote " << a->torchscript << " (TorchScript, epoch " << a->epoch << ")\n";
+        human << "wrote " << a->torchscript << " (TorchScript, epoch " << a->epoch << ", " << which
+              << " weights)\n";
       }
       if (!a->safetensors.empty()) {
-        VT_ASSIGN_OR_RETURN(Bytes bytes, trainer->export_safetensors());
+        VT_ASSIGN_OR_RETURN(Bytes bytes, trainer->export_safetensors(averaged));
         VT_RETURN_IF_ERROR(write_file_atomic(a->safetensors, bytes));
         j["safetensors"] = a->safetensors;
-        human << "wrote " << a->safetensors << " (safetensors, epoch " << a->epoch << ")\n";
+        human << "wrote " << a->safetensors << " (safetensors, epoch " << a->epoch << ", " << which
+              << " weights)\n";
       }
       emit(ctx, j, human.str());
       return 0;

@@ -57,6 +57,9 @@ void add_hyper_options(CLI::App* init, HyperArgs& a) {
                    "(RandomCrop(size, padding))");
   init->add_option("--padding-mode", a.padding_mode, "--crop-padding's fill: zero or reflect");
   init->add_flag("--flip", a.flip, "Augment images: a random horizontal flip (p = 0.5)");
+  init->add_option("--ema-decay", a.ema_decay,
+                   "Keep an exponential moving average of the weights with this decay, in [0, 1) "
+                   "(0.999 in most recipes); held-out metrics and export use it");
 }
 
 void apply_hyper_args(const HyperArgs& a, Task& t) {
@@ -78,6 +81,7 @@ void apply_hyper_args(const HyperArgs& a, Task& t) {
   if (a.crop_padding >= 0) t.dataset.augment.crop_padding = a.crop_padding;
   if (!a.padding_mode.empty()) t.dataset.augment.padding_mode = a.padding_mode;
   if (a.flip) t.dataset.augment.flip = true;
+  if (!std::isnan(a.ema_decay)) t.optimizer.ema_decay = a.ema_decay;
 }
 
 std::string describe_task(const Task& task) {

@@ -20,7 +20,7 @@ struct HyperArgs {
   std::int64_t warmup_steps = -1, step_size = -1, tracking_k = -1;
   std::string loss;
   // Recipes (docs/task.md, "Recipes"). no_decay is a rule the model resolves (task_init.h).
-  double clip_grad_norm = NAN, label_smoothing = NAN;
+  double clip_grad_norm = NAN, label_smoothing = NAN, ema_decay = NAN;
   std::string clip_norm, no_decay;
   std::int64_t crop_padding = -1;
   std::string padding_mode;

@@ -30,7 +30,8 @@ std::optional<std::size_t> operand_named(const std::vector<OperandHash>& list,
 // Operators whose every output value i reads value i of each input (absent inputs aside), with
 // the call's parameters: a dropout's mask of value i comes from its stream and i alone.
 bool elementwise(std::string_view op) {
-  if (op == "bernoulli" || op == "sgd_update" || op == "adam_update" || op == "scale_gradient")
+  if (op == "bernoulli" || op == "sgd_update" || op == "adam_update" || op == "scale_gradient" ||
+      op == "ema_update")
     return true;
   static constexpr std::string_view kWithBackward[] = {
       "relu", "gelu",        "dropout",   "sigmoid",    "tanh",      "silu",    "hardtanh",

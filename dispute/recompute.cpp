@@ -339,6 +339,13 @@ std::map<std::string_view, Recompute> make_table() {
          const std::int64_t n = a.integer("n");
          kernels::scale_gradient(n, a.in_out("x", n), a.real("c"));
        }},
+      {"ema_update",
+       [](Args& a) {
+         const std::int64_t n = a.integer("n");
+         const float* live = a.in("live", n);
+         kernels::ema_update(n, a.in_out("average", n), live, a.real("decay"),
+                             a.real("one_minus_decay"));
+       }},
   };
   add_model_operators(ops);
   for (const kernels::Activation f : kernels::kActivations) {

@@ -165,4 +165,38 @@ void adam_update(std::span<const AdamTensor> tensors, const AdamStep& s) {
   });
 }
 
+namespace {
+
+void ema_elements(const EmaTensor& t, float decay, float one_minus_decay, std::int64_t begin,
+                  std::int64_t end) {
+  float* __restrict a = t.average;
+  const float* __restrict x = t.live;
+  for (std::int64_t i = begin; i < end; ++i) a[i] = a[i] * decay + x[i] * one_minus_decay;
+}
+
+}  // namespace
+
+void ema_update(std::int64_t n, float* average, const float* live, float decay,
+                float one_minus_decay) {
+  trace::Call traced("ema_update",
+                     {trace::integer("n", n), trace::real("decay", decay),
+                      trace::real("one_minus_decay", one_minus_decay)},
+                     {trace::f32("average", average, n), trace::f32("live", live, n)});
+  const EmaTensor t{n, average, live};
+  parallel_for(n, kGrain, [&](std::int64_t begin, std::int64_t end) {
+    ema_elements(t, decay, one_minus_decay, begin, end);
+  });
+  traced.outputs({trace::f32("average", average, n)});
+}
+
+void ema_update(std::span<const EmaTensor> tensors, float decay, float one_minus_decay) {
+  if (trace::active()) {
+    for (const EmaTensor& t : tensors) ema_update(t.n, t.average, t.live, decay, one_minus_decay);
+    return;
+  }
+  one_pass(tensors, [&](const EmaTensor& t, std::int64_t begin, std::int64_t end) {
+    ema_elements(t, decay, one_minus_decay, begin, end);
+  });
+}
+
 }  // namespace vt::kernels

@@ -53,4 +53,21 @@ struct AdamTensor {
 // trace has one call per tensor (docs/dispute.md).
 void adam_update(std::span<const AdamTensor> tensors, const AdamStep& s);
 
+// The weights' moving average after an update (optimizer.ema_decay): a ← (a ⊗ d) ⊕ (x ⊗ e),
+// element by element, where d is the decay and e = 1 − d, each rounded once to binary32 by the
+// caller (PyTorch's `avg * decay + param * (1 - decay)` with Python floats, operation for
+// operation).
+void ema_update(std::int64_t n, float* average, const float* live, float decay,
+                float one_minus_decay);
+
+// One tensor of the model's moving average.
+struct EmaTensor {
+  std::int64_t n = 0;
+  float* average = nullptr;
+  const float* live = nullptr;
+};
+// ema_update over each tensor, as one pass (as adam_update above); one call per tensor with a
+// trace sink listening.
+void ema_update(std::span<const EmaTensor> tensors, float decay, float one_minus_decay);
+
 }  // namespace vt::kernels

@@ -106,8 +106,9 @@ Status read_task(const JsonFields& root, Task& t) {
   VT_RETURN_IF_ERROR(loss_options.number("label_smoothing", t.loss_options.label_smoothing));
 
   VT_ASSIGN_OR_RETURN(JsonFields opt, root.child("optimizer", false));
-  VT_RETURN_IF_ERROR(opt.known_keys({"beta1", "beta2", "clip_grad_norm", "clip_norm", "eps", "lr",
-                                     "momentum", "name", "nesterov", "no_decay", "weight_decay"}));
+  VT_RETURN_IF_ERROR(
+      opt.known_keys({"beta1", "beta2", "clip_grad_norm", "clip_norm", "ema_decay", "eps", "lr",
+                      "momentum", "name", "nesterov", "no_decay", "weight_decay"}));
   VT_RETURN_IF_ERROR(opt.string("name", t.optimizer.name));
   VT_RETURN_IF_ERROR(opt.number("lr", t.optimizer.lr));
   VT_RETURN_IF_ERROR(opt.number("momentum", t.optimizer.momentum));
@@ -119,6 +120,7 @@ Status read_task(const JsonFields& root, Task& t) {
   VT_RETURN_IF_ERROR(opt.number("clip_grad_norm", t.optimizer.clip_grad_norm));
   VT_RETURN_IF_ERROR(opt.string("clip_norm", t.optimizer.clip_norm));
   VT_RETURN_IF_ERROR(opt.strings("no_decay", t.optimizer.no_decay));
+  VT_RETURN_IF_ERROR(opt.number("ema_decay", t.optimizer.ema_decay));
 
   VT_ASSIGN_OR_RETURN(JsonFields sched, root.child("schedule", false));
   VT_RETURN_IF_ERROR(sched.known_keys({"gamma", "min_lr", "name", "step_size", "warmup_steps"}));
@@ -201,6 +203,7 @@ json task_json(const Task& t) {
   if (t.optimizer.clip_grad_norm != 0.0) o["clip_grad_norm"] = t.optimizer.clip_grad_norm;
   if (t.optimizer.clip_norm != "l2") o["clip_norm"] = t.optimizer.clip_norm;
   if (!t.optimizer.no_decay.empty()) o["no_decay"] = t.optimizer.no_decay;
+  if (t.optimizer.ema_decay != 0.0) o["ema_decay"] = t.optimizer.ema_decay;
   auto& s = j["schedule"] = json::object();
   s["name"] = t.schedule.name;
   s["step_size"] = t.schedule.step_size;

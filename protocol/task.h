@@ -125,6 +125,10 @@ struct OptimizerSpec {
   // Parameters whose update skips weight decay (biases and norm weights, in most recipes): the
   // names task init resolved from the model, so that no verifier can disagree about which.
   std::vector<std::string> no_decay = {};
+  // > 0: an exponential moving average of the model's floating-point parameters and buffers,
+  // a ← a·d + x·(1 − d) after every update, starting from the initial weights (timm's ModelEmaV2,
+  // torchvision's ExponentialMovingAverage); held-out metrics and `export` use it.
+  double ema_decay = 0.0;
 };
 
 // The built-in loss's options (a TorchScript module's own loss has its own).

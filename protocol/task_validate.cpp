@@ -175,6 +175,7 @@ Status validate_recipe(const Checker& c, const OptimizerSpec& o) {
   if (o.clip_grad_norm == 0.0)
     VT_RETURN_IF_ERROR(c.unused("optimizer.clip_norm", o.clip_norm, std::string("l2"),
                                 "a task with optimizer.clip_grad_norm > 0"));
+  VT_RETURN_IF_ERROR(c.in_range("optimizer.ema_decay", o.ema_decay, 0, false, 1, true));
   constexpr std::size_t kMaxNoDecay = 1 << 16;
   if (o.no_decay.size() > kMaxNoDecay)
     return c.fail("optimizer.no_decay", "at most 65536 parameter names",

@@ -770,6 +770,16 @@ def update(task, p, slots, grads, lr):
         p[name] = w - c1 * (slot["exp_avg"] / den)
 
 
+def average(task, p, state, ema):
+    """optimizer.ema_decay (docs/training.md, "Recipes"): a = a*d + x*(1 - d) for every averaged
+    parameter and buffer, each scalar rounded once to binary32."""
+    d = task["optimizer"]["ema_decay"]
+    decay, rest = F(d), F(1.0 - d)
+    for name in ema:
+        live = p[name] if name in p else state["buffer/" + name]
+        ema[name] = (ema[name] * decay + live * rest).astype(F)
+
+
 def augmented(task, x, epoch, first):
     """docs/datasets.md, "Augmentation": row i is the example at position first + i; each pixel
     is copied from the padded image or is +0.0."""
@@ -797,6 +807,7 @@ def replay(task, meta, state):
         prefix = "optim/%s/" % name
         slots[name] = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
         slots[name]["step"] = int(slots[name]["step"])
+    ema = {k[len("ema/"):]: v for k, v in state.items() if k.startswith("ema/")}
     epoch, step = int(meta["epoch"]) + 1, int(meta["global_step"])
     batch = task["batch_size"]
     steps = task.get("steps_per_epoch", 0) or max(1, x_all.shape[0] // batch)
@@ -809,8 +820,12 @@ def replay(task, meta, state):
         if task["optimizer"].get("clip_grad_norm", 0.0) > 0.0:
             clip(task, grads)
         update(task, p, slots, grads, lr)
+        if task["optimizer"].get("ema_decay", 0.0) > 0.0:
+            average(task, p, state, ema)
         step += 1
     out = {k: v for k, v in state.items() if k.startswith(("buffer/", "rng/"))}
+    for name, a in ema.items():
+        out["ema/" + name] = a
     for name, w in p.items():
         out["param/" + name] = w
         for k, v in slots[name].items():
@@ -830,6 +845,11 @@ def initial_state(task, template):
             out[k] = np.zeros_like(v)
     for name, w in initial_params(task, shapes).items():
         out["param/" + name] = w
+    # The moving average starts at the initial weights and buffers.
+    for k in template:
+        if k.startswith("ema/"):
+            name = k[len("ema/"):]
+            out[k] = out["param/" + name] if "param/" + name in out else out["buffer/" + name]
     return out
 
 

@@ -164,7 +164,7 @@ def operand_arrays(values, hashes, what):
 
 # --- evidence for one value (docs/dispute.md) ---------------------------------------------
 ELEMENTWISE = {"relu", "relu_backward", "gelu", "gelu_backward", "dropout", "dropout_backward",
-               "bernoulli", "sgd_update", "adam_update", "scale_gradient"}
+               "bernoulli", "sgd_update", "adam_update", "scale_gradient", "ema_update"}
 ROW_WISE = {"softmax", "softmax_backward", "log_softmax", "log_softmax_backward", "layer_norm"}
 
 
@@ -683,6 +683,7 @@ OPERATORS = {
     "clip_coefficient": clip_coefficient,
     "scale_gradient": lambda a, i, o: {"x": i["x"] if F(a["c"]) == F(1.0) else (i["x"] * F(a["c"])).astype(F)},
     "adam_update": adam_update,
+    "ema_update": lambda a, i, o: {"average": (i["average"] * F(a["decay"]) + i["live"] * F(a["one_minus_decay"])).astype(F)},
     "conv": conv,
     "conv_backward": conv_backward,
     "max_pool2d": lambda a, i, o: max_pool(a, i, max_windows(a)),

@@ -228,6 +228,11 @@ def replay(task, meta, state, data_dir):
     else:
         adam = HandAdam(opt, opt["name"] == "adamw")
 
+    # optimizer.ema_decay: timm's ModelEmaV2 update over the floating-point parameters and buffers.
+    decay = opt.get("ema_decay", 0.0)
+    ema = {k[len("ema/"):]: v.clone() for k, v in state.items() if k.startswith("ema/")}
+    own = dict(list(net.named_parameters()) + list(net.named_buffers()))
+
     epoch, global_step = int(meta["epoch"]) + 1, int(meta["global_step"])
     batch = task["batch_size"]
     groups = task.get("gradient_groups", 1)
@@ -258,6 +263,9 @@ def replay(task, meta, state, data_dir):
                 for key, p in params:
                     if p.grad is not None:
                         adam.update(p, p.grad, slots[key], lr, 0.0 if key in spared else opt["weight_decay"])
+        with torch.no_grad():
+            for key, a in ema.items():
+                a.copy_(a * decay + (1. - decay) * own[key])
         global_step += 1
 
     out = {"rng/cpu": torch.get_rng_state()}
@@ -272,6 +280,8 @@ def replay(task, meta, state, data_dir):
         if "momentum_buffer" in slots[key]:
             buf = sgd.state[p].get("momentum_buffer", slots[key]["momentum_buffer"])
             out["optim/%s/momentum_buffer" % key] = buf
+    for key, a in ema.items():
+        out["ema/" + key] = a
     meta = dict(meta, epoch=str(epoch), global_step=str(global_step), data_cursor=str(epoch))
     return out, meta
 
@@ -289,6 +299,10 @@ def initial_state(task):
         out["optim/%s/step" % key] = torch.tensor(0, dtype=torch.int64)
         for slot in slots.get(task["optimizer"]["name"], ["exp_avg", "exp_avg_sq"]):
             out["optim/%s/%s" % (key, slot)] = torch.zeros_like(p)
+    if task["optimizer"].get("ema_decay", 0.0) > 0.0:
+        for key, t in list(net.named_parameters()) + list(net.named_buffers()):
+            if t.is_floating_point():
+                out["ema/" + key] = t.detach().clone()
     return out
 
 

@@ -130,7 +130,8 @@ Result<MemoryEstimate> estimate(const Task& task, const TrainerOptions& options)
   e.steps_per_epoch = steps_per_epoch(task, trainer->dataset_size());
   for (const TensorEntry& t : trainer->layout()) {
     if (t.name.rfind("param/", 0) == 0) e.parameter_bytes += t.nbytes();
-    if (t.name.rfind("optim/", 0) == 0) e.optimizer_state_bytes += t.nbytes();
+    if (t.name.rfind("optim/", 0) == 0 || t.name.rfind("ema/", 0) == 0)
+      e.optimizer_state_bytes += t.nbytes();
   }
   VT_ASSIGN_OR_RETURN(Bytes snapshot, trainer->snapshot());
   e.snapshot_bytes = snapshot.size();

@@ -10,8 +10,8 @@ namespace vt::training {
 struct MemoryEstimate {
   std::int64_t parameters = 0;
   std::uint64_t parameter_bytes = 0;
-  std::uint64_t optimizer_state_bytes = 0;
-  std::uint64_t snapshot_bytes = 0;   // raw canonical bytes of one snapshot
+  std::uint64_t optimizer_state_bytes = 0;  // the optimizer's slots and the weights' average
+  std::uint64_t snapshot_bytes = 0;         // raw canonical bytes of one snapshot
   std::uint64_t step_peak_bytes = 0;  // peak allocated during one step, above the resting state
   std::string peak_source;            // how step_peak_bytes was measured
   // A step runs its gradient groups one at a time (docs/training.md), so step_peak_bytes is

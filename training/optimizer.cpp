@@ -249,4 +249,53 @@ NamedTensors Optimizer::state() const {
   return out;
 }
 
+WeightAverage::WeightAverage(double decay, const NamedTensors& live, bool portable)
+    : decay_(static_cast<float>(decay)),
+      one_minus_decay_(static_cast<float>(1.0 - decay)),
+      decay64_(decay),
+      portable_(portable) {
+  c10::NoGradGuard no_grad;
+  for (const auto& [name, t] : live) {
+    if (!at::isFloatingType(t.scalar_type())) continue;
+    pairs_.push_back({name, t, t.detach().clone()});
+  }
+}
+
+void WeightAverage::update() {
+  c10::NoGradGuard no_grad;
+  std::vector<kernels::EmaTensor> run;
+  for (Pair& p : pairs_) {
+    if (portable_ && p.live.scalar_type() == at::kFloat && p.live.is_contiguous()) {
+      run.push_back({p.live.numel(), p.average.data_ptr<float>(), p.live.data_ptr<float>()});
+      continue;
+    }
+    // PyTorch's `avg * decay + param * (1 - decay)`: three roundings, each scalar rounded to the
+    // tensor's type, the same bits as the kernel's (element-wise, so on any CPU too).
+    p.average.mul_(decay64_).add_(p.live.detach().mul(1.0 - decay64_));
+  }
+  if (!run.empty()) kernels::ema_update(run, decay_, one_minus_decay_);
+}
+
+void WeightAverage::swap() {
+  c10::NoGradGuard no_grad;
+  for (Pair& p : pairs_) {
+    at::Tensor held = p.live.detach().clone();
+    p.live.detach().copy_(p.average);
+    p.average.copy_(held);
+  }
+}
+
+NamedTensors WeightAverage::state() const {
+  NamedTensors out;
+  out.reserve(pairs_.size());
+  for (const Pair& p : pairs_) out.emplace_back("ema/" + p.name, p.average);
+  return out;
+}
+
+at::Tensor WeightAverage::average_of(const std::string& name) const {
+  for (const Pair& p : pairs_)
+    if (p.name == name) return p.average;
+  return {};
+}
+
 }  // namespace vt::training

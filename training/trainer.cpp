@@ -46,10 +46,11 @@ struct Trainer::Impl {
   std::int64_t threads = 1;
   std::unique_ptr<Network> net;
   std::unique_ptr<Optimizer> optimizer;
-  std::unique_ptr<GroupedStep> grouped;  // gradient_groups > 1 or several ranks
-  at::Tensor inputs, targets;            // the whole dataset, on the device (built-in datasets)
-  std::optional<MappedSplit> mapped;     // or batches read from memory-mapped files
-  std::optional<MappedSplit> eval;       // the held-out split, evaluated at each epoch end
+  std::unique_ptr<WeightAverage> average;  // optimizer.ema_decay > 0
+  std::unique_ptr<GroupedStep> grouped;    // gradient_groups > 1 or several ranks
+  at::Tensor inputs, targets;              // the whole dataset, on the device (built-in datasets)
+  std::optional<MappedSplit> mapped;       // or batches read from memory-mapped files
+  std::optional<MappedSplit> eval;         // the held-out split, evaluated at each epoch end
   std::int64_t dataset_size = 0;
   std::int64_t epoch = 0;
   std::int64_t global_step = 0;
@@ -116,6 +117,23 @@ class AutocastScope {
  private:
   bool enabled_;
   at::DeviceType device_;
+};
+
+// The moving average in the model's tensors for a scope (evaluation, export), put back at its
+// end however the scope ends: a throwing forward must not leave the average as the weights.
+class AverageInPlace {
+ public:
+  explicit AverageInPlace(WeightAverage* average) : average_(average) {
+    if (average_) average_->swap();
+  }
+  ~AverageInPlace() {
+    if (average_) average_->swap();
+  }
+  AverageInPlace(const AverageInPlace&) = delete;
+  AverageInPlace& operator=(const AverageInPlace&) = delete;
+
+ private:
+  WeightAverage* average_;
 };
 
 at::Generator cpu_generator() { return at::globalContext().defaultGenerator(at::kCPU); }
@@ -269,6 +287,12 @@ Result<std::unique_ptr<Trainer::Impl>> build(const Task& task, const TrainerOpti
   VT_RETURN_IF_ERROR(check_no_decay(task.optimizer, impl->net->parameters()));
   impl->optimizer =
       std::make_unique<Optimizer>(task.optimizer, impl->net->parameters(), impl->net->portable());
+  if (task.optimizer.ema_decay > 0.0) {
+    NamedTensors own = impl->net->parameters();
+    for (auto& entry : impl->net->buffers()) own.push_back(entry);
+    impl->average =
+        std::make_unique<WeightAverage>(task.optimizer.ema_decay, own, impl->net->portable());
+  }
   if (task.gradient_groups > 1 || (options.collective && options.collective->world_size() > 1)) {
     try {
       impl->grouped =
@@ -355,6 +379,8 @@ NamedTensors Trainer::Impl::state_tensors() const {
   for (auto& [name, t] : net->parameters()) out.emplace_back("param/" + name, t);
   for (auto& [name, t] : net->buffers()) out.emplace_back("buffer/" + name, t);
   for (auto& entry : optimizer->state()) out.push_back(entry);
+  if (average)
+    for (auto& entry : average->state()) out.push_back(entry);
   out.emplace_back("rng/cpu", cpu_generator().get_state());
   if (device.is_cuda()) out.emplace_back("rng/cuda", cuda_generator(device).get_state());
   return out;
@@ -419,6 +445,7 @@ Result<EpochSummary> Trainer::Impl::train_epoch(const EpochHooks& hooks, const T
       loss.backward();
     }
     optimizer->step(lr);
+    if (average) average->update();
     ++global_step;
     loss_sum += loss.detach().to(at::kDouble);
     const std::int64_t done = s + 1;
@@ -451,6 +478,9 @@ Result<EpochSummary> Trainer::Impl::train_epoch(const EpochHooks& hooks, const T
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   summary.data_order_digest = order_digest(order);
   if (eval) {
+    // With a moving average, the held-out metrics are the average's (what a recipe reports and
+    // export writes); the swap back restores every bit.
+    AverageInPlace in_place(average.get());
     VT_ASSIGN_OR_RETURN(summary.eval, evaluate_split(*net, *eval, task, device));
   }
   return summary;
@@ -500,19 +530,26 @@ Status Trainer::check_model() {
   });
 }
 
-Result<Bytes> Trainer::export_safetensors() const {
+Result<Bytes> Trainer::export_safetensors(bool averaged) const {
   return guarded("exporting the model", [&]() -> Result<Bytes> {
     NamedTensors own = impl_->net->parameters();
     for (auto& entry : impl_->net->buffers()) own.push_back(entry);
-    for (auto& [name, t] : own) t = t.detach().to(at::kCPU);
+    for (auto& [name, t] : own) {
+      at::Tensor average =
+          averaged && impl_->average ? impl_->average->average_of(name) : at::Tensor();
+      t = (average.defined() ? average : t).detach().to(at::kCPU);
+    }
     return encode_snapshot(own, {{"format", "veritrain/export/v1"},
                                  {"task_id", hex_encode(impl_->id)},
                                  {"epoch", std::to_string(impl_->epoch)}});
   });
 }
 
-Status Trainer::export_torchscript(const std::filesystem::path& file) const {
-  return guarded("exporting the model", [&] { return impl_->net->save_torchscript(file); });
+Status Trainer::export_torchscript(const std::filesystem::path& file, bool averaged) const {
+  return guarded("exporting the model", [&] {
+    AverageInPlace in_place(averaged ? impl_->average.get() : nullptr);
+    return impl_->net->save_torchscript(file);
+  });
 }
 
 Trainer::Trainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -568,6 +605,8 @@ Result<std::vector<Bytes>> Trainer::gather_many(std::span<const GatherRequest> r
     for (auto& [name, t] : impl_->net->parameters()) state.emplace("param/" + name, t);
     for (auto& [name, t] : impl_->net->buffers()) state.emplace("buffer/" + name, t);
     for (auto& [name, t] : impl_->optimizer->state()) state.emplace(name, t);
+    if (impl_->average)
+      for (auto& [name, t] : impl_->average->state()) state.emplace(name, t);
     std::vector<at::Tensor> tensors;
     std::vector<std::span<const std::uint64_t>> indices;
     std::vector<std::string> names;
@@ -587,6 +626,7 @@ Result<std::vector<Bytes>> Trainer::gather_many(std::span<const GatherRequest> r
 }
 
 std::int64_t Trainer::epoch() const { return impl_->epoch; }
+bool Trainer::averages_weights() const { return impl_->average != nullptr; }
 std::int64_t Trainer::global_step() const { return impl_->global_step; }
 std::int64_t Trainer::steps_per_epoch() const { return impl_->steps; }
 std::int64_t Trainer::dataset_size() const { return impl_->dataset_size; }

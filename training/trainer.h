@@ -110,10 +110,14 @@ class Trainer {
   // before. `train` runs it before committing epoch 0, `task check` first of all.
   Status check_model();
   // The model's own parameters and buffers under their own names (no "param/" prefix), as
-  // safetensors bytes that load_state_dict reads.
-  Result<Bytes> export_safetensors() const;
-  // The user's TorchScript module with the current parameters and buffers; torchscript tasks only.
-  Status export_torchscript(const std::filesystem::path& file) const;
+  // safetensors bytes that load_state_dict reads. `averaged`: a task with optimizer.ema_decay
+  // exports its moving average of them (integer buffers as they are); false, the trained ones.
+  Result<Bytes> export_safetensors(bool averaged = true) const;
+  // The user's TorchScript module with the current parameters and buffers (`averaged` as above);
+  // torchscript tasks only.
+  Status export_torchscript(const std::filesystem::path& file, bool averaged = true) const;
+  // The task keeps a moving average of the weights (optimizer.ema_decay).
+  bool averages_weights() const;
 
   // Canonical snapshot bytes of the current state.
   Result<Bytes> snapshot() const;

@@ -63,8 +63,8 @@ TEST(HonestPortable, NeverRejected) {
 }
 
 // A recipe is part of the work paid for: an epoch trained without the task's clipping, with decay
-// on the parameters it spares, or without its label smoothing is rejected, in either arithmetic,
-// and an honest provider running every recipe is not.
+// on the parameters it spares, without its label smoothing or without moving the weights'
+// average is rejected, in either arithmetic, and an honest provider running every recipe is not.
 struct RecipeCase {
   Strategy strategy;
   Determinism determinism;

@@ -3,6 +3,8 @@
 
 #include "tests/adversary/cheater.h"
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "common/safetensors.h"
@@ -175,6 +177,11 @@ class Cheater {
       case Strategy::kSkipAugmentation:
         modified.dataset.augment = {};
         return train_as(modified, prev, task_, id_, e, options_, {});
+      case Strategy::kFrozenAverage:
+        // The largest decay a task may hold: in binary32, a ⊗ 1 ⊕ x ⊗ 1.1e−16, the average as
+        // it was (a task cannot say 1).
+        modified.optimizer.ema_decay = std::nextafter(1.0, 0.0);
+        return train_as(modified, prev, task_, id_, e, options_, {});
       case Strategy::kLowPrecision:
         // Portable arithmetic is float32 throughout; its cheap way out is another arithmetic,
         // LibTorch's own (vendor) kernels, rather than a narrower type.
@@ -248,7 +255,7 @@ const std::vector<Strategy>& epoch_strategies() {
 
 const std::vector<Strategy>& recipe_strategies() {
   static const std::vector<Strategy> all = {Strategy::kSkipClipping, Strategy::kDecayEverything,
-                                            Strategy::kSkipSmoothing};
+                                            Strategy::kSkipSmoothing, Strategy::kFrozenAverage};
   return all;
 }
 
@@ -286,6 +293,8 @@ std::string strategy_name(Strategy s) {
       return "skip_smoothing";
     case Strategy::kSkipAugmentation:
       return "skip_augmentation";
+    case Strategy::kFrozenAverage:
+      return "frozen_average";
   }
   return "?";
 }

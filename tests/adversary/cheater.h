@@ -38,16 +38,18 @@ enum class Strategy {
   kDropBatch,     // 10 skip the epoch's last batch
   kForgedStart,   // epoch 0 only: commit a state not derived from the task's seed
   // A recipe skipped (docs/task.md, "Recipes"): the epoch trained without the task's gradient
-  // clipping, with weight decay on every parameter, or without label smoothing.
+  // clipping, with weight decay on every parameter, without label smoothing, or without the
+  // weights' average moving.
   kSkipClipping,
   kDecayEverything,
   kSkipSmoothing,
   kSkipAugmentation,  // the epoch's images as stored, not cropped and flipped
+  kFrozenAverage,     // the weights' moving average left as the epoch found it (decay ~1)
 };
 
 // The ten cheating strategies of docs/reliability.md, in its order.
 const std::vector<Strategy>& epoch_strategies();
-// The three recipe cheats, for a task with every recipe on (support.h's recipe_task); the
+// The four recipe cheats, for a task with every recipe on (support.h's recipe_task); the
 // augmentation cheat needs images (image_recipe_task).
 const std::vector<Strategy>& recipe_strategies();
 std::string strategy_name(Strategy s);  // "skip_epoch", ...

@@ -49,6 +49,7 @@ inline Task with_recipes(Task t, bool inf_norm = false) {
                              ? std::vector<std::string>{"ln_f.bias", "ln_f.weight"}
                              : std::vector<std::string>{"head.bias"};
   t.loss_options.label_smoothing = 0.1;
+  t.optimizer.ema_decay = 0.9;
   return t;
 }
 

@@ -40,6 +40,8 @@ std::string cheat_name(OperatorCheat cheat) {
       return "corrupted_weight";
     case OperatorCheat::kClippingSkipped:
       return "clipping_skipped";
+    case OperatorCheat::kAverageSkipped:
+      return "average_skipped";
   }
   return "?";
 }
@@ -58,6 +60,8 @@ std::string cheated_operator(OperatorCheat cheat, const std::string& optimizer) 
       return "batch_norm_train";
     case OperatorCheat::kClippingSkipped:
       return "scale_gradient";
+    case OperatorCheat::kAverageSkipped:
+      return "ema_update";
     case OperatorCheat::kSkippedWeightDecay:
     case OperatorCheat::kCorruptedWeight:
       return optimizer;
@@ -210,6 +214,11 @@ void OperatorCheater::end(std::span<const kernels::trace::Operand> outputs) {
     case OperatorCheat::kClippingSkipped: {
       const auto& x = in_["x"];
       std::copy(x.begin(), x.end(), writable(*named(outputs, "x")));
+      break;
+    }
+    case OperatorCheat::kAverageSkipped: {
+      const auto& a = in_["average"];
+      std::copy(a.begin(), a.end(), writable(*named(outputs, "average")));
       break;
     }
   }

@@ -22,6 +22,7 @@ enum class OperatorCheat {
   kBatchNormSequential,  // a batch norm's sums as one chain, not in 16 lanes
   kCorruptedWeight,      // one weight one ulp off after the optimizer update
   kClippingSkipped,      // the gradient left as it was where the task clips it
+  kAverageSkipped,       // the weights' moving average left as it was after the update
 };
 
 std::string cheat_name(OperatorCheat cheat);

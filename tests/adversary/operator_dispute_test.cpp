@@ -130,6 +130,7 @@ INSTANTIATE_TEST_SUITE_P(OperatorDispute, Cheats,
                                            Case{OperatorCheat::kCorruptedWeight, false},
                                            Case{OperatorCheat::kCorruptedWeight, true},
                                            Case{OperatorCheat::kClippingSkipped, false, true},
+                                           Case{OperatorCheat::kAverageSkipped, true, true},
                                            Case{OperatorCheat::kCorruptedWeight, true, true}),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            return cheat_name(info.param.cheat) +
@@ -243,7 +244,7 @@ TEST_P(HonestStep, IsNeverRuledAgainst) {
   EXPECT_GE(one_value_rulings, cnn ? 60 : 150);
   if (GetParam().recipes) {
     for (const char* op : {cnn ? "abs_max" : "sum_of_squares", "clip_coefficient", "scale_gradient",
-                           "cross_entropy_smoothed"})
+                           "cross_entropy_smoothed", "ema_update"})
       EXPECT_TRUE(numpy_checked.count(op)) << op << " is not in the step's trace";
   }
 }

@@ -35,7 +35,8 @@ inline Task tiny_task(std::uint64_t seed, std::int64_t epochs = 3, std::int64_t 
 }
 
 // tiny_task with every recipe of docs/task.md ("Recipes") on and binding: a gradient norm clipped
-// (its norm is well above 0.05 throughout), weight decay spared on the biases, smoothed labels.
+// (its norm is well above 0.05 throughout), weight decay spared on the biases, smoothed labels,
+// a moving average of the weights.
 inline Task recipe_task(std::uint64_t seed, std::int64_t epochs = 3,
                         std::int64_t trail_interval = 0,
                         Determinism determinism = Determinism::kExact) {
@@ -44,6 +45,7 @@ inline Task recipe_task(std::uint64_t seed, std::int64_t epochs = 3,
   task.optimizer.weight_decay = 0.05;
   task.optimizer.no_decay = {"body.0.bias", "body.2.bias"};
   task.loss_options.label_smoothing = 0.1;
+  task.optimizer.ema_decay = 0.9;
   return task;
 }
 

@@ -105,9 +105,11 @@ TEST(Distributed, PortableGptWithDropoutSameRootsOnOneTwoFourRanks) {
 }
 
 // The recipes on ranks: clipping takes the global norm of the reduced gradient, the same on every
-// rank, whichever arithmetic sums the groups; every rank augments the whole batch alike.
+// rank, whichever arithmetic sums the groups; every rank augments the whole batch alike and moves
+// the same average.
 constexpr const char* kRecipes =
-    " --weight-decay 0.05 --clip-grad-norm 0.05 --no-decay 1d --label-smoothing 0.1";
+    " --weight-decay 0.05 --clip-grad-norm 0.05 --no-decay 1d --label-smoothing 0.1 "
+    "--ema-decay 0.9";
 TEST(Distributed, GptRecipesSameRootsOnOneTwoFourRanks) {
   same_roots_on_one_two_four_ranks("gpt", kRecipes);
 }

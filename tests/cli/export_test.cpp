@@ -35,11 +35,16 @@ def read(path):
         out[name] = torch.from_numpy(arr.copy())
     return out
 exported_module, weights, snapshot, original = sys.argv[1:5]
+averaged = sys.argv[5:] == ["average"]  # the snapshot's ema/ tensors where it keeps them
 state = read(weights)
 snap = read(snapshot)
 assert state and all("/" not in k for k in state), sorted(state)
+assert averaged == any(k.startswith("ema/") for k in snap) or sys.argv[5:] == ["trained"]
 for k, v in state.items():
     committed = snap.get("param/" + k, snap.get("buffer/" + k))
+    if averaged and "ema/" + k in snap:
+        assert not torch.equal(committed, snap["ema/" + k]), k
+        committed = snap["ema/" + k]
     assert committed is not None and torch.equal(committed, v), k
 module = torch.jit.load(exported_module)
 net = torch.jit.load(original)
@@ -331,6 +336,51 @@ TEST_F(Export, TorchScriptAndSafetensorsLoadBackInPython) {
       veritrain_binary() + " export --workdir " + w + " --epoch 9 --safetensors x", dir_.path());
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("--epoch 9: not committed"), std::string::npos) << missing.err;
+}
+
+// optimizer.ema_decay: the module and weights export as the moving average by default, as the
+// trained weights when asked, and a task without an average says so when asked for one.
+TEST_F(Export, TheMovingAverageIsExportedUnlessTheTrainedWeightsAreAskedFor) {
+  train("ts_synthetic.pt", "--ema-decay 0.9");
+  const std::string w = (dir_ / "w").string();
+  const auto snap = dir_ / "snap";
+  auto i = run_command(veritrain_binary() + " inspect " + w + " --epoch 2 --out " + snap.string(),
+                       dir_.path());
+  ASSERT_EQ(i.exit_code, 0) << i.err;
+  ASSERT_TRUE(write_file_atomic(dir_ / "roundtrip.py", std::string_view(kRoundTrip)).ok());
+  for (const std::string weights : {"average", "trained"}) {
+    const auto pt = dir_ / (weights + ".pt"), st = dir_ / (weights + ".safetensors");
+    auto e = run_command(veritrain_binary() + " --json export --workdir " + w +
+                             " --epoch 2 --torchscript " + pt.string() + " --safetensors " +
+                             st.string() + (weights == "trained" ? " --weights trained" : ""),
+                         dir_.path());
+    ASSERT_EQ(e.exit_code, 0) << e.err;
+    EXPECT_EQ(nlohmann::json::parse(e.out)["weights"], weights);
+    auto py = run_command(testing::kPython + " " + (dir_ / "roundtrip.py").string() + " " +
+                              pt.string() + " " + st.string() + " " + snap.string() + " " +
+                              (fx_ / "ts_synthetic.pt").string() + " " + weights,
+                          dir_.path());
+    EXPECT_EQ(py.exit_code, 0) << weights << ": " << py.out << py.err;
+  }
+  EXPECT_NE(*read_file(dir_ / "average.safetensors"), *read_file(dir_ / "trained.safetensors"));
+
+  testing::ScratchDir plain;
+  const std::string task = (plain / "mlp.json").string();
+  ASSERT_EQ(run_command(veritrain_binary() +
+                            " task init --model mlp --epochs 1 --steps-per-epoch 1 --out " + task,
+                        plain.path())
+                .exit_code,
+            0);
+  const std::string m = (plain / "m").string();
+  ASSERT_EQ(
+      run_command(veritrain_binary() + " train --task " + task + " --workdir " + m, plain.path())
+          .exit_code,
+      0);
+  auto none = run_command(veritrain_binary() + " export --workdir " + m +
+                              " --epoch 1 --weights average --safetensors x",
+                          plain.path());
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("keeps no moving average"), std::string::npos) << none.err;
 }
 
 TEST_F(Export, ZooModelsExportSafetensorsButNotTorchScript) {

@@ -47,16 +47,17 @@ const Config kConfigs[] = {
      "--model gpt --optimizer adamw --option dropout_permille=100 --option d_model=32 "
      "--schedule cosine --warmup-steps 2"},
     // The CIFAR-10 ResNet recipe (Nesterov, decay but not on norms and biases, cosine, crop with
-    // padding 4 and flips, smoothed labels), here also clipped in the inf norm.
+    // padding 4 and flips, smoothed labels, a moving average of the weights), here also clipped
+    // in the inf norm.
     {"cnn_cifar_recipe",
      "--model cnn --option width=8 --optimizer sgd --nesterov --weight-decay 5e-4 "
      "--no-decay norm_and_bias --schedule cosine --crop-padding 4 --padding-mode reflect --flip "
-     "--label-smoothing 0.1 --clip-grad-norm 0.1 --clip-norm inf"},
+     "--label-smoothing 0.1 --clip-grad-norm 0.1 --clip-norm inf --ema-decay 0.999"},
     // nanoGPT's: AdamW (0.9, 0.95), decay 0.1 on the 2-d parameters, the norm clipped at 1.0,
     // cosine with warmup; and a binding clip with SGD and smoothed labels.
     {"nanogpt_recipe",
      "--model gpt --option d_model=32 --optimizer adamw --beta2 0.95 --weight-decay 0.1 "
-     "--no-decay 1d --clip-grad-norm 1.0 --schedule cosine --warmup-steps 2"},
+     "--no-decay 1d --clip-grad-norm 1.0 --schedule cosine --warmup-steps 2 --ema-decay 0.9"},
     {"gpt_recipes_sgd",
      "--model gpt --optimizer sgd --momentum 0.9 --option d_model=32 --weight-decay 0.1 "
      "--clip-grad-norm 0.05 --no-decay 1d --label-smoothing 0.2"},

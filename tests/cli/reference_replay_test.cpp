@@ -29,7 +29,8 @@ struct Combo {
   std::string optimizer;  // sgd-momentum, sgd-nesterov, adam, adamw
   std::string schedule;   // constant, step, cosine
   // The recipes of docs/task.md: "l2" or "inf" clips the gradient norm (binding at 0.1), spares
-  // the 1-d parameters weight decay, smooths the labels and augments images; "" for none.
+  // the 1-d parameters weight decay, smooths the labels, averages the weights and augments
+  // images; "" for none.
   std::string recipe = "";
   std::string name() const {
     return optimizer + "-" + schedule + (recipe.empty() ? "" : "-recipe-" + recipe);
@@ -53,9 +54,10 @@ json tiny_task(const std::string& model, const Combo& c, const testing::ScratchD
   const std::string k = model == "mlp" ? "16" : "128";
   const std::string options = model == "mlp" ? " --option hidden=8 --option layers=1"
                                              : " --option width=4 --option blocks=1";
-  std::string recipe = c.recipe.empty() ? ""
-                                        : " --weight-decay 0.01 --clip-grad-norm 0.1 --clip-norm " +
-                                              c.recipe + " --no-decay 1d --label-smoothing 0.1";
+  std::string recipe = c.recipe.empty()
+                           ? ""
+                           : " --weight-decay 0.01 --clip-grad-norm 0.1 --clip-norm " + c.recipe +
+                                 " --no-decay 1d --label-smoothing 0.1 --ema-decay 0.9";
   // Images also get the CIFAR-10 augmentation: zero padding with the l2 norm, reflection with inf.
   if (!c.recipe.empty() && model == "cnn")
     recipe += std::string(" --crop-padding 2 --flip --padding-mode ") +
@@ -75,7 +77,7 @@ json tiny_task(const std::string& model, const Combo& c, const testing::ScratchD
                        {"weight_decay", c.optimizer == "adamw" ? 0.01 : 1e-4}};
   if (sgd)
     task["optimizer"].update({{"momentum", 0.9}, {"nesterov", c.optimizer == "sgd-nesterov"}});
-  for (const char* kept : {"clip_grad_norm", "clip_norm", "no_decay"})
+  for (const char* kept : {"clip_grad_norm", "clip_norm", "no_decay", "ema_decay"})
     if (written.contains(kept)) task["optimizer"][kept] = written[kept];
   if (!c.recipe.empty()) {
     EXPECT_FALSE(task["optimizer"]["no_decay"].empty()) << written.dump();
@@ -210,8 +212,9 @@ TEST(ReferenceReplay, GradientGroupsBitIdentical) {
 }
 
 // The recipes (docs/task.md, "Recipes"; docs/training.md): the gradient's global norm clipped in
-// either norm, decay spared on the 1-d parameters, label smoothing, and for the cnn torchvision's
-// crop and flip with veritrain's draws; with SGD and both Adams.
+// either norm, decay spared on the 1-d parameters, label smoothing, a moving average of the
+// weights (timm's update), and for the cnn torchvision's crop and flip with veritrain's draws;
+// with SGD and both Adams.
 TEST(ReferenceReplay, RecipesBitIdentical) {
   if (!have_reference())
     GTEST_SKIP() << "python3-torch / python3-numpy not installed (scripts/setup.sh)";

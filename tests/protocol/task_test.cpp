@@ -137,17 +137,19 @@ TEST(Task, RecipeFieldsAreCanonicalOnlyWhenSet) {
   auto plain = parse_task(kExample);
   ASSERT_TRUE(plain.ok());
   const std::string canonical = canonical_task_json(*plain);
-  for (const char* field : {"clip_grad_norm", "clip_norm", "no_decay", "loss_options"})
+  for (const char* field : {"clip_grad_norm", "clip_norm", "no_decay", "ema_decay", "loss_options"})
     EXPECT_EQ(canonical.find(field), std::string::npos) << field;
   auto recipe = parse_task(
       R"({"model":{"name":"mlp"},"dataset":{"name":"synthetic"},"epochs":1,"batch_size":8,)"
       R"("optimizer":{"weight_decay":0.01,"clip_grad_norm":1.5,"clip_norm":"inf",)"
-      R"("no_decay":["fc1.bias","fc2.bias"]},"loss_options":{"label_smoothing":0.1}})");
+      R"("no_decay":["fc1.bias","fc2.bias"],"ema_decay":0.999},)"
+      R"("loss_options":{"label_smoothing":0.1}})");
   ASSERT_TRUE(recipe.ok()) << recipe.error().message;
   EXPECT_EQ(recipe->optimizer.clip_grad_norm, 1.5);
   EXPECT_EQ(recipe->optimizer.clip_norm, "inf");
   EXPECT_EQ(recipe->optimizer.no_decay, (std::vector<std::string>{"fc1.bias", "fc2.bias"}));
   EXPECT_EQ(recipe->loss_options.label_smoothing, 0.1);
+  EXPECT_EQ(recipe->optimizer.ema_decay, 0.999);
   EXPECT_EQ(task_id(*parse_task(canonical_task_json(*recipe))), task_id(*recipe));
   EXPECT_EQ(task_id(*parse_task(pretty_task_json(*recipe))), task_id(*recipe));
   Task other = *recipe;
@@ -158,6 +160,9 @@ TEST(Task, RecipeFieldsAreCanonicalOnlyWhenSet) {
   EXPECT_NE(task_id(other), task_id(*recipe));
   other = *recipe;
   other.optimizer.clip_norm = "l2";
+  EXPECT_NE(task_id(other), task_id(*recipe));
+  other = *recipe;
+  other.optimizer.ema_decay = 0.99;
   EXPECT_NE(task_id(other), task_id(*recipe));
 }
 
@@ -263,7 +268,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{
             R"("optimizer":{"learning_rate":0.1})",
             "optimizer.learning_rate: unknown field (optimizer has: beta1, beta2, clip_grad_norm, "
-            "clip_norm, eps, lr, momentum, name, nesterov, no_decay, weight_decay)"},
+            "clip_norm, ema_decay, eps, lr, momentum, name, nesterov, no_decay, weight_decay)"},
         BadCase{R"("optimiser":{})",
                 "optimiser: unknown field (the task has: batch_size, dataset, determinism, device, "
                 "environments, epochs, fingerprint, gradient_groups, intra_op_threads, loss, "
@@ -308,6 +313,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "optimizer.no_decay: only applies with optimizer.weight_decay > 0"},
         BadCase{R"("optimizer":{"weight_decay":0.1,"no_decay":"fc.bias"})",
                 R"(optimizer.no_decay: expected an array of strings, got "fc.bias")"},
+        BadCase{R"("optimizer":{"ema_decay":1})",
+                "optimizer.ema_decay: expected a number in [0, 1), got 1"},
         BadCase{R"("loss_options":{"label_smoothing":1})",
                 "loss_options.label_smoothing: expected a number in [0, 1), got 1"},
         BadCase{R"("loss":"mse","loss_options":{"label_smoothing":0.1})",

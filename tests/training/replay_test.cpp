@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 #include "common/file_io.h"
 #include "tests/test_util.h"
@@ -242,6 +243,70 @@ TEST(Snapshot, GatherManyMatchesTheSnapshotBytes) {
   Trainer::GatherRequest bad[] = {{entries.front()->name, outside}};
   EXPECT_FALSE((*trainer)->gather_many(bad).ok());
 }
+
+// optimizer.ema_decay (docs/training.md, "Recipes"): the average starts at the initial weights
+// and floating-point buffers, moves by a ⊗ d ⊕ x ⊗ (1 − d) after the update in either
+// arithmetic, and is what export writes unless told otherwise.
+class MovingAverage : public ::testing::TestWithParam<Determinism> {};
+
+std::vector<float> floats_of(const SafetensorsView& view, const std::string& name) {
+  const TensorEntry* e = view.find(name);
+  if (e == nullptr || e->dtype != DType::kF32) return {};
+  std::vector<float> out(static_cast<std::size_t>(e->numel()));
+  std::memcpy(out.data(), view.data(*e).data(), out.size() * sizeof(float));
+  return out;
+}
+
+TEST_P(MovingAverage, StartsAtTheInitialWeightsAndMovesByTheDocumentedUpdate) {
+  Task task = small_task("cnn", "sgd");  // batch norm: running statistics are averaged too
+  task.determinism = GetParam();
+  task.steps_per_epoch = 1;
+  task.optimizer.ema_decay = 0.9;
+  auto trainer = Trainer::create(task);
+  ASSERT_TRUE(trainer.ok()) << trainer.error().message;
+  const Bytes s0 = *(*trainer)->snapshot();
+  ASSERT_TRUE((*trainer)->train_epoch().ok());
+  const Bytes s1 = *(*trainer)->snapshot();
+  auto v0 = parse_safetensors(s0), v1 = parse_safetensors(s1);
+  ASSERT_TRUE(v0.ok() && v1.ok());
+  auto exported = (*trainer)->export_safetensors(), trained = (*trainer)->export_safetensors(false);
+  ASSERT_TRUE(exported.ok() && trained.ok());
+  auto ve = parse_safetensors(*exported), vt = parse_safetensors(*trained);
+  ASSERT_TRUE(ve.ok() && vt.ok());
+  const float decay = 0.9f, rest = static_cast<float>(1.0 - 0.9);
+  std::size_t averaged = 0;
+  for (const TensorEntry& e : v1->tensors) {
+    const bool param = e.name.rfind("param/", 0) == 0, buffer = e.name.rfind("buffer/", 0) == 0;
+    if (!param && !buffer) continue;
+    const std::string own = e.name.substr(e.name.find('/') + 1);
+    const std::string ema = "ema/" + own;
+    if (e.dtype != DType::kF32) {
+      EXPECT_EQ(v1->find(ema), nullptr) << "an integer buffer is not averaged: " << own;
+      continue;
+    }
+    ++averaged;
+    EXPECT_EQ(floats_of(*v0, ema), floats_of(*v0, e.name)) << "epoch 0: " << own;
+    const std::vector<float> before = floats_of(*v0, ema), live = floats_of(*v1, e.name),
+                             after = floats_of(*v1, ema);
+    ASSERT_EQ(after.size(), live.size()) << own;
+    std::vector<float> expected(live.size());
+    for (std::size_t i = 0; i < live.size(); ++i) {
+      const float kept = before[i] * decay, moved = live[i] * rest;
+      expected[i] = kept + moved;
+    }
+    EXPECT_EQ(std::memcmp(after.data(), expected.data(), after.size() * sizeof(float)), 0) << own;
+    EXPECT_EQ(floats_of(*ve, own), after) << "export writes the average: " << own;
+    EXPECT_EQ(floats_of(*vt, own), live) << "export --weights trained: " << own;
+  }
+  EXPECT_GT(averaged, 4u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Arithmetic, MovingAverage,
+                         ::testing::Values(Determinism::kExact, Determinism::kPortable),
+                         [](const auto& info) {
+                           return std::string(info.param == Determinism::kExact ? "exact"
+                                                                                : "portable");
+                         });
 
 }  // namespace
 }  // namespace vt::training

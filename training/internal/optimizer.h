@@ -55,4 +55,34 @@ class Optimizer {
   std::vector<Slot> slots_;
 };
 
+// optimizer.ema_decay: a moving average of the model's floating-point parameters and buffers
+// (docs/training.md, "Recipes"), starting from the tensors as they are when it is built. Its
+// tensors are part of the committed state; held-out metrics and export read them.
+class WeightAverage {
+ public:
+  // `live`: the model's parameters and buffers under their own names; integer buffers (a batch
+  // norm's count) are not averaged.
+  WeightAverage(double decay, const NamedTensors& live, bool portable);
+
+  // a ← a·d + x·(1 − d) for every tensor, after an update.
+  void update();
+  // Exchanges the averaged values with the model's, so that the model computes with the
+  // average; a second call puts everything back, bit for bit.
+  void swap();
+  // "ema/<name>" for every averaged tensor.
+  NamedTensors state() const;
+  // The average of `name`, or an undefined tensor when it is not averaged.
+  at::Tensor average_of(const std::string& name) const;
+
+ private:
+  struct Pair {
+    std::string name;
+    at::Tensor live, average;
+  };
+  float decay_, one_minus_decay_;  // each rounded once from binary64
+  double decay64_;
+  bool portable_;
+  std::vector<Pair> pairs_;
+};
+
 }  // namespace vt::training
