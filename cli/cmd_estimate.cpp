@@ -18,15 +18,20 @@ void register_estimate(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("estimate", summary_of("estimate"));
   auto task_path = std::make_shared<std::string>();
   auto device = std::make_shared<std::string>();
+  auto checkpoint = std::make_shared<bool>(false);
   cmd->add_option("--task", *task_path, "task.json")->required();
   cmd->add_option("--device", *device,
                   "Measure on cpu, cuda or cuda:N instead of the task's device");
-  cmd->callback([&ctx, task_path, device] {
-    ctx.action = [&ctx, task_path, device]() -> Result<int> {
+  cmd->add_flag("--checkpoint-activations", *checkpoint,
+                "Measure with each block's activations recomputed in the backward pass (as "
+                "train --checkpoint-activations)");
+  cmd->callback([&ctx, task_path, device, checkpoint] {
+    ctx.action = [&ctx, task_path, device, checkpoint]() -> Result<int> {
       VT_ASSIGN_OR_RETURN(Task task, load_task(*task_path));
       training::TrainerOptions options;
       options.task_dir = std::filesystem::path(*task_path).parent_path();
       options.device = *device;
+      options.checkpoint_activations = *checkpoint;
       VT_ASSIGN_OR_RETURN(training::MemoryEstimate e, training::estimate(task, options));
       // The plan's model of bytes (verifier/policy/cost_plan.h), before compression: a bit-for-bit
       // check fetches the state the epoch starts from; tolerance mode the one after it too.

@@ -23,6 +23,7 @@ struct TrainArgs {
   std::string task, workdir, key, device;
   int full_every = 4;
   std::int64_t threads = 0;
+  bool checkpoint_activations = false;
 };
 
 // What `train` prints when it is done: the summary line for --json, and for people.
@@ -67,7 +68,9 @@ Result<int> run_train(Context& ctx, const TrainArgs& args, ServeArgs& serve,
   std::shared_ptr<training::Collective> collective;  // several ranks: rank 0 goes on below
   if (plan.join.world_size > 1) {
     VT_ASSIGN_OR_RETURN(collective, training::Collective::connect(plan.join));
-    if (collective->rank() != 0) return run_follower_rank(task, args.task, args.device, collective);
+    if (collective->rank() != 0)
+      return run_follower_rank(task, args.task, args.device, args.checkpoint_activations,
+                               collective);
   }
   Service service;
   auto gauges = std::make_shared<TrainMetrics>(task.epochs);
@@ -87,6 +90,7 @@ Result<int> run_train(Context& ctx, const TrainArgs& args, ServeArgs& serve,
   o.task_dir = std::filesystem::path(args.task).parent_path();
   o.device = args.device;
   o.intra_op_threads = args.threads;
+  o.checkpoint_activations = args.checkpoint_activations;
   o.full_every = args.full_every;
   o.on_step = [&](const training::StepMetrics& m) {
     gauges->step(m.epoch, m.step_in_epoch, m.steps_in_epoch, m.loss, m.samples_per_second);
@@ -134,6 +138,9 @@ void register_train(CLI::App& app, Context& ctx) {
                   "Intra-op threads for a portable or tolerance task (default: the task's); an "
                   "exact task's bits depend on the task's own count")
       ->check(CLI::Range(1, 4096));
+  cmd->add_flag("--checkpoint-activations", a->checkpoint_activations,
+                "Recompute each block's activations in the backward pass instead of keeping them "
+                "(the zoo's gpt): less memory, a second forward's time, the same bits");
   cmd->add_option("--full-every", a->full_every,
                   "Store a whole snapshot every N epochs, deltas between")
       ->check(CLI::Range(1, 1000000))

@@ -33,7 +33,7 @@ struct VerifyArgs {
   double evidence_timeout = 600;
   double confidence = 0.99, cheat_fraction = 0.1, check_probability = 0.0;
   std::optional<double> reward, penalty, cost;  // p from the economics (docs/plan.md)
-  bool online = false, fingerprint_only = false, force = false;
+  bool online = false, fingerprint_only = false, force = false, checkpoint_activations = false;
   bool policy_given = false;  // --confidence or --cheat-fraction was on the line
   std::int64_t threads = 0;
   std::size_t jobs = 0;
@@ -102,6 +102,7 @@ Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
   o.trainer.task_dir = fs::path(a.task).parent_path();
   o.trainer.device = a.device;
   o.trainer.intra_op_threads = a.threads;
+  o.trainer.checkpoint_activations = a.checkpoint_activations;
   // Before anything here runs a LibTorch kernel (the cost estimate below does): ATen and oneDNN
   // choose their levels once per process, and replays must run at the provider's.
   VT_ASSIGN_OR_RETURN(o.environment, verifier::adopt_committed_environment(
@@ -154,6 +155,7 @@ Result<int> run_verify(Context& ctx, const VerifyArgs& a) {
 struct ReplayWorkerArgs {
   std::string task, task_dir, device;
   std::int64_t threads = 0;
+  bool checkpoint_activations = false;
 };
 
 Result<int> run_replay_worker(const ReplayWorkerArgs& a) {
@@ -166,6 +168,7 @@ Result<int> run_replay_worker(const ReplayWorkerArgs& a) {
   w.trainer.task_dir = a.task_dir.empty() ? fs::path(a.task).parent_path() : fs::path(a.task_dir);
   w.trainer.device = a.device;
   w.trainer.intra_op_threads = a.threads;
+  w.trainer.checkpoint_activations = a.checkpoint_activations;
   VT_RETURN_IF_ERROR(verifier::run_replay_worker(w, std::cin, std::cout));
   return 0;
 }
@@ -211,6 +214,9 @@ void register_verify(CLI::App& app, Context& ctx) {
   verify->add_option("--device", v->device, "Replay on cpu, cuda or cuda:N");
   verify->add_option("--threads", v->threads,
                      "Replay with this intra-op thread count (tolerance-mode tasks)");
+  verify->add_flag("--checkpoint-activations", v->checkpoint_activations,
+                   "Replay recomputing each block's activations in the backward pass instead of "
+                   "keeping them (the zoo's gpt): less memory, the same bits");
   verify->add_option(
       "--jobs", v->jobs,
       "Replays at once, each in its own process (default 0: as cores allow; 1 on a GPU)");
@@ -250,6 +256,8 @@ void register_verify(CLI::App& app, Context& ctx) {
   replay->add_option("--task-dir", r->task_dir, "Where the task's relative paths resolve");
   replay->add_option("--device", r->device, "Replay on cpu, cuda or cuda:N");
   replay->add_option("--threads", r->threads, "Intra-op thread count (0: the task's)");
+  replay->add_flag("--checkpoint-activations", r->checkpoint_activations,
+                   "Recompute each block's activations in the backward pass");
   replay->callback([&ctx, r] { ctx.action = [r] { return run_replay_worker(*r); }; });
 }
 

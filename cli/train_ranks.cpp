@@ -213,11 +213,12 @@ Result<int> launch_local_ranks(const RankPlan& plan) {
 }
 
 Result<int> run_follower_rank(const Task& task, const std::string& task_file,
-                              const std::string& device,
+                              const std::string& device, bool checkpoint_activations,
                               std::shared_ptr<training::Collective> collective) {
   provider::FollowerOptions o;
   o.task_dir = std::filesystem::path(task_file).parent_path();
   o.device = device;
+  o.checkpoint_activations = checkpoint_activations;
   o.collective = std::move(collective);
   const int rank = o.collective->rank();
   Status st = provider::run_follower(task, o);

@@ -39,7 +39,7 @@ Result<int> launch_local_ranks(const RankPlan& plan);
 
 // A follower rank's whole `train` (provider/ranks.h).
 Result<int> run_follower_rank(const Task& task, const std::string& task_file,
-                              const std::string& device,
+                              const std::string& device, bool checkpoint_activations,
                               std::shared_ptr<training::Collective> collective);
 
 }  // namespace vt::cli

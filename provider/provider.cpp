@@ -254,6 +254,7 @@ Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& op
   topts.task_dir = options.task_dir;
   topts.device = options.device;
   topts.intra_op_threads = options.intra_op_threads;
+  topts.checkpoint_activations = options.checkpoint_activations;
   topts.collective = options.collective;
   // Commitments in another edition of the portable arithmetic are another veritrain's to make.
   VT_RETURN_IF_ERROR(training::implements_portable_arithmetic(task));

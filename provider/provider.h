@@ -44,6 +44,7 @@ struct ProviderOptions {
   std::filesystem::path task_dir = ".";  // where the task's relative paths resolve
   std::string device;                    // "" = the task's
   std::int64_t intra_op_threads = 0;     // 0 = the task's
+  bool checkpoint_activations = false;   // training::TrainerOptions's
   int full_every = 4;                    // a whole snapshot every N epochs, deltas between
   bool commit = true;                    // false: train only (the overhead benchmark's baseline)
   std::size_t pipeline_threads =

@@ -45,6 +45,7 @@ Status run_follower(const Task& task, const FollowerOptions& options) {
   training::TrainerOptions topts;
   topts.task_dir = options.task_dir;
   topts.device = options.device;
+  topts.checkpoint_activations = options.checkpoint_activations;
   topts.collective = options.collective;
   auto trainer = training::Trainer::restore(task, state, topts);
   if (!trainer)

@@ -19,6 +19,7 @@ void attach_rank0(ProviderOptions& options,
 struct FollowerOptions {
   std::filesystem::path task_dir = ".";
   std::string device;
+  bool checkpoint_activations = false;  // training::TrainerOptions's
   std::shared_ptr<training::Collective> collective;
 };
 

@@ -284,6 +284,10 @@ Result<std::unique_ptr<Trainer::Impl>> build(const Task& task, const TrainerOpti
   }
   impl->net->to(impl->device);
   impl->net->set_training(true);
+  if (options.checkpoint_activations && !impl->net->checkpoint_activations(true)) {
+    return invalid_input("--checkpoint-activations: model \"" + task.model.name +
+                         "\" has no blocks to checkpoint (the zoo's gpt has)");
+  }
   VT_RETURN_IF_ERROR(check_no_decay(task.optimizer, impl->net->parameters()));
   impl->optimizer =
       std::make_unique<Optimizer>(task.optimizer, impl->net->parameters(), impl->net->portable());

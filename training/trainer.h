@@ -32,6 +32,11 @@ struct TrainerOptions {
   // False where a restored state is read and not trained on (export): a snapshot of an exact
   // task made on another device class or thread count is then no error.
   bool restore_for_replay = true;
+  // Activation checkpointing (the zoo's gpt): each block's activations recomputed in the
+  // backward pass instead of kept, for the memory of a larger model or batch. The same bits
+  // either way (docs/training.md, "Activation checkpointing"), so it is this process's choice,
+  // not the task's.
+  bool checkpoint_activations = false;
   // This process's rank among those training together (gradient_groups > 1); null = one
   // process running every group. Any W gives the same bits (docs/training.md).
   std::shared_ptr<Collective> collective;

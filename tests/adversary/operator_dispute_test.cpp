@@ -249,6 +249,23 @@ TEST_P(HonestStep, IsNeverRuledAgainst) {
   }
 }
 
+// Activation checkpointing is the provider's choice: its recomputed forward is not in the trace,
+// so a checkpointing provider's step trace is its auditor's, call for call.
+TEST(OperatorDispute, ACheckpointedStepHasThePlainStepsTrace) {
+  Task task = small_gpt();
+  task.model.options["layers"] = 2;
+  const Bytes start = start_state(task);
+  auto plain = verifier::trace_step(task, start, 1, 2, {});
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  training::TrainerOptions checkpointed;
+  checkpointed.checkpoint_activations = true;
+  auto other = verifier::trace_step(task, start, 1, 2, checkpointed);
+  ASSERT_TRUE(other.ok()) << other.error().message;
+  EXPECT_FALSE(dispute::first_departure(plain->trace, other->trace).has_value());
+  EXPECT_EQ(plain->trace.header.calls_root, other->trace.header.calls_root);
+  EXPECT_EQ(plain->trace.calls.size(), other->trace.calls.size());
+}
+
 INSTANTIATE_TEST_SUITE_P(OperatorDispute, HonestStep,
                          ::testing::Values(HonestCase{false, false}, HonestCase{true, false},
                                            HonestCase{false, true}, HonestCase{true, true}),

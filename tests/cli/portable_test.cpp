@@ -133,9 +133,10 @@ Bytes fortune_tokens(const std::string& name) {
 // nanoGPT's recipe, written with `task init` flags alone, on real text: Debian's fortunes as a
 // byte-level u16 token file with a held-out file; AdamW (0.9, 0.95), decay 0.1 on the 2-d
 // parameters only, the norm clipped at 1.0, cosine with warmup, 4 gradient groups and a moving
-// average of the weights. Every setting and 2 ranks commit the same roots, and a verify under
-// another setting accepts. (reference/portable_ref.py reads synthetic data alone: it replays the
-// same recipe in nanogpt_recipe above.)
+// average of the weights. Every setting and 2 ranks commit the same roots, the ranks recomputing
+// activations in the backward pass (train --checkpoint-activations), and a verify under another
+// setting accepts, its two replay workers checkpointing too. (reference/portable_ref.py reads
+// synthetic data alone: it replays the same recipe in nanogpt_recipe above.)
 TEST(PortableRecipes, NanoGptOnAFortunesTokenFileIsTheSameEverywhere) {
   if (!fs::exists("/usr/share/games/fortunes/cookie"))
     GTEST_SKIP() << "Debian's fortunes package is not installed (scripts/setup.sh)";
@@ -163,13 +164,15 @@ TEST(PortableRecipes, NanoGptOnAFortunesTokenFileIsTheSameEverywhere) {
   const std::vector<Setting> all = settings();
   const auto roots = committed_roots(dir / ("w-" + all.front().name()) / "commitments.log");
   auto ranks = run_command(veritrain_binary() + " train --task " + task + " --workdir " +
-                               (dir / "ranks").string() + " --nproc 2 --rank-timeout 30",
+                               (dir / "ranks").string() +
+                               " --nproc 2 --rank-timeout 30 --checkpoint-activations",
                            dir.path());
   ASSERT_EQ(ranks.exit_code, 0) << ranks.err;
   EXPECT_EQ(committed_roots(dir / "ranks" / "commitments.log"), roots) << "2 ranks";
   const Setting& other = all.back();
   auto v = run_command(other.env() + veritrain_binary() + " verify --task " + task + " --workdir " +
-                           (dir / "ranks").string() + " --check-probability 1 --jobs 1 --threads " +
+                           (dir / "ranks").string() +
+                           " --check-probability 1 --jobs 2 --checkpoint-activations --threads " +
                            std::to_string(other.threads) + " --report " + (dir / "report").string(),
                        dir.path());
   EXPECT_EQ(v.exit_code, 0) << v.out << v.err;

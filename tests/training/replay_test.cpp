@@ -7,6 +7,7 @@
 
 #include "common/file_io.h"
 #include "tests/test_util.h"
+#include "training/estimate.h"
 #include "training/trainer.h"
 #include "training/zoo/zoo.h"
 
@@ -307,6 +308,64 @@ INSTANTIATE_TEST_SUITE_P(Arithmetic, MovingAverage,
                            return std::string(info.param == Determinism::kExact ? "exact"
                                                                                 : "portable");
                          });
+
+// TrainerOptions::checkpoint_activations: the gpt's blocks recomputed in the backward pass train
+// to the same bytes in either arithmetic, dropout and gradient groups included, with a smaller
+// step peak; a model without blocks refuses it.
+class Checkpointing : public ::testing::TestWithParam<Determinism> {};
+
+TEST_P(Checkpointing, SameBytesAsThePlainBackwardAndLessActivationMemory) {
+  Task task = small_task("gpt", "adamw");
+  task.determinism = GetParam();
+  task.model.options["layers"] = 4;
+  task.gradient_groups = 2;
+  TrainerOptions on;
+  on.checkpoint_activations = true;
+  // One after the other: an exact trainer draws from the process's generators.
+  std::vector<Bytes> expected;
+  {
+    auto plain = Trainer::create(task);
+    ASSERT_TRUE(plain.ok());
+    for (int e = 1; e <= 2; ++e) {
+      ASSERT_TRUE((*plain)->train_epoch().ok());
+      expected.push_back(*(*plain)->snapshot());
+    }
+  }
+  auto checkpointed = Trainer::create(task, on);
+  ASSERT_TRUE(checkpointed.ok());
+  for (int e = 1; e <= 2; ++e) {
+    auto summary = (*checkpointed)->train_epoch();
+    ASSERT_TRUE(summary.ok()) << summary.error().message;
+    EXPECT_EQ(*(*checkpointed)->snapshot(), expected[e - 1]) << "epoch " << e;
+  }
+  // Activations large beside the weights: 4 blocks of [8, 64, 64].
+  Task wide = task;
+  wide.model.options["d_model"] = 64;
+  wide.model.options["heads"] = 4;
+  wide.model.options["seq_len"] = 64;
+  wide.batch_size = 8;
+  wide.gradient_groups = 1;
+  auto kept = estimate(wide), recomputed = estimate(wide, on);
+  ASSERT_TRUE(kept.ok() && recomputed.ok());
+  EXPECT_LT(recomputed->step_peak_bytes * 2, kept->step_peak_bytes)
+      << kept->step_peak_bytes << " bytes kept, " << recomputed->step_peak_bytes << " recomputed";
+}
+
+INSTANTIATE_TEST_SUITE_P(Arithmetic, Checkpointing,
+                         ::testing::Values(Determinism::kExact, Determinism::kPortable),
+                         [](const auto& info) {
+                           return std::string(info.param == Determinism::kExact ? "exact"
+                                                                                : "portable");
+                         });
+
+TEST(CheckpointingRefused, ByAModelWithoutBlocks) {
+  TrainerOptions on;
+  on.checkpoint_activations = true;
+  auto cnn = Trainer::create(small_task("cnn", "sgd"), on);
+  ASSERT_FALSE(cnn.ok());
+  EXPECT_NE(cnn.error().message.find("has no blocks to checkpoint"), std::string::npos)
+      << cnn.error().message;
+}
 
 }  // namespace
 }  // namespace vt::training

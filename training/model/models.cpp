@@ -5,7 +5,9 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <cstdint>
 
+#include "kernels/trace.h"
 #include "training/model/ops.h"
 
 namespace vt::training {
@@ -123,6 +125,75 @@ struct Conv3dNetImpl : nn::Module {
 };
 TORCH_MODULE(Conv3dNet);
 
+// --- activation checkpointing ------------------------------------------------------------------
+// A block's forward kept as its input alone and run again in the backward pass, as
+// torch.utils.checkpoint does with preserve_rng_state: the second run draws the same dropout
+// masks (the portable stream's call numbers, or LibTorch's generator states) and runs the same
+// kernels on the same inputs, so every gradient has the plain backward's bits. The block's
+// parameters are not inputs of the node: the second run's own backward reaches them. The second run
+// is not part of a step's trace (docs/dispute.md): it repeats calls the trace already holds, and
+// a provider may checkpoint where its auditor does not.
+template <typename Block>
+struct Checkpointed : torch::autograd::Function<Checkpointed<Block>> {
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, Block* block,
+                                                Ops* ops, const at::Tensor& x) {
+    ctx->saved_data["block"] = static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(block));
+    ctx->saved_data["ops"] = static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(ops));
+    ctx->saved_data["draws"] = static_cast<std::int64_t>(ops->draw_position());
+    at::Generator gen = generator(x);
+    {
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      ctx->saved_data["rng"] = gen.get_state();
+    }
+    ctx->save_for_backward({x});
+    return {block->forward(x)};
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    auto* block =
+        reinterpret_cast<Block*>(static_cast<std::intptr_t>(ctx->saved_data["block"].toInt()));
+    auto* ops = reinterpret_cast<Ops*>(static_cast<std::intptr_t>(ctx->saved_data["ops"].toInt()));
+    const at::Tensor x = ctx->get_saved_variables()[0].detach().requires_grad_(true);
+    at::Generator gen = generator(x);
+    at::Tensor rng_now;
+    {
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      rng_now = gen.get_state();
+      gen.set_state(ctx->saved_data["rng"].toTensor());
+    }
+    const std::uint64_t draws_now = ops->draw_position();
+    ops->set_draw_position(static_cast<std::uint64_t>(ctx->saved_data["draws"].toInt()));
+    kernels::trace::Sink* sink = kernels::trace::install(nullptr);
+    at::Tensor y;
+    try {
+      torch::AutoGradMode grad(true);
+      y = block->forward(x);
+    } catch (...) {
+      kernels::trace::install(sink);
+      throw;
+    }
+    kernels::trace::install(sink);
+    ops->set_draw_position(draws_now);
+    {
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_state(rng_now);
+    }
+    // Into the block's parameters through their own AccumulateGrad nodes, as the plain backward
+    // stores them (a portable gradient as its operator computed it), and into x, whose gradient
+    // is this node's.
+    torch::autograd::backward({y}, {grads[0]});
+    return {at::Tensor(), at::Tensor(), x.grad()};
+  }
+
+  // The generator a block's dropout draws from in LibTorch's arithmetic: the input's device's.
+  static at::Generator generator(const at::Tensor& x) {
+    if (x.is_cuda())
+      return at::globalContext().defaultGenerator(at::Device(at::kCUDA, x.device().index()));
+    return at::globalContext().defaultGenerator(at::kCPU);
+  }
+};
+
 // --- gpt: decoder-only transformer -------------------------------------------------------------
 struct GptBlockImpl : nn::Module {
   GptBlockImpl(Ops& ops, std::int64_t d, std::int64_t heads, std::int64_t ratio, double dropout)
@@ -179,9 +250,14 @@ struct GptImpl : nn::Module {
   }
   torch::Tensor forward(torch::Tensor tokens) {
     auto x = ops.embed(*tok, *pos, tokens);
-    for (auto& block : blocks) x = block->forward(x);
+    const bool recompute = checkpoint && is_training() && at::GradMode::is_enabled();
+    for (auto& block : blocks) {
+      x = recompute ? Checkpointed<GptBlockImpl>::apply(block.get(), &ops, x)[0]
+                    : block->forward(x);
+    }
     return ops.linear(*lm_head, ops.layer_norm(*ln_f, x));
   }
+  bool checkpoint = false;  // Network::checkpoint_activations
   Ops& ops;
   nn::Embedding tok, pos;
   std::vector<GptBlock> blocks;
@@ -221,6 +297,14 @@ class ModuleNetwork final : public Network {
   NamedTensors buffers() override { return named(module_->named_buffers()); }
   void to(const at::Device& device) override { module_->to(device); }
   void set_training(bool training) override { module_->train(training); }
+  bool checkpoint_activations(bool on) override {
+    if constexpr (requires { module_->checkpoint; }) {
+      module_->checkpoint = on;
+      return true;
+    } else {
+      return !on;
+    }
+  }
 
  private:
   static NamedTensors named(const torch::OrderedDict<std::string, torch::Tensor>& dict) {

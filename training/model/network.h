@@ -66,6 +66,10 @@ class Network {
   virtual NamedTensors buffers() = 0;
   virtual void to(const at::Device& device) = 0;
   virtual void set_training(bool training) = 0;
+  // Activation checkpointing (TrainerOptions::checkpoint_activations): each block's activations
+  // recomputed in the backward pass instead of kept, the same bits either way. False where the
+  // network has no blocks to checkpoint (every model but the zoo's gpt).
+  virtual bool checkpoint_activations(bool on) { return !on; }
 };
 
 // The step's loss: the module's own for loss "model", else compute_loss of its output.

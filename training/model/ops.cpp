@@ -114,6 +114,8 @@ class PortableOps final : public Ops {
     call = calls_++;
     return true;
   }
+  std::uint64_t draw_position() const override { return calls_; }
+  void set_draw_position(std::uint64_t position) override { calls_ = position; }
   at::Tensor relu(const at::Tensor& x) override { return portable::relu(x); }
   at::Tensor gelu(const at::Tensor& x) override { return portable::gelu(x); }
   at::Tensor spatial_mean(const at::Tensor& x) override { return portable::spatial_mean(x); }

@@ -43,6 +43,11 @@ class Ops {
     (void)state, (void)call;
     return false;
   }
+  // Where this forward pass's draws stand (the next call number), so that a recomputed block
+  // (activation checkpointing) draws its masks again; 0 and nothing in LibTorch's arithmetic,
+  // whose generators are saved and restored instead.
+  virtual std::uint64_t draw_position() const { return 0; }
+  virtual void set_draw_position(std::uint64_t position) { (void)position; }
   virtual at::Tensor relu(const at::Tensor& x) = 0;
   virtual at::Tensor gelu(const at::Tensor& x) = 0;
   // [B, C, H, W] -> [B, C]: the mean over the spatial positions.

@@ -108,6 +108,7 @@ Result<std::unique_ptr<ReplayJobs>> ReplayJobs::create(const fs::path& program,
     argv.push_back("--device");
     argv.push_back(trainer.device);
   }
+  if (trainer.checkpoint_activations) argv.push_back("--checkpoint-activations");
   for (std::size_t i = 0; i < capacity; ++i) {
     const fs::path log = scratch / ("worker-" + std::to_string(i) + ".log");
     VT_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::spawn_talking(argv, log, env));
