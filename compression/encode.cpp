@@ -188,18 +188,19 @@ Result<std::uint64_t> code_section(PlannedSection& section, ByteSpan canonical,
   return payload.size();
 }
 
-// Moves the coded payloads together (each sits at the start of its slot) and shrinks `out`.
-void pack_payloads(Bytes& out, const std::vector<PlannedSection>& sections,
-                   const std::vector<std::uint64_t>& slot) {
-  std::uint64_t end = slot[0];
-  for (std::size_t i = 0; i < sections.size(); ++i) {
-    std::uint64_t n = sections[i].info.payload_size;
-    if (slot[i] != end) std::memmove(out.data() + end, out.data() + slot[i], n);
-    end += n;
+// The container from its coded payloads, each let go once it is copied: the payloads and the
+// output together never hold much more than the container's size.
+Bytes join_payloads(std::uint64_t head_size, std::vector<Bytes>& payloads) {
+  std::uint64_t total = head_size;
+  for (const Bytes& p : payloads) total += p.size();
+  Bytes out;
+  reserve_large(out, total);
+  out.resize(head_size);
+  for (Bytes& p : payloads) {
+    out.insert(out.end(), p.begin(), p.end());
+    Bytes().swap(p);
   }
-  out.resize(end);
-  // Slots are sized for incompressible data; give the slack back when it is large.
-  if (out.capacity() > out.size() + out.size() / 4) out.shrink_to_fit();
+  return out;
 }
 
 Result<Bytes> encode_impl(ByteSpan canonical, const EncodeOptions& o) {
@@ -225,11 +226,13 @@ Result<Bytes> encode_impl(ByteSpan canonical, const EncodeOptions& o) {
   }
 
   const std::vector<std::uint64_t> slot = payload_slots(sections, o.codec);
-  Bytes out;  // the only large buffer this touches
-  reserve_large(out, slot.back());
-  out.resize(slot.back());
+  // Each section's payload in a buffer of its own, then joined: a container-sized buffer of the
+  // worst case (incompressible data) would have been as large as the snapshot, and shrinking it
+  // to the container a second copy (together 1.7 times a typical state).
+  std::vector<Bytes> payloads(sections.size());
   std::vector<std::optional<Error>> errors(sections.size());
   for_each_index(pool, sections.size(), [&](std::size_t i) {
+    // Coded where a frame may first take its bound (zero-filled), then kept at its size.
     thread_local Bytes payload;
     auto coded = code_section(sections[i], canonical, o, level, payload);
     if (coded.ok() && *coded > slot[i + 1] - slot[i])
@@ -238,12 +241,12 @@ Result<Bytes> encode_impl(ByteSpan canonical, const EncodeOptions& o) {
       errors[i] = coded.error();
       return;
     }
-    std::copy(payload.begin(), payload.end(), out.begin() + static_cast<std::ptrdiff_t>(slot[i]));
+    payloads[i].assign(payload.begin(), payload.end());
   });
   for (auto& e : errors) {
     if (e) return *e;
   }
-  pack_payloads(out, sections, slot);
+  Bytes out = join_payloads(slot[0], payloads);
 
   info.sections.reserve(sections.size());
   for (PlannedSection& s : sections) info.sections.push_back(std::move(s.info));

@@ -39,8 +39,8 @@ Result<nlohmann::json> live_fingerprint_json(const training::Trainer& trainer, c
 
 // Snapshot buffers recycled across epochs. A fresh state-sized buffer per capture costs the
 // training thread a page fault per 4 KiB and a zero fill (for a 139 MB state ~34 k faults);
-// a recycled one keeps its size, so the capture only copies. At most three are in use at once:
-// the capture, the snapshot being committed, and the previous one as its delta base.
+// a recycled one keeps its size, so the capture only copies. At most two are in use at once: the
+// capture, and the previous snapshot as its delta base (the commit before a capture ends first).
 class CaptureBuffers : public std::enable_shared_from_this<CaptureBuffers> {
  public:
   std::unique_ptr<Bytes> take() {
@@ -111,7 +111,7 @@ class Pipeline {
   Status submit(CommitJob job) {
     const auto t = Clock::now();
     VT_RETURN_IF_ERROR(wait());
-    job.timings.wait = seconds_since(t);
+    job.timings.wait += seconds_since(t);
     auto shared = std::make_shared<CommitJob>(std::move(job));
     pending_ = std::async(std::launch::async, [this, shared] { return commit(*shared); });
     return {};
@@ -296,13 +296,20 @@ Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& op
   auto buffers = std::make_shared<CaptureBuffers>();
   auto submit = [&](std::uint64_t epoch, EpochFingerprints f, const Digest& order, CommitMetrics m,
                     Clock::time_point captured) -> Status {
+    // The previous commit ends before this capture: it lets go of its delta base then (the epoch
+    // before it), whose buffer this capture reuses, so two states are held at once, not three.
+    // It ran while this epoch trained, so it has almost always ended already.
+    const auto waiting = Clock::now();
+    VT_RETURN_IF_ERROR(pipeline.wait());
+    const double waited = seconds_since(waiting);
     std::unique_ptr<Bytes> canonical = buffers->take();
     VT_RETURN_IF_ERROR(trainer->snapshot_into(*canonical));
     if (options.on_state && epoch > 0) VT_RETURN_IF_ERROR(options.on_state(epoch, *canonical));
     CommitJob job{epoch, buffers->share(std::move(canonical)), std::move(f), order, m, {}, {}};
     if (!environment_committed) job.environment = environment;
     environment_committed = true;
-    job.timings.capture = seconds_since(captured);
+    job.timings.capture = seconds_since(captured) - waited;
+    job.timings.wait = waited;
     return pipeline.submit(std::move(job));
   };
 
