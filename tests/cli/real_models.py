@@ -46,3 +46,17 @@ rows = np.tile(pixels, (1, 1, 4))  # [64, 8, 32]: 8 steps of 32 features
 for name, inputs in [("images", images), ("rows", rows)]:
     with open("%s/%s.safetensors" % (out, name), "wb") as f:
         f.write(safetensors_bytes({"inputs": ("F32", inputs), "targets": ("I64", targets)}))
+
+# What forward returns (docs/models.md): torchvision's googlenet in training mode returns its
+# GoogLeNetOutputs named tuple (main logits first, then the two auxiliary heads); a module that
+# returns a dict gives its "out".
+class DictOut(nn.Module):
+    def __init__(self):
+        super().__init__(); self.fc = nn.Linear(32, 10); self.aux = nn.Linear(32, 10)
+    def forward(self, x):
+        h = x.mean(1)
+        return {"out": self.fc(h), "aux": self.aux(h)}
+
+for name, m in [("googlenet", tvm.googlenet(num_classes=10, aux_logits=True, init_weights=False)),
+                ("dict_out", DictOut())]:
+    torch.jit.script(numpy_weights(m)).save("%s/%s.pt" % (out, name))

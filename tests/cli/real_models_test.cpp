@@ -1,5 +1,6 @@
-// Real models in portable arithmetic (docs/portable.md, "Operators of real models"): resnet18 and
-// mobilenet_v2 from Debian's torchvision, a TransformerEncoder classifier (2 layers, d 32, 4 heads,
+// Real models in portable arithmetic (docs/portable.md, "Operators of real models"): resnet18,
+// mobilenet_v2 and googlenet (its GoogLeNetOutputs read by the main logits) from Debian's
+// torchvision, a TransformerEncoder classifier (2 layers, d 32, 4 heads,
 // dropout 0.1) and an LSTM classifier from torch.nn (tests/cli/real_models.py), each scripted by
 // Debian's torch with its weights set from numpy (torch's own fill differs with the vector width),
 // on sklearn's digits. `task init` picks portable for each; each trains to the same roots under
@@ -51,7 +52,8 @@ class RealModels : public ::testing::TestWithParam<const char*> {
   }
   static std::string in() { return "cd '" + dir_->path().string() + "' && "; }
   static std::string data_of(const std::string& model) {
-    return model == "resnet18" || model == "mobilenet_v2" ? "images" : "rows";
+    return model == "resnet18" || model == "mobilenet_v2" || model == "googlenet" ? "images"
+                                                                                  : "rows";
   }
 
   static std::unique_ptr<testing::ScratchDir> dir_;
@@ -113,6 +115,7 @@ TEST_P(RealModels, TrainPortablyToTheSameRootsOnEverySettingAndVerifyOnAnother) 
   // (An adaptive average pool to 1 × 1 runs as a row mean.)
   const std::map<std::string, std::vector<std::string>> expected = {
       {"resnet18", {"max_pool2d", "max_pool2d_backward", "row_mean", "conv", "batch_norm_train"}},
+      {"googlenet", {"max_pool2d", "max_pool2d_backward", "conv", "batch_norm_train", "dropout"}},
       {"mobilenet_v2",
        {"hardtanh", "hardtanh_backward", "row_mean", "conv", "batch_norm_backward"}},
       {"encoder", {"layer_norm", "softmax", "dropout", "gemm", "baddbmm", "baddbmm_backward"}},
@@ -128,7 +131,8 @@ TEST_P(RealModels, TrainPortablyToTheSameRootsOnEverySettingAndVerifyOnAnother) 
 }
 
 INSTANTIATE_TEST_SUITE_P(TorchvisionAndTorchNn, RealModels,
-                         ::testing::Values("resnet18", "mobilenet_v2", "encoder", "lstm"),
+                         ::testing::Values("resnet18", "mobilenet_v2", "googlenet", "encoder",
+                                           "lstm"),
                          testing::ValueName());
 
 // An operator without a portable kernel: task init --determinism portable refuses it by name and
@@ -165,6 +169,28 @@ TEST_F(RealModels, AnOperatorWithoutAKernelIsRefusedByNameAndLine) {
   EXPECT_EQ(fallback.err.find("warning:"), std::string::npos) << fallback.err;
   EXPECT_EQ(nlohmann::json::parse(*read_text_file(dir_->path() / "pooled.json"))["determinism"],
             "exact");
+}
+
+// What forward returns (docs/models.md): torchvision's googlenet returns GoogLeNetOutputs in
+// training mode and trains on its main logits; a module returning a dict trains on its "out".
+// Each trains and verifies in the arithmetic task init picks for it.
+TEST_F(RealModels, TupleAndDictOutputsTrainAndVerify) {
+  for (const std::string model : {"googlenet", "dict_out"}) {
+    const std::string task = model + ".json", wd = "w-" + model;
+    auto init = run_command(
+        in() + veritrain_binary() + " task init --model torchscript --model-file " + model +
+            ".pt --dataset tensors --data-file " + (model == "googlenet" ? "images" : "rows") +
+            ".safetensors --epochs 1 --steps-per-epoch 2 --batch-size 4 --out " + task,
+        dir_->path());
+    ASSERT_EQ(init.exit_code, 0) << model << ": " << init.err;
+    auto t = run_command(in() + veritrain_binary() + " train --task " + task + " --workdir " + wd,
+                         dir_->path());
+    ASSERT_EQ(t.exit_code, 0) << model << ": " << t.err;
+    auto v = run_command(in() + veritrain_binary() + " verify --task " + task + " --workdir " + wd +
+                             " --check-probability 1 --report r-" + model,
+                         dir_->path());
+    EXPECT_EQ(v.exit_code, 0) << model << ": " << v.out << v.err;
+  }
 }
 
 }  // namespace

@@ -119,11 +119,28 @@ class ScriptNetwork final : public Network {
       }
       throw ModelError("the model's " + what + " failed: " + message);
     }
-    if (!result.isTensor()) {
-      throw ModelError("the model's " + what + " returned " + result.tagKind() +
-                       ", expected a tensor");
+    return output_tensor(result, what);
+  }
+
+  // What a forward returns, as torchvision's models return it (docs/models.md, "What forward
+  // returns"): a tensor; a tuple or named tuple whose first field is the main output
+  // (GoogLeNetOutputs' logits; a loss module's (loss, logits)); a dict's "out" (segmentation).
+  static at::Tensor output_tensor(const c10::IValue& result, const std::string& what) {
+    if (result.isTensor()) return result.toTensor();
+    if (result.isTuple()) {
+      const auto& fields = result.toTupleRef().elements();
+      if (!fields.empty() && fields[0].isTensor()) return fields[0].toTensor();
     }
-    return result.toTensor();
+    if (result.isGenericDict()) {
+      for (const auto& entry : result.toGenericDict()) {
+        if (entry.key().isString() && entry.key().toStringRef() == "out" &&
+            entry.value().isTensor())
+          return entry.value().toTensor();
+      }
+    }
+    throw ModelError("the model's " + what + " returned " + result.tagKind() +
+                     "; expected a tensor, a tuple whose first element is the output tensor, "
+                     "or a dict whose \"out\" is (docs/models.md, \"What forward returns\")");
   }
   torch::jit::Module module_;
   torch::jit::Module run_;
