@@ -153,7 +153,7 @@ Result<EvalMetrics> evaluate_split(Network& net, const MappedSplit& split, const
     // The model's plain loss: label smoothing regularises training, it is no held-out metric.
     loss_sum += net.loss(LossSpec{task.loss}, out, y).to(at::kDouble) * static_cast<double>(n);
     if (classes) {
-      hits += out.argmax(-1).eq(y).sum();
+      hits += out.argmax(classes_dim(y)).eq(y).sum();
       targets_seen += y.numel();
     }
   }

@@ -193,5 +193,43 @@ TEST_F(RealModels, TupleAndDictOutputsTrainAndVerify) {
   }
 }
 
+// Per-position targets (docs/models.md): a fully convolutional module's {"out": [B, C, H, W]}
+// against [B, H, W] class ids trains portably to the same roots on every setting, with held-out
+// per-pixel accuracy, and verifies under another setting.
+TEST_F(RealModels, PerPositionTargetsTrainPortablyEverywhere) {
+  auto init = run_command(in() + veritrain_binary() +
+                              " task init --model torchscript --model-file segmenter.pt "
+                              "--dataset tensors --data-file segments.safetensors "
+                              "--eval-fraction 0.25 --epochs 1 --steps-per-epoch 3 "
+                              "--batch-size 4 --out segmenter.json",
+                          dir_->path());
+  ASSERT_EQ(init.exit_code, 0) << init.err;
+  EXPECT_EQ(nlohmann::json::parse(*read_text_file(dir_->path() / "segmenter.json"))["determinism"],
+            "portable")
+      << init.err;
+  const std::vector<Setting> all = settings();
+  std::vector<std::string> reference;
+  for (const Setting& s : all) {
+    const std::string wd = "w-segmenter-" + s.name();
+    auto r = run_command(in() + s.env() + veritrain_binary() +
+                             " --json train --task segmenter.json"
+                             " --workdir " +
+                             wd + " --threads " + std::to_string(s.threads),
+                         dir_->path());
+    ASSERT_EQ(r.exit_code, 0) << s.name() << ": " << r.err;
+    // The held-out split's per-pixel accuracy, a number.
+    EXPECT_NE(r.out.find("\"accuracy\":"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("\"accuracy\":null"), std::string::npos) << r.out;
+    const auto roots = committed_roots(dir_->path() / wd / "commitments.log");
+    if (reference.empty()) reference = roots;
+    EXPECT_EQ(roots, reference) << s.name();
+  }
+  auto v = run_command(in() + all.back().env() + veritrain_binary() +
+                           " verify --task segmenter.json --workdir w-segmenter-" +
+                           all.front().name() + " --check-probability 1 --report r-segmenter",
+                       dir_->path());
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+}
+
 }  // namespace
 }  // namespace vt

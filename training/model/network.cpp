@@ -14,9 +14,10 @@ at::Tensor compute_loss(const LossSpec& loss, const at::Tensor& output, const at
   if (loss.name == "mse") return F::mse_loss(output, target);
   // F.cross_entropy(..., label_smoothing=eps): eps 0 is the unsmoothed loss's own path.
   const auto options = F::CrossEntropyFuncOptions().label_smoothing(loss.label_smoothing);
-  if (output.dim() == 3) {  // token models: (batch, time, vocab) against (batch, time)
+  if (output.dim() == 3 && target.dim() == 2) {  // token models: (batch, time, vocab)
     return F::cross_entropy(output.reshape({-1, output.size(-1)}), target.reshape({-1}), options);
   }
+  // Per-position targets (batch, H, W) of (batch, classes, H, W) logits: PyTorch's own form.
   return F::cross_entropy(output, target, options);
 }
 
@@ -74,20 +75,28 @@ Status check_model_fits(const std::string& loss, Network& net, const at::Tensor&
       if (out.sizes() == y.sizes()) return {};
       return invalid_input(got + "; loss mse expects the targets' shape " + describe_tensor(y));
     }
+    // Class ids [B] or tokens [B, T] take the classes last; per-position targets [B, H, W]
+    // (segmentation) take them second, as PyTorch's cross_entropy does.
+    const std::int64_t class_dim = classes_dim(y);
     std::string expected = "[";
     for (std::int64_t d = 0; d < y.dim(); ++d) {
+      if (d == 1 && class_dim == 1) expected += "C, ";
       expected += std::to_string(y.size(d));
-      expected += ", ";
+      expected += d + 1 < y.dim() || class_dim != 1 ? ", " : "";
     }
-    expected += "C] logits";
-    const bool fits = out.is_floating_point() && out.dim() == y.dim() + 1 &&
-                      out.sizes().slice(0, y.dim()) == y.sizes();
+    expected += class_dim == 1 ? "] logits" : "C] logits";
+    bool fits = out.is_floating_point() && out.dim() == y.dim() + 1;
+    if (fits && class_dim == 1) {
+      fits = out.size(0) == y.size(0) && out.sizes().slice(2) == y.sizes().slice(1);
+    } else if (fits) {
+      fits = out.sizes().slice(0, y.dim()) == y.sizes();
+    }
     if (!fits) {
       return invalid_input(got + "; loss cross_entropy with targets " + describe_tensor(y) +
                            " expects " + expected);
     }
-    if (max_class >= out.size(-1)) {
-      return invalid_input(got + ": " + std::to_string(out.size(-1)) +
+    if (max_class >= out.size(class_dim)) {
+      return invalid_input(got + ": " + std::to_string(out.size(class_dim)) +
                            " classes, but the targets hold class " + std::to_string(max_class) +
                            "; expected " + expected + " with C > " + std::to_string(max_class));
     }

@@ -37,6 +37,11 @@ inline LossSpec loss_of(const Task& task) { return {task.loss, task.loss_options
 // token dimensions), as torch.nn.functional computes it.
 at::Tensor compute_loss(const LossSpec& loss, const at::Tensor& output, const at::Tensor& target);
 
+// The dimension of a cross-entropy output that holds the classes, by the targets' shape: last for
+// class ids [B] and tokens [B, T] (output [B, C], [B, T, C]); second for per-position targets
+// [B, H, W, ...] (output [B, C, H, W, ...], PyTorch's form for segmentation).
+inline std::int64_t classes_dim(const at::Tensor& target) { return target.dim() >= 3 ? 1 : -1; }
+
 class Network {
  public:
   virtual ~Network() = default;

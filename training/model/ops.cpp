@@ -133,9 +133,16 @@ class PortableOps final : public Ops {
   at::Tensor loss(const LossSpec& loss, const at::Tensor& output,
                   const at::Tensor& target) override {
     if (loss.name == "mse") return portable::mse(output, target);
-    const bool tokens = output.dim() == 3;  // (batch, time, vocab) against (batch, time)
-    const at::Tensor logits = tokens ? output.reshape({-1, output.size(-1)}) : output;
-    const at::Tensor classes = tokens ? target.reshape({-1}) : target;
+    // (batch, time, vocab) against (batch, time); (batch, classes, positions...) against (batch,
+    // positions...), as rows in (batch, position) order: the move of the class dimension is a
+    // copy, which rounds nothing.
+    const bool tokens = output.dim() == 3 && target.dim() == 2;
+    const bool positions = classes_dim(target) == 1;
+    const at::Tensor logits = tokens ? output.reshape({-1, output.size(-1)})
+                              : positions
+                                  ? output.movedim(1, -1).contiguous().reshape({-1, output.size(1)})
+                                  : output;
+    const at::Tensor classes = tokens || positions ? target.reshape({-1}) : target;
     if (loss.label_smoothing > 0.0)
       return portable::cross_entropy_smoothed(logits, classes, loss.label_smoothing);
     return portable::cross_entropy(logits, classes);
