@@ -172,16 +172,20 @@ TEST_F(RealModels, AnOperatorWithoutAKernelIsRefusedByNameAndLine) {
 }
 
 // What forward returns (docs/models.md): torchvision's googlenet returns GoogLeNetOutputs in
-// training mode and trains on its main logits; a module returning a dict trains on its "out".
-// Each trains and verifies in the arithmetic task init picks for it.
+// training mode and trains on its main logits; a module returning a dict trains on its "out",
+// torchvision's LR-ASPP segmentation model on per-pixel targets among them. Each trains and
+// verifies in the arithmetic task init picks for it (LR-ASPP: exact, for its bilinear
+// upsampling).
 TEST_F(RealModels, TupleAndDictOutputsTrainAndVerify) {
-  for (const std::string model : {"googlenet", "dict_out"}) {
+  const std::map<std::string, std::string> data = {
+      {"googlenet", "images"}, {"dict_out", "rows"}, {"lraspp", "segments"}};
+  for (const auto& [model, rows] : data) {
     const std::string task = model + ".json", wd = "w-" + model;
-    auto init = run_command(
-        in() + veritrain_binary() + " task init --model torchscript --model-file " + model +
-            ".pt --dataset tensors --data-file " + (model == "googlenet" ? "images" : "rows") +
-            ".safetensors --epochs 1 --steps-per-epoch 2 --batch-size 4 --out " + task,
-        dir_->path());
+    auto init =
+        run_command(in() + veritrain_binary() + " task init --model torchscript --model-file " +
+                        model + ".pt --dataset tensors --data-file " + rows +
+                        ".safetensors --epochs 1 --steps-per-epoch 2 --batch-size 4 --out " + task,
+                    dir_->path());
     ASSERT_EQ(init.exit_code, 0) << model << ": " << init.err;
     auto t = run_command(in() + veritrain_binary() + " train --task " + task + " --workdir " + wd,
                          dir_->path());

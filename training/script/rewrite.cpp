@@ -149,6 +149,7 @@ const std::set<std::string> kExact = {"aten::add",
                                       "aten::numel",
                                       "aten::len",
                                       "aten::__getitem__",
+                                      "aten::_set_item",  // a dict or list entry: no arithmetic
                                       "aten::zeros_like",
                                       "aten::ones_like",
                                       "aten::empty_like",
