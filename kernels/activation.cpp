@@ -10,6 +10,9 @@ namespace vt::kernels {
 namespace {
 
 constexpr std::int64_t kGrain = 8192;
+// SELU's α and λ (Klambauer et al.; torch.nn.SELU), each rounded once to binary32.
+constexpr float kSeluAlpha = static_cast<float>(1.6732632423543772848170429916717);
+constexpr float kSeluScale = static_cast<float>(1.0507009873554804934193349852946);
 
 float forward_one(Activation f, const ActivationParams& p, float x) {
   switch (f) {
@@ -35,6 +38,10 @@ float forward_one(Activation f, const ActivationParams& p, float x) {
       const float z = x * p.beta;
       return z > p.threshold ? x : vt_log(1.0f + vt_exp(z)) / p.beta;
     }
+    case Activation::kSelu:
+      return x > 0.0f ? kSeluScale * x : kSeluScale * (kSeluAlpha * (vt_exp(x) - 1.0f));
+    case Activation::kCelu:
+      return x > 0.0f ? x : p.alpha * (vt_exp(x / p.alpha) - 1.0f);
   }
   return x;
 }
@@ -67,6 +74,10 @@ float backward_one(Activation f, const ActivationParams& p, float x, float y, fl
       const float e = vt_exp(z);
       return dy * (e / (e + 1.0f));
     }
+    case Activation::kSelu:
+      return x > 0.0f ? dy * kSeluScale : dy * (kSeluScale * (kSeluAlpha * vt_exp(x)));
+    case Activation::kCelu:
+      return x > 0.0f ? dy : dy * vt_exp(x / p.alpha);
   }
   return dy;
 }
@@ -87,7 +98,9 @@ std::string_view activation_name(Activation f, bool backward) {
                                                    {"leaky_relu", "leaky_relu_backward"},
                                                    {"elu", "elu_backward"},
                                                    {"gelu_tanh", "gelu_tanh_backward"},
-                                                   {"softplus", "softplus_backward"}};
+                                                   {"softplus", "softplus_backward"},
+                                                   {"selu", "selu_backward"},
+                                                   {"celu", "celu_backward"}};
   return kNames[static_cast<int>(f)][backward ? 1 : 0];
 }
 

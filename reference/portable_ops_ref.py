@@ -121,6 +121,25 @@ def elu(x, dy, alpha):
     return {"y": pick(x > ZERO, x, a * (e - ONE)), "dx": pick(x > ZERO, dy, dy * (a * e))}
 
 
+SELU_ALPHA, SELU_SCALE = F(1.6732632423543772848170429916717), F(1.0507009873554804934193349852946)
+
+
+def selu(x, dy):
+    """**selu**: `y = x > 0 ? λ ⊗ x : λ ⊗ (α ⊗ (exp(x) ⊖ 1))`;
+    `dx = x > 0 ? dy ⊗ λ : dy ⊗ (λ ⊗ (α ⊗ exp(x)))`, α = 1.67326324, λ = 1.05070098."""
+    e = vt_exp(x)
+    return {"y": pick(x > ZERO, SELU_SCALE * x, SELU_SCALE * (SELU_ALPHA * (e - ONE))),
+            "dx": pick(x > ZERO, dy * SELU_SCALE, dy * (SELU_SCALE * (SELU_ALPHA * e)))}
+
+
+def celu(x, dy, alpha):
+    """**celu**: `y = x > 0 ? x : alpha ⊗ (exp(x ⊘ alpha) ⊖ 1)`;
+    `dx = x > 0 ? dy : dy ⊗ exp(x ⊘ alpha)`."""
+    a = F(alpha)
+    e = vt_exp(x / a)
+    return {"y": pick(x > ZERO, x, a * (e - ONE)), "dx": pick(x > ZERO, dy, dy * e)}
+
+
 GELU_K, GELU_A, GELU_B = F(0.797884583), F(0.044715), F(0.134145)
 
 
@@ -173,6 +192,10 @@ def activation(fn, x, dy, **params):
         out = gelu_tanh(x, dy)
     elif fn == "softplus":
         out = softplus(x, dy, params["beta"], params["threshold"])
+    elif fn == "selu":
+        out = selu(x, dy)
+    elif fn == "celu":
+        out = celu(x, dy, params["alpha"])
     else:
         raise ValueError("unknown activation %r" % fn)
     return {k: f32(v) for k, v in out.items()}

@@ -728,7 +728,7 @@ OPERATORS = {
 
 
 ACTIVATIONS = ("sigmoid", "tanh", "silu", "hardtanh", "hardsigmoid", "hardswish", "leaky_relu",
-               "elu", "gelu_tanh", "softplus")
+               "elu", "gelu_tanh", "softplus", "selu", "celu")
 
 
 def activation(fn, backward):

@@ -1,13 +1,13 @@
 // Real models in portable arithmetic (docs/portable.md, "Operators of real models"): resnet18,
 // mobilenet_v2 and googlenet (its GoogLeNetOutputs read by the main logits) from Debian's
 // torchvision, a TransformerEncoder classifier (2 layers, d 32, 4 heads,
-// dropout 0.1) and an LSTM classifier from torch.nn (tests/cli/real_models.py), each scripted by
-// Debian's torch with its weights set from numpy (torch's own fill differs with the vector width),
-// on sklearn's digits. `task init` picks portable for each; each trains to the same roots under
-// every ATEN_CPU_CAPABILITY and thread count this CPU can pose as, and a verifier under another
-// setting accepts it, and a step's signed trace written under one setting is the replay's under
-// another, call for call. A module with an operator that has no portable kernel is refused by
-// name and line.
+// dropout 0.1), an LSTM classifier and a SELU / CELU net from torch.nn (tests/cli/real_models.py),
+// each scripted by Debian's torch with its weights set from numpy (torch's own fill differs with
+// the vector width), on sklearn's digits. `task init` picks portable for each; each trains to the
+// same roots under every ATEN_CPU_CAPABILITY and thread count this CPU can pose as, and a verifier
+// under another setting accepts it, and a step's signed trace written under one setting is the
+// replay's under another, call for call. A module with an operator that has no portable kernel is
+// refused by name and line.
 
 #include <gtest/gtest.h>
 
@@ -119,7 +119,8 @@ TEST_P(RealModels, TrainPortablyToTheSameRootsOnEverySettingAndVerifyOnAnother) 
       {"mobilenet_v2",
        {"hardtanh", "hardtanh_backward", "row_mean", "conv", "batch_norm_backward"}},
       {"encoder", {"layer_norm", "softmax", "dropout", "gemm", "baddbmm", "baddbmm_backward"}},
-      {"lstm", {"rnn", "rnn_backward", "gemm", "cross_entropy"}}};
+      {"lstm", {"rnn", "rnn_backward", "gemm", "cross_entropy"}},
+      {"selu_net", {"selu", "selu_backward", "celu", "celu_backward"}}};
   for (const std::string& op : expected.at(model))
     EXPECT_TRUE(ops.contains(op)) << op << " not in " << ::testing::PrintToString(ops);
   auto agrees =
@@ -132,7 +133,7 @@ TEST_P(RealModels, TrainPortablyToTheSameRootsOnEverySettingAndVerifyOnAnother) 
 
 INSTANTIATE_TEST_SUITE_P(TorchvisionAndTorchNn, RealModels,
                          ::testing::Values("resnet18", "mobilenet_v2", "googlenet", "encoder",
-                                           "lstm"),
+                                           "lstm", "selu_net"),
                          testing::ValueName());
 
 // An operator without a portable kernel: task init --determinism portable refuses it by name and

@@ -131,7 +131,9 @@ k::Activation activation_named(const std::string& fn) {
       {"leaky_relu", k::Activation::kLeakyRelu},
       {"elu", k::Activation::kElu},
       {"gelu_tanh", k::Activation::kGeluTanh},
-      {"softplus", k::Activation::kSoftplus}};
+      {"softplus", k::Activation::kSoftplus},
+      {"selu", k::Activation::kSelu},
+      {"celu", k::Activation::kCelu}};
   return kNames.at(fn);
 }
 

@@ -161,10 +161,17 @@ Tensor leaky_relu(const Tensor& x, const at::Scalar& slope) {
 Tensor elu(const Tensor& x, const at::Scalar& alpha, const at::Scalar& scale,
            const at::Scalar& input_scale) {
   TORCH_CHECK(scale.toDouble() == 1.0 && input_scale.toDouble() == 1.0,
-              "portable elu: scale and input_scale 1 only (selu and celu have no portable kernel)");
+              "portable elu: scale and input_scale 1 only (torch.selu and torch.celu have kernels "
+              "of their own)");
   kernels::ActivationParams p;
   p.alpha = f32(alpha);
   return act(x, kernels::Activation::kElu, p);
+}
+Tensor selu(const Tensor& x) { return act(x, kernels::Activation::kSelu, {}); }
+Tensor celu(const Tensor& x, const at::Scalar& alpha) {
+  kernels::ActivationParams p;
+  p.alpha = f32(alpha);
+  return act(x, kernels::Activation::kCelu, p);
 }
 Tensor softplus(const Tensor& x, const at::Scalar& beta, const at::Scalar& threshold) {
   kernels::ActivationParams p;
@@ -440,6 +447,8 @@ TORCH_LIBRARY(veritrain, m) {
   m.def("leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor");
   m.def("elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor");
   m.def("softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor");
+  m.def("selu(Tensor self) -> Tensor");
+  m.def("celu(Tensor self, Scalar alpha=1.0) -> Tensor");
   m.def("dropout(Tensor input, float p, bool train) -> Tensor");
   m.def("feature_dropout(Tensor input, float p, bool train) -> Tensor");
   m.def("bernoulli(Tensor self, float p=0.5, Generator? generator=None) -> Tensor");
@@ -525,6 +534,8 @@ TORCH_LIBRARY_IMPL(veritrain, CompositeImplicitAutograd, m) {
   m.impl("leaky_relu", &leaky_relu);
   m.impl("elu", &elu);
   m.impl("softplus", &softplus);
+  m.impl("selu", &selu);
+  m.impl("celu", &celu);
   m.impl("dropout", &dropout);
   m.impl("feature_dropout", &feature_dropout);
   m.impl("bernoulli", &bernoulli);

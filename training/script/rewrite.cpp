@@ -48,6 +48,8 @@ constexpr Rewrite kRewrites[] = {
     {"aten::leaky_relu", "", "veritrain::leaky_relu"},
     {"aten::elu", "", "veritrain::elu"},
     {"aten::softplus", "", "veritrain::softplus"},
+    {"aten::selu", "", "veritrain::selu"},
+    {"aten::celu", "", "veritrain::celu"},
     {"aten::dropout", "", "veritrain::dropout"},
     {"aten::feature_dropout", "", "veritrain::feature_dropout"},
     {"aten::max_pool2d", "", "veritrain::max_pool2d"},
@@ -104,6 +106,8 @@ const std::map<std::string, std::pair<std::string, const char*>> kInPlace = {
     {"aten::relu6_", {"", "veritrain::relu6"}},
     {"aten::leaky_relu_", {"", "veritrain::leaky_relu"}},
     {"aten::elu_", {"", "veritrain::elu"}},
+    {"aten::selu_", {"", "veritrain::selu"}},
+    {"aten::celu_", {"", "veritrain::celu"}},
     {"aten::dropout_", {"", "veritrain::dropout"}},
     {"aten::feature_dropout_", {"", "veritrain::feature_dropout"}},
     {"aten::bernoulli_", {"float", "veritrain::bernoulli"}},
@@ -214,10 +218,14 @@ bool touches_tensors(const torch::jit::Node* n) {
 }
 
 // What keeps an operator of kExact from being exact: an alpha other than 1 (a product rounded
-// before the sum), a rounding mode; a clamp with tensor bounds (it broadcasts them).
+// before the sum), a rounding mode; a clamp with tensor bounds (it broadcasts them). elu's and
+// celu's alpha is no such product: their kernels take it.
 std::string exact_caveat(const torch::jit::Node* n) {
   const c10::FunctionSchema* schema = n->maybeSchema();
   if (schema == nullptr) return "";
+  if (n->kind() == c10::Symbol::fromQualString("aten::elu") ||
+      n->kind() == c10::Symbol::fromQualString("aten::celu"))
+    return "";
   if (schema->overload_name().find("mode") != std::string::npos) return "with a rounding mode";
   const auto alpha = schema->argumentIndexWithName("alpha");
   if (!alpha) return "";
