@@ -1,6 +1,7 @@
 #include "kernels/activation.h"
 
 #include <array>
+#include <cmath>
 
 #include "kernels/parallel.h"
 #include "kernels/scalar.h"
@@ -13,6 +14,9 @@ constexpr std::int64_t kGrain = 8192;
 // SELU's α and λ (Klambauer et al.; torch.nn.SELU), each rounded once to binary32.
 constexpr float kSeluAlpha = static_cast<float>(1.6732632423543772848170429916717);
 constexpr float kSeluScale = static_cast<float>(1.0507009873554804934193349852946);
+
+// mish's softplus: PyTorch's threshold of 20, where log(1 + e^x) is x in binary32.
+float mish_softplus(float x) { return x > 20.0f ? x : vt_log(1.0f + vt_exp(x)); }
 
 float forward_one(Activation f, const ActivationParams& p, float x) {
   switch (f) {
@@ -42,6 +46,10 @@ float forward_one(Activation f, const ActivationParams& p, float x) {
       return x > 0.0f ? kSeluScale * x : kSeluScale * (kSeluAlpha * (vt_exp(x) - 1.0f));
     case Activation::kCelu:
       return x > 0.0f ? x : p.alpha * (vt_exp(x / p.alpha) - 1.0f);
+    case Activation::kMish:
+      return x * vt_tanh(mish_softplus(x));
+    case Activation::kLogSigmoid:
+      return (x < 0.0f ? x : 0.0f) - vt_log(1.0f + vt_exp(-std::fabs(x)));
   }
   return x;
 }
@@ -78,6 +86,12 @@ float backward_one(Activation f, const ActivationParams& p, float x, float y, fl
       return x > 0.0f ? dy * kSeluScale : dy * (kSeluScale * (kSeluAlpha * vt_exp(x)));
     case Activation::kCelu:
       return x > 0.0f ? dy : dy * vt_exp(x / p.alpha);
+    case Activation::kMish: {
+      const float t = vt_tanh(mish_softplus(x));
+      return dy * (t + x * ((1.0f - t * t) * vt_sigmoid(x)));
+    }
+    case Activation::kLogSigmoid:
+      return dy * vt_sigmoid(-x);
   }
   return dy;
 }
@@ -100,7 +114,9 @@ std::string_view activation_name(Activation f, bool backward) {
                                                    {"gelu_tanh", "gelu_tanh_backward"},
                                                    {"softplus", "softplus_backward"},
                                                    {"selu", "selu_backward"},
-                                                   {"celu", "celu_backward"}};
+                                                   {"celu", "celu_backward"},
+                                                   {"mish", "mish_backward"},
+                                                   {"log_sigmoid", "log_sigmoid_backward"}};
   return kNames[static_cast<int>(f)][backward ? 1 : 0];
 }
 

@@ -20,6 +20,8 @@ enum class Activation {
   kSoftplus,
   kSelu,
   kCelu,
+  kMish,
+  kLogSigmoid,
 };
 
 // The activation's parameters (binary32): hardtanh's bounds, leaky_relu's slope, elu's alpha,
@@ -42,12 +44,13 @@ void activation_backward(Activation f, const ActivationParams& p, std::int64_t n
 // Whether the backward of f reads its output (sigmoid, tanh) rather than its input.
 bool backward_reads_output(Activation f);
 
-// Its name in step traces (docs/dispute.md): "sigmoid", ..., "celu"; the backward's is the
+// Its name in step traces (docs/dispute.md): "sigmoid", ..., "log_sigmoid"; the backward's is the
 // name with "_backward". Every function, in enum order, for whoever needs them all.
 std::string_view activation_name(Activation f, bool backward = false);
 inline constexpr Activation kActivations[] = {
     Activation::kSigmoid,     Activation::kTanh,      Activation::kSilu,      Activation::kHardtanh,
     Activation::kHardsigmoid, Activation::kHardswish, Activation::kLeakyRelu, Activation::kElu,
-    Activation::kGeluTanh,    Activation::kSoftplus,  Activation::kSelu,      Activation::kCelu};
+    Activation::kGeluTanh,    Activation::kSoftplus,  Activation::kSelu,      Activation::kCelu,
+    Activation::kMish,        Activation::kLogSigmoid};
 
 }  // namespace vt::kernels

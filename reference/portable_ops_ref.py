@@ -140,6 +140,20 @@ def celu(x, dy, alpha):
     return {"y": pick(x > ZERO, x, a * (e - ONE)), "dx": pick(x > ZERO, dy, dy * e)}
 
 
+def mish(x, dy):
+    """**mish**: `sp = x > 20 ? x : log(1 ⊕ exp(x))`, `t = tanh(sp)`, `y = x ⊗ t`;
+    `dx = dy ⊗ (t ⊕ x ⊗ ((1 ⊖ t ⊗ t) ⊗ σ(x)))`."""
+    sp = pick(x > F(20.0), x, vt_log(ONE + vt_exp(x)))
+    t = tanh(sp)
+    return {"y": x * t, "dx": dy * (t + x * ((ONE - t * t) * sigmoid(x)))}
+
+
+def log_sigmoid(x, dy):
+    """**log_sigmoid**: `y = (x < 0 ? x : 0) ⊖ log(1 ⊕ exp(⊖|x|))`; `dx = dy ⊗ σ(⊖x)`."""
+    y = pick(x < ZERO, x, ZERO) - vt_log(ONE + vt_exp(-np.abs(x)))
+    return {"y": y, "dx": dy * sigmoid(-x)}
+
+
 GELU_K, GELU_A, GELU_B = F(0.797884583), F(0.044715), F(0.134145)
 
 
@@ -196,6 +210,10 @@ def activation(fn, x, dy, **params):
         out = selu(x, dy)
     elif fn == "celu":
         out = celu(x, dy, params["alpha"])
+    elif fn == "mish":
+        out = mish(x, dy)
+    elif fn == "log_sigmoid":
+        out = log_sigmoid(x, dy)
     else:
         raise ValueError("unknown activation %r" % fn)
     return {k: f32(v) for k, v in out.items()}

@@ -728,7 +728,7 @@ OPERATORS = {
 
 
 ACTIVATIONS = ("sigmoid", "tanh", "silu", "hardtanh", "hardsigmoid", "hardswish", "leaky_relu",
-               "elu", "gelu_tanh", "softplus", "selu", "celu")
+               "elu", "gelu_tanh", "softplus", "selu", "celu", "mish", "log_sigmoid")
 
 
 def activation(fn, backward):

@@ -82,13 +82,14 @@ import torchvision.models.segmentation as tvs
 torch.jit.script(numpy_weights(tvs.lraspp_mobilenet_v3_large(
     num_classes=4, weights=None, weights_backbone=None))).save("%s/lraspp.pt" % out)
 
-# Self-normalising activations (docs/portable.md, "More functions"): SELU and CELU.
+# Activations of torch.nn (docs/portable.md, "More functions"): SELU, CELU, Mish, LogSigmoid.
 class SeluNet(nn.Module):
     def __init__(self):
         super().__init__()
         self.a, self.b, self.c = nn.Linear(32, 32), nn.Linear(32, 32), nn.Linear(32, 10)
-        self.selu, self.celu = nn.SELU(), nn.CELU(0.5)
+        self.selu, self.celu, self.mish = nn.SELU(), nn.CELU(0.5), nn.Mish()
     def forward(self, x):
-        return self.c(self.celu(self.b(self.selu(self.a(x.mean(1))))))
+        h = self.celu(self.b(self.selu(self.a(x.mean(1)))))
+        return self.c(self.mish(h) + torch.nn.functional.logsigmoid(h))
 
 torch.jit.script(numpy_weights(SeluNet())).save("%s/selu_net.pt" % out)

@@ -1,7 +1,8 @@
 // Real models in portable arithmetic (docs/portable.md, "Operators of real models"): resnet18,
 // mobilenet_v2 and googlenet (its GoogLeNetOutputs read by the main logits) from Debian's
 // torchvision, a TransformerEncoder classifier (2 layers, d 32, 4 heads,
-// dropout 0.1), an LSTM classifier and a SELU / CELU net from torch.nn (tests/cli/real_models.py),
+// dropout 0.1), an LSTM classifier and a net of SELU, CELU, Mish and LogSigmoid from torch.nn
+// (tests/cli/real_models.py),
 // each scripted by Debian's torch with its weights set from numpy (torch's own fill differs with
 // the vector width), on sklearn's digits. `task init` picks portable for each; each trains to the
 // same roots under every ATEN_CPU_CAPABILITY and thread count this CPU can pose as, and a verifier
@@ -120,7 +121,9 @@ TEST_P(RealModels, TrainPortablyToTheSameRootsOnEverySettingAndVerifyOnAnother) 
        {"hardtanh", "hardtanh_backward", "row_mean", "conv", "batch_norm_backward"}},
       {"encoder", {"layer_norm", "softmax", "dropout", "gemm", "baddbmm", "baddbmm_backward"}},
       {"lstm", {"rnn", "rnn_backward", "gemm", "cross_entropy"}},
-      {"selu_net", {"selu", "selu_backward", "celu", "celu_backward"}}};
+      {"selu_net",
+       {"selu", "selu_backward", "celu", "celu_backward", "mish", "mish_backward", "log_sigmoid",
+        "log_sigmoid_backward"}}};
   for (const std::string& op : expected.at(model))
     EXPECT_TRUE(ops.contains(op)) << op << " not in " << ::testing::PrintToString(ops);
   auto agrees =

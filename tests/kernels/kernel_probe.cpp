@@ -133,7 +133,9 @@ k::Activation activation_named(const std::string& fn) {
       {"gelu_tanh", k::Activation::kGeluTanh},
       {"softplus", k::Activation::kSoftplus},
       {"selu", k::Activation::kSelu},
-      {"celu", k::Activation::kCelu}};
+      {"celu", k::Activation::kCelu},
+      {"mish", k::Activation::kMish},
+      {"log_sigmoid", k::Activation::kLogSigmoid}};
   return kNames.at(fn);
 }
 

@@ -168,6 +168,8 @@ Tensor elu(const Tensor& x, const at::Scalar& alpha, const at::Scalar& scale,
   return act(x, kernels::Activation::kElu, p);
 }
 Tensor selu(const Tensor& x) { return act(x, kernels::Activation::kSelu, {}); }
+Tensor mish(const Tensor& x) { return act(x, kernels::Activation::kMish, {}); }
+Tensor log_sigmoid(const Tensor& x) { return act(x, kernels::Activation::kLogSigmoid, {}); }
 Tensor celu(const Tensor& x, const at::Scalar& alpha) {
   kernels::ActivationParams p;
   p.alpha = f32(alpha);
@@ -449,6 +451,8 @@ TORCH_LIBRARY(veritrain, m) {
   m.def("softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor");
   m.def("selu(Tensor self) -> Tensor");
   m.def("celu(Tensor self, Scalar alpha=1.0) -> Tensor");
+  m.def("mish(Tensor self) -> Tensor");
+  m.def("log_sigmoid(Tensor self) -> Tensor");
   m.def("dropout(Tensor input, float p, bool train) -> Tensor");
   m.def("feature_dropout(Tensor input, float p, bool train) -> Tensor");
   m.def("bernoulli(Tensor self, float p=0.5, Generator? generator=None) -> Tensor");
@@ -536,6 +540,8 @@ TORCH_LIBRARY_IMPL(veritrain, CompositeImplicitAutograd, m) {
   m.impl("softplus", &softplus);
   m.impl("selu", &selu);
   m.impl("celu", &celu);
+  m.impl("mish", &mish);
+  m.impl("log_sigmoid", &log_sigmoid);
   m.impl("dropout", &dropout);
   m.impl("feature_dropout", &feature_dropout);
   m.impl("bernoulli", &bernoulli);
