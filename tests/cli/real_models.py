@@ -93,3 +93,17 @@ class SeluNet(nn.Module):
         return self.c(self.mish(h) + torch.nn.functional.logsigmoid(h))
 
 torch.jit.script(numpy_weights(SeluNet())).save("%s/selu_net.pt" % out)
+
+# Moves that round nothing (docs/portable.md, "TorchScript modules"): constant padding, flip,
+# roll, a pixel shuffle, triu; LibTorch runs them, and their gradients, alike anywhere. (Debian's
+# torch 1.13 has no derivative for channel_shuffle: nn.ChannelShuffle trains in no arithmetic.)
+class Shuffler(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c, self.fc = nn.Conv2d(3, 8, 3), nn.Linear(2, 10)
+    def forward(self, x):
+        y = torch.roll(torch.flip(torch.nn.functional.pad(self.c(x), (1, 1, 1, 1)), [3]), 2, 2)
+        y = torch.nn.functional.pixel_shuffle(y, 2).triu()
+        return self.fc(torch.nn.functional.adaptive_avg_pool2d(y, 1).flatten(1))
+
+torch.jit.script(numpy_weights(Shuffler())).save("%s/shuffler.pt" % out)

@@ -2,7 +2,7 @@
 // mobilenet_v2 and googlenet (its GoogLeNetOutputs read by the main logits) from Debian's
 // torchvision, a TransformerEncoder classifier (2 layers, d 32, 4 heads,
 // dropout 0.1), an LSTM classifier and a net of SELU, CELU, Mish and LogSigmoid from torch.nn
-// (tests/cli/real_models.py),
+// and a module of constant padding, flips, rolls and shuffles (tests/cli/real_models.py),
 // each scripted by Debian's torch with its weights set from numpy (torch's own fill differs with
 // the vector width), on sklearn's digits. `task init` picks portable for each; each trains to the
 // same roots under every ATEN_CPU_CAPABILITY and thread count this CPU can pose as, and a verifier
@@ -53,8 +53,9 @@ class RealModels : public ::testing::TestWithParam<const char*> {
   }
   static std::string in() { return "cd '" + dir_->path().string() + "' && "; }
   static std::string data_of(const std::string& model) {
-    return model == "resnet18" || model == "mobilenet_v2" || model == "googlenet" ? "images"
-                                                                                  : "rows";
+    const bool images = model == "resnet18" || model == "mobilenet_v2" || model == "googlenet" ||
+                        model == "shuffler";
+    return images ? "images" : "rows";
   }
 
   static std::unique_ptr<testing::ScratchDir> dir_;
@@ -121,6 +122,7 @@ TEST_P(RealModels, TrainPortablyToTheSameRootsOnEverySettingAndVerifyOnAnother) 
        {"hardtanh", "hardtanh_backward", "row_mean", "conv", "batch_norm_backward"}},
       {"encoder", {"layer_norm", "softmax", "dropout", "gemm", "baddbmm", "baddbmm_backward"}},
       {"lstm", {"rnn", "rnn_backward", "gemm", "cross_entropy"}},
+      {"shuffler", {"conv", "conv_backward", "row_mean", "gemm"}},
       {"selu_net",
        {"selu", "selu_backward", "celu", "celu_backward", "mish", "mish_backward", "log_sigmoid",
         "log_sigmoid_backward"}}};
@@ -136,7 +138,7 @@ TEST_P(RealModels, TrainPortablyToTheSameRootsOnEverySettingAndVerifyOnAnother) 
 
 INSTANTIATE_TEST_SUITE_P(TorchvisionAndTorchNn, RealModels,
                          ::testing::Values("resnet18", "mobilenet_v2", "googlenet", "encoder",
-                                           "lstm", "selu_net"),
+                                           "lstm", "selu_net", "shuffler"),
                          testing::ValueName());
 
 // An operator without a portable kernel: task init --determinism portable refuses it by name and

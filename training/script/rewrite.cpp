@@ -220,8 +220,16 @@ bool touches_tensors(const torch::jit::Node* n) {
   return std::ranges::any_of(n->inputs(), tensor) || std::ranges::any_of(n->outputs(), tensor);
 }
 
-// What keeps an operator of kExact from being exact: an alpha other than 1 (a product rounded
-// before the sum), a rounding mode; a clamp with tensor bounds (it broadcasts them). elu's and
+// Moves that round nothing either way, their gradients the inverse moves (a padding's, the
+// middle sliced out), which LibTorch runs as it runs kExact. Not channel_shuffle: LibTorch 1.13
+// has no derivative for it. A padding only in constant mode (exact_caveat).
+const std::set<std::string> kMoves = {
+    "aten::flip", "aten::roll", "aten::pixel_shuffle",   "aten::pixel_unshuffle",
+    "aten::triu", "aten::tril", "aten::constant_pad_nd", "aten::pad"};
+
+// What keeps an operator of kExact or kMoves from being exact: an alpha other than 1 (a product
+// rounded before the sum), a rounding mode, a padding that is not constant; a clamp with tensor
+// bounds (it broadcasts them). elu's and
 // celu's alpha is no such product: their kernels take it.
 std::string exact_caveat(const torch::jit::Node* n) {
   const c10::FunctionSchema* schema = n->maybeSchema();
@@ -229,6 +237,16 @@ std::string exact_caveat(const torch::jit::Node* n) {
   if (n->kind() == c10::Symbol::fromQualString("aten::elu") ||
       n->kind() == c10::Symbol::fromQualString("aten::celu"))
     return "";
+  // Reflected, replicated or circular padding sums the gradients of the positions it copies.
+  if (n->kind() == c10::Symbol::fromQualString("aten::pad")) {
+    const std::string refused =
+        "in a mode other than constant (its gradient sums the positions it copies)";
+    const auto mode = schema->argumentIndexWithName("mode");
+    if (!mode) return refused;
+    const auto value = torch::jit::toIValue(n->input(*mode));
+    if (!value || !value->isString() || value->toStringRef() != "constant") return refused;
+    return "";
+  }
   if (schema->overload_name().find("mode") != std::string::npos) return "with a rounding mode";
   const auto alpha = schema->argumentIndexWithName("alpha");
   if (!alpha) return "";
@@ -332,7 +350,7 @@ void collect(torch::jit::Block* block, Rewrites& rewrite,
       } else {
         rewrite.emplace_back(n, ours);
       }
-    } else if (kExact.count(kind) == 0) {
+    } else if (kExact.count(kind) == 0 && kMoves.count(kind) == 0) {
       refused.emplace(describe(n), "");
     } else if (const std::string caveat = exact_caveat(n); !caveat.empty()) {
       refused.emplace(describe(n), caveat);
