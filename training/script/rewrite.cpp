@@ -24,6 +24,9 @@ struct Rewrite {
   const char* aten;      // qualified name
   const char* overload;  // the aten overload it replaces ("" the unnamed one)
   const char* ours;      // veritrain::<name>
+  // The kernel takes the operator's alpha as a parameter of its own (elu's, celu's), rather than
+  // as a product before a sum that exact_caveat refuses unless it is 1.
+  bool own_alpha = false;
 };
 constexpr Rewrite kRewrites[] = {
     {"aten::linear", "", "veritrain::linear"},
@@ -46,10 +49,10 @@ constexpr Rewrite kRewrites[] = {
     {"aten::hardtanh", "", "veritrain::hardtanh"},
     {"aten::relu6", "", "veritrain::relu6"},
     {"aten::leaky_relu", "", "veritrain::leaky_relu"},
-    {"aten::elu", "", "veritrain::elu"},
+    {"aten::elu", "", "veritrain::elu", true},
     {"aten::softplus", "", "veritrain::softplus"},
     {"aten::selu", "", "veritrain::selu"},
-    {"aten::celu", "", "veritrain::celu"},
+    {"aten::celu", "", "veritrain::celu", true},
     {"aten::mish", "", "veritrain::mish"},
     {"aten::log_sigmoid", "", "veritrain::log_sigmoid"},
     {"aten::dropout", "", "veritrain::dropout"},
@@ -227,16 +230,12 @@ const std::set<std::string> kMoves = {
     "aten::flip", "aten::roll", "aten::pixel_shuffle",   "aten::pixel_unshuffle",
     "aten::triu", "aten::tril", "aten::constant_pad_nd", "aten::pad"};
 
-// What keeps an operator of kExact or kMoves from being exact: an alpha other than 1 (a product
-// rounded before the sum), a rounding mode, a padding that is not constant; a clamp with tensor
-// bounds (it broadcasts them). elu's and
-// celu's alpha is no such product: their kernels take it.
-std::string exact_caveat(const torch::jit::Node* n) {
+// What keeps an operator from being exact: an alpha other than 1 (a product rounded before the
+// sum; `own_alpha`: the kernel takes it instead), a rounding mode, a padding that is not
+// constant; a clamp with tensor bounds (it broadcasts them).
+std::string exact_caveat(const torch::jit::Node* n, bool own_alpha = false) {
   const c10::FunctionSchema* schema = n->maybeSchema();
   if (schema == nullptr) return "";
-  if (n->kind() == c10::Symbol::fromQualString("aten::elu") ||
-      n->kind() == c10::Symbol::fromQualString("aten::celu"))
-    return "";
   // Reflected, replicated or circular padding sums the gradients of the positions it copies.
   if (n->kind() == c10::Symbol::fromQualString("aten::pad")) {
     const std::string refused =
@@ -249,7 +248,7 @@ std::string exact_caveat(const torch::jit::Node* n) {
   }
   if (schema->overload_name().find("mode") != std::string::npos) return "with a rounding mode";
   const auto alpha = schema->argumentIndexWithName("alpha");
-  if (!alpha) return "";
+  if (!alpha || own_alpha) return "";
   const auto value = torch::jit::toIValue(n->input(*alpha));
   if (!value || !value->isScalar() || value->toScalar().toDouble() != 1.0) return "with alpha ≠ 1";
   return "";
@@ -332,9 +331,9 @@ void collect(torch::jit::Block* block, Rewrites& rewrite,
     const std::string kind = n->kind().toQualString();
     if (kind.rfind("prim::", 0) == 0 || !touches_tensors(n)) continue;
     const std::string overload = overload_of(n);
-    const char* ours = nullptr;
+    const Rewrite* ours = nullptr;
     for (const Rewrite& r : kRewrites) {
-      if (kind == r.aten && overload == r.overload) ours = r.ours;
+      if (kind == r.aten && overload == r.overload) ours = &r;
     }
     if (auto in_place = kInPlace.find(kind); in_place != kInPlace.end()) {
       if (overload != in_place->second.first) {
@@ -345,10 +344,10 @@ void collect(torch::jit::Block* block, Rewrites& rewrite,
         rewrite.emplace_back(n, in_place->second.second);
       }
     } else if (ours != nullptr) {
-      if (const std::string caveat = exact_caveat(n); !caveat.empty()) {
+      if (const std::string caveat = exact_caveat(n, ours->own_alpha); !caveat.empty()) {
         refused.emplace(describe(n), caveat);
       } else {
-        rewrite.emplace_back(n, ours);
+        rewrite.emplace_back(n, ours->ours);
       }
     } else if (kExact.count(kind) == 0 && kMoves.count(kind) == 0) {
       refused.emplace(describe(n), "");
