@@ -148,6 +148,8 @@ ConvShape group_shape(const ConvShape& s, std::int64_t groups) {
   return g;
 }
 
+constexpr std::int64_t kManyPositions = 256;
+
 // A convolution's shape and groups as trace parameters (docs/dispute.md).
 std::array<trace::Param, 19> conv_params(const ConvShape& s, std::int64_t groups) {
   return {trace::integer("batch", s.batch),
@@ -171,17 +173,22 @@ std::array<trace::Param, 19> conv_params(const ConvShape& s, std::int64_t groups
           trace::integer("dilation_w", s.dilation[2])};
 }
 
+// Few positions an example: the grid path's products per example would be a few columns wide.
+bool few_positions(const ConvShape& s) { return s.out_positions() < kManyPositions; }
+
 }  // namespace
 
 void conv_forward(const ConvShape& s, const float* x, const float* w, const float* bias, float* y) {
   if (s.dilated()) return dilated_conv_forward(s, x, w, bias, y);
-  undilated_conv_forward(s, x, w, bias, y);
+  if (few_positions(s)) return column_conv_forward(s, x, w, bias, y);
+  grid_conv_forward(s, x, w, bias, y);
 }
 
 void conv_backward(const ConvShape& s, const float* x, const float* w, const float* dy, float* dx,
                    float* dw, float* dbias) {
   if (s.dilated()) return dilated_conv_backward(s, x, w, dy, dx, dw, dbias);
-  undilated_conv_backward(s, x, w, dy, dx, dw, dbias);
+  if (few_positions(s)) return column_conv_backward(s, x, w, dy, dx, dw, dbias);
+  grid_conv_backward(s, x, w, dy, dx, dw, dbias);
 }
 
 namespace {
@@ -189,6 +196,7 @@ namespace {
 void grouped_conv_forward_untraced(const ConvShape& s, std::int64_t groups, const float* x,
                                    const float* w, const float* bias, float* y) {
   if (groups == 1) return conv_forward(s, x, w, bias, y);
+  if (is_depthwise(s, groups)) return depthwise_conv_forward(s, x, w, bias, y);
   const ConvShape g = group_shape(s, groups);
   const std::int64_t in_p = s.in_positions(), out_p = s.out_positions();
   std::vector<float> xg(static_cast<std::size_t>(s.batch * g.in_channels * in_p));
@@ -206,6 +214,7 @@ void grouped_conv_backward_untraced(const ConvShape& s, std::int64_t groups, con
                                     const float* w, const float* dy, float* dx, float* dw,
                                     float* dbias) {
   if (groups == 1) return conv_backward(s, x, w, dy, dx, dw, dbias);
+  if (is_depthwise(s, groups)) return depthwise_conv_backward(s, x, w, dy, dx, dw, dbias);
   const ConvShape g = group_shape(s, groups);
   const std::int64_t in_p = s.in_positions(), out_p = s.out_positions();
   std::vector<float> xg(static_cast<std::size_t>(s.batch * g.in_channels * in_p));

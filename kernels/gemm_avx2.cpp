@@ -4,3 +4,5 @@
 #define VT_GEMM_MR 6
 #define VT_GEMM_NV 2
 #include "kernels/gemm_micro.h"
+// After the product loops: it builds on their helpers.
+#include "kernels/depthwise_micro.h"

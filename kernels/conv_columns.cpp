@@ -1,0 +1,153 @@
+// Convolutions whose examples have few output positions (a CNN's deep layers on small images:
+// 8 × 8 down to 1 × 1) as a few large products over the column matrix of many examples at once,
+// built explicitly. Example by example, such a product has a handful of columns (a micro-kernel
+// tile mostly computed in vain) and, for dw, a chain of a few positions per call; side by side,
+// a chunk of examples is one product of thousands. The columns are (b, p) in order, so dw's chain
+// over (b, then p) is the product's own chain over k, continued from C chunk after chunk, and
+// every other chain runs over q or o within one column: the bits are conv.h's.
+#include <algorithm>
+#include <vector>
+
+#include "kernels/conv_grid.h"
+#include "kernels/conv_paths.h"
+#include "kernels/gemm.h"
+#include "kernels/parallel.h"
+#include "kernels/wide.h"
+
+namespace vt::kernels {
+namespace {
+
+constexpr std::int64_t kChunkFloats = std::int64_t{1} << 20;  // column matrix per chunk (4 MiB)
+
+std::int64_t examples_per_chunk(const ConvShape& s) {
+  return std::clamp<std::int64_t>(kChunkFloats / (s.rows() * s.out_positions()), 1, s.batch);
+}
+
+// Rows [q0, q1) of the column matrix of examples [b0, b1): col[q·n + (b − b0)·P + p], with n =
+// (b1 − b0)·P; +0.0 where the entry lies in the padding.
+VT_WIDE void column_rows(const ConvShape& s, const float* x, std::int64_t b0, std::int64_t b1,
+                         std::int64_t q0, std::int64_t q1, float* col) {
+  const std::int64_t positions = s.out_positions(), n = (b1 - b0) * positions;
+  const std::int64_t oh = s.out(1), ow = s.out(2), sw = s.stride[2];
+  for (std::int64_t q = q0; q < q1; ++q) {
+    const std::int64_t v = q % s.kernel[2], u = q / s.kernel[2] % s.kernel[1];
+    const std::int64_t t = q / (s.kernel[2] * s.kernel[1]) % s.kernel[0], c = q / s.taps();
+    const std::int64_t j0 = first_reading(0, v, sw, s.padding[2], ow);
+    const std::int64_t j1 = std::max(j0, first_reading(s.in[2], v, sw, s.padding[2], ow));
+    const std::int64_t shift = v - s.padding[2];
+    for (std::int64_t b = b0; b < b1; ++b) {
+      const float* xc = x + (b * s.in_channels + c) * s.in_positions();
+      float* to = col + q * n + (b - b0) * positions;
+      for (std::int64_t z = 0; z < s.out(0); ++z) {
+        const std::int64_t zz = z * s.stride[0] + t - s.padding[0];
+        for (std::int64_t i = 0; i < oh; ++i, to += ow) {
+          const std::int64_t ii = i * s.stride[1] + u - s.padding[1];
+          if (zz < 0 || zz >= s.in[0] || ii < 0 || ii >= s.in[1]) {
+            std::fill(to, to + ow, 0.0f);
+            continue;
+          }
+          const float* __restrict from = xc + (zz * s.in[1] + ii) * s.in[2];
+          float* __restrict row = to;
+          std::fill(row, row + j0, 0.0f);
+          if (sw == 1) {
+            for (std::int64_t j = j0; j < j1; ++j) row[j] = from[j + shift];
+          } else {
+            for (std::int64_t j = j0; j < j1; ++j) row[j] = from[j * sw + shift];
+          }
+          std::fill(row + j1, row + ow, 0.0f);
+        }
+      }
+    }
+  }
+}
+
+void build_columns(const ConvShape& s, const float* x, std::int64_t b0, std::int64_t b1,
+                   float* col) {
+  parallel_for(s.rows(), 8, [&](std::int64_t begin, std::int64_t end) {
+    column_rows(s, x, b0, b1, begin, end, col);
+  });
+}
+
+// A buffer of the calling thread's that outlives the parallel bodies it hands out.
+float* buffer(std::vector<float>& v, std::int64_t floats) {
+  if (static_cast<std::int64_t>(v.size()) < floats) v.resize(static_cast<std::size_t>(floats));
+  return v.data();
+}
+
+}  // namespace
+
+void column_conv_forward(const ConvShape& s, const float* x, const float* w, const float* bias,
+                         float* y) {
+  const std::int64_t positions = s.out_positions(), rows = s.rows(), out = s.out_channels;
+  const std::int64_t chunk = examples_per_chunk(s);
+  thread_local std::vector<float> col_buffer, y_buffer;
+  float* col = buffer(col_buffer, rows * chunk * positions);
+  float* product = buffer(y_buffer, out * chunk * positions);
+  for (std::int64_t b0 = 0; b0 < s.batch; b0 += chunk) {
+    const std::int64_t b1 = std::min(s.batch, b0 + chunk), n = (b1 - b0) * positions;
+    build_columns(s, x, b0, b1, col);
+    gemm(out, n, rows, {w, rows, 1}, {col, n, 1}, product, n);
+    parallel_for((b1 - b0) * out, 16, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t item = begin; item < end; ++item) {
+        const std::int64_t b = item / out, o = item % out;
+        const float* from = product + o * n + b * positions;
+        float* to = y + ((b0 + b) * out + o) * positions;
+        if (bias == nullptr) {
+          std::copy(from, from + positions, to);
+        } else {
+          for (std::int64_t p = 0; p < positions; ++p) to[p] = from[p] + bias[o];
+        }
+      }
+    });
+  }
+}
+
+void column_conv_backward(const ConvShape& s, const float* x, const float* w, const float* dy,
+                          float* dx, float* dw, float* dbias) {
+  const std::int64_t positions = s.out_positions(), rows = s.rows(), out = s.out_channels;
+  const std::int64_t chunk = examples_per_chunk(s);
+  thread_local std::vector<float> col_buffer, dy_buffer, dw_buffer;
+  if (dw != nullptr) {
+    // dwᵀ[q][o] = the column matrix times dyᵀ, whose rows are (b, p) in the chain's order.
+    float* col = buffer(col_buffer, rows * chunk * positions);
+    float* dy_t = buffer(dy_buffer, chunk * positions * out);
+    float* dw_t = buffer(dw_buffer, rows * out);
+    for (std::int64_t b0 = 0; b0 < s.batch; b0 += chunk) {
+      const std::int64_t b1 = std::min(s.batch, b0 + chunk), n = (b1 - b0) * positions;
+      build_columns(s, x, b0, b1, col);
+      parallel_for(b1 - b0, 1, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t b = begin; b < end; ++b)
+          transpose(out, positions, dy + (b0 + b) * out * positions, positions,
+                    dy_t + b * positions * out, out);
+      });
+      gemm(rows, out, n, {col, n, 1}, {dy_t, out, 1}, dw_t, out, /*accumulate=*/b0 > 0);
+    }
+    transpose(rows, out, dw_t, out, dw, rows);
+  }
+  if (dx != nullptr && dx_is_transposed_convolution(s)) {
+    dx_by_transposed_convolution(s, w, dy, dx);
+  } else if (dx != nullptr) {
+    // dcol[q][(b, p)] = chain over o of w[o][q]·dy[b][o][p], then added into dx tap by tap.
+    float* dcol = buffer(col_buffer, rows * chunk * positions);
+    float* dy_o = buffer(dy_buffer, out * chunk * positions);
+    for (std::int64_t b0 = 0; b0 < s.batch; b0 += chunk) {
+      const std::int64_t b1 = std::min(s.batch, b0 + chunk), n = (b1 - b0) * positions;
+      for (std::int64_t b = b0; b < b1; ++b) {
+        for (std::int64_t o = 0; o < out; ++o)
+          std::copy(dy + (b * out + o) * positions, dy + (b * out + o + 1) * positions,
+                    dy_o + o * n + (b - b0) * positions);
+      }
+      gemm(rows, n, out, {w, 1, rows}, {dy_o, n, 1}, dcol, n);
+      parallel_for((b1 - b0) * s.in_channels, 1, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t item = begin; item < end; ++item) {
+          const std::int64_t b = item / s.in_channels, c = item % s.in_channels;
+          add_columns(s, dcol + c * s.taps() * n + b * positions, n,
+                      dx + ((b0 + b) * s.in_channels + c) * s.in_positions());
+        }
+      });
+    }
+  }
+  if (dbias != nullptr) bias_gradient(s, dy, dbias);
+}
+
+}  // namespace vt::kernels
