@@ -6,6 +6,7 @@
 // over (b, then p) is the product's own chain over k, continued from C chunk after chunk, and
 // every other chain runs over q or o within one column: the bits are conv.h's.
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "kernels/conv_grid.h"
@@ -23,48 +24,53 @@ std::int64_t examples_per_chunk(const ConvShape& s) {
   return std::clamp<std::int64_t>(kChunkFloats / (s.rows() * s.out_positions()), 1, s.batch);
 }
 
+// Which input position of its channel each output position p reads through each tap:
+// reads[tap·P + p], or −1 in the padding. Computed once a call, it turns every row of the column
+// matrix into a gather of P values, whatever the stride and however few the positions a row.
+std::vector<std::int32_t> tap_reads(const ConvShape& s) {
+  const std::int64_t positions = s.out_positions(), oh = s.out(1), ow = s.out(2);
+  std::vector<std::int32_t> reads(static_cast<std::size_t>(s.taps() * positions));
+  for (std::int64_t tap = 0; tap < s.taps(); ++tap) {
+    const std::int64_t v = tap % s.kernel[2], u = tap / s.kernel[2] % s.kernel[1];
+    const std::int64_t t = tap / (s.kernel[2] * s.kernel[1]);
+    for (std::int64_t p = 0; p < positions; ++p) {
+      const std::int64_t j = p % ow, i = p / ow % oh, z = p / (ow * oh);
+      const std::int64_t zz = z * s.stride[0] + t - s.padding[0];
+      const std::int64_t ii = i * s.stride[1] + u - s.padding[1];
+      const std::int64_t jj = j * s.stride[2] + v - s.padding[2];
+      const bool inside =
+          zz >= 0 && zz < s.in[0] && ii >= 0 && ii < s.in[1] && jj >= 0 && jj < s.in[2];
+      reads[static_cast<std::size_t>(tap * positions + p)] =
+          inside ? static_cast<std::int32_t>((zz * s.in[1] + ii) * s.in[2] + jj) : -1;
+    }
+  }
+  return reads;
+}
+
 // Rows [q0, q1) of the column matrix of examples [b0, b1): col[q·n + (b − b0)·P + p], with n =
 // (b1 − b0)·P; +0.0 where the entry lies in the padding.
-VT_WIDE void column_rows(const ConvShape& s, const float* x, std::int64_t b0, std::int64_t b1,
-                         std::int64_t q0, std::int64_t q1, float* col) {
+VT_WIDE void column_rows(const ConvShape& s, const std::int32_t* reads, const float* x,
+                         std::int64_t b0, std::int64_t b1, std::int64_t q0, std::int64_t q1,
+                         float* col) {
   const std::int64_t positions = s.out_positions(), n = (b1 - b0) * positions;
-  const std::int64_t oh = s.out(1), ow = s.out(2), sw = s.stride[2];
   for (std::int64_t q = q0; q < q1; ++q) {
-    const std::int64_t v = q % s.kernel[2], u = q / s.kernel[2] % s.kernel[1];
-    const std::int64_t t = q / (s.kernel[2] * s.kernel[1]) % s.kernel[0], c = q / s.taps();
-    const std::int64_t j0 = first_reading(0, v, sw, s.padding[2], ow);
-    const std::int64_t j1 = std::max(j0, first_reading(s.in[2], v, sw, s.padding[2], ow));
-    const std::int64_t shift = v - s.padding[2];
+    const std::int32_t* __restrict from = reads + q % s.taps() * positions;
     for (std::int64_t b = b0; b < b1; ++b) {
-      const float* xc = x + (b * s.in_channels + c) * s.in_positions();
-      float* to = col + q * n + (b - b0) * positions;
-      for (std::int64_t z = 0; z < s.out(0); ++z) {
-        const std::int64_t zz = z * s.stride[0] + t - s.padding[0];
-        for (std::int64_t i = 0; i < oh; ++i, to += ow) {
-          const std::int64_t ii = i * s.stride[1] + u - s.padding[1];
-          if (zz < 0 || zz >= s.in[0] || ii < 0 || ii >= s.in[1]) {
-            std::fill(to, to + ow, 0.0f);
-            continue;
-          }
-          const float* __restrict from = xc + (zz * s.in[1] + ii) * s.in[2];
-          float* __restrict row = to;
-          std::fill(row, row + j0, 0.0f);
-          if (sw == 1) {
-            for (std::int64_t j = j0; j < j1; ++j) row[j] = from[j + shift];
-          } else {
-            for (std::int64_t j = j0; j < j1; ++j) row[j] = from[j * sw + shift];
-          }
-          std::fill(row + j1, row + ow, 0.0f);
-        }
+      const float* __restrict xc = x + (b * s.in_channels + q / s.taps()) * s.in_positions();
+      float* __restrict to = col + q * n + (b - b0) * positions;
+      for (std::int64_t p = 0; p < positions; ++p) {  // branch-free: a vector gather
+        const std::int32_t at = from[p];
+        const float value = xc[std::max(at, 0)];
+        to[p] = at >= 0 ? value : 0.0f;
       }
     }
   }
 }
 
-void build_columns(const ConvShape& s, const float* x, std::int64_t b0, std::int64_t b1,
-                   float* col) {
+void build_columns(const ConvShape& s, const std::vector<std::int32_t>& reads, const float* x,
+                   std::int64_t b0, std::int64_t b1, float* col) {
   parallel_for(s.rows(), 8, [&](std::int64_t begin, std::int64_t end) {
-    column_rows(s, x, b0, b1, begin, end, col);
+    column_rows(s, reads.data(), x, b0, b1, begin, end, col);
   });
 }
 
@@ -83,9 +89,10 @@ void column_conv_forward(const ConvShape& s, const float* x, const float* w, con
   thread_local std::vector<float> col_buffer, y_buffer;
   float* col = buffer(col_buffer, rows * chunk * positions);
   float* product = buffer(y_buffer, out * chunk * positions);
+  const std::vector<std::int32_t> reads = tap_reads(s);
   for (std::int64_t b0 = 0; b0 < s.batch; b0 += chunk) {
     const std::int64_t b1 = std::min(s.batch, b0 + chunk), n = (b1 - b0) * positions;
-    build_columns(s, x, b0, b1, col);
+    build_columns(s, reads, x, b0, b1, col);
     gemm(out, n, rows, {w, rows, 1}, {col, n, 1}, product, n);
     parallel_for((b1 - b0) * out, 16, [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t item = begin; item < end; ++item) {
@@ -112,9 +119,10 @@ void column_conv_backward(const ConvShape& s, const float* x, const float* w, co
     float* col = buffer(col_buffer, rows * chunk * positions);
     float* dy_t = buffer(dy_buffer, chunk * positions * out);
     float* dw_t = buffer(dw_buffer, rows * out);
+    const std::vector<std::int32_t> reads = tap_reads(s);
     for (std::int64_t b0 = 0; b0 < s.batch; b0 += chunk) {
       const std::int64_t b1 = std::min(s.batch, b0 + chunk), n = (b1 - b0) * positions;
-      build_columns(s, x, b0, b1, col);
+      build_columns(s, reads, x, b0, b1, col);
       parallel_for(b1 - b0, 1, [&](std::int64_t begin, std::int64_t end) {
         for (std::int64_t b = begin; b < end; ++b)
           transpose(out, positions, dy + (b0 + b) * out * positions, positions,
@@ -122,7 +130,10 @@ void column_conv_backward(const ConvShape& s, const float* x, const float* w, co
       });
       gemm(rows, out, n, {col, n, 1}, {dy_t, out, 1}, dw_t, out, /*accumulate=*/b0 > 0);
     }
-    transpose(rows, out, dw_t, out, dw, rows);
+    parallel_for((rows + 63) / 64, 1, [&](std::int64_t begin, std::int64_t end) {
+      const std::int64_t q0 = begin * 64, q1 = std::min(rows, end * 64);
+      transpose(q1 - q0, out, dw_t + q0 * out, out, dw + q0, rows);
+    });
   }
   if (dx != nullptr && dx_is_transposed_convolution(s)) {
     dx_by_transposed_convolution(s, w, dy, dx);
@@ -132,11 +143,13 @@ void column_conv_backward(const ConvShape& s, const float* x, const float* w, co
     float* dy_o = buffer(dy_buffer, out * chunk * positions);
     for (std::int64_t b0 = 0; b0 < s.batch; b0 += chunk) {
       const std::int64_t b1 = std::min(s.batch, b0 + chunk), n = (b1 - b0) * positions;
-      for (std::int64_t b = b0; b < b1; ++b) {
-        for (std::int64_t o = 0; o < out; ++o)
+      parallel_for((b1 - b0) * out, 16, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t item = begin; item < end; ++item) {
+          const std::int64_t b = b0 + item / out, o = item % out;
           std::copy(dy + (b * out + o) * positions, dy + (b * out + o + 1) * positions,
                     dy_o + o * n + (b - b0) * positions);
-      }
+        }
+      });
       gemm(rows, n, out, {w, 1, rows}, {dy_o, n, 1}, dcol, n);
       parallel_for((b1 - b0) * s.in_channels, 1, [&](std::int64_t begin, std::int64_t end) {
         for (std::int64_t item = begin; item < end; ++item) {

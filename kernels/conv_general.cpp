@@ -174,7 +174,10 @@ std::array<trace::Param, 19> conv_params(const ConvShape& s, std::int64_t groups
 }
 
 // Few positions an example: the grid path's products per example would be a few columns wide.
-bool few_positions(const ConvShape& s) { return s.out_positions() < kManyPositions; }
+// (The column path indexes an input channel with 32 bits.)
+bool few_positions(const ConvShape& s) {
+  return s.out_positions() < kManyPositions && s.in_positions() < (std::int64_t{1} << 31);
+}
 
 }  // namespace
 

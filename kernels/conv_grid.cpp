@@ -191,14 +191,20 @@ void dx_by_transposed_convolution(const ConvShape& s, const float* w, const floa
   thread_local std::vector<float> flipped;
   flipped.resize(static_cast<std::size_t>(s.out_channels * s.rows()));
   const std::int64_t taps = s.taps();
-  for (std::int64_t o = 0; o < s.out_channels; ++o) {
-    for (std::int64_t c = 0; c < s.in_channels; ++c) {
-      const float* from = w + (o * s.in_channels + c) * taps;
-      float* to = flipped.data() + (c * s.out_channels + o) * taps;
-      for (std::int64_t tap = 0; tap < taps; ++tap) to[taps - 1 - tap] = from[tap];
+  float* const to_all = flipped.data();
+  // Blocks of 16 input channels: each o reads one contiguous run of w, written to 16 rows.
+  constexpr std::int64_t kBlock = 16;
+  parallel_for((s.in_channels + kBlock - 1) / kBlock, 1, [&](std::int64_t begin, std::int64_t end) {
+    const std::int64_t c1 = std::min(s.in_channels, end * kBlock);
+    for (std::int64_t o = 0; o < s.out_channels; ++o) {
+      for (std::int64_t c = begin * kBlock; c < c1; ++c) {
+        const float* from = w + (o * s.in_channels + c) * taps;
+        float* to = to_all + (c * s.out_channels + o) * taps;
+        for (std::int64_t tap = 0; tap < taps; ++tap) to[taps - 1 - tap] = from[tap];
+      }
     }
-  }
-  conv_forward(t, dy, flipped.data(), nullptr, dx);
+  });
+  conv_forward(t, dy, to_all, nullptr, dx);
 }
 
 void bias_gradient(const ConvShape& s, const float* dy, float* dbias) {
