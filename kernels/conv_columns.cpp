@@ -20,8 +20,13 @@ namespace {
 
 constexpr std::int64_t kChunkFloats = std::int64_t{1} << 20;  // column matrix per chunk (4 MiB)
 
+// Examples per chunk: as many as kChunkFloats holds, the batch split evenly (28 and 4 of 32
+// would leave the last product a sliver).
 std::int64_t examples_per_chunk(const ConvShape& s) {
-  return std::clamp<std::int64_t>(kChunkFloats / (s.rows() * s.out_positions()), 1, s.batch);
+  const std::int64_t most =
+      std::clamp<std::int64_t>(kChunkFloats / (s.rows() * s.out_positions()), 1, s.batch);
+  const std::int64_t chunks = (s.batch + most - 1) / most;
+  return (s.batch + chunks - 1) / chunks;
 }
 
 // Which input position of its channel each output position p reads through each tap:
@@ -74,6 +79,20 @@ void build_columns(const ConvShape& s, const std::vector<std::int32_t>& reads, c
   });
 }
 
+// dy of examples [b0, b1) as [O][(b − b0)·P + p]: the layout of the column matrix's columns.
+void by_channel(const ConvShape& s, const float* dy, std::int64_t b0, std::int64_t b1,
+                float* dy_o) {
+  const std::int64_t out = s.out_channels, positions = s.out_positions();
+  const std::int64_t n = (b1 - b0) * positions;
+  parallel_for((b1 - b0) * out, 16, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t item = begin; item < end; ++item) {
+      const std::int64_t b = b0 + item / out, o = item % out;
+      std::copy(dy + (b * out + o) * positions, dy + (b * out + o + 1) * positions,
+                dy_o + o * n + (b - b0) * positions);
+    }
+  });
+}
+
 // A buffer of the calling thread's that outlives the parallel bodies it hands out.
 float* buffer(std::vector<float>& v, std::int64_t floats) {
   if (static_cast<std::int64_t>(v.size()) < floats) v.resize(static_cast<std::size_t>(floats));
@@ -115,25 +134,35 @@ void column_conv_backward(const ConvShape& s, const float* x, const float* w, co
   const std::int64_t chunk = examples_per_chunk(s);
   thread_local std::vector<float> col_buffer, dy_buffer, dw_buffer;
   if (dw != nullptr) {
-    // dwᵀ[q][o] = the column matrix times dyᵀ, whose rows are (b, p) in the chain's order.
+    // One chain over (b, p) either way round: dw = dy · colᵀ when a chunk has fewer columns than
+    // there are output channels (the deep layers: packing the column matrix then moves less
+    // than transposing dw would), else dwᵀ = col · dyᵀ, transposed at the end.
+    const bool direct = chunk * positions < out;
     float* col = buffer(col_buffer, rows * chunk * positions);
-    float* dy_t = buffer(dy_buffer, chunk * positions * out);
-    float* dw_t = buffer(dw_buffer, rows * out);
+    float* dy_copy = buffer(dy_buffer, chunk * positions * out);
+    float* dw_t = direct ? nullptr : buffer(dw_buffer, rows * out);
     const std::vector<std::int32_t> reads = tap_reads(s);
     for (std::int64_t b0 = 0; b0 < s.batch; b0 += chunk) {
       const std::int64_t b1 = std::min(s.batch, b0 + chunk), n = (b1 - b0) * positions;
       build_columns(s, reads, x, b0, b1, col);
+      if (direct) {
+        by_channel(s, dy, b0, b1, dy_copy);
+        gemm(out, rows, n, {dy_copy, n, 1}, {col, 1, n}, dw, rows, /*accumulate=*/b0 > 0);
+        continue;
+      }
       parallel_for(b1 - b0, 1, [&](std::int64_t begin, std::int64_t end) {
         for (std::int64_t b = begin; b < end; ++b)
           transpose(out, positions, dy + (b0 + b) * out * positions, positions,
-                    dy_t + b * positions * out, out);
+                    dy_copy + b * positions * out, out);
       });
-      gemm(rows, out, n, {col, n, 1}, {dy_t, out, 1}, dw_t, out, /*accumulate=*/b0 > 0);
+      gemm(rows, out, n, {col, n, 1}, {dy_copy, out, 1}, dw_t, out, /*accumulate=*/b0 > 0);
     }
-    parallel_for((rows + 63) / 64, 1, [&](std::int64_t begin, std::int64_t end) {
-      const std::int64_t q0 = begin * 64, q1 = std::min(rows, end * 64);
-      transpose(q1 - q0, out, dw_t + q0 * out, out, dw + q0, rows);
-    });
+    if (!direct) {
+      parallel_for((rows + 63) / 64, 1, [&](std::int64_t begin, std::int64_t end) {
+        const std::int64_t q0 = begin * 64, q1 = std::min(rows, end * 64);
+        transpose(q1 - q0, out, dw_t + q0 * out, out, dw + q0, rows);
+      });
+    }
   }
   if (dx != nullptr && dx_is_transposed_convolution(s)) {
     dx_by_transposed_convolution(s, w, dy, dx);
@@ -143,13 +172,7 @@ void column_conv_backward(const ConvShape& s, const float* x, const float* w, co
     float* dy_o = buffer(dy_buffer, out * chunk * positions);
     for (std::int64_t b0 = 0; b0 < s.batch; b0 += chunk) {
       const std::int64_t b1 = std::min(s.batch, b0 + chunk), n = (b1 - b0) * positions;
-      parallel_for((b1 - b0) * out, 16, [&](std::int64_t begin, std::int64_t end) {
-        for (std::int64_t item = begin; item < end; ++item) {
-          const std::int64_t b = b0 + item / out, o = item % out;
-          std::copy(dy + (b * out + o) * positions, dy + (b * out + o + 1) * positions,
-                    dy_o + o * n + (b - b0) * positions);
-        }
-      });
+      by_channel(s, dy, b0, b1, dy_o);
       gemm(rows, n, out, {w, 1, rows}, {dy_o, n, 1}, dcol, n);
       parallel_for((b1 - b0) * s.in_channels, 1, [&](std::int64_t begin, std::int64_t end) {
         for (std::int64_t item = begin; item < end; ++item) {

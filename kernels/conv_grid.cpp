@@ -173,6 +173,24 @@ void add_columns(const ConvShape& s, const float* dcol, std::int64_t ld_tap, flo
   wide_add_columns(s, dcol, ld_tap, dxc);
 }
 
+namespace {
+
+// Input channels [c0, c1) of dx_by_transposed_convolution's flipped weights; kTaps 0: any.
+template <int kTaps>
+void flip_block(const ConvShape& s, const float* w, std::int64_t c0, std::int64_t c1,
+                float* flipped) {
+  const std::int64_t taps = kTaps > 0 ? kTaps : s.taps();
+  for (std::int64_t o = 0; o < s.out_channels; ++o) {
+    for (std::int64_t c = c0; c < c1; ++c) {
+      const float* __restrict from = w + (o * s.in_channels + c) * taps;
+      float* __restrict to = flipped + (c * s.out_channels + o) * taps;
+      for (std::int64_t tap = 0; tap < taps; ++tap) to[taps - 1 - tap] = from[tap];
+    }
+  }
+}
+
+}  // namespace
+
 bool dx_is_transposed_convolution(const ConvShape& s) {
   for (int d = 0; d < 3; ++d) {
     if (s.stride[d] != 1 || s.padding[d] > s.kernel[d] - 1) return false;
@@ -195,13 +213,14 @@ void dx_by_transposed_convolution(const ConvShape& s, const float* w, const floa
   // Blocks of 16 input channels: each o reads one contiguous run of w, written to 16 rows.
   constexpr std::int64_t kBlock = 16;
   parallel_for((s.in_channels + kBlock - 1) / kBlock, 1, [&](std::int64_t begin, std::int64_t end) {
-    const std::int64_t c1 = std::min(s.in_channels, end * kBlock);
-    for (std::int64_t o = 0; o < s.out_channels; ++o) {
-      for (std::int64_t c = begin * kBlock; c < c1; ++c) {
-        const float* from = w + (o * s.in_channels + c) * taps;
-        float* to = to_all + (c * s.out_channels + o) * taps;
-        for (std::int64_t tap = 0; tap < taps; ++tap) to[taps - 1 - tap] = from[tap];
-      }
+    const std::int64_t c0 = begin * kBlock, c1 = std::min(s.in_channels, end * kBlock);
+    switch (taps) {  // the common kernels' taps as constants: the copies unroll
+      case 9:
+        return flip_block<9>(s, w, c0, c1, to_all);
+      case 1:
+        return flip_block<1>(s, w, c0, c1, to_all);
+      default:
+        return flip_block<0>(s, w, c0, c1, to_all);
     }
   });
   conv_forward(t, dy, to_all, nullptr, dx);
