@@ -9,6 +9,7 @@
 #include "kernels/products.h"
 #include "kernels/reduce.h"
 #include "kernels/rnn.h"
+#include "kernels/upsample.h"
 
 // The referee's recomputation of the operators of real models (docs/dispute.md, "Recorded
 // operators"): as dispute/recompute.cpp, every size bounded before the kernel allocates.
@@ -34,13 +35,21 @@ void feature_dropout(Args& a, bool backward) {
 // window positions a call visits) bounds the referee's work on a hostile call.
 constexpr std::int64_t kMaxWindow = std::int64_t{1} << 16;
 
-kernels::PoolShape pool_shape(Args& a, bool windowed) {
+// The planes and their sizes in and out, each side's values bounded.
+kernels::PoolShape plane_shape(Args& a) {
   kernels::PoolShape s;
   s.planes = a.integer("planes");
   s.in_h = a.integer("in_h", 1);
   s.in_w = a.integer("in_w", 1);
   s.out_h = a.integer("out_h", 1);
   s.out_w = a.integer("out_w", 1);
+  values({s.planes, s.in_h, s.in_w});
+  values({s.planes, s.out_h, s.out_w});
+  return s;
+}
+
+kernels::PoolShape pool_shape(Args& a, bool windowed) {
+  kernels::PoolShape s = plane_shape(a);
   s.kernel_h = a.integer("kernel_h", 1, kMaxWindow);
   s.kernel_w = a.integer("kernel_w", 1, kMaxWindow);
   s.stride_h = a.integer("stride_h", 1, kMaxWindow);
@@ -49,8 +58,6 @@ kernels::PoolShape pool_shape(Args& a, bool windowed) {
   s.pad_w = a.integer("pad_w", 0, kMaxWindow);
   s.dilation_h = a.integer("dilation_h", 1, kMaxWindow);
   s.dilation_w = a.integer("dilation_w", 1, kMaxWindow);
-  values({s.planes, s.in_h, s.in_w});
-  values({s.planes, s.out_h, s.out_w});
   if (windowed) {
     values({s.planes, s.out_h, s.out_w, s.kernel_h, s.kernel_w});
   } else {  // an adaptive window spans at most ⌈in / out⌉ + 1 positions each way
@@ -84,6 +91,17 @@ void pool(Args& a, std::string_view op) {
     kernels::adaptive_avg_pool2d(s, a.in("x", in), a.out("y", out));
   } else if (op == "adaptive_avg_pool2d_backward") {
     kernels::adaptive_avg_pool2d_backward(s, a.in("dy", out), a.out("dx", in));
+  }
+}
+
+void upsample_bilinear(Args& a, bool backward) {
+  const kernels::PoolShape s = plane_shape(a);
+  const std::int64_t in = s.input_values(), out = s.output_values();
+  const kernels::BilinearOptions o{a.flag("align_corners"), a.real("scale_h"), a.real("scale_w")};
+  if (backward) {
+    kernels::upsample_bilinear2d_backward(s, o, a.in("dy", out), a.out("dx", in));
+  } else {
+    kernels::upsample_bilinear2d(s, o, a.in("x", in), a.out("y", out));
   }
 }
 
@@ -243,7 +261,8 @@ void add_model_operators(std::map<std::string_view, Recompute>& ops) {
         Pair{"nll_loss", "nll_loss_backward", nll_loss},
         Pair{"cross_entropy_smoothed", "cross_entropy_smoothed_backward", cross_entropy_smoothed},
         Pair{"bce_with_logits", "bce_with_logits_backward", bce_with_logits},
-        Pair{"reduce", "reduce_backward", reduce}}) {
+        Pair{"reduce", "reduce_backward", reduce},
+        Pair{"upsample_bilinear2d", "upsample_bilinear2d_backward", upsample_bilinear}}) {
     ops[p.forward] = [f = p.recompute](Args& a) { f(a, false); };
     ops[p.backward] = [f = p.recompute](Args& a) { f(a, true); };
   }

@@ -368,6 +368,64 @@ def adaptive_avg_pool2d(x, dy, output):
     return _avg_windows(x, dy.reshape(x.shape[:2] + (oh, ow)), windows)
 
 
+def upsample_scale(size, out, align_corners, scale_factor):
+    """*upsample_bilinear2d*'s ratio: with align_corners `float(H − 1) ⊘ float(OH − 1)` (+0 for
+    OH = 1); else `binary32(1 / scale_factor)` when one was given (> 0), or `float(H) ⊘ float(OH)`."""
+    if align_corners:
+        return F(size - 1) / F(out - 1) if out > 1 else F(0.0)
+    if scale_factor > 0:
+        return F(1.0 / scale_factor)
+    return F(size) / F(out)
+
+
+def bilinear_taps(out, size, scale, align_corners):
+    """Output i's source `src = scale ⊗ float(i)` (align_corners) or `(scale ⊗ (float(i) ⊕ 0.5)) ⊖
+    0.5`, +0 where that is below 0 or NaN; rows `h0 = min(⌊src⌋, H − 1)`, `h1 = h0 + 1` (`h0` at
+    the last row); weights `λ1 = src ⊖ float(h0)`, `λ0 = 1 ⊖ λ1`."""
+    taps = []
+    for i in range(out):
+        src = F(scale) * F(i) if align_corners else F(F(scale) * (F(i) + F(0.5))) - F(0.5)
+        if not src > 0:
+            src = F(0.0)
+        first = size - 1 if src >= F(size - 1) else int(src)
+        second = first + 1 if first < size - 1 else first
+        far = F(src - F(first))
+        taps.append((first, second, F(F(1.0) - far), far))
+    return taps
+
+
+def upsample_bilinear2d(x, dy, align_corners, scale_factor):
+    """*upsample_bilinear2d* (OH × OW from dy): `y = λh0 ⊗ (λw0 ⊗ x[h0, w0] ⊕ λw1 ⊗ x[h0, w1]) ⊕
+    λh1 ⊗ (λw0 ⊗ x[h1, w0] ⊕ λw1 ⊗ x[h1, w1])`. Backward: dx = +0, then for each output in storage
+    order `dx[h0, w0] ⊕= (λh0 ⊗ λw0) ⊗ dy`, then `[h0, w1]`, `[h1, w0]`, `[h1, w1]` likewise."""
+    x, dy = f32(x), f32(dy)
+    (h, w), (oh, ow) = x.shape[2:], dy.shape[2:]
+    return upsample_bilinear2d_at(x, dy, align_corners,
+                                  upsample_scale(h, oh, align_corners, scale_factor[0]),
+                                  upsample_scale(w, ow, align_corners, scale_factor[1]))
+
+
+def upsample_bilinear2d_at(x, dy, align_corners, scale_h, scale_w):
+    """upsample_bilinear2d at the given binary32 ratios (what a trace records)."""
+    h, w = x.shape[2:]
+    oh, ow = dy.shape[2:]
+    rows = bilinear_taps(oh, h, scale_h, align_corners)
+    cols = bilinear_taps(ow, w, scale_w, align_corners)
+    y = np.zeros(dy.shape, F)
+    dx = np.zeros(x.shape, F)
+    for i, (h0, h1, rn, rf) in enumerate(rows):
+        for j, (w0, w1, cn, cf) in enumerate(cols):
+            upper = cn * x[:, :, h0, w0] + cf * x[:, :, h0, w1]
+            lower = cn * x[:, :, h1, w0] + cf * x[:, :, h1, w1]
+            y[:, :, i, j] = rn * upper + rf * lower
+            g = dy[:, :, i, j]
+            dx[:, :, h0, w0] = dx[:, :, h0, w0] + F(rn * cn) * g
+            dx[:, :, h0, w1] = dx[:, :, h0, w1] + F(rn * cf) * g
+            dx[:, :, h1, w0] = dx[:, :, h1, w0] + F(rf * cn) * g
+            dx[:, :, h1, w1] = dx[:, :, h1, w1] + F(rf * cf) * g
+    return {"y": y, "dx": dx}
+
+
 def adaptive_max_pool2d(x, dy, output):
     """*adaptive_max_pool2d* (OH, OW): the adaptive windows, max_pool2d's rule."""
     x, dy = f32(x), f32(dy)
@@ -928,6 +986,8 @@ def _run(op, params, inputs):
         return adaptive_avg_pool2d(i["x"], i["dy"], p["output"])
     if op == "adaptive_max_pool2d":
         return adaptive_max_pool2d(i["x"], i["dy"], p["output"])
+    if op == "upsample_bilinear2d":
+        return upsample_bilinear2d(i["x"], i["dy"], p["align_corners"], p["scale_factor"])
     if op == "conv":
         return conv(i["x"], i["w"], i.get("bias"), i["dy"], p["stride"], p["padding"], p["dilation"],
                     p["groups"])

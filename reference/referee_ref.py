@@ -513,6 +513,16 @@ def avg_pool(a, i, windows, backward):
     return {"dx": res["dx"]} if backward else {"y": res["y"]}
 
 
+def upsample(a, i, backward):
+    """*upsample_bilinear2d* at the call's recorded ratios (the other side's operand zero)."""
+    size, out = pool_sizes(a)
+    x = np.zeros((a["planes"], 1) + size, F) if backward else planes(a, i["x"], size)
+    dy = planes(a, i["dy"], out) if backward else np.zeros((a["planes"], 1) + out, F)
+    res = ops.upsample_bilinear2d_at(x, dy, bool(a["align_corners"]), F(a["scale_h"]),
+                                     F(a["scale_w"]))
+    return {"dx": res["dx"]} if backward else {"y": res["y"]}
+
+
 def group_norm(a, i, o, backward):
     """*group_norm*: each (b, g) row a layer norm's over its C/G channels' values in (c, s) order,
     with w[c], bias[c] per channel; the backward from the mean and rstd the call was given."""
@@ -693,6 +703,8 @@ OPERATORS = {
     "avg_pool2d_backward": lambda a, i, o: avg_pool(a, i, avg_windows(a), True),
     "adaptive_avg_pool2d": lambda a, i, o: avg_pool(a, i, adaptive_avg_windows(a), False),
     "adaptive_avg_pool2d_backward": lambda a, i, o: avg_pool(a, i, adaptive_avg_windows(a), True),
+    "upsample_bilinear2d": lambda a, i, o: upsample(a, i, False),
+    "upsample_bilinear2d_backward": lambda a, i, o: upsample(a, i, True),
     "group_norm": lambda a, i, o: group_norm(a, i, o, False),
     "group_norm_backward": lambda a, i, o: group_norm(a, i, o, True),
     "baddbmm": lambda a, i, o: baddbmm(a, i, o, False),

@@ -77,7 +77,7 @@ with open("%s/segments.safetensors" % out, "wb") as f:
     f.write(safetensors_bytes({"inputs": ("F32", images), "targets": ("I64", classes)}))
 
 # torchvision's segmentation: LR-ASPP on MobileNetV3 returns {"out": [B, C, H, W]} (built in a
-# dict item by item); its bilinear upsampling has no portable kernel, so it trains in exact mode.
+# dict item by item), upsampled bilinearly to the input's size: it trains portably.
 import torchvision.models.segmentation as tvs
 torch.jit.script(numpy_weights(tvs.lraspp_mobilenet_v3_large(
     num_classes=4, weights=None, weights_backbone=None))).save("%s/lraspp.pt" % out)

@@ -15,6 +15,7 @@
 #include "kernels/reduce.h"
 #include "kernels/rnn.h"
 #include "kernels/softmax.h"
+#include "kernels/upsample.h"
 
 namespace vt::testing {
 
@@ -132,6 +133,14 @@ void run_real_model_kernels() {
   kernels::adaptive_avg_pool2d(as, px.data(), ay.data());
   kernels::adaptive_avg_pool2d_backward(as, ady.data(), pdx.data());
   kernels::adaptive_max_pool2d(as, px.data(), ay.data(), argmax.data());
+  kernels::PoolShape us = as;  // 5 × 4 → 7 × 9, px's planes
+  us.out_h = 7;
+  us.out_w = 9;
+  const kernels::BilinearOptions bilinear{false, kernels::upsample_scale(5, 7, false, 0.0),
+                                          kernels::upsample_scale(4, 9, false, 0.0)};
+  std::vector<float> uy(std::size_t{3} * 7 * 9), udy = ramp({3, 7, 9}, 0.2f, 0.7f);
+  kernels::upsample_bilinear2d(us, bilinear, px.data(), uy.data());
+  kernels::upsample_bilinear2d_backward(us, bilinear, udy.data(), pdx.data());
   const auto gx = ramp({2, 4, 3}, 1.7f, 0.6f), gw = ramp(4, 0.5f, 1.3f), gb = ramp(4, 0.2f, 2.1f);
   std::vector<float> gy(gx.size()), gmean(8), grstd(8), gdx(gx.size()), gdw(4), gdb(4);
   kernels::group_norm(2, 4, 3, 2, gx.data(), gw.data(), gb.data(), 1e-5f, gy.data(), gmean.data(),

@@ -31,6 +31,7 @@
 #include "kernels/reduce.h"
 #include "kernels/rnn.h"
 #include "kernels/softmax.h"
+#include "kernels/upsample.h"
 
 namespace {
 
@@ -90,6 +91,9 @@ class Probe {
     return params_.contains(name) ? params_[name].get<std::int64_t>() : fallback;
   }
   bool bparam(const std::string& name) const { return params_.value(name, false); }
+  std::vector<double> dvparam(const std::string& name) const {
+    return params_.at(name).get<std::vector<double>>();
+  }
   Shape sparam(const std::string& name, Shape fallback) const {
     return params_.contains(name) ? params_[name].get<Shape>() : fallback;
   }
@@ -167,6 +171,21 @@ k::PoolShape pool_shape(Probe& p, const Tensor& x, const Tensor& dy) {
   s.pad_h = pad[0], s.pad_w = pad[1];
   s.dilation_h = dil[0], s.dilation_w = dil[1];
   return s;
+}
+
+void upsample(Probe& p) {
+  Tensor& x = p.in("x");
+  Tensor& dy = p.in("dy");
+  k::PoolShape s;
+  s.planes = x.shape[0] * x.shape[1];
+  s.in_h = x.shape[2], s.in_w = x.shape[3];
+  s.out_h = dy.shape[2], s.out_w = dy.shape[3];
+  const bool align = p.bparam("align_corners");
+  const std::vector<double> factor = p.dvparam("scale_factor");
+  const k::BilinearOptions o{align, k::upsample_scale(s.in_h, s.out_h, align, factor.at(0)),
+                             k::upsample_scale(s.in_w, s.out_w, align, factor.at(1))};
+  k::upsample_bilinear2d(s, o, x.data(), p.out("y", dy.shape));
+  k::upsample_bilinear2d_backward(s, o, dy.data(), p.out("dx", x.shape));
 }
 
 void pool(Probe& p, const std::string& op) {
@@ -477,6 +496,8 @@ int main(int argc, char** argv) {
     } else if (op == "max_pool2d" || op == "avg_pool2d" || op == "adaptive_avg_pool2d" ||
                op == "adaptive_max_pool2d") {
       pool(p, op);
+    } else if (op == "upsample_bilinear2d") {
+      upsample(p);
     } else if (op == "conv") {
       conv(p);
     } else if (op == "conv_transpose") {

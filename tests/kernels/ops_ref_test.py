@@ -187,6 +187,24 @@ def case_adaptive(g, k, op):
     return op, {"output": out}, {"x": x, "dy": dy}
 
 
+def case_upsample(g, k):
+    """Both align_corners, an output size (up, down, equal) or a scale factor (the ratio then
+    1 / factor rounded once), one-row and one-column planes included."""
+    b, c = planes(g)
+    h, w = g.int(1, 6), g.int(1, 6)
+    if k % 3 == 2:
+        factor = [g.choice([0.5, 1.5, 2.0, 3.0, 1.3]), g.choice([2.0, 0.75, 2.5])]
+        out = [max(1, int(h * factor[0])), max(1, int(w * factor[1]))]
+        factor = [out[0] / h if int(h * factor[0]) == 0 else factor[0],
+                  out[1] / w if int(w * factor[1]) == 0 else factor[1]]
+    else:
+        factor = [0.0, 0.0]
+        out = [g.int(1, 2 * h + 2), g.int(1, 2 * w + 2)]
+    x = g.values((b, c, h, w), FLAVORS[k % 4])
+    dy = g.values((b, c) + tuple(out), "clean" if k % 3 else "special")
+    return "upsample_bilinear2d", {"align_corners": k % 2 == 1, "scale_factor": factor}, {"x": x, "dy": dy}
+
+
 def conv_params(g, k, transposed):
     """Shapes and parameters for conv and conv_transpose, cycling through the forms that pick
     different arithmetic: the flipped-kernel dx (stride 1, padding ≤ k − 1, dilation 1), the dcol
@@ -372,6 +390,7 @@ SUITE = ([("act:" + fn, "act", 5, lambda g, k, fn=fn: case_act(g, k, fn)) for fn
     ("avg_pool2d", "avg_pool2d", 8, case_avg_pool2d),
     ("adaptive_avg_pool2d", "adaptive_avg_pool2d", 5, lambda g, k: case_adaptive(g, k, "adaptive_avg_pool2d")),
     ("adaptive_max_pool2d", "adaptive_max_pool2d", 5, lambda g, k: case_adaptive(g, k, "adaptive_max_pool2d")),
+    ("upsample_bilinear2d", "upsample_bilinear2d", 10, case_upsample),
     ("conv", "conv", 10, case_conv),
     ("conv_transpose", "conv_transpose", 8, lambda g, k: case_conv(g, k, True)),
     ("bmm", "bmm", 6, case_bmm)] +

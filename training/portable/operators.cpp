@@ -13,6 +13,7 @@
 #include "kernels/pool.h"
 #include "kernels/products.h"
 #include "kernels/softmax.h"
+#include "kernels/upsample.h"
 #include "training/portable/functions.h"
 #include "training/portable/tensor.h"
 
@@ -204,6 +205,77 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d(const at::Tensor& x,
   auto y = PoolFn::apply(batched(x), static_cast<std::int64_t>(Pool::kAdaptiveMax),
                          std::vector<std::int64_t>{out[0], out[1]});
   return {unbatched(y[0], x), unbatched(y[1], x)};
+}
+
+// --- bilinear upsampling ------------------------------------------------------------------------
+
+namespace {
+
+// scales: the caller's scale factors (height, width), empty when it gave an output size.
+struct UpsampleFn : torch::autograd::Function<UpsampleFn> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x_in,
+                            std::vector<std::int64_t> out, bool align_corners,
+                            std::vector<double> scales) {
+    const at::Tensor x = operand(x_in, "upsample_bilinear2d");
+    const kernels::PoolShape s = shape_of(x, out);
+    at::Tensor y = at::empty({x.size(0), x.size(1), s.out_h, s.out_w}, x.options());
+    kernels::upsample_bilinear2d(s, options(s, align_corners, scales), ptr(x), ptr(y));
+    ctx->saved_data["in"] = x.sizes().vec();
+    ctx->saved_data["out"] = out;
+    ctx->saved_data["align_corners"] = align_corners;
+    ctx->saved_data["scales"] = scales;
+    return y;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const at::Tensor dy = grads[0].contiguous();
+    at::Tensor dx = at::empty(ctx->saved_data["in"].toIntVector(), dy.options());
+    const kernels::PoolShape s = shape_of(dx, ctx->saved_data["out"].toIntVector());
+    const auto o = options(s, ctx->saved_data["align_corners"].toBool(),
+                           ctx->saved_data["scales"].toDoubleVector());
+    kernels::upsample_bilinear2d_backward(s, o, ptr(dy), ptr(dx));
+    return {dx, at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+
+  static kernels::PoolShape shape_of(const at::Tensor& x, const std::vector<std::int64_t>& out) {
+    kernels::PoolShape s;
+    s.planes = x.size(0) * x.size(1);
+    s.in_h = x.size(2), s.in_w = x.size(3);
+    s.out_h = out[0], s.out_w = out[1];
+    return s;
+  }
+  static kernels::BilinearOptions options(const kernels::PoolShape& s, bool align_corners,
+                                          const std::vector<double>& scales) {
+    const double sh = scales.empty() ? 0.0 : scales[0], sw = scales.empty() ? 0.0 : scales[1];
+    return {align_corners, kernels::upsample_scale(s.in_h, s.out_h, align_corners, sh),
+            kernels::upsample_scale(s.in_w, s.out_w, align_corners, sw)};
+  }
+};
+
+}  // namespace
+
+at::Tensor upsample_bilinear2d(const at::Tensor& x, const std::vector<std::int64_t>& output_size,
+                               bool align_corners, const std::vector<double>& scales) {
+  TORCH_CHECK(x.dim() == 4, "portable upsample_bilinear2d: [B, C, H, W] input, got ", x.sizes());
+  TORCH_CHECK(output_size.empty() != scales.empty(),
+              "portable upsample_bilinear2d: give an output size or scale factors, not both");
+  std::vector<std::int64_t> out(2);
+  std::vector<double> factors;
+  if (!output_size.empty()) {
+    TORCH_CHECK(output_size.size() == 2, "portable upsample_bilinear2d: output_size of 2");
+    out = output_size;
+  } else {
+    TORCH_CHECK(scales.size() == 2, "portable upsample_bilinear2d: scale_factors of 2");
+    factors = scales;
+    for (int d = 0; d < 2; ++d) {  // LibTorch's output size: ⌊in · scale⌋
+      TORCH_CHECK(factors[static_cast<std::size_t>(d)] > 0.0,
+                  "portable upsample_bilinear2d: scale factors must be positive");
+      out[static_cast<std::size_t>(d)] = static_cast<std::int64_t>(
+          static_cast<double>(x.size(2 + d)) * factors[static_cast<std::size_t>(d)]);
+    }
+  }
+  TORCH_CHECK(out[0] > 0 && out[1] > 0, "portable upsample_bilinear2d: output size ", out,
+              " is empty");
+  return UpsampleFn::apply(x, std::move(out), align_corners, std::move(factors));
 }
 
 // --- transposed convolution ---------------------------------------------------------------------

@@ -33,6 +33,11 @@ at::Tensor adaptive_avg_pool2d(const at::Tensor& x, at::IntArrayRef output_size)
 std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d(const at::Tensor& x,
                                                        at::IntArrayRef output_size);
 
+// [B, C, H, W] to output_size, or to ⌊H · scale⌋ × ⌊W · scale⌋: exactly one of the two given
+// (the other empty).
+at::Tensor upsample_bilinear2d(const at::Tensor& x, const std::vector<std::int64_t>& output_size,
+                               bool align_corners, const std::vector<double>& scales);
+
 // w [C, O/G, k...], x [B, C, ...]: the dx of the convolution whose weight w is.
 at::Tensor conv_transpose(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                           at::IntArrayRef stride, at::IntArrayRef padding,

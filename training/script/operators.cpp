@@ -89,6 +89,16 @@ Tensor adaptive_avg_pool(const Tensor& x, IntArrayRef size) {
   return P::adaptive_avg_pool2d(x, size);
 }
 
+// F.interpolate's bilinear mode as TorchScript calls it (the .vec overload).
+Tensor upsample_bilinear2d(const Tensor& x, at::OptionalIntArrayRef output_size, bool align_corners,
+                           optional<at::ArrayRef<double>> scale_factors) {
+  std::vector<int64_t> size;
+  if (output_size.has_value()) size = output_size->vec();
+  std::vector<double> scales;
+  if (scale_factors.has_value()) scales = scale_factors->vec();
+  return P::upsample_bilinear2d(x, size, align_corners, scales);
+}
+
 std::vector<int64_t> dims_of(const Tensor& x, at::OptionalIntArrayRef dims) {
   std::vector<int64_t> out;
   if (dims.has_value()) {
@@ -467,6 +477,9 @@ TORCH_LIBRARY(veritrain, m) {
       "bool count_include_pad, int? divisor_override) -> Tensor");
   m.def("adaptive_avg_pool(Tensor self, int[] output_size) -> Tensor");
   m.def("adaptive_max_pool(Tensor self, int[] output_size) -> (Tensor, Tensor)");
+  m.def(
+      "upsample_bilinear2d(Tensor input, int[]? output_size, bool align_corners, "
+      "float[]? scale_factors) -> Tensor");
   m.def("mean(Tensor self, int[]? dim, bool keepdim=False, ScalarType? dtype=None) -> Tensor");
   m.def("mean_all(Tensor self, ScalarType? dtype=None) -> Tensor");
   m.def("sum(Tensor self, int[]? dim, bool keepdim=False, ScalarType? dtype=None) -> Tensor");
@@ -551,6 +564,7 @@ TORCH_LIBRARY_IMPL(veritrain, CompositeImplicitAutograd, m) {
   m.impl("adaptive_avg_pool", &adaptive_avg_pool);
   m.impl("adaptive_max_pool",
          [](const Tensor& x, IntArrayRef size) { return P::adaptive_max_pool2d(x, size); });
+  m.impl("upsample_bilinear2d", &upsample_bilinear2d);
   m.impl("mean", &mean_dim);
   m.impl("mean_all", [](const Tensor& x, optional<at::ScalarType> dtype) {
     return reduced(x, c10::nullopt, false, dtype, kernels::Reduction::kMean, "mean");

@@ -62,6 +62,7 @@ constexpr Rewrite kRewrites[] = {
     {"aten::avg_pool2d", "", "veritrain::avg_pool2d"},
     {"aten::adaptive_avg_pool2d", "", "veritrain::adaptive_avg_pool"},
     {"aten::adaptive_max_pool2d", "", "veritrain::adaptive_max_pool"},
+    {"aten::upsample_bilinear2d", "vec", "veritrain::upsample_bilinear2d"},
     {"aten::mean", "dim", "veritrain::mean"},
     {"aten::mean", "", "veritrain::mean_all"},
     {"aten::sum", "dim_IntList", "veritrain::sum"},
