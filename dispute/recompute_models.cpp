@@ -105,6 +105,24 @@ void upsample_bilinear(Args& a, bool backward) {
   }
 }
 
+void upsample_nearest(Args& a, bool backward) {
+  kernels::NearestShape s;
+  s.planes = a.integer("planes");
+  const char* dims[3] = {"d", "h", "w"};
+  for (int d = 0; d < 3; ++d) {
+    s.in[d] = a.integer(std::string("in_") + dims[d], 1);
+    s.out[d] = a.integer(std::string("out_") + dims[d], 1);
+    s.scale[d] = a.real(std::string("scale_") + dims[d]);
+  }
+  const std::int64_t in = values({s.planes, s.in[0], s.in[1], s.in[2]});
+  const std::int64_t out = values({s.planes, s.out[0], s.out[1], s.out[2]});
+  if (backward) {
+    kernels::upsample_nearest_backward(s, a.in("dy", out), a.out("dx", in));
+  } else {
+    kernels::upsample_nearest(s, a.in("x", in), a.out("y", out));
+  }
+}
+
 void group_norm(Args& a, bool backward) {
   const std::int64_t batch = a.integer("batch"), channels = a.integer("channels", 1),
                      spatial = a.integer("spatial", 1), groups = a.integer("groups", 1, channels);
@@ -262,7 +280,8 @@ void add_model_operators(std::map<std::string_view, Recompute>& ops) {
         Pair{"cross_entropy_smoothed", "cross_entropy_smoothed_backward", cross_entropy_smoothed},
         Pair{"bce_with_logits", "bce_with_logits_backward", bce_with_logits},
         Pair{"reduce", "reduce_backward", reduce},
-        Pair{"upsample_bilinear2d", "upsample_bilinear2d_backward", upsample_bilinear}}) {
+        Pair{"upsample_bilinear2d", "upsample_bilinear2d_backward", upsample_bilinear},
+        Pair{"upsample_nearest", "upsample_nearest_backward", upsample_nearest}}) {
     ops[p.forward] = [f = p.recompute](Args& a) { f(a, false); };
     ops[p.backward] = [f = p.recompute](Args& a) { f(a, true); };
   }

@@ -1,9 +1,10 @@
-// Bilinear resampling (upsample.h) on the definitions of docs/portable.md: each output's two
-// source rows and columns and their weights from the scaled index, then one weighted sum.
+// Bilinear and nearest resampling (upsample.h) on the definitions of docs/portable.md: each
+// output's source rows and columns (and, bilinear, their weights) from the scaled index.
 #include "kernels/upsample.h"
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <vector>
 
 #include "kernels/parallel.h"
@@ -43,6 +44,42 @@ std::array<trace::Param, 8> params_of(const PoolShape& s, const BilinearOptions&
           trace::integer("in_w", s.in_w),     trace::integer("out_h", s.out_h),
           trace::integer("out_w", s.out_w),   trace::integer("align_corners", o.align_corners),
           trace::real("scale_h", o.scale_h),  trace::real("scale_w", o.scale_w)};
+}
+
+// Output i's input index for nearest resampling.
+std::int64_t nearest_of(std::int64_t i, std::int64_t in, float scale) {
+  const float src = std::floor(static_cast<float>(i) * scale);
+  if (!(src > 0.0f)) return 0;  // also NaN (a hostile trace's scale)
+  return src >= static_cast<float>(in - 1) ? in - 1 : static_cast<std::int64_t>(src);
+}
+
+std::vector<std::int64_t> all_nearest(std::int64_t out, std::int64_t in, float scale) {
+  std::vector<std::int64_t> at(static_cast<std::size_t>(out));
+  for (std::int64_t i = 0; i < out; ++i) at[static_cast<std::size_t>(i)] = nearest_of(i, in, scale);
+  return at;
+}
+
+std::array<trace::Param, 10> nearest_params(const NearestShape& s) {
+  return {trace::integer("planes", s.planes), trace::integer("in_d", s.in[0]),
+          trace::integer("in_h", s.in[1]),    trace::integer("in_w", s.in[2]),
+          trace::integer("out_d", s.out[0]),  trace::integer("out_h", s.out[1]),
+          trace::integer("out_w", s.out[2]),  trace::real("scale_d", s.scale[0]),
+          trace::real("scale_h", s.scale[1]), trace::real("scale_w", s.scale[2])};
+}
+
+// Where output (z, i, j) of a plane reads, for every output position in storage order.
+std::vector<std::int64_t> nearest_reads(const NearestShape& s) {
+  const std::vector<std::int64_t> zs = all_nearest(s.out[0], s.in[0], s.scale[0]);
+  const std::vector<std::int64_t> is = all_nearest(s.out[1], s.in[1], s.scale[1]);
+  const std::vector<std::int64_t> js = all_nearest(s.out[2], s.in[2], s.scale[2]);
+  std::vector<std::int64_t> reads;
+  reads.reserve(static_cast<std::size_t>(s.out[0] * s.out[1] * s.out[2]));
+  for (const std::int64_t z : zs) {
+    for (const std::int64_t i : is) {
+      for (const std::int64_t j : js) reads.push_back((z * s.in[1] + i) * s.in[2] + j);
+    }
+  }
+  return reads;
 }
 
 // Runs body(plane, row taps, column taps) for every plane, threads splitting planes.
@@ -111,6 +148,43 @@ void upsample_bilinear2d_backward(const PoolShape& s, const BilinearOptions& o, 
                  }
                }
              });
+  traced.outputs({trace::f32("dx", dx, s.input_values())});
+}
+
+void upsample_nearest(const NearestShape& s, const float* x, float* y) {
+  const auto params = nearest_params(s);
+  trace::Call traced("upsample_nearest", params, std::array{trace::f32("x", x, s.input_values())});
+  const std::vector<std::int64_t> reads = nearest_reads(s);
+  const std::int64_t in_plane = s.in[0] * s.in[1] * s.in[2];
+  const auto out_plane = static_cast<std::int64_t>(reads.size());
+  parallel_for(s.planes, 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t p = begin; p < end; ++p) {
+      const float* from = x + p * in_plane;
+      float* to = y + p * out_plane;
+      for (std::int64_t q = 0; q < out_plane; ++q) to[q] = from[reads[static_cast<std::size_t>(q)]];
+    }
+  });
+  traced.outputs({trace::f32("y", y, s.output_values())});
+}
+
+void upsample_nearest_backward(const NearestShape& s, const float* dy, float* dx) {
+  const auto params = nearest_params(s);
+  trace::Call traced("upsample_nearest_backward", params,
+                     std::array{trace::f32("dy", dy, s.output_values())});
+  const std::vector<std::int64_t> reads = nearest_reads(s);
+  const std::int64_t in_plane = s.in[0] * s.in[1] * s.in[2];
+  const auto out_plane = static_cast<std::int64_t>(reads.size());
+  parallel_for(s.planes, 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t p = begin; p < end; ++p) {
+      float* to = dx + p * in_plane;
+      const float* g = dy + p * out_plane;
+      std::fill(to, to + in_plane, 0.0f);
+      for (std::int64_t q = 0; q < out_plane; ++q) {
+        const std::int64_t at = reads[static_cast<std::size_t>(q)];
+        to[at] = to[at] + g[q];
+      }
+    }
+  });
   traced.outputs({trace::f32("dx", dx, s.input_values())});
 }
 

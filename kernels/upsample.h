@@ -1,8 +1,8 @@
 #pragma once
-// Bilinear resampling of [B, C, H, W] planes in the portable arithmetic (docs/portable.md,
-// "Operators of real models": Pooling, upsample_bilinear2d). Threads split the (b, c) planes;
-// within a plane every output is computed alone and the backward's additions into dx run in output
-// order.
+// Bilinear and nearest resampling of [B, C, H, W] planes in the portable arithmetic
+// (docs/portable.md, "Operators of real models": Pooling, upsample_bilinear2d and
+// upsample_nearest). Threads split the (b, c) planes; within a plane every output is computed
+// alone and the backward's additions into dx run in output order.
 
 #include <cstdint>
 
@@ -24,5 +24,18 @@ struct BilinearOptions {
 void upsample_bilinear2d(const PoolShape& s, const BilinearOptions& o, const float* x, float* y);
 void upsample_bilinear2d_backward(const PoolShape& s, const BilinearOptions& o, const float* dy,
                                   float* dx);
+
+// Nearest resampling of [planes, D, H, W] (1-d and 2-d: D, H of 1): along each dimension
+// output i copies input min(⌊float(i) ⊗ scale⌋, in − 1), scale upsample_scale's without
+// align_corners; the backward adds dy into the input it copied, outputs in order.
+struct NearestShape {
+  std::int64_t planes = 1;
+  std::int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1};  // D, H, W
+  float scale[3] = {1.0f, 1.0f, 1.0f};
+  std::int64_t input_values() const { return planes * in[0] * in[1] * in[2]; }
+  std::int64_t output_values() const { return planes * out[0] * out[1] * out[2]; }
+};
+void upsample_nearest(const NearestShape& s, const float* x, float* y);
+void upsample_nearest_backward(const NearestShape& s, const float* dy, float* dx);
 
 }  // namespace vt::kernels

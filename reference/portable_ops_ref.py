@@ -426,6 +426,37 @@ def upsample_bilinear2d_at(x, dy, align_corners, scale_h, scale_w):
     return {"y": y, "dx": dx}
 
 
+def nearest_sources(out, size, scale):
+    """Output i copies input `min(⌊float(i) ⊗ r⌋, H − 1)` (0 where that is below 0 or NaN)."""
+    at = []
+    for i in range(out):
+        src = np.floor(F(i) * F(scale))
+        at.append(0 if not src > 0 else (size - 1 if src >= F(size - 1) else int(src)))
+    return at
+
+
+def upsample_nearest(x, dy, scale_factor):
+    """*upsample_nearest* ([B, C] and 1 to 3 sizes; the output's from dy), each dimension's r as
+    upsample_bilinear2d's without align_corners: a copy; backward: dx = +0, then for each output
+    in storage order `dx[src] ⊕= dy`."""
+    x, dy = f32(x), f32(dy)
+    scales = [upsample_scale(n, o, False, f) for n, o, f in zip(x.shape[2:], dy.shape[2:], scale_factor)]
+    return upsample_nearest_at(x, dy, scales)
+
+
+def upsample_nearest_at(x, dy, scales):
+    """upsample_nearest at the given binary32 ratios, one per spatial dimension."""
+    spatial = x.ndim - 2
+    reads = [nearest_sources(o, n, r) for o, n, r in zip(dy.shape[2:], x.shape[2:], scales)]
+    y = x[(slice(None), slice(None)) + np.ix_(*reads)].astype(F)
+    dx = np.zeros(x.shape, F)
+    for out_at in np.ndindex(*dy.shape[2:]):
+        src = tuple(reads[d][out_at[d]] for d in range(spatial))
+        index = (slice(None), slice(None))
+        dx[index + src] = dx[index + src] + dy[index + out_at]
+    return {"y": y, "dx": dx}
+
+
 def adaptive_max_pool2d(x, dy, output):
     """*adaptive_max_pool2d* (OH, OW): the adaptive windows, max_pool2d's rule."""
     x, dy = f32(x), f32(dy)
@@ -988,6 +1019,8 @@ def _run(op, params, inputs):
         return adaptive_max_pool2d(i["x"], i["dy"], p["output"])
     if op == "upsample_bilinear2d":
         return upsample_bilinear2d(i["x"], i["dy"], p["align_corners"], p["scale_factor"])
+    if op == "upsample_nearest":
+        return upsample_nearest(i["x"], i["dy"], p["scale_factor"])
     if op == "conv":
         return conv(i["x"], i["w"], i.get("bias"), i["dy"], p["stride"], p["padding"], p["dilation"],
                     p["groups"])

@@ -523,6 +523,16 @@ def upsample(a, i, backward):
     return {"dx": res["dx"]} if backward else {"y": res["y"]}
 
 
+def upsample_nearest(a, i, backward):
+    """*upsample_nearest* of [planes, D, H, W] at the call's recorded ratios."""
+    size = tuple(a["in_" + d] for d in "dhw")
+    out = tuple(a["out_" + d] for d in "dhw")
+    x = np.zeros((a["planes"], 1) + size, F) if backward else i["x"].reshape((a["planes"], 1) + size)
+    dy = i["dy"].reshape((a["planes"], 1) + out) if backward else np.zeros((a["planes"], 1) + out, F)
+    res = ops.upsample_nearest_at(x, dy, [F(a["scale_" + d]) for d in "dhw"])
+    return {"dx": res["dx"]} if backward else {"y": res["y"]}
+
+
 def group_norm(a, i, o, backward):
     """*group_norm*: each (b, g) row a layer norm's over its C/G channels' values in (c, s) order,
     with w[c], bias[c] per channel; the backward from the mean and rstd the call was given."""
@@ -705,6 +715,8 @@ OPERATORS = {
     "adaptive_avg_pool2d_backward": lambda a, i, o: avg_pool(a, i, adaptive_avg_windows(a), True),
     "upsample_bilinear2d": lambda a, i, o: upsample(a, i, False),
     "upsample_bilinear2d_backward": lambda a, i, o: upsample(a, i, True),
+    "upsample_nearest": lambda a, i, o: upsample_nearest(a, i, False),
+    "upsample_nearest_backward": lambda a, i, o: upsample_nearest(a, i, True),
     "group_norm": lambda a, i, o: group_norm(a, i, o, False),
     "group_norm_backward": lambda a, i, o: group_norm(a, i, o, True),
     "baddbmm": lambda a, i, o: baddbmm(a, i, o, False),

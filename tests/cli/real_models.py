@@ -62,14 +62,17 @@ for name, m in [("googlenet", tvm.googlenet(num_classes=10, aux_logits=True, ini
     torch.jit.script(numpy_weights(m)).save("%s/%s.pt" % (out, name))
 
 # Per-position targets (docs/models.md): a small fully convolutional net returning torchvision
-# segmentation's {"out": [B, C, H, W]}, on the digits' pixels as 4 intensity classes [B, H, W].
+# segmentation's {"out": [B, C, H, W]}, on the digits' pixels as 4 intensity classes [B, H, W],
+# with a U-Net's way back up: a pooled branch upsampled by nearest neighbours (nn.Upsample).
 class Segmenter(nn.Module):
     def __init__(self):
         super().__init__()
         self.c1 = nn.Conv2d(3, 8, 3, padding=1); self.bn = nn.BatchNorm2d(8)
         self.c2 = nn.Conv2d(8, 4, 1)
+        self.up = nn.Upsample(scale_factor=2.0, mode="nearest")
     def forward(self, x):
-        return {"out": self.c2(torch.relu(self.bn(self.c1(x))))}
+        h = torch.relu(self.bn(self.c1(x)))
+        return {"out": self.c2(h + self.up(nn.functional.max_pool2d(h, 2)))}
 
 torch.jit.script(numpy_weights(Segmenter())).save("%s/segmenter.pt" % out)
 classes = np.minimum((images[:, 0] * 4).astype(np.int64), 3)  # [64, 32, 32]

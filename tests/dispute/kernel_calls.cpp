@@ -141,6 +141,13 @@ void run_real_model_kernels() {
   std::vector<float> uy(std::size_t{3} * 7 * 9), udy = ramp({3, 7, 9}, 0.2f, 0.7f);
   kernels::upsample_bilinear2d(us, bilinear, px.data(), uy.data());
   kernels::upsample_bilinear2d_backward(us, bilinear, udy.data(), pdx.data());
+  kernels::NearestShape ns;  // px's planes again
+  ns.planes = 3;
+  ns.in[1] = 5, ns.in[2] = 4;
+  ns.out[1] = 7, ns.out[2] = 9;
+  ns.scale[1] = bilinear.scale_h, ns.scale[2] = bilinear.scale_w;
+  kernels::upsample_nearest(ns, px.data(), uy.data());
+  kernels::upsample_nearest_backward(ns, udy.data(), pdx.data());
   const auto gx = ramp({2, 4, 3}, 1.7f, 0.6f), gw = ramp(4, 0.5f, 1.3f), gb = ramp(4, 0.2f, 2.1f);
   std::vector<float> gy(gx.size()), gmean(8), grstd(8), gdx(gx.size()), gdw(4), gdb(4);
   kernels::group_norm(2, 4, 3, 2, gx.data(), gw.data(), gb.data(), 1e-5f, gy.data(), gmean.data(),

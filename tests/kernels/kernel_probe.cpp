@@ -188,6 +188,23 @@ void upsample(Probe& p) {
   k::upsample_bilinear2d_backward(s, o, dy.data(), p.out("dx", x.shape));
 }
 
+void upsample_nearest(Probe& p) {
+  Tensor& x = p.in("x");
+  Tensor& dy = p.in("dy");
+  const std::vector<double> factor = p.dvparam("scale_factor");
+  const std::size_t spatial = x.shape.size() - 2;
+  k::NearestShape s;
+  s.planes = x.shape[0] * x.shape[1];
+  for (std::size_t d = 0; d < spatial; ++d) {
+    const std::size_t at = 3 - spatial + d;
+    s.in[at] = x.shape[2 + d];
+    s.out[at] = dy.shape[2 + d];
+    s.scale[at] = k::upsample_scale(s.in[at], s.out[at], false, factor.at(d));
+  }
+  k::upsample_nearest(s, x.data(), p.out("y", dy.shape));
+  k::upsample_nearest_backward(s, dy.data(), p.out("dx", x.shape));
+}
+
 void pool(Probe& p, const std::string& op) {
   Tensor& x = p.in("x");
   Tensor& dy = p.in("dy");
@@ -498,6 +515,8 @@ int main(int argc, char** argv) {
       pool(p, op);
     } else if (op == "upsample_bilinear2d") {
       upsample(p);
+    } else if (op == "upsample_nearest") {
+      upsample_nearest(p);
     } else if (op == "conv") {
       conv(p);
     } else if (op == "conv_transpose") {

@@ -205,6 +205,22 @@ def case_upsample(g, k):
     return "upsample_bilinear2d", {"align_corners": k % 2 == 1, "scale_factor": factor}, {"x": x, "dy": dy}
 
 
+def case_nearest(g, k):
+    """1-d, 2-d and 3-d; an output size (up, down, equal) or a scale factor."""
+    b, c = planes(g)
+    size = [g.int(1, 5) for _ in range(1 + k % 3)]
+    if k % 2:
+        factor = [g.choice([0.5, 1.5, 2.0, 3.0, 1.3]) for _ in size]
+        out = [max(1, int(n * f)) for n, f in zip(size, factor)]
+        factor = [o / n if int(n * f) == 0 else f for n, o, f in zip(size, out, factor)]
+    else:
+        factor = [0.0 for _ in size]
+        out = [g.int(1, 2 * n + 2) for n in size]
+    x = g.values((b, c) + tuple(size), FLAVORS[k % 4])
+    dy = g.values((b, c) + tuple(out), "clean" if k % 3 else "special")
+    return "upsample_nearest", {"scale_factor": factor}, {"x": x, "dy": dy}
+
+
 def conv_params(g, k, transposed):
     """Shapes and parameters for conv and conv_transpose, cycling through the forms that pick
     different arithmetic: the flipped-kernel dx (stride 1, padding ≤ k − 1, dilation 1), the dcol
@@ -391,6 +407,7 @@ SUITE = ([("act:" + fn, "act", 5, lambda g, k, fn=fn: case_act(g, k, fn)) for fn
     ("adaptive_avg_pool2d", "adaptive_avg_pool2d", 5, lambda g, k: case_adaptive(g, k, "adaptive_avg_pool2d")),
     ("adaptive_max_pool2d", "adaptive_max_pool2d", 5, lambda g, k: case_adaptive(g, k, "adaptive_max_pool2d")),
     ("upsample_bilinear2d", "upsample_bilinear2d", 10, case_upsample),
+    ("upsample_nearest", "upsample_nearest", 9, case_nearest),
     ("conv", "conv", 10, case_conv),
     ("conv_transpose", "conv_transpose", 8, lambda g, k: case_conv(g, k, True)),
     ("bmm", "bmm", 6, case_bmm)] +

@@ -278,6 +278,79 @@ at::Tensor upsample_bilinear2d(const at::Tensor& x, const std::vector<std::int64
   return UpsampleFn::apply(x, std::move(out), align_corners, std::move(factors));
 }
 
+namespace {
+
+// [B, C, ...] with 1 to 3 spatial dimensions as [B·C planes, D, H, W] (missing ones of size 1).
+kernels::NearestShape nearest_shape(const std::vector<std::int64_t>& in,
+                                    const std::vector<std::int64_t>& out,
+                                    const std::vector<double>& factors) {
+  kernels::NearestShape s;
+  s.planes = in[0] * in[1];
+  const int spatial = static_cast<int>(in.size()) - 2;
+  for (int d = 0; d < spatial; ++d) {
+    const int at = 3 - spatial + d;
+    const auto k = static_cast<std::size_t>(d);
+    s.in[at] = in[k + 2];
+    s.out[at] = out[k];
+    s.scale[at] =
+        kernels::upsample_scale(s.in[at], s.out[at], false, factors.empty() ? 0.0 : factors[k]);
+  }
+  return s;
+}
+
+// factors: the caller's scale factors, empty when it gave an output size.
+struct NearestFn : torch::autograd::Function<NearestFn> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x_in,
+                            std::vector<std::int64_t> out, std::vector<double> factors) {
+    const at::Tensor x = operand(x_in, "upsample_nearest");
+    const kernels::NearestShape s = nearest_shape(x.sizes().vec(), out, factors);
+    std::vector<std::int64_t> y_shape = {x.size(0), x.size(1)};
+    y_shape.insert(y_shape.end(), out.begin(), out.end());
+    at::Tensor y = at::empty(y_shape, x.options());
+    kernels::upsample_nearest(s, ptr(x), ptr(y));
+    ctx->saved_data["in"] = x.sizes().vec();
+    ctx->saved_data["out"] = out;
+    ctx->saved_data["factors"] = factors;
+    return y;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const at::Tensor dy = grads[0].contiguous();
+    const std::vector<std::int64_t> in = ctx->saved_data["in"].toIntVector();
+    at::Tensor dx = at::empty(in, dy.options());
+    kernels::upsample_nearest_backward(nearest_shape(in, ctx->saved_data["out"].toIntVector(),
+                                                     ctx->saved_data["factors"].toDoubleVector()),
+                                       ptr(dy), ptr(dx));
+    return {dx, at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+at::Tensor upsample_nearest(const at::Tensor& x, const std::vector<std::int64_t>& output_size,
+                            const std::vector<double>& scales) {
+  const auto spatial = static_cast<std::size_t>(x.dim()) - 2;
+  TORCH_CHECK(x.dim() >= 3 && x.dim() <= 5,
+              "portable upsample_nearest: [B, C, W], [B, C, H, W] or [B, C, D, H, W] input, got ",
+              x.sizes());
+  TORCH_CHECK(output_size.empty() != scales.empty(),
+              "portable upsample_nearest: give an output size or scale factors, not both");
+  std::vector<std::int64_t> out = output_size;
+  if (out.empty()) {
+    TORCH_CHECK(scales.size() == spatial, "portable upsample_nearest: ", spatial,
+                " scale factors for ", x.sizes());
+    for (std::size_t d = 0; d < spatial; ++d) {  // LibTorch's output size: ⌊in · scale⌋
+      TORCH_CHECK(scales[d] > 0.0, "portable upsample_nearest: scale factors must be positive");
+      out.push_back(static_cast<std::int64_t>(
+          static_cast<double>(x.size(static_cast<std::int64_t>(d) + 2)) * scales[d]));
+    }
+  }
+  TORCH_CHECK(out.size() == spatial, "portable upsample_nearest: output_size ", out, " for ",
+              x.sizes());
+  for (const std::int64_t o : out)
+    TORCH_CHECK(o > 0, "portable upsample_nearest: output size ", out, " is empty");
+  return NearestFn::apply(x, std::move(out), scales);
+}
+
 // --- transposed convolution ---------------------------------------------------------------------
 
 namespace {

@@ -37,6 +37,9 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d(const at::Tensor& x,
 // (the other empty).
 at::Tensor upsample_bilinear2d(const at::Tensor& x, const std::vector<std::int64_t>& output_size,
                                bool align_corners, const std::vector<double>& scales);
+// [B, C, ...] of 1 to 3 spatial dimensions, nearest neighbours, as upsample_bilinear2d's sizes.
+at::Tensor upsample_nearest(const at::Tensor& x, const std::vector<std::int64_t>& output_size,
+                            const std::vector<double>& scales);
 
 // w [C, O/G, k...], x [B, C, ...]: the dx of the convolution whose weight w is.
 at::Tensor conv_transpose(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,

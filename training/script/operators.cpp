@@ -99,6 +99,16 @@ Tensor upsample_bilinear2d(const Tensor& x, at::OptionalIntArrayRef output_size,
   return P::upsample_bilinear2d(x, size, align_corners, scales);
 }
 
+// F.interpolate's nearest mode, any of its 1-d, 2-d and 3-d operators (the .vec overloads).
+Tensor upsample_nearest(const Tensor& x, at::OptionalIntArrayRef output_size,
+                        optional<at::ArrayRef<double>> scale_factors) {
+  std::vector<int64_t> size;
+  if (output_size.has_value()) size = output_size->vec();
+  std::vector<double> scales;
+  if (scale_factors.has_value()) scales = scale_factors->vec();
+  return P::upsample_nearest(x, size, scales);
+}
+
 std::vector<int64_t> dims_of(const Tensor& x, at::OptionalIntArrayRef dims) {
   std::vector<int64_t> out;
   if (dims.has_value()) {
@@ -480,6 +490,7 @@ TORCH_LIBRARY(veritrain, m) {
   m.def(
       "upsample_bilinear2d(Tensor input, int[]? output_size, bool align_corners, "
       "float[]? scale_factors) -> Tensor");
+  m.def("upsample_nearest(Tensor input, int[]? output_size, float[]? scale_factors) -> Tensor");
   m.def("mean(Tensor self, int[]? dim, bool keepdim=False, ScalarType? dtype=None) -> Tensor");
   m.def("mean_all(Tensor self, ScalarType? dtype=None) -> Tensor");
   m.def("sum(Tensor self, int[]? dim, bool keepdim=False, ScalarType? dtype=None) -> Tensor");
@@ -565,6 +576,7 @@ TORCH_LIBRARY_IMPL(veritrain, CompositeImplicitAutograd, m) {
   m.impl("adaptive_max_pool",
          [](const Tensor& x, IntArrayRef size) { return P::adaptive_max_pool2d(x, size); });
   m.impl("upsample_bilinear2d", &upsample_bilinear2d);
+  m.impl("upsample_nearest", &upsample_nearest);
   m.impl("mean", &mean_dim);
   m.impl("mean_all", [](const Tensor& x, optional<at::ScalarType> dtype) {
     return reduced(x, c10::nullopt, false, dtype, kernels::Reduction::kMean, "mean");
