@@ -110,3 +110,19 @@ class Shuffler(nn.Module):
         return self.fc(torch.nn.functional.adaptive_avg_pool2d(y, 1).flatten(1))
 
 torch.jit.script(numpy_weights(Shuffler())).save("%s/shuffler.pt" % out)
+
+# Video (torchvision's r3d/mc3/r2plus1d shape): 3-d convolutions, BatchNorm3d and the global
+# AdaptiveAvgPool3d((1, 1, 1)), on clips of 4 frames: each digit drifting right a pixel a frame.
+class ClipNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv3d(3, 8, (3, 3, 3), stride=(1, 2, 2), padding=1)
+        self.bn, self.pool = nn.BatchNorm3d(8), nn.AdaptiveAvgPool3d((1, 1, 1))
+        self.fc = nn.Linear(8, 10)
+    def forward(self, x):
+        return self.fc(self.pool(torch.relu(self.bn(self.c(x)))).flatten(1))
+
+torch.jit.script(numpy_weights(ClipNet())).save("%s/clip_net.pt" % out)
+clips = np.stack([np.roll(images, t, axis=3) for t in range(4)], axis=2)  # [64, 3, 4, 32, 32]
+with open("%s/clips.safetensors" % out, "wb") as f:
+    f.write(safetensors_bytes({"inputs": ("F32", clips), "targets": ("I64", targets)}))

@@ -56,6 +56,7 @@ class RealModels : public ::testing::TestWithParam<const char*> {
     const bool images = model == "resnet18" || model == "mobilenet_v2" || model == "googlenet" ||
                         model == "shuffler";
     if (model == "lraspp") return "segments";
+    if (model == "clip_net") return "clips";
     return images ? "images" : "rows";
   }
 
@@ -124,6 +125,7 @@ TEST_P(RealModels, TrainPortablyToTheSameRootsOnEverySettingAndVerifyOnAnother) 
       {"encoder", {"layer_norm", "softmax", "dropout", "gemm", "baddbmm", "baddbmm_backward"}},
       {"lstm", {"rnn", "rnn_backward", "gemm", "cross_entropy"}},
       {"shuffler", {"conv", "conv_backward", "row_mean", "gemm"}},
+      {"clip_net", {"conv", "conv_backward", "batch_norm_train", "row_mean"}},
       {"lraspp",
        {"upsample_bilinear2d", "upsample_bilinear2d_backward", "conv", "conv_backward", "hardswish",
         "hardsigmoid"}},
@@ -142,7 +144,7 @@ TEST_P(RealModels, TrainPortablyToTheSameRootsOnEverySettingAndVerifyOnAnother) 
 
 INSTANTIATE_TEST_SUITE_P(TorchvisionAndTorchNn, RealModels,
                          ::testing::Values("resnet18", "mobilenet_v2", "googlenet", "encoder",
-                                           "lstm", "selu_net", "shuffler", "lraspp"),
+                                           "lstm", "selu_net", "shuffler", "lraspp", "clip_net"),
                          testing::ValueName());
 
 // An operator without a portable kernel: task init --determinism portable refuses it by name and

@@ -89,6 +89,15 @@ Tensor adaptive_avg_pool(const Tensor& x, IntArrayRef size) {
   return P::adaptive_avg_pool2d(x, size);
 }
 
+// To 1 × 1 × 1 (rewrite.cpp refuses any other size): the spatial mean over (d, h, w).
+Tensor adaptive_avg_pool3d(const Tensor& x, IntArrayRef size) {
+  TORCH_CHECK(x.dim() == 5 && size.size() == 3 &&
+                  std::all_of(size.begin(), size.end(), [](int64_t s) { return s == 1; }),
+              "portable adaptive_avg_pool3d: [B, C, D, H, W] to 1 × 1 × 1 only, got ", x.sizes(),
+              " to ", size);
+  return P::spatial_mean(x).view({x.size(0), x.size(1), 1, 1, 1});
+}
+
 // F.interpolate's bilinear mode as TorchScript calls it (the .vec overload).
 Tensor upsample_bilinear2d(const Tensor& x, at::OptionalIntArrayRef output_size, bool align_corners,
                            optional<at::ArrayRef<double>> scale_factors) {
@@ -487,6 +496,7 @@ TORCH_LIBRARY(veritrain, m) {
       "bool count_include_pad, int? divisor_override) -> Tensor");
   m.def("adaptive_avg_pool(Tensor self, int[] output_size) -> Tensor");
   m.def("adaptive_max_pool(Tensor self, int[] output_size) -> (Tensor, Tensor)");
+  m.def("adaptive_avg_pool3d(Tensor self, int[] output_size) -> Tensor");
   m.def(
       "upsample_bilinear2d(Tensor input, int[]? output_size, bool align_corners, "
       "float[]? scale_factors) -> Tensor");
@@ -575,6 +585,7 @@ TORCH_LIBRARY_IMPL(veritrain, CompositeImplicitAutograd, m) {
   m.impl("adaptive_avg_pool", &adaptive_avg_pool);
   m.impl("adaptive_max_pool",
          [](const Tensor& x, IntArrayRef size) { return P::adaptive_max_pool2d(x, size); });
+  m.impl("adaptive_avg_pool3d", &adaptive_avg_pool3d);
   m.impl("upsample_bilinear2d", &upsample_bilinear2d);
   m.impl("upsample_nearest", &upsample_nearest);
   m.impl("mean", &mean_dim);

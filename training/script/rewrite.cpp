@@ -62,6 +62,7 @@ constexpr Rewrite kRewrites[] = {
     {"aten::avg_pool2d", "", "veritrain::avg_pool2d"},
     {"aten::adaptive_avg_pool2d", "", "veritrain::adaptive_avg_pool"},
     {"aten::adaptive_max_pool2d", "", "veritrain::adaptive_max_pool"},
+    {"aten::adaptive_avg_pool3d", "", "veritrain::adaptive_avg_pool3d"},
     {"aten::upsample_bilinear2d", "vec", "veritrain::upsample_bilinear2d"},
     {"aten::upsample_nearest1d", "vec", "veritrain::upsample_nearest"},
     {"aten::upsample_nearest2d", "vec", "veritrain::upsample_nearest"},
@@ -249,6 +250,25 @@ std::string exact_caveat(const torch::jit::Node* n, bool own_alpha = false) {
     const auto value = torch::jit::toIValue(n->input(*mode));
     if (!value || !value->isString() || value->toStringRef() != "constant") return refused;
     return "";
+  }
+  // A video model's global pool: to 1 × 1 × 1, the spatial mean (F.adaptive_avg_pool3d passes
+  // its size through list_with_default, and lists stay unfolded: a ListConstruct of ones).
+  if (n->kind() == c10::Symbol::fromQualString("aten::adaptive_avg_pool3d")) {
+    const torch::jit::Value* size = n->input(1);
+    if (size->node()->kind() == c10::Symbol::fromQualString("aten::list_with_default"))
+      size = size->node()->input(0);
+    const auto is_one = [](const torch::jit::Value* v) {
+      const auto value = torch::jit::toIValue(v);
+      return value && value->isInt() && value->toInt() == 1;
+    };
+    bool ones = false;
+    if (const auto value = torch::jit::toIValue(size); value && value->isIntList()) {
+      const std::vector<std::int64_t> sizes = value->toIntVector();
+      ones = std::all_of(sizes.begin(), sizes.end(), [](std::int64_t s) { return s == 1; });
+    } else if (size->node()->kind() == c10::prim::ListConstruct) {
+      ones = std::all_of(size->node()->inputs().begin(), size->node()->inputs().end(), is_one);
+    }
+    return ones ? "" : "to an output other than 1 × 1 × 1";
   }
   if (schema->overload_name().find("mode") != std::string::npos) return "with a rounding mode";
   const auto alpha = schema->argumentIndexWithName("alpha");
