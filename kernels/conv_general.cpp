@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/conv.h"
+#include "kernels/conv_grid.h"
 #include "kernels/conv_paths.h"
 #include "kernels/gemm.h"
 #include "kernels/parallel.h"
@@ -114,15 +115,7 @@ void dilated_conv_backward(const ConvShape& s, const float* x, const float* w, c
       scatter_columns(s, col.data(), dx + b * s.in_channels * s.in_positions());
     }
   }
-  if (dbias == nullptr) return;
-  for (std::int64_t o = 0; o < s.out_channels; ++o) {
-    float sum = 0.0f;
-    for (std::int64_t b = 0; b < s.batch; ++b) {
-      const float* row = dy + (b * s.out_channels + o) * positions;
-      for (std::int64_t p = 0; p < positions; ++p) sum = sum + row[p];
-    }
-    dbias[o] = sum;
-  }
+  if (dbias != nullptr) bias_gradient(s, dy, dbias);
 }
 
 // Channels [c0, c0 + n) of every example of a [B, C, P] tensor, copied to or from a contiguous
