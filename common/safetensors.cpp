@@ -130,15 +130,23 @@ const TensorEntry* SafetensorsView::find(std::string_view name) const {
 }
 
 Result<SafetensorsView> parse_safetensors(ByteSpan bytes, Canonical mode) {
-  if (bytes.size() < 8) {
-    return invalid_input("safetensors: file is " + std::to_string(bytes.size()) +
+  return parse_safetensors_prefix(bytes, bytes.size(), mode);
+}
+
+Result<SafetensorsView> parse_safetensors_prefix(ByteSpan bytes, std::uint64_t file_size,
+                                                 Canonical mode) {
+  if (bytes.size() < 8 || file_size < 8) {
+    return invalid_input("safetensors: file is " + std::to_string(file_size) +
                          " bytes, too short for the 8-byte header length");
   }
   std::uint64_t n = get_u64le(bytes.data());
-  if (n > kMaxSafetensorsHeader || n > bytes.size() - 8) {
+  if (n > kMaxSafetensorsHeader || n > file_size - 8) {
     return invalid_input("safetensors: header length " + std::to_string(n) +
                          " exceeds the file size or the 100 MiB limit");
   }
+  if (n > bytes.size() - 8)
+    return invalid_input("safetensors: the header's " + std::to_string(n) +
+                         " bytes were not read whole");
   std::string_view text(reinterpret_cast<const char*>(bytes.data() + 8), n);
   auto parsed = parse_json_bounded(text, "safetensors: header");
   if (!parsed.ok()) return parsed.error();
@@ -149,7 +157,7 @@ Result<SafetensorsView> parse_safetensors(ByteSpan bytes, Canonical mode) {
   SafetensorsView view;
   view.bytes = bytes;
   view.data_start = 8 + n;
-  const std::uint64_t data_size = bytes.size() - view.data_start;
+  const std::uint64_t data_size = file_size - view.data_start;
   for (auto& [key, value] : header.items()) {
     if (key == "__metadata__") {
       if (!value.is_object()) return invalid_input("safetensors: __metadata__ is not an object");

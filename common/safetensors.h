@@ -82,6 +82,11 @@ enum class Canonical { kRequire, kAllowAny };
 // Parses and bounds-checks a file. With kRequire, anything but the canonical form of its own
 // content is rejected, naming the first difference.
 Result<SafetensorsView> parse_safetensors(ByteSpan bytes, Canonical mode = Canonical::kRequire);
+// The same checks from the prefix alone (at least the u64 and the header JSON) of a file of
+// `file_size` bytes: for a reader that holds a snapshot a piece at a time. The view's `bytes` is
+// `prefix`, so its data() must not be called.
+Result<SafetensorsView> parse_safetensors_prefix(ByteSpan prefix, std::uint64_t file_size,
+                                                 Canonical mode = Canonical::kRequire);
 
 inline constexpr std::uint64_t kMaxSafetensorsHeader = 100u << 20;
 

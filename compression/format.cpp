@@ -85,10 +85,13 @@ Bytes write_header_and_table(const ContainerInfo& info) {
   return out;
 }
 
-Result<ContainerInfo> parse(ByteSpan c) {
-  if (c.size() < kHeaderSize) {
-    return invalid_input("container is " + std::to_string(c.size()) + " bytes, shorter than its " +
-                         std::to_string(kHeaderSize) + "-byte header");
+Result<ContainerInfo> parse(ByteSpan c) { return parse_head(c, c.size()); }
+
+Result<ContainerInfo> parse_head(ByteSpan c, std::uint64_t container_size) {
+  if (c.size() < kHeaderSize || container_size < kHeaderSize) {
+    return invalid_input("container is " + std::to_string(container_size) +
+                         " bytes, shorter than its " + std::to_string(kHeaderSize) +
+                         "-byte header");
   }
   if (!std::equal(kMagic.begin(), kMagic.end(), c.begin()))
     return invalid_input("not a veritrain container (bad magic)");
@@ -122,13 +125,15 @@ Result<ContainerInfo> parse(ByteSpan c) {
   if (get_u64le(c.data() + 112) != 0)
     return invalid_input("header: reserved bytes 112..119 are not zero");
 
-  std::uint64_t body = c.size() - kHeaderSize;
+  std::uint64_t body = container_size - kHeaderSize;
   if (table_size > body || payload_size != body - table_size) {
-    return invalid_input("container is " + std::to_string(c.size()) +
+    return invalid_input("container is " + std::to_string(container_size) +
                          " bytes but its header declares " + std::to_string(kHeaderSize) + " + " +
                          std::to_string(table_size) + " + " + std::to_string(payload_size) +
                          " (truncated or trailing bytes)");
   }
+  if (table_size > c.size() - kHeaderSize)
+    return internal_error("container head: the section table was not read whole");
   ByteSpan table = c.subspan(kHeaderSize, table_size);
   std::uint64_t stored = get_u64le(c.data() + kHeaderChecksumOffset);
   if (header_checksum(c.first(kHeaderChecksumOffset), table) != stored) {
@@ -139,7 +144,7 @@ Result<ContainerInfo> parse(ByteSpan c) {
                          std::to_string(table_size) + "-byte table can hold");
   }
 
-  info.container_size = c.size();
+  info.container_size = container_size;
   info.sections.reserve(count);
   std::uint64_t at = 0, raw_offset = 0, payload_offset = kHeaderSize + table_size;
   for (std::uint32_t i = 0; i < count; ++i) {
@@ -182,7 +187,7 @@ Result<ContainerInfo> parse(ByteSpan c) {
     }
     if (s.raw_size % w != 0)
       return invalid_input(where + "raw size is not a multiple of the word size");
-    if (s.payload_size > c.size() - payload_offset)
+    if (s.payload_size > container_size - payload_offset)
       return invalid_input(where + "payload runs past the end of the container");
     if (s.method == Method::kStored && s.payload_size != s.raw_size)
       return invalid_input(where + "stored payload size differs from raw size");
@@ -210,7 +215,7 @@ Result<ContainerInfo> parse(ByteSpan c) {
     return invalid_input("sections hold " + std::to_string(raw_offset) +
                          " raw bytes but the header declares " + std::to_string(info.raw_size));
   }
-  if (payload_offset != c.size())
+  if (payload_offset != container_size)
     return invalid_input("section payloads do not cover the container exactly");
   return info;
 }

@@ -31,6 +31,9 @@ Bytes write_header_and_table(const ContainerInfo& info);
 // checksum, that the table covers the declared sizes exactly, that each section's method fits the
 // codec and its sizes are bounded. Fills in the implied offsets.
 Result<ContainerInfo> parse(ByteSpan container);
+// The same checks from the header and section table alone (`head` holds at least those bytes)
+// and the size of the whole file: for readers that fetch sections one at a time.
+Result<ContainerInfo> parse_head(ByteSpan head, std::uint64_t container_size);
 
 // Whether codec `codec` may store a section with `method`.
 bool method_allowed(Codec codec, Method method);

@@ -62,6 +62,35 @@ Digest merkle_root(ByteSpan bytes, std::size_t chunk_size, ThreadPool* pool) {
   return level[0];
 }
 
+void MerkleBuilder::append(ByteSpan bytes, ThreadPool* pool) {
+  size_ += bytes.size();
+  if (!partial_.empty()) {
+    const std::size_t take = std::min(chunk_size_ - partial_.size(), bytes.size());
+    partial_.insert(partial_.end(), bytes.begin(),
+                    bytes.begin() + static_cast<std::ptrdiff_t>(take));
+    bytes = bytes.subspan(take);
+    if (partial_.size() < chunk_size_) return;
+    leaves_.push_back(merkle_leaf_hash(partial_));
+    partial_.clear();
+  }
+  const std::size_t whole = bytes.size() / chunk_size_ * chunk_size_;
+  if (whole > 0) {
+    std::vector<Digest> more = leaf_hashes(bytes.first(whole), chunk_size_, pool);
+    leaves_.insert(leaves_.end(), more.begin(), more.end());
+  }
+  partial_.assign(bytes.begin() + static_cast<std::ptrdiff_t>(whole), bytes.end());
+}
+
+Digest MerkleBuilder::finish() {
+  if (!partial_.empty()) leaves_.push_back(merkle_leaf_hash(partial_));
+  partial_.clear();
+  if (leaves_.empty()) return sha256(ByteSpan());
+  std::vector<Digest> level = std::move(leaves_);
+  leaves_.clear();
+  while (level.size() > 1) reduce_level(level);
+  return level[0];
+}
+
 Result<InclusionProof> prove_chunk(ByteSpan bytes, std::uint64_t chunk_index, ThreadPool* pool) {
   const std::uint64_t count = merkle_chunk_count(bytes.size());
   if (chunk_index >= count) {

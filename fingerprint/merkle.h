@@ -37,6 +37,24 @@ Digest merkle_node_hash(const Digest& left, const Digest& right);  // H(0x01 || 
 Digest merkle_root(ByteSpan bytes, ThreadPool* pool = nullptr);
 Digest merkle_root(ByteSpan bytes, std::size_t chunk_size, ThreadPool* pool = nullptr);
 
+// The root of a byte string fed in order, piece by piece, that is never whole in memory: a
+// snapshot read out of the live tensors a window at a time. Holds one partial leaf and the leaf
+// hashes (32 bytes per MiB); finish() gives merkle_root's root of the concatenation.
+class MerkleBuilder {
+ public:
+  explicit MerkleBuilder(std::size_t chunk_size = kMerkleChunkSize) : chunk_size_(chunk_size) {}
+  // Hashes the whole leaves in `bytes` (on `pool` when given) and keeps the rest for the next.
+  void append(ByteSpan bytes, ThreadPool* pool = nullptr);
+  std::uint64_t size() const { return size_; }
+  Digest finish();
+
+ private:
+  std::size_t chunk_size_;
+  std::uint64_t size_ = 0;
+  Bytes partial_;  // the start of the next leaf, shorter than a leaf
+  std::vector<Digest> leaves_;
+};
+
 struct InclusionProof {
   std::uint64_t chunk_index = 0;
   std::uint64_t chunk_count = 0;

@@ -119,6 +119,76 @@ Status encode_snapshot_into(const NamedTensors& tensors, const Metadata& metadat
   return {};
 }
 
+namespace {
+
+// Reads from the tensors themselves: host tensors by pointer, device ones a range at a time.
+class LiveSource final : public Trainer::CanonicalSource {
+ public:
+  LiveSource(CanonicalLayout layout, std::vector<at::Tensor> by_entry)
+      : layout_(std::move(layout)), tensors_(std::move(by_entry)) {}
+  const CanonicalLayout& layout() const override { return layout_; }
+
+  Status read(std::uint64_t offset, std::span<std::uint8_t> out) const override {
+    if (offset > layout_.total_size || out.size() > layout_.total_size - offset)
+      return internal_error("snapshot source: a read past the snapshot's end");
+    const std::uint64_t end = offset + out.size();
+    const std::uint64_t data = layout_.data_start();
+    if (offset < data) {
+      const std::uint64_t n = std::min(end, data) - offset;
+      std::memcpy(out.data(), layout_.prefix.data() + offset, n);
+    }
+    for (std::size_t i = 0; i < layout_.tensors.size(); ++i) {
+      const TensorEntry& e = layout_.tensors[i];
+      const std::uint64_t from = std::max(offset, data + e.begin);
+      const std::uint64_t to = std::min(end, data + e.end);
+      if (from >= to) continue;
+      copy_bytes(tensors_[i], from - data - e.begin, to - from, out.data() + (from - offset));
+    }
+    return {};
+  }
+
+ private:
+  static void copy_bytes(const at::Tensor& t, std::uint64_t first, std::uint64_t n,
+                         std::uint8_t* into) {
+    if (t.device().is_cpu()) {
+      std::memcpy(into, static_cast<const std::uint8_t*>(t.data_ptr()) + first, n);
+      return;
+    }
+    // The elements covering the range, copied to the host (a range need not start on one).
+    const auto width = static_cast<std::uint64_t>(t.element_size());
+    const std::uint64_t lo = first / width, hi = (first + n + width - 1) / width;
+    at::Tensor host =
+        t.reshape({-1})
+            .narrow(0, static_cast<std::int64_t>(lo), static_cast<std::int64_t>(hi - lo))
+            .to(at::kCPU)
+            .contiguous();
+    std::memcpy(into, static_cast<const std::uint8_t*>(host.data_ptr()) + (first - lo * width), n);
+  }
+
+  CanonicalLayout layout_;
+  std::vector<at::Tensor> tensors_;  // layout_.tensors[i]'s, contiguous where on the host
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Trainer::CanonicalSource>> live_canonical_source(const NamedTensors& tensors,
+                                                                        const Metadata& metadata) {
+  for (const auto& [name, t] : tensors) VT_RETURN_IF_ERROR(to_dtype(t.scalar_type(), name));
+  VT_ASSIGN_OR_RETURN(CanonicalLayout layout, plan_canonical(tensor_specs(tensors), metadata));
+  std::map<std::string_view, at::Tensor> by_name;
+  for (const auto& [name, t] : tensors) {
+    at::Tensor held = t.detach();
+    // A host tensor that is not one block is copied once here; parameters and moments are.
+    if (held.device().is_cpu() && !held.is_contiguous()) held = held.contiguous();
+    by_name[name] = held;
+  }
+  std::vector<at::Tensor> ordered;
+  ordered.reserve(layout.tensors.size());
+  for (const TensorEntry& e : layout.tensors) ordered.push_back(by_name.at(e.name));
+  return std::unique_ptr<Trainer::CanonicalSource>(
+      new LiveSource(std::move(layout), std::move(ordered)));
+}
+
 Status load_state(const SafetensorsView& view, const NamedTensors& live, const at::Device& device) {
   c10::NoGradGuard no_grad;
   std::set<std::string> expected;

@@ -592,6 +592,16 @@ Status Trainer::snapshot_into(Bytes& out) const {
   });
 }
 
+Result<std::unique_ptr<Trainer::CanonicalSource>> Trainer::canonical_source() const {
+  return guarded("capturing a snapshot", [&]() -> Result<std::unique_ptr<CanonicalSource>> {
+    if (impl_->mid_epoch)
+      return internal_error(
+          "capturing a snapshot: the epoch was ended after a step; the state "
+          "is no epoch boundary");
+    return live_canonical_source(impl_->state_tensors(), impl_->metadata());
+  });
+}
+
 std::vector<TensorEntry> Trainer::layout() const {
   auto planned = plan_canonical(tensor_specs(impl_->state_tensors()), impl_->metadata());
   return planned.ok() ? planned->tensors : std::vector<TensorEntry>{};

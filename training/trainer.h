@@ -129,6 +129,17 @@ class Trainer {
   // The same into `out`, reusing its memory: a provider capturing every epoch writes the pages
   // it already has instead of faulting in and zero-filling a fresh state-sized buffer.
   Status snapshot_into(Bytes& out) const;
+  // The snapshot snapshot_into would write, read from the live state a range at a time, for a
+  // commitment that streams it instead of holding a copy. It reads the tensors as they are when
+  // read: valid until the state next changes (the next step, restore or load).
+  class CanonicalSource {
+   public:
+    virtual ~CanonicalSource() = default;
+    virtual const CanonicalLayout& layout() const = 0;
+    // Canonical bytes [offset, offset + out.size()).
+    virtual Status read(std::uint64_t offset, std::span<std::uint8_t> out) const = 0;
+  };
+  Result<std::unique_ptr<CanonicalSource>> canonical_source() const;
   // Names, dtypes and shapes of the snapshot's tensors, sorted by name (what fingerprint
   // positions are drawn over).
   std::vector<TensorEntry> layout() const;

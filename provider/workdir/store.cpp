@@ -68,6 +68,85 @@ Result<StoredSnapshot> SnapshotStore::put(std::uint64_t epoch, const Digest& roo
   return out;
 }
 
+Result<std::unique_ptr<StoredReader>> SnapshotStore::open_reader(const Digest& root) const {
+  auto reader = std::unique_ptr<StoredReader>(new StoredReader());
+  reader->root_ = root;
+  std::optional<Digest> next = root;
+  for (int depth = 0; next; ++depth) {
+    if (depth > options_.max_chain) {
+      return invalid_input("snapshot " + hex_encode(root) + ": delta chain longer than " +
+                           std::to_string(options_.max_chain) + " (a cycle?)");
+    }
+    if (!contains(*next))
+      return io_error("snapshot " + hex_encode(*next) + " is missing from " + dir_.string());
+    VT_ASSIGN_OR_RETURN(std::unique_ptr<comp::ContainerFile> file,
+                        comp::ContainerFile::open(path_for(*next), options_.max_state_bytes));
+    if (file->info().root != *next) {
+      return invalid_input(label(*next) + ": holds root " + hex_encode(file->info().root) +
+                           ", its name says " + hex_encode(*next));
+    }
+    next = file->info().base_root;
+    if (!reader->files_.empty()) {
+      comp::ContainerFile& above = *reader->files_.back();
+      if (above.info().base_size != file->info().raw_size) {
+        return invalid_input(label(above.info().root) + ": its base has " +
+                             std::to_string(above.info().base_size) + " bytes, " +
+                             label(file->info().root) + " holds " +
+                             std::to_string(file->info().raw_size));
+      }
+      above.set_base(file->reader());
+    }
+    reader->files_.push_back(std::move(file));
+  }
+  return reader;
+}
+
+Result<SnapshotStore::StreamedPut> SnapshotStore::put_streamed(std::uint64_t epoch,
+                                                               const CanonicalLayout& layout,
+                                                               const comp::RangeReader& source,
+                                                               const std::optional<Digest>& base,
+                                                               ThreadPool* pool) {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) return io_error("creating " + dir_.string() + ": " + ec.message());
+  const bool full = !base || options_.full_every <= 1 ||
+                    epoch % static_cast<std::uint64_t>(options_.full_every) == 0;
+  std::unique_ptr<StoredReader> base_reader;
+  std::optional<comp::StreamBase> stream_base;
+  if (!full) {
+    VT_ASSIGN_OR_RETURN(base_reader, open_reader(*base));
+    auto opened = comp::stream_base(base_reader->size(), *base, base_reader->reader());
+    if (!opened) return opened.error().context(label(*base));
+    stream_base = std::move(*opened);
+  }
+  comp::EncodeOptions enc;
+  enc.pool = pool != nullptr ? pool : pool_.get();
+  enc.threads = 1;
+  enc.codec = full ? comp::Codec::kPlanes : comp::Codec::kDelta;
+  VT_ASSIGN_OR_RETURN(StreamFileWriter out, StreamFileWriter::create(dir_, "streamed.vtc"));
+  VT_ASSIGN_OR_RETURN(
+      comp::StreamedContainer coded,
+      comp::encode_streamed(layout, source, stream_base ? &*stream_base : nullptr, enc, out));
+  StreamedPut put{coded.root, {}};
+  put.stored.file = path_for(coded.root);
+  put.stored.raw_size = layout.total_size;
+  // Kept, not replaced: the same root is the same bytes, and the file there may be the base this
+  // one was just coded against (a state that did not move), which must not become its own delta.
+  if (contains(coded.root)) {
+    auto existing = comp::ContainerFile::open(put.stored.file, options_.max_state_bytes);
+    if (existing.ok() && (*existing)->info().root == coded.root) {
+      put.stored.codec = (*existing)->info().codec;
+      put.stored.stored_size = (*existing)->info().container_size;
+      put.stored.already_present = true;
+      return put;  // `out` removes its temporary file
+    }
+  }
+  VT_RETURN_IF_ERROR(out.commit(put.stored.file));
+  put.stored.codec = enc.codec;
+  put.stored.stored_size = coded.container_size;
+  return put;
+}
+
 std::string SnapshotStore::label(const Digest& root) const {
   if (folder_) return "the container of snapshot " + hex_encode(root).substr(0, 16) + "...";
   return path_for(root).string();

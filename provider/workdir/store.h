@@ -10,6 +10,7 @@
 #include "common/folder.h"
 #include "common/thread_pool.h"
 #include "compression/container.h"
+#include "compression/streaming.h"
 
 namespace vt::provider {
 
@@ -25,6 +26,22 @@ struct StoreOptions {
 
 // A container may exceed its raw bytes slightly (incompressible sections, header, table).
 inline std::uint64_t container_slack(std::uint64_t raw) { return raw / 64 + (1u << 20); }
+
+// A stored snapshot's canonical bytes read a section at a time, its delta chain opened with it.
+class StoredReader {
+ public:
+  const Digest& root() const { return root_; }
+  std::uint64_t size() const { return files_.front()->info().raw_size; }
+  Status read(std::uint64_t offset, std::span<std::uint8_t> out) const {
+    return files_.front()->read(offset, out);
+  }
+  comp::RangeReader reader() const { return files_.front()->reader(); }
+
+ private:
+  friend class SnapshotStore;
+  Digest root_{};
+  std::vector<std::unique_ptr<comp::ContainerFile>> files_;  // this one, then its bases
+};
 
 struct StoredSnapshot {
   std::filesystem::path file;
@@ -55,6 +72,20 @@ class SnapshotStore {
   // an existing, valid file for the root is kept.
   Result<StoredSnapshot> put(std::uint64_t epoch, const Digest& root, ByteSpan canonical,
                              std::optional<std::pair<Digest, ByteSpan>> base);
+
+  // Stores the snapshot `source` reads (canonical bytes of `layout`) for `epoch` without holding
+  // it: streamed through the coder a window at a time, hashed on the way, coded as a delta
+  // against the stored snapshot `base` (read back a section at a time) unless epoch % full_every
+  // == 0. Returns the root it hashed; a snapshot already stored under that root is kept.
+  struct StreamedPut {
+    Digest root{};
+    StoredSnapshot stored;
+  };
+  Result<StreamedPut> put_streamed(std::uint64_t epoch, const CanonicalLayout& layout,
+                                   const comp::RangeReader& source,
+                                   const std::optional<Digest>& base, ThreadPool* pool);
+  // The stored snapshot of `root`, read a section at a time (its chain checked to max_chain).
+  Result<std::unique_ptr<StoredReader>> open_reader(const Digest& root) const;
 
   // The container file as stored, and the canonical bytes it decodes to (following delta bases;
   // every decode checks the root).

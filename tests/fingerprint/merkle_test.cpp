@@ -141,5 +141,22 @@ TEST(Merkle, ShortNonLastChunkIsRejected) {
   EXPECT_FALSE(verify_chunk(root, ByteSpan(data).first(kMiB - 1), *proof));
 }
 
+// A snapshot hashed as it streams past, in pieces of any size, has the root of the whole.
+TEST(Merkle, ABuilderFedInPiecesGivesTheRootOfTheWhole) {
+  ThreadPool pool(2);
+  for (std::size_t size :
+       {std::size_t{0}, std::size_t{1}, kMiB - 1, kMiB, kMiB + 1, 3 * kMiB + 12345}) {
+    const Bytes data = pattern(size, 7);
+    for (std::size_t piece : {std::size_t{1000}, kMiB - 3, kMiB, 2 * kMiB + 1}) {
+      if (piece == 1000 && size > kMiB + 1) continue;  // a thousand pieces are enough
+      MerkleBuilder builder;
+      for (std::size_t at = 0; at < size; at += piece)
+        builder.append(ByteSpan(data).subspan(at, std::min(piece, size - at)), &pool);
+      EXPECT_EQ(builder.size(), size);
+      EXPECT_EQ(builder.finish(), merkle_root(data)) << size << " in pieces of " << piece;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace vt::fp

@@ -6,6 +6,7 @@
 
 #include "common/safetensors.h"
 #include "training/model/network.h"
+#include "training/trainer.h"
 
 namespace vt::training {
 
@@ -18,6 +19,9 @@ Result<Bytes> encode_snapshot(const NamedTensors& tensors, const Metadata& metad
 // The same bytes into `out`, reusing its memory: when `out` already has the snapshot's size
 // nothing is allocated or zero-filled.
 Status encode_snapshot_into(const NamedTensors& tensors, const Metadata& metadata, Bytes& out);
+// The same bytes, read from `tensors` a range at a time (Trainer::CanonicalSource).
+Result<std::unique_ptr<Trainer::CanonicalSource>> live_canonical_source(const NamedTensors& tensors,
+                                                                        const Metadata& metadata);
 
 // Copies every tensor of `view` into the live tensor of the same name. The set of names, their
 // dtypes and shapes must match exactly (RNG states excepted: "rng/cuda" may be absent or extra
