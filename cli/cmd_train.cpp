@@ -24,6 +24,7 @@ struct TrainArgs {
   int full_every = 4;
   std::int64_t threads = 0;
   bool checkpoint_activations = false;
+  std::string commit_mode = "auto";
 };
 
 // What `train` prints when it is done: the summary line for --json, and for people.
@@ -92,6 +93,9 @@ Result<int> run_train(Context& ctx, const TrainArgs& args, ServeArgs& serve,
   o.intra_op_threads = args.threads;
   o.checkpoint_activations = args.checkpoint_activations;
   o.full_every = args.full_every;
+  o.commit_mode = args.commit_mode == "stream"    ? provider::CommitMode::kStream
+                  : args.commit_mode == "overlap" ? provider::CommitMode::kOverlap
+                                                  : provider::CommitMode::kAuto;
   o.on_step = [&](const training::StepMetrics& m) {
     gauges->step(m.epoch, m.step_in_epoch, m.steps_in_epoch, m.loss, m.samples_per_second);
     progress.step(m);
@@ -144,6 +148,12 @@ void register_train(CLI::App& app, Context& ctx) {
   cmd->add_option("--full-every", a->full_every,
                   "Store a whole snapshot every N epochs, deltas between")
       ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  cmd->add_option("--commit-mode", a->commit_mode,
+                  "stream: each epoch's state read out of the live tensors through hashing and "
+                  "coding while training waits (no copy in memory); overlap: a copy committed "
+                  "while the next epoch trains; auto: stream CPU states of 256 MiB or more")
+      ->check(CLI::IsMember({"auto", "stream", "overlap"}))
       ->capture_default_str();
   add_serve_options(cmd, *serve, /*listen_required=*/false);
   add_rank_options(cmd, *ranks);

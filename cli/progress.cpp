@@ -114,7 +114,10 @@ void Progress::committed(const provider::CommitEvent& e) {
                                e.epoch == 0 ? nlohmann::json(nullptr) : nlohmann::json(e.loss)},
                               {"eval", eval},
                               {"stored_bytes", e.stored_bytes},
-                              {"raw_bytes", e.raw_bytes}}
+                              {"raw_bytes", e.raw_bytes},
+                              {"train_seconds", e.train_seconds},
+                              {"commit_wait_seconds", provider::training_waited(e)},
+                              {"commit_mode", e.streamed ? "stream" : "overlap"}}
                    .dump()
             << std::endl;
 }

@@ -100,9 +100,11 @@ class Pipeline {
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
-  // The last committed epoch when resuming: the next snapshot is coded as a delta against it.
+  // The last committed epoch when resuming: the next snapshot is coded as a delta against it
+  // (held as `canonical` when overlapping, else read back from the store).
   void resume_after(const Digest& root, std::shared_ptr<const Bytes> canonical) {
     last_root_ = root;
+    has_last_ = true;
     last_canonical_ = std::move(canonical);
   }
 
@@ -120,6 +122,43 @@ class Pipeline {
   Status wait() {
     if (!pending_.valid()) return {};
     return pending_.get();
+  }
+
+  // Commits `job` (which holds no copy) from the live state on this thread, training waiting:
+  // the snapshot is read out of `source` a window at a time through the store's coder, which
+  // hashes it, and is coded against the stored previous epoch read back from disk.
+  Status commit_streamed(CommitJob job, const training::Trainer::CanonicalSource& source,
+                         const training::Trainer& trainer) {
+    VT_RETURN_IF_ERROR(wait());
+    // Training waits meanwhile, so coding takes every core.
+    if (!stream_pool_ && hardware_threads() > 1)
+      stream_pool_ = std::make_unique<ThreadPool>(hardware_threads() - 1);
+    const Digest id = workdir_.task_id();
+    CommitTimings timings = job.timings;
+    auto t = Clock::now();
+    auto lap = [&t](double& into) {
+      into = seconds_since(t);
+      t = Clock::now();
+    };
+    crash_point("before_snapshot_write", job.epoch);
+    std::optional<Digest> base;
+    if (has_last_) base = last_root_;
+    const comp::RangeReader read = [&source](std::uint64_t offset, std::span<std::uint8_t> out) {
+      return source.read(offset, out);
+    };
+    VT_ASSIGN_OR_RETURN(
+        SnapshotStore::StreamedPut put,
+        store_.put_streamed(job.epoch, source.layout(), read, base, stream_pool_.get()));
+    lap(timings.store);  // hashing included: the root is taken as the bytes stream past
+    crash_point("after_snapshot_write", job.epoch);
+    // The state has not moved since it streamed: its values at the root's positions are the
+    // snapshot's (fingerprint_snapshot over the same layout draws the same positions).
+    VT_ASSIGN_OR_RETURN(fp::Fingerprint f,
+                        live_fingerprint(trainer, fp::commitment_seed(id, job.epoch, put.root),
+                                         static_cast<std::uint64_t>(task_.fingerprint.k)));
+    lap(timings.fingerprint);
+    last_canonical_.reset();
+    return record(job, put.root, f, put.stored, timings);
   }
 
  private:
@@ -145,6 +184,16 @@ class Pipeline {
     VT_ASSIGN_OR_RETURN(StoredSnapshot stored, store_.put(job.epoch, root, canonical, base));
     lap(timings.store);
     crash_point("after_snapshot_write", job.epoch);
+    VT_RETURN_IF_ERROR(record(job, root, f, stored, timings));
+    last_canonical_ = job.canonical;
+    return {};
+  }
+
+  // The signed record of a stored snapshot, appended durably; then the caller is told.
+  Status record(const CommitJob& job, const Digest& root, const fp::Fingerprint& f,
+                const StoredSnapshot& stored, CommitTimings timings) {
+    const Digest id = workdir_.task_id();
+    auto t = Clock::now();
     CommitRecord record;
     record.task_id = id;
     record.epoch = job.epoch;
@@ -156,15 +205,15 @@ class Pipeline {
     record.metrics = job.metrics;
     record.environment = job.environment;
     VT_RETURN_IF_ERROR(log_.append(std::move(record), key_));
-    lap(timings.log);
+    timings.log = seconds_since(t);
     crash_point("after_log_append", job.epoch);
     if (options_.on_commit) {
       options_.on_commit({job.epoch, root, job.metrics.loss, job.metrics.seconds,
-                          stored.stored_size, stored.raw_size, stored.already_present, timings,
-                          job.metrics.eval});
+                          stored.stored_size, stored.raw_size, stored.already_present,
+                          !job.canonical, timings, job.metrics.eval});
     }
     last_root_ = root;
-    last_canonical_ = job.canonical;
+    has_last_ = true;
     return {};
   }
 
@@ -174,10 +223,12 @@ class Pipeline {
   CommitLog& log_;
   SnapshotStore& store_;
   const ProviderOptions& options_;
-  std::unique_ptr<ThreadPool> hash_pool_;  // null when the pipeline has one thread
+  std::unique_ptr<ThreadPool> hash_pool_;    // null when the pipeline has one thread
+  std::unique_ptr<ThreadPool> stream_pool_;  // streamed commits: every core but the caller's
   std::future<Status> pending_;
   Digest last_root_{};  // of the last committed epoch, and its bytes: the next delta's base
-  std::shared_ptr<const Bytes> last_canonical_;
+  bool has_last_ = false;
+  std::shared_ptr<const Bytes> last_canonical_;  // overlapped commits only
 };
 
 Result<EpochFingerprints> tracking_only(const training::Trainer& trainer, const Task& task,
@@ -231,7 +282,35 @@ std::size_t spare_threads(const Task& task, const ProviderOptions& options) {
   return cores > training ? cores - training : 1;
 }
 
+// Whether this run streams its commitments (CommitMode). A run whose on_state hook needs each
+// state's bytes (several ranks comparing theirs) overlaps.
+bool streams_commits(const Task& task, const training::TrainerOptions& topts,
+                     const ProviderOptions& options, const training::Trainer& trainer) {
+  if (options.on_state || options.commit_mode == CommitMode::kOverlap) return false;
+  if (options.commit_mode == CommitMode::kStream) return true;
+  auto source = trainer.canonical_source();
+  return source.ok() &&
+         auto_streams((*source)->layout().total_size, training::run_device(task, topts));
+}
+
 }  // namespace
+
+double training_waited(const CommitEvent& e) {
+  const CommitTimings& t = e.timings;
+  if (e.streamed) return t.capture + t.wait + t.hash + t.fingerprint + t.store + t.log;
+  return t.capture + t.wait;
+}
+
+bool auto_streams(std::uint64_t snapshot_bytes, const std::string& device) {
+  // A GPU's state is copied to host memory, which is not what the training is short of.
+  return device.rfind("cuda", 0) != 0 && snapshot_bytes >= kStreamFromBytes;
+}
+
+std::uint64_t commitment_buffer_bytes(std::uint64_t snapshot_bytes, bool streamed) {
+  constexpr std::uint64_t kPerCore = std::uint64_t{4} << 20;  // payload, base run, coder state
+  if (streamed) return 2 * kStreamWindowBytes + hardware_threads() * kPerCore;
+  return 2 * snapshot_bytes + snapshot_bytes / 2;
+}
 
 Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& options) {
   const auto start = Clock::now();
@@ -263,6 +342,8 @@ Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& op
   ProviderSummary summary;
   const std::uint64_t next = log.next_epoch();
   summary.resumed_from = next;
+  std::shared_ptr<const Bytes> resumed_bytes;
+  Digest resumed_root{};
   if (next == 0) {
     VT_ASSIGN_OR_RETURN(trainer, training::Trainer::create(task, topts));
     // A model that cannot run on this data fails here, before epoch 0 is committed.
@@ -280,13 +361,18 @@ Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& op
                            std::to_string(last.record.epoch) + " says it is epoch " +
                            std::to_string(trainer->epoch()));
     }
-    pipeline.resume_after(last.record.root, std::make_shared<const Bytes>(std::move(*bytes)));
+    resumed_bytes = std::make_shared<const Bytes>(std::move(*bytes));
+    resumed_root = last.record.root;
     if (options.on_notice)
       options.on_notice("resuming after committed epoch " + std::to_string(last.record.epoch));
   }
   // What the model's layout decides: whether every commitment fits one record (sizes.h).
   VT_RETURN_IF_ERROR(
       training::check_fingerprint_sizes(task, trainer->steps_per_epoch(), trainer->layout()));
+  const bool streamed = streams_commits(task, topts, options, *trainer);
+  // Streamed commits read the delta base back from the store: the resumed bytes can go now.
+  if (next != 0) pipeline.resume_after(resumed_root, streamed ? nullptr : std::move(resumed_bytes));
+  resumed_bytes.reset();
   if (options.on_start) VT_RETURN_IF_ERROR(options.on_start(*trainer));
   VT_ASSIGN_OR_RETURN(Environment environment, checked_environment(task, topts, log));
   bool environment_committed = false;
@@ -302,6 +388,16 @@ Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& op
     const auto waiting = Clock::now();
     VT_RETURN_IF_ERROR(pipeline.wait());
     const double waited = seconds_since(waiting);
+    if (streamed) {
+      VT_ASSIGN_OR_RETURN(std::unique_ptr<training::Trainer::CanonicalSource> source,
+                          trainer->canonical_source());
+      CommitJob job{epoch, nullptr, std::move(f), order, m, {}, {}};
+      if (!environment_committed) job.environment = environment;
+      environment_committed = true;
+      job.timings.capture = seconds_since(captured) - waited;
+      job.timings.wait = waited;
+      return pipeline.commit_streamed(std::move(job), *source, *trainer);
+    }
     std::unique_ptr<Bytes> canonical = buffers->take();
     VT_RETURN_IF_ERROR(trainer->snapshot_into(*canonical));
     if (options.on_state && epoch > 0) VT_RETURN_IF_ERROR(options.on_state(epoch, *canonical));
