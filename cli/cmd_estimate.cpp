@@ -5,12 +5,27 @@
 #include "cli/app.h"
 #include "common/text.h"
 #include "protocol/task.h"
+#include "provider/provider.h"
 #include "training/estimate.h"
 
 namespace vt::cli {
 namespace {
 
 std::string size_of(std::uint64_t bytes) { return size_text(static_cast<double>(bytes)); }
+
+nlohmann::json parts_json(const training::PeakPrediction& p) {
+  nlohmann::json parts = nlohmann::json::array();
+  for (const training::PeakPart& part : p.parts)
+    parts.push_back({{"name", part.name}, {"bytes", part.bytes}});
+  return parts;
+}
+
+std::string parts_text(const training::PeakPrediction& p) {
+  std::string out;
+  for (const training::PeakPart& part : p.parts)
+    out += "  " + size_of(part.bytes) + "  " + part.name + "\n";
+  return out;
+}
 
 }  // namespace
 
@@ -37,6 +52,11 @@ void register_estimate(CLI::App& app, Context& ctx) {
       // check fetches the state the epoch starts from; tolerance mode the one after it too.
       const std::uint64_t states = replays_bit_for_bit(task) ? 1 : 2;
       const std::uint64_t per_check = states * e.snapshot_bytes;
+      // `train`'s peak: a step's, plus its commitments' buffers in the mode auto picks.
+      const bool streamed = provider::auto_streams(e.snapshot_bytes, e.device);
+      const training::PeakPrediction train_peak = training::training_peak(
+          e, {{std::string("commitments (") + (streamed ? "streamed" : "overlapped") + ")",
+               provider::commitment_buffer_bytes(e.snapshot_bytes, streamed)}});
       nlohmann::json j = {
           {"parameters", e.parameters},
           {"parameter_bytes", e.parameter_bytes},
@@ -50,6 +70,11 @@ void register_estimate(CLI::App& app, Context& ctx) {
           {"steps_per_epoch", e.steps_per_epoch},
           {"epoch_seconds_estimate", e.step_seconds * static_cast<double>(e.steps_per_epoch)},
           {"raw_bytes_per_check", per_check},
+          {"process_bytes", e.process_bytes},
+          {"resting_bytes", e.resting_bytes},
+          {"train_commit_mode", streamed ? "stream" : "overlap"},
+          {"train_peak_bytes", train_peak.total()},
+          {"train_peak_parts", parts_json(train_peak)},
           {"device", e.device}};
       char secs[64];
       std::snprintf(secs, sizeof secs, "%.4f s/step, ~%.2f s/epoch", e.step_seconds,
@@ -66,7 +91,8 @@ void register_estimate(CLI::App& app, Context& ctx) {
           e.peak_source + ")\n" + "  per group       " + std::to_string(e.gradient_groups) +
           " group(s) of " + std::to_string(e.examples_per_group) +
           " examples, run one at a time: the peak is one group's\n" + "step time         " + secs +
-          " on " + e.device + "\n";
+          " on " + e.device + "\n" + "train peak        " + size_of(train_peak.total()) +
+          " resident, predicted:\n" + parts_text(train_peak);
       emit(ctx, j, human);
       return 0;
     };

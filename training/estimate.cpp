@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <unordered_map>
 
@@ -107,7 +108,25 @@ std::uint64_t cuda_allocated(int device, bool peak) {
 }
 #endif
 
+// The process's resident set now (VmRSS), 0 where /proc is not there.
+std::uint64_t resident_bytes() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
 }  // namespace
+
+PeakPrediction training_peak(const MemoryEstimate& e, std::vector<PeakPart> extra) {
+  PeakPrediction p;
+  p.parts = {{"process (LibTorch and veritrain code)", e.process_bytes},
+             {"resting state (parameters, optimizer state, buffers)", e.resting_bytes},
+             {"one step (activations, gradients, workspaces)", e.step_peak_bytes}};
+  for (PeakPart& part : extra) p.parts.push_back(std::move(part));
+  return p;
+}
 
 Result<MemoryEstimate> estimate(const Task& task, const TrainerOptions& options) {
   Task two_steps = task;
@@ -121,8 +140,9 @@ Result<MemoryEstimate> estimate(const Task& task, const TrainerOptions& options)
     ~Restore() { c10::SetCPUAllocator(base, kPriority); }
   } restore{base};
 
-  VT_ASSIGN_OR_RETURN(auto trainer, Trainer::create(two_steps, options));
   MemoryEstimate e;
+  e.process_bytes = resident_bytes();
+  VT_ASSIGN_OR_RETURN(auto trainer, Trainer::create(two_steps, options));
   e.parameters = trainer->parameter_count();
   e.device = trainer->device();
   e.gradient_groups = task.gradient_groups;
@@ -149,11 +169,13 @@ Result<MemoryEstimate> estimate(const Task& task, const TrainerOptions& options)
       if (cuda) {
         c10::cuda::CUDACachingAllocator::resetPeakStats(cuda_index(e.device));
         resting = cuda_allocated(cuda_index(e.device), false);
+        e.resting_bytes = resting;
       }
 #endif
       if (!cuda) {
         counting.reset_peak();
         resting = counting.live();
+        e.resting_bytes = resting;
       }
       step_start = now;
       return;

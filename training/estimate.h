@@ -13,7 +13,12 @@ struct MemoryEstimate {
   std::uint64_t optimizer_state_bytes = 0;  // the optimizer's slots and the weights' average
   std::uint64_t snapshot_bytes = 0;         // raw canonical bytes of one snapshot
   std::uint64_t step_peak_bytes = 0;  // peak allocated during one step, above the resting state
-  std::string peak_source;            // how step_peak_bytes was measured
+  // What the process holds besides: resident before the trainer was built (LibTorch's and
+  // veritrain's code, their static buffers), and allocated between steps (parameters, gradients
+  // kept, optimizer state, buffers, in-memory data).
+  std::uint64_t process_bytes = 0;
+  std::uint64_t resting_bytes = 0;
+  std::string peak_source;  // how step_peak_bytes was measured
   // A step runs its gradient groups one at a time (docs/training.md), so step_peak_bytes is
   // what one group of examples_per_group needs, plus the tree's partial sums.
   std::int64_t gradient_groups = 1;
@@ -24,5 +29,22 @@ struct MemoryEstimate {
 };
 
 Result<MemoryEstimate> estimate(const Task& task, const TrainerOptions& options = {});
+
+// A predicted peak resident set, by named part (docs/training.md, "Memory").
+struct PeakPart {
+  std::string name;
+  std::uint64_t bytes = 0;
+};
+struct PeakPrediction {
+  std::vector<PeakPart> parts;
+  std::uint64_t total() const {
+    std::uint64_t sum = 0;
+    for (const PeakPart& p : parts) sum += p.bytes;
+    return sum;
+  }
+};
+// The parts every training process has at a step's peak, plus `extra` (what the role holds
+// beside: a provider's commitment buffers, a replay's states).
+PeakPrediction training_peak(const MemoryEstimate& e, std::vector<PeakPart> extra);
 
 }  // namespace vt::training

@@ -149,6 +149,15 @@ TEST(CliEstimate, MeasuresConv3dStateAndStepMemory) {
   // Activations of a batch of 4 volumes of 16^3 dominate: at least the 13 channels of output
   // the layers produce (4 + 8 + 1), in float32.
   EXPECT_GT(j["step_peak_bytes"].get<std::uint64_t>(), 4u * 13 * 16 * 16 * 16 * 4);
+  // train's predicted peak is its named parts: the process, the resting state (at least the
+  // parameters and moments), a step, and the commitments of the mode auto picks for a small state.
+  EXPECT_EQ(j["train_commit_mode"], "overlap");
+  std::uint64_t sum = 0;
+  for (const auto& part : j["train_peak_parts"]) sum += part["bytes"].get<std::uint64_t>();
+  EXPECT_EQ(sum, j["train_peak_bytes"].get<std::uint64_t>());
+  EXPECT_EQ(j["train_peak_parts"].size(), 4u);
+  EXPECT_GT(j["process_bytes"].get<std::uint64_t>(), 50u << 20);  // LibTorch is loaded
+  EXPECT_GE(j["resting_bytes"].get<std::uint64_t>(), 3u * 1201 * 4);
 }
 
 }  // namespace
