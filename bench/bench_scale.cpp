@@ -42,6 +42,7 @@ Child run(const std::vector<std::string>& argv, const fs::path& out_file, const 
       ::_exit(127);
     for (const std::string& e : env) ::putenv(const_cast<char*>(e.c_str()));
     std::vector<char*> args;
+    args.reserve(argv.size() + 1);
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     ::execvp(args[0], args.data());
@@ -79,9 +80,7 @@ struct Args {
   std::string binary = VT_BINARY;
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int bench(int argc, char** argv) {
   Args a;
   CLI::App app{"veritrain's memory and speed at a real model's size against plain PyTorch"};
   app.add_option("--d-model", a.d_model)->capture_default_str();
@@ -203,4 +202,15 @@ int main(int argc, char** argv) {
   report.add("train_seconds", train.seconds);
   report.add("verify_seconds", verify.seconds);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return bench(argc, argv);
+  } catch (const std::exception& e) {  // a child's output that is not what it should be
+    std::cerr << "bench_scale: " << e.what() << "\n";
+    return 1;
+  }
 }

@@ -127,7 +127,7 @@ class Pipeline {
   // Commits `job` (which holds no copy) from the live state on this thread, training waiting:
   // the snapshot is read out of `source` a window at a time through the store's coder, which
   // hashes it, and is coded against the stored previous epoch read back from disk.
-  Status commit_streamed(CommitJob job, const training::Trainer::CanonicalSource& source,
+  Status commit_streamed(const CommitJob& job, const training::Trainer::CanonicalSource& source,
                          const training::Trainer& trainer) {
     VT_RETURN_IF_ERROR(wait());
     // Training waits meanwhile, so coding takes every core.
@@ -396,7 +396,7 @@ Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& op
       environment_committed = true;
       job.timings.capture = seconds_since(captured) - waited;
       job.timings.wait = waited;
-      return pipeline.commit_streamed(std::move(job), *source, *trainer);
+      return pipeline.commit_streamed(job, *source, *trainer);
     }
     std::unique_ptr<Bytes> canonical = buffers->take();
     VT_RETURN_IF_ERROR(trainer->snapshot_into(*canonical));
