@@ -1,5 +1,6 @@
 #include "verifier/check/epoch_check.h"
 
+#include <algorithm>
 #include <bit>
 #include <chrono>
 #include <cmath>
@@ -8,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/safetensors.h"
+#include "common/stream_file.h"
 #include "fingerprint/fingerprint.h"
 #include "fingerprint/merkle.h"
 #include "training/eval_claim.h"
@@ -236,7 +238,32 @@ Result<PreparedEpoch> prepare_epoch(EvidenceSource& source, const CheckContext& 
   return p;
 }
 
-Result<Replay> replay_here(const CheckContext& ctx, ByteSpan start) {
+namespace {
+
+// The trainer's state into `file`, a window at a time out of the live tensors; returns its root.
+Result<Digest> stream_state(const training::Trainer& trainer, const std::filesystem::path& file) {
+  VT_ASSIGN_OR_RETURN(std::unique_ptr<training::Trainer::CanonicalSource> source,
+                      trainer.canonical_source());
+  VT_ASSIGN_OR_RETURN(StreamFileWriter out,
+                      StreamFileWriter::create(file.parent_path(), file.filename().string()));
+  constexpr std::uint64_t kWindow = std::uint64_t{64} << 20;
+  const std::uint64_t total = source->layout().total_size;
+  fp::MerkleBuilder merkle;
+  Bytes window;
+  for (std::uint64_t at = 0; at < total; at += window.size()) {
+    window.resize(std::min(kWindow, total - at));
+    VT_RETURN_IF_ERROR(source->read(at, window));
+    merkle.append(window);
+    VT_RETURN_IF_ERROR(out.append(window));
+  }
+  VT_RETURN_IF_ERROR(out.commit(file));
+  return merkle.finish();
+}
+
+}  // namespace
+
+Result<Replay> replay_here(const CheckContext& ctx, Bytes start,
+                           const std::filesystem::path* state_file) {
   // From bytes only: nothing is shared with the provider's run.
   const auto t0 = std::chrono::steady_clock::now();
   Replay r;
@@ -248,6 +275,7 @@ Result<Replay> replay_here(const CheckContext& ctx, ByteSpan start) {
     VT_ASSIGN_OR_RETURN(own, restore_committed(*ctx.task, start, ctx.trainer));
     trainer = own.get();
   }
+  Bytes().swap(start);
   r.notes = trainer->replay_notes();
   // The trail as an honest provider takes it (provider/provider.cpp), to compare bit for bit:
   // exact mode only, the one mode where it is compared (each point is a device gather).
@@ -271,8 +299,12 @@ Result<Replay> replay_here(const CheckContext& ctx, ByteSpan start) {
   }
   VT_ASSIGN_OR_RETURN(training::EpochSummary summary, trainer->train_epoch(hooks));
   VT_RETURN_IF_ERROR(std::move(trail_status));
-  VT_ASSIGN_OR_RETURN(r.snapshot, trainer->snapshot());
-  r.root = fp::merkle_root(r.snapshot);
+  if (state_file != nullptr) {
+    VT_ASSIGN_OR_RETURN(r.root, stream_state(*trainer, *state_file));
+  } else {
+    VT_ASSIGN_OR_RETURN(r.snapshot, trainer->snapshot());
+    r.root = fp::merkle_root(r.snapshot);
+  }
   r.data_order_digest = summary.data_order_digest;
   r.loss = summary.mean_loss;
   if (summary.eval) r.eval = training::eval_claim(*summary.eval);
@@ -366,7 +398,8 @@ Result<EpochCheck> check_epoch(EvidenceSource& source, const CheckContext& ctx,
   VT_ASSIGN_OR_RETURN(PreparedEpoch prepared,
                       prepare_epoch(source, ctx, before, after, after_needed_later));
   if (!prepared.replayable()) return std::move(prepared.check);
-  auto replay = replay_here(ctx, prepared.start);
+  // The start state goes into the replay: a second replay after a failure fetches it again.
+  auto replay = replay_here(ctx, std::move(prepared.start));
   if (!replay) return unreplayable(std::move(prepared), replay.error());
   VT_RETURN_IF_ERROR(fetch_after_if_replay_missed(source, ctx, prepared, *replay));
   return judge_with_second_replay(std::move(prepared), *replay, source, ctx);

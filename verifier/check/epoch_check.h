@@ -3,6 +3,7 @@
 // replay the epoch from it, and compare (docs/verifier.md). The committed state after the epoch
 // crosses the network only when something needs it (see AfterState).
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -106,8 +107,12 @@ struct Replay {
   std::vector<nlohmann::json> trail;  // at the task's trail seeds every trail_interval steps
   std::optional<EvalClaim> eval;      // the held-out split after the epoch
 };
-// In ctx.replayer when there is one, else in a trainer restored for it.
-Result<Replay> replay_here(const CheckContext& ctx, ByteSpan start);
+// In ctx.replayer when there is one, else in a trainer restored for it. `start` is let go once
+// the trainer holds it, so that the epoch trains beside one copy of the state, not two. With
+// `state_file`, the replayed state is streamed there out of the live tensors (hashed on the way)
+// instead of being kept in Replay::snapshot, which stays empty.
+Result<Replay> replay_here(const CheckContext& ctx, Bytes start,
+                           const std::filesystem::path* state_file = nullptr);
 // Restores a committed state that passed check_committed_state. It can still fail to restore
 // (RNG or optimizer bytes of the right size but no valid content, which LibTorch throws on);
 // when this verifier can build the task's fresh state, its own setup is sound and the failure

@@ -283,10 +283,9 @@ Status run_replay_worker(const ReplayWorkerArgs& args, std::istream& in, std::os
     const fs::path from = from_text, out = out_text;
     auto replayed = [&]() -> Result<Replay> {
       VT_ASSIGN_OR_RETURN(Bytes start, read_file(from));
-      VT_ASSIGN_OR_RETURN(Replay r, replay_here(ctx, start));
-      // A scratch file: the parent reads it only after this answer.
-      VT_RETURN_IF_ERROR(write_scratch(out, r.snapshot));
-      return r;
+      // Streamed into the scratch file the parent reads only after this answer: the worker
+      // never holds the replayed state beside the trainer's.
+      return replay_here(ctx, std::move(start), &out);
     }();
     json answer;
     if (replayed) {

@@ -42,7 +42,7 @@ std::string first_differing_tensor(ByteSpan a, ByteSpan b) {
 }  // namespace
 
 Result<Replay> replay_again(const CheckContext& ctx, std::uint64_t epoch, ByteSpan start) {
-  if (ctx.second_replay_program.empty()) return replay_here(ctx, start);
+  if (ctx.second_replay_program.empty()) return replay_here(ctx, Bytes(start.begin(), start.end()));
   VT_ASSIGN_OR_RETURN(auto worker, ReplayJobs::create(ctx.second_replay_program, 1, *ctx.task,
                                                       ctx.trainer, scrambled_memory_environment()));
   VT_RETURN_IF_ERROR(worker->start(epoch, start));
