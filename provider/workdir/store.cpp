@@ -1,6 +1,7 @@
 #include "provider/workdir/store.h"
 
 #include "common/file_io.h"
+#include "fingerprint/merkle.h"
 
 namespace vt::provider {
 namespace fs = std::filesystem;
@@ -79,6 +80,16 @@ Result<std::unique_ptr<StoredReader>> SnapshotStore::open_reader(const Digest& r
     }
     if (!contains(*next))
       return io_error("snapshot " + hex_encode(*next) + " is missing from " + dir_.string());
+    // Bounded as load_container bounds it, before a byte is read: a huge or sparse file is
+    // refused, not mapped into a decode.
+    const std::uint64_t limit =
+        options_.max_state_bytes + container_slack(options_.max_state_bytes);
+    std::error_code ec;
+    const std::uint64_t size = fs::file_size(path_for(*next), ec);
+    if (!ec && size > limit) {
+      return invalid_input(path_for(*next).string() + " is " + std::to_string(size) +
+                           " bytes, more than the limit of " + std::to_string(limit));
+    }
     VT_ASSIGN_OR_RETURN(std::unique_ptr<comp::ContainerFile> file,
                         comp::ContainerFile::open(path_for(*next), options_.max_state_bytes));
     if (file->info().root != *next) {
@@ -170,8 +181,45 @@ Result<Bytes> SnapshotStore::load_container(const Digest& root) const {
 }
 
 Result<Bytes> SnapshotStore::load_canonical(const Digest& root) const {
-  VT_ASSIGN_OR_RETURN(Bytes container, load_container(root));
-  return decode(root, container, std::nullopt, 0);
+  if (folder_) {  // served to peers: every read goes through the folder's handle
+    VT_ASSIGN_OR_RETURN(Bytes container, load_container(root));
+    return decode(root, container, std::nullopt, 0);
+  }
+  // Section by section through the chain, straight into the output: neither the containers nor
+  // the chain's decoded bases are ever whole in memory (they were 3-4 states for a delta).
+  VT_ASSIGN_OR_RETURN(std::unique_ptr<StoredReader> reader, open_reader(root));
+  Bytes out;
+  reserve_large(out, reader->size());  // bounded by max_state_bytes when the file was opened
+  out.resize(reader->size());
+  // Pieces of whole sections of about 8 MiB, read on the pool.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> pieces;
+  for (const comp::SectionInfo& s : reader->files_.front()->info().sections) {
+    if (pieces.empty() || pieces.back().second >= (std::uint64_t{8} << 20)) {
+      pieces.emplace_back(s.raw_offset, s.raw_size);
+    } else {
+      pieces.back().second += s.raw_size;
+    }
+  }
+  std::vector<std::optional<Error>> errors(pieces.size());
+  const auto read_piece = [&](std::size_t i) {
+    Status read =
+        reader->read(pieces[i].first, std::span(out).subspan(pieces[i].first, pieces[i].second));
+    if (!read) errors[i] = read.error();
+  };
+  if (pool_) {
+    pool_->parallel_for(pieces.size(), read_piece);
+  } else {
+    for (std::size_t i = 0; i < pieces.size(); ++i) read_piece(i);
+  }
+  for (const std::optional<Error>& e : errors) {
+    if (e) return e->context(label(root));
+  }
+  const Digest got = fp::merkle_root(out, pool_.get());
+  if (got != root) {
+    return invalid_input(label(root) + ": decoded bytes have Merkle root " + hex_encode(got) +
+                         ", its name says " + hex_encode(root));
+  }
+  return out;
 }
 
 Result<Bytes> SnapshotStore::decode(const Digest& root, ByteSpan container,
