@@ -6,6 +6,7 @@
 #include "compression/format.h"
 #include "compression/section_codec.h"
 #include "compression/streaming.h"
+#include "fingerprint/merkle.h"
 
 namespace vt::comp {
 namespace fs = std::filesystem;
@@ -88,6 +89,37 @@ Status ContainerFile::read(std::uint64_t offset, std::span<std::uint8_t> out) co
     at += take;
   }
   return {};
+}
+
+Result<Bytes> read_whole(const ContainerFile& file, ThreadPool* pool) {
+  const ContainerInfo& info = file.info();
+  Bytes out;
+  reserve_large(out, info.raw_size);  // bounded by max_raw_size when the file was opened
+  out.resize(info.raw_size);
+  // Pieces of about 8 MiB of whole sections: each section (and its chain's) decoded once.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> pieces;
+  for (const SectionInfo& s : info.sections) {
+    if (pieces.empty() || pieces.back().second >= (std::uint64_t{8} << 20)) {
+      pieces.emplace_back(s.raw_offset, s.raw_size);
+    } else {
+      pieces.back().second += s.raw_size;
+    }
+  }
+  std::vector<std::optional<Error>> errors(pieces.size());
+  for_each_index(pool, pieces.size(), [&](std::size_t i) {
+    Status read =
+        file.read(pieces[i].first, std::span(out).subspan(pieces[i].first, pieces[i].second));
+    if (!read) errors[i] = read.error();
+  });
+  for (const std::optional<Error>& e : errors) {
+    if (e) return *e;
+  }
+  const Digest got = fp::merkle_root(out, pool);
+  if (got != info.root) {
+    return invalid_input(file.path().string() + ": decoded bytes have Merkle root " +
+                         hex_encode(got) + ", the header commits to " + hex_encode(info.root));
+  }
+  return out;
 }
 
 Result<StreamBase> stream_base(std::uint64_t size, const Digest& root, RangeReader read) {

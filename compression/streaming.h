@@ -47,6 +47,10 @@ class ContainerFile {
   RangeReader base_;
 };
 
+// All of a container's canonical bytes, read in pieces of whole sections on `pool` into one
+// buffer (bounded by the limit the file was opened with), and checked against its root.
+Result<Bytes> read_whole(const ContainerFile& file, ThreadPool* pool);
+
 // The base of a streamed delta: its canonical size, root, layout (a prefix-only view) and bytes.
 struct StreamBase {
   std::uint64_t size = 0;

@@ -1,7 +1,6 @@
 #include "provider/workdir/store.h"
 
 #include "common/file_io.h"
-#include "fingerprint/merkle.h"
 
 namespace vt::provider {
 namespace fs = std::filesystem;
@@ -188,37 +187,8 @@ Result<Bytes> SnapshotStore::load_canonical(const Digest& root) const {
   // Section by section through the chain, straight into the output: neither the containers nor
   // the chain's decoded bases are ever whole in memory (they were 3-4 states for a delta).
   VT_ASSIGN_OR_RETURN(std::unique_ptr<StoredReader> reader, open_reader(root));
-  Bytes out;
-  reserve_large(out, reader->size());  // bounded by max_state_bytes when the file was opened
-  out.resize(reader->size());
-  // Pieces of whole sections of about 8 MiB, read on the pool.
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> pieces;
-  for (const comp::SectionInfo& s : reader->files_.front()->info().sections) {
-    if (pieces.empty() || pieces.back().second >= (std::uint64_t{8} << 20)) {
-      pieces.emplace_back(s.raw_offset, s.raw_size);
-    } else {
-      pieces.back().second += s.raw_size;
-    }
-  }
-  std::vector<std::optional<Error>> errors(pieces.size());
-  const auto read_piece = [&](std::size_t i) {
-    Status read =
-        reader->read(pieces[i].first, std::span(out).subspan(pieces[i].first, pieces[i].second));
-    if (!read) errors[i] = read.error();
-  };
-  if (pool_) {
-    pool_->parallel_for(pieces.size(), read_piece);
-  } else {
-    for (std::size_t i = 0; i < pieces.size(); ++i) read_piece(i);
-  }
-  for (const std::optional<Error>& e : errors) {
-    if (e) return e->context(label(root));
-  }
-  const Digest got = fp::merkle_root(out, pool_.get());
-  if (got != root) {
-    return invalid_input(label(root) + ": decoded bytes have Merkle root " + hex_encode(got) +
-                         ", its name says " + hex_encode(root));
-  }
+  auto out = comp::read_whole(*reader->files_.front(), pool_.get());
+  if (!out) return out.error().context(label(root));
   return out;
 }
 

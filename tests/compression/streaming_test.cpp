@@ -148,6 +148,10 @@ TEST(Streaming, AContainerFileReadsAnyRangeThroughItsDeltaChain) {
   Bytes all(after.size());
   ASSERT_TRUE((*after_file)->read(0, all).ok());
   EXPECT_EQ(all, after);
+  ThreadPool pool(2);
+  auto whole = read_whole(**after_file, &pool);
+  ASSERT_TRUE(whole.ok()) << whole.error().message;
+  EXPECT_EQ(*whole, after);
 }
 
 TEST(Streaming, AContainerFileNamesCorruptionAndRefusesATruncatedOrOversizedFile) {
@@ -169,6 +173,9 @@ TEST(Streaming, AContainerFileNamesCorruptionAndRefusesATruncatedOrOversizedFile
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("corrupted"), std::string::npos) << bad.error().message;
   EXPECT_NE(bad.error().message.find(last.label()), std::string::npos) << bad.error().message;
+  auto whole = read_whole(**file, nullptr);
+  ASSERT_FALSE(whole.ok());
+  EXPECT_NE(whole.error().message.find("corrupted"), std::string::npos) << whole.error().message;
 
   Bytes truncated(container.begin(), container.end() - 1);
   ASSERT_TRUE(write_file_atomic(dir / "short.vtc", truncated).ok());
