@@ -2,7 +2,6 @@
 // container (docs/container.md).
 
 #include <cstring>
-#include <exception>
 #include <string>
 
 #include "common/safetensors.h"
@@ -91,15 +90,7 @@ Result<Bytes> encode_impl(ByteSpan canonical, const EncodeOptions& o) {
 }  // namespace
 
 Result<Bytes> encode(ByteSpan canonical, const EncodeOptions& options) {
-  try {
-    auto result = encode_impl(canonical, options);
-    if (!result.ok()) return result.error().context("encoding container");
-    return result;
-  } catch (const std::bad_alloc&) {
-    return internal_error("encoding container: out of memory");
-  } catch (const std::exception& e) {
-    return internal_error(std::string("encoding container: ") + e.what());
-  }
+  return guarded_encoding([&] { return encode_impl(canonical, options); });
 }
 
 }  // namespace vt::comp

@@ -4,6 +4,8 @@
 // at a time (stream_encode.cpp), so the two write the same container for the same bytes.
 
 #include <cstdint>
+#include <exception>
+#include <new>
 #include <optional>
 #include <span>
 #include <vector>
@@ -45,5 +47,20 @@ std::vector<std::uint64_t> payload_slots(const std::vector<PlannedSection>& sect
 // delta) into `payload`, filling in its info's method, payload and delta fields.
 Result<std::uint64_t> code_section(PlannedSection& section, ByteSpan raw, ByteSpan base_run,
                                    Codec codec, int level, Bytes& payload);
+
+// Runs an encoder, naming its failures "encoding container: ..." and turning what the coding
+// libraries throw (memory, above all) into errors.
+template <typename F>
+auto guarded_encoding(F&& encode) -> decltype(encode()) {
+  try {
+    auto result = encode();
+    if (!result.ok()) return result.error().context("encoding container");
+    return result;
+  } catch (const std::bad_alloc&) {
+    return internal_error("encoding container: out of memory");
+  } catch (const std::exception& e) {
+    return internal_error(std::string("encoding container: ") + e.what());
+  }
+}
 
 }  // namespace vt::comp

@@ -1,7 +1,6 @@
 // The streaming encoder (compression/streaming.h): the sections of encode.cpp, read a window at a
 // time from the caller, coded in parallel, written out in order; the head last, at offset 0.
 
-#include <exception>
 #include <optional>
 
 #include "compression/format.h"
@@ -121,15 +120,8 @@ Result<StreamedContainer> encode_streamed_impl(const CanonicalLayout& layout,
 Result<StreamedContainer> encode_streamed(const CanonicalLayout& layout, const RangeReader& source,
                                           const StreamBase* base, const EncodeOptions& options,
                                           StreamFileWriter& out, std::uint64_t window_bytes) {
-  try {
-    auto result = encode_streamed_impl(layout, source, base, options, out, window_bytes);
-    if (!result.ok()) return result.error().context("encoding container");
-    return result;
-  } catch (const std::bad_alloc&) {
-    return internal_error("encoding container: out of memory");
-  } catch (const std::exception& e) {
-    return internal_error(std::string("encoding container: ") + e.what());
-  }
+  return guarded_encoding(
+      [&] { return encode_streamed_impl(layout, source, base, options, out, window_bytes); });
 }
 
 }  // namespace vt::comp

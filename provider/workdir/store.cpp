@@ -187,7 +187,7 @@ Result<Bytes> SnapshotStore::load_canonical(const Digest& root) const {
   // Section by section through the chain, straight into the output: neither the containers nor
   // the chain's decoded bases are ever whole in memory (they were 3-4 states for a delta).
   VT_ASSIGN_OR_RETURN(std::unique_ptr<StoredReader> reader, open_reader(root));
-  auto out = comp::read_whole(*reader->files_.front(), pool_.get());
+  auto out = comp::read_whole(reader->file(), pool_.get());
   if (!out) return out.error().context(label(root));
   return out;
 }

@@ -31,11 +31,9 @@ inline std::uint64_t container_slack(std::uint64_t raw) { return raw / 64 + (1u 
 class StoredReader {
  public:
   const Digest& root() const { return root_; }
-  std::uint64_t size() const { return files_.front()->info().raw_size; }
-  Status read(std::uint64_t offset, std::span<std::uint8_t> out) const {
-    return files_.front()->read(offset, out);
-  }
-  comp::RangeReader reader() const { return files_.front()->reader(); }
+  std::uint64_t size() const { return file().info().raw_size; }
+  const comp::ContainerFile& file() const { return *files_.front(); }  // its bases linked
+  comp::RangeReader reader() const { return file().reader(); }
 
  private:
   friend class SnapshotStore;
