@@ -219,7 +219,8 @@ void register_verify(CLI::App& app, Context& ctx) {
                    "keeping them (the zoo's gpt): less memory, the same bits");
   verify->add_option(
       "--jobs", v->jobs,
-      "Replays at once, each in its own process (default 0: as cores allow; 1 on a GPU)");
+      "Replays at once, each in its own process (default 0: as cores and memory allow; 1 on "
+      "a GPU)");
   verify->add_option("--seed", v->seed,
                      "Reproduce a run's challenges (hex); default: fresh OS randomness");
   verify

@@ -56,14 +56,15 @@ Status StreamFileWriter::append(ByteSpan bytes) {
   return written;
 }
 
-Status StreamFileWriter::commit(const fs::path& path) {
+Status StreamFileWriter::commit(const fs::path& path, Durability durability) {
   if (committed_) return internal_error(path.string() + ": committed twice");
-  if (::fsync(fd_.get()) != 0) return io_error(errno_text(errno, "syncing", tmp_));
+  const bool durable = durability == Durability::kDurable;
+  if (durable && ::fsync(fd_.get()) != 0) return io_error(errno_text(errno, "syncing", tmp_));
   if (::close(fd_.release()) != 0) return io_error(errno_text(errno, "closing", tmp_));
   if (::rename(tmp_.c_str(), path.c_str()) != 0)
     return io_error(errno_text(errno, "renaming into", path));
   committed_ = true;
-  return fsync_dir(path.parent_path());
+  return durable ? fsync_dir(path.parent_path()) : Status{};
 }
 
 Result<PositionalFile> PositionalFile::open(const fs::path& path) {

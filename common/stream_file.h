@@ -28,8 +28,11 @@ class StreamFileWriter {
   Status append(ByteSpan bytes);
   Status write_at(std::uint64_t offset, ByteSpan bytes);  // within what was appended
   std::uint64_t size() const { return size_; }
-  // Makes the file durable as `path` (replacing what was there).
-  Status commit(const std::filesystem::path& path);
+  // Puts the file in place as `path` (replacing what was there), durable: fsync'd before and
+  // after the rename. kScratch skips the fsyncs, for a file that lives only while its process
+  // runs (a verifier's replayed state): no reader after a crash, so nothing to make durable.
+  enum class Durability { kDurable, kScratch };
+  Status commit(const std::filesystem::path& path, Durability durability = Durability::kDurable);
 
  private:
   StreamFileWriter(std::filesystem::path tmp, Fd fd) : tmp_(std::move(tmp)), fd_(std::move(fd)) {}

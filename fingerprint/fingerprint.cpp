@@ -69,12 +69,14 @@ Result<TensorSamples> tensor_from_json(const nlohmann::json& j, const std::strin
   return t;
 }
 
-}  // namespace
-
-Result<Fingerprint> gather(const SamplePlan& plan, const SafetensorsView& snapshot) {
+// Both gathers: `read(entry, at, out)` fills `out` from byte `at` of the entry's data. A template,
+// so that the in-memory gather (every value of a state, in tolerance mode) stays a plain copy.
+template <typename Read>
+Result<Fingerprint> gather_values(const SamplePlan& plan, const std::vector<TensorEntry>& tensors,
+                                  Read&& read) {
   std::unordered_map<std::string_view, const TensorEntry*> by_name;
-  by_name.reserve(snapshot.tensors.size());
-  for (const TensorEntry& e : snapshot.tensors) by_name.emplace(e.name, &e);
+  by_name.reserve(tensors.size());
+  for (const TensorEntry& e : tensors) by_name.emplace(e.name, &e);
   Fingerprint out{plan, {}};
   out.values.reserve(plan.tensors.size());
   for (const TensorSamples& t : plan.tensors) {
@@ -90,7 +92,6 @@ Result<Fingerprint> gather(const SamplePlan& plan, const SafetensorsView& snapsh
     }
     VT_RETURN_IF_ERROR(check_value_bytes(t, t.indices.size() * dtype_size(t.dtype)));
     const std::size_t size = dtype_size(t.dtype);
-    ByteSpan data = snapshot.data(e);
     Bytes values(t.indices.size() * size);
     for (std::size_t i = 0; i < t.indices.size(); ++i) {
       if (t.indices[i] >= t.numel) {
@@ -98,11 +99,27 @@ Result<Fingerprint> gather(const SamplePlan& plan, const SafetensorsView& snapsh
                              " of tensor " + quote_name(t.name) + " is not below its " +
                              std::to_string(t.numel) + " elements");
       }
-      std::copy_n(data.data() + t.indices[i] * size, size, values.data() + i * size);
+      VT_RETURN_IF_ERROR(
+          read(e, t.indices[i] * size, std::span<std::uint8_t>(values.data() + i * size, size)));
     }
     out.values.push_back(std::move(values));
   }
   return out;
+}
+
+}  // namespace
+
+Result<Fingerprint> gather(const SamplePlan& plan, const SafetensorsView& snapshot) {
+  return gather_values(plan, snapshot.tensors,
+                       [&](const TensorEntry& e, std::uint64_t at, std::span<std::uint8_t> out) {
+                         std::copy_n(snapshot.data(e).data() + at, out.size(), out.data());
+                         return Status{};
+                       });
+}
+
+Result<Fingerprint> gather(const SamplePlan& plan, const std::vector<TensorEntry>& tensors,
+                           const TensorBytesReader& read) {
+  return gather_values(plan, tensors, read);
 }
 
 Result<Fingerprint> fingerprint_from_values(SamplePlan plan, std::vector<Bytes> values) {

@@ -4,6 +4,8 @@
 // the JSON form is lossless for every dtype.
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -30,6 +32,12 @@ struct Fingerprint {
 // Reads the plan's values out of a parsed snapshot. Errors name the tensor that is missing or
 // whose dtype or element count differs from the plan.
 Result<Fingerprint> gather(const SamplePlan& plan, const SafetensorsView& snapshot);
+// The same from a state that is not in memory: `tensors` is its header's list, and `read` fills
+// `out` with the bytes of `entry` from byte `at` of its data (a file read a value at a time).
+using TensorBytesReader =
+    std::function<Status(const TensorEntry& entry, std::uint64_t at, std::span<std::uint8_t> out)>;
+Result<Fingerprint> gather(const SamplePlan& plan, const std::vector<TensorEntry>& tensors,
+                           const TensorBytesReader& read);
 
 // Wraps values gathered elsewhere (training/ gathers on the device): one Bytes per plan tensor,
 // in plan order. Errors name the tensor whose byte count is wrong or whose dtype is not one of

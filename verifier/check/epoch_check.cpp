@@ -175,7 +175,7 @@ fp::Tolerance tolerance_of(const Task& task) {
 
 Result<PreparedEpoch> prepare_epoch(EvidenceSource& source, const CheckContext& ctx,
                                     const SignedRecord& before, const SignedRecord& after,
-                                    bool after_needed_later) {
+                                    bool after_needed_later, bool replayed_next) {
   const std::uint64_t e = after.record.epoch;
   PreparedEpoch p;
   p.before = before;
@@ -227,13 +227,21 @@ Result<PreparedEpoch> prepare_epoch(EvidenceSource& source, const CheckContext& 
 
   check.bytes_fetched = source.bytes_fetched() - fetched_before;
   p.committed = std::move(*committed);
-  const bool wanted_now =
-      ctx.fetch_after == FetchAfter::kAlways ||
-      (ctx.fetch_after == FetchAfter::kAuto &&
-       (after_needed_later || compare_mode(*ctx.task) == fp::CompareMode::kTolerance));
-  if (wanted_now)
+  const bool exact = compare_mode(*ctx.task) == fp::CompareMode::kExact;
+  const bool wanted_now = ctx.fetch_after == FetchAfter::kAlways ||
+                          (ctx.fetch_after == FetchAfter::kAuto && (after_needed_later || !exact));
+  // A delta against the start needs both states in memory at once, beside the replayer's: for a
+  // large state replayed here next, the state after is fetched once the replay let go of the
+  // start, whole, to wait on disk (reuse_last_snapshot) until it is needed.
+  p.after_deferred = wanted_now && replayed_next && exact && ctx.scratch != nullptr &&
+                     start_bytes->size() >= ctx.large_state_bytes;
+  if (wanted_now && !p.after_deferred) {
     VT_RETURN_IF_ERROR(
         fetch_after_state(source, ctx, p, before.record.root, ByteSpan(*start_bytes)));
+    // Exact mode judges by the committed fingerprint, never by these bytes: what needs them
+    // later asks `source` again, which keeps the last snapshot (reuse_last_snapshot).
+    if (exact && ctx.scratch) p.end.reset();
+  }
   p.start = std::move(*start_bytes);
   return p;
 }
@@ -256,7 +264,8 @@ Result<Digest> stream_state(const training::Trainer& trainer, const std::filesys
     merkle.append(window);
     VT_RETURN_IF_ERROR(out.append(window));
   }
-  VT_RETURN_IF_ERROR(out.commit(file));
+  // Read back by this process or its parent only while the verify runs.
+  VT_RETURN_IF_ERROR(out.commit(file, StreamFileWriter::Durability::kScratch));
   return merkle.finish();
 }
 
@@ -301,6 +310,11 @@ Result<Replay> replay_here(const CheckContext& ctx, Bytes start,
   VT_RETURN_IF_ERROR(std::move(trail_status));
   if (state_file != nullptr) {
     VT_ASSIGN_OR_RETURN(r.root, stream_state(*trainer, *state_file));
+  } else if (ctx.scratch) {
+    const std::filesystem::path file =
+        ctx.scratch->fresh_name("replayed-epoch-" + std::to_string(epoch), ".safetensors");
+    VT_ASSIGN_OR_RETURN(r.root, stream_state(*trainer, file));
+    VT_ASSIGN_OR_RETURN(r.state_file, StateFile::adopt(ctx.scratch, file, r.root));
   } else {
     VT_ASSIGN_OR_RETURN(r.snapshot, trainer->snapshot());
     r.root = fp::merkle_root(r.snapshot);
@@ -312,6 +326,17 @@ Result<Replay> replay_here(const CheckContext& ctx, Bytes start,
   r.samples = static_cast<std::uint64_t>(summary.samples);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
+}
+
+Result<fp::Fingerprint> gather_replayed(const Replay& replay, const fp::SamplePlan& plan) {
+  if (replay.state_file) return replay.state_file->gather(plan);
+  VT_ASSIGN_OR_RETURN(SafetensorsView view, parse_safetensors(replay.snapshot));
+  return fp::gather(plan, view);
+}
+
+Result<Bytes> replayed_bytes(const Replay& replay) {
+  if (replay.state_file) return replay.state_file->read_all();
+  return replay.snapshot;
 }
 
 Status fetch_after_if_replay_missed(EvidenceSource& source, const CheckContext& ctx,
@@ -347,8 +372,8 @@ Result<EpochCheck> judge_epoch(PreparedEpoch prepared, const Replay& replay,
          hex_encode(after.record.data_order_digest).substr(0, 16) + "..., replay " +
          hex_encode(replay.data_order_digest).substr(0, 16) + "...)");
   }
-  VT_ASSIGN_OR_RETURN(SafetensorsView replay_view, parse_safetensors(replay.snapshot));
-  VT_ASSIGN_OR_RETURN(fp::Fingerprint replay_fp, fp::gather(committed.plan, replay_view));
+  // Exact mode reads only the committed positions of the replayed state, not the state.
+  VT_ASSIGN_OR_RETURN(fp::Fingerprint replay_fp, gather_replayed(replay, committed.plan));
   const fp::CompareMode mode = compare_mode(*ctx.task);
   VT_ASSIGN_OR_RETURN(check.fingerprint,
                       fp::compare(replay_fp, committed, mode, tolerance_of(*ctx.task)));
@@ -371,6 +396,8 @@ Result<EpochCheck> judge_epoch(PreparedEpoch prepared, const Replay& replay,
   if (end_bytes && mode == fp::CompareMode::kTolerance) {
     auto end_view = parse_safetensors(*end_bytes);
     if (end_view.ok()) {
+      VT_ASSIGN_OR_RETURN(const Bytes replayed, replayed_bytes(replay));
+      VT_ASSIGN_OR_RETURN(SafetensorsView replay_view, parse_safetensors(replayed));
       const fp::SamplePlan all = full_plan(replay_view);
       VT_ASSIGN_OR_RETURN(fp::Fingerprint replay_all, fp::gather(all, replay_view));
       auto committed_all = fp::gather(all, *end_view);
@@ -395,12 +422,18 @@ Result<EpochCheck> judge_epoch(PreparedEpoch prepared, const Replay& replay,
 Result<EpochCheck> check_epoch(EvidenceSource& source, const CheckContext& ctx,
                                const SignedRecord& before, const SignedRecord& after,
                                bool after_needed_later) {
-  VT_ASSIGN_OR_RETURN(PreparedEpoch prepared,
-                      prepare_epoch(source, ctx, before, after, after_needed_later));
+  VT_ASSIGN_OR_RETURN(
+      PreparedEpoch prepared,
+      prepare_epoch(source, ctx, before, after, after_needed_later, /*replayed_next=*/true));
   if (!prepared.replayable()) return std::move(prepared.check);
   // The start state goes into the replay: a second replay after a failure fetches it again.
   auto replay = replay_here(ctx, std::move(prepared.start));
   if (!replay) return unreplayable(std::move(prepared), replay.error());
+  if (prepared.after_deferred) {
+    // Whole: the start it would be a delta against is gone.
+    VT_RETURN_IF_ERROR(fetch_after_state(source, ctx, prepared, Digest{}, std::nullopt));
+    prepared.end.reset();  // exact mode: the cache keeps it for the next epoch or the final model
+  }
   VT_RETURN_IF_ERROR(fetch_after_if_replay_missed(source, ctx, prepared, *replay));
   return judge_with_second_replay(std::move(prepared), *replay, source, ctx);
 }

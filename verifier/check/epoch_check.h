@@ -13,6 +13,7 @@
 #include "fingerprint/compare.h"
 #include "protocol/task.h"
 #include "training/trainer.h"
+#include "verifier/check/scratch.h"
 #include "verifier/check/state_check.h"
 #include "verifier/source/source.h"
 
@@ -90,15 +91,22 @@ struct PreparedEpoch {
   // then even if the "after" state failed its checks, so the verdict says both.
   std::optional<fp::Fingerprint> committed;
   bool replayable() const { return committed.has_value(); }
+  // The "after" state is wanted but left for after the replay (check_epoch fetches it then).
+  bool after_deferred = false;
 };
+// `replayed_next`: the caller replays the epoch in this process right away (check_epoch), so a
+// large "after" state may wait until the replay let go of the start.
 Result<PreparedEpoch> prepare_epoch(EvidenceSource& source, const CheckContext& ctx,
                                     const SignedRecord& before, const SignedRecord& after,
-                                    bool after_needed_later);
+                                    bool after_needed_later, bool replayed_next = false);
 
 // What re-running the epoch produced.
 struct Replay {
-  Bytes snapshot;  // canonical bytes of the state after the replayed epoch
-  Digest root{};   // its Merkle root
+  // The state after the replayed epoch: its canonical bytes in memory, or (snapshot empty) in a
+  // scratch file, when the verifier has a scratch folder or the replay ran in a worker.
+  Bytes snapshot;
+  std::shared_ptr<const StateFile> state_file;
+  Digest root{};  // its Merkle root
   Digest data_order_digest{};
   std::vector<std::string> notes;  // Trainer::replay_notes()
   double seconds = 0.0;            // restore + epoch + snapshot
@@ -106,13 +114,20 @@ struct Replay {
   std::uint64_t steps = 0, samples = 0;
   std::vector<nlohmann::json> trail;  // at the task's trail seeds every trail_interval steps
   std::optional<EvalClaim> eval;      // the held-out split after the epoch
+  // A replay in a worker: the worker's peak resident set so far (what one more replay needs).
+  std::uint64_t peak_rss_bytes = 0;
 };
 // In ctx.replayer when there is one, else in a trainer restored for it. `start` is let go once
-// the trainer holds it, so that the epoch trains beside one copy of the state, not two. With
-// `state_file`, the replayed state is streamed there out of the live tensors (hashed on the way)
-// instead of being kept in Replay::snapshot, which stays empty.
+// the trainer holds it, so that the epoch trains beside one copy of the state, not two. The
+// replayed state is streamed out of the live tensors (hashed on the way) into `state_file` when
+// given (a worker's answer, Replay::state_file stays null), else into a file of ctx.scratch
+// (Replay::state_file), else kept in Replay::snapshot.
 Result<Replay> replay_here(const CheckContext& ctx, Bytes start,
                            const std::filesystem::path* state_file = nullptr);
+// The replayed state's values at `plan`'s positions, from memory or its file.
+Result<fp::Fingerprint> gather_replayed(const Replay& replay, const fp::SamplePlan& plan);
+// The replayed state whole, for what compares every value (tolerance mode).
+Result<Bytes> replayed_bytes(const Replay& replay);
 // Restores a committed state that passed check_committed_state. It can still fail to restore
 // (RNG or optimizer bytes of the right size but no valid content, which LibTorch throws on);
 // when this verifier can build the task's fresh state, its own setup is sound and the failure

@@ -1,11 +1,10 @@
 #include "verifier/check/replay_jobs.h"
 
-#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <bit>
-#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <thread>
@@ -37,60 +36,27 @@ std::string tail_of(const fs::path& path) {
   return t.size() > keep ? "..." + t.substr(t.size() - keep) : t;
 }
 
-// Scratch files live only while this verifier runs: written whole, but not fsync'd.
-Status write_scratch(const fs::path& path, ByteSpan bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()),
-            static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) return io_error(errno_text(errno, "writing", path));
-  return {};
-}
-
-constexpr std::string_view kScratchPrefix = "veritrain-replay-";
-
-// A verifier killed outright (SIGKILL, Ctrl-C) cannot remove its scratch folder, and the states
-// in it can be large: the next one removes the folders whose owner process is gone.
-void remove_abandoned_scratch(const fs::path& tmp) {
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(tmp, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind(kScratchPrefix, 0) != 0) continue;
-    const std::string rest = name.substr(kScratchPrefix.size());
-    const long owner = std::strtol(rest.c_str(), nullptr, 10);
-    if (owner <= 0 || (::kill(static_cast<pid_t>(owner), 0) != 0 && errno == ESRCH)) {
-      std::error_code ignored;
-      fs::remove_all(entry.path(), ignored);
-    }
-  }
-}
-
-Result<fs::path> make_scratch() {
-  const fs::path tmp = fs::temp_directory_path();
-  remove_abandoned_scratch(tmp);
-  std::string pattern =
-      (tmp / (std::string(kScratchPrefix) + std::to_string(::getpid()) + "-XXXXXX")).string();
-  if (::mkdtemp(pattern.data()) == nullptr) return io_error(errno_text(errno, "creating", pattern));
-  return fs::path(pattern);
-}
-
 }  // namespace
 
-ReplayJobs::ReplayJobs(fs::path scratch) : scratch_(std::move(scratch)) {}
+ReplayJobs::ReplayJobs(std::shared_ptr<ScratchFolder> scratch) : scratch_(std::move(scratch)) {}
 
 Result<std::unique_ptr<ReplayJobs>> ReplayJobs::create(const fs::path& program,
                                                        std::size_t capacity, const Task& task,
                                                        const training::TrainerOptions& trainer,
+                                                       std::shared_ptr<ScratchFolder> scratch,
                                                        const std::vector<std::string>& env) {
   if (capacity == 0) return invalid_input("parallel replays: at least one job is needed");
   if (::access(program.c_str(), X_OK) != 0)
     return invalid_input("parallel replays: " + program.string() +
                          " is not an executable veritrain");
-  VT_ASSIGN_OR_RETURN(fs::path scratch, make_scratch());
+  if (!scratch) {
+    VT_ASSIGN_OR_RETURN(scratch, ScratchFolder::create());
+  }
   std::unique_ptr<ReplayJobs> jobs(new ReplayJobs(scratch));
   // The workers replay the task this verifier checks, byte for byte, not a file that might
   // have changed on disk since it was read.
-  VT_RETURN_IF_ERROR(write_scratch(scratch / "task.json", as_bytes(canonical_task_json(task))));
+  const fs::path task_file = jobs->own_file("task", ".json");
+  VT_RETURN_IF_ERROR(scratch->write(task_file, as_bytes(canonical_task_json(task))));
   // The workers run in the same working directory, but an absolute folder says so explicitly
   // ("" is what the parent path of a bare "task.json" is).
   std::error_code ec;
@@ -101,7 +67,7 @@ Result<std::unique_ptr<ReplayJobs>> ReplayJobs::create(const fs::path& program,
                     ec.message());
   std::vector<std::string> argv = {program.string(), "--log-level",
                                    "warn",           "replay-worker",
-                                   "--task",         (scratch / "task.json").string(),
+                                   "--task",         task_file.string(),
                                    "--task-dir",     task_dir.string(),
                                    "--threads",      std::to_string(trainer.intra_op_threads)};
   if (!trainer.device.empty()) {
@@ -110,7 +76,7 @@ Result<std::unique_ptr<ReplayJobs>> ReplayJobs::create(const fs::path& program,
   }
   if (trainer.checkpoint_activations) argv.push_back("--checkpoint-activations");
   for (std::size_t i = 0; i < capacity; ++i) {
-    const fs::path log = scratch / ("worker-" + std::to_string(i) + ".log");
+    const fs::path log = jobs->own_file("worker", ".log");
     VT_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::spawn_talking(argv, log, env));
     jobs->workers_.push_back(Worker{std::move(child), log, false});
   }
@@ -120,11 +86,12 @@ Result<std::unique_ptr<ReplayJobs>> ReplayJobs::create(const fs::path& program,
 ReplayJobs::~ReplayJobs() {
   workers_.clear();  // each ChildProcess ends its worker
   std::error_code ignored;
-  fs::remove_all(scratch_, ignored);
+  for (const fs::path& f : own_files_) fs::remove(f, ignored);
 }
 
-fs::path ReplayJobs::file(std::uint64_t epoch, const char* what) const {
-  return scratch_ / ("epoch-" + std::to_string(epoch) + "." + what);
+fs::path ReplayJobs::own_file(const std::string& stem, const std::string& suffix) {
+  own_files_.push_back(scratch_->fresh_name(stem, suffix));
+  return own_files_.back();
 }
 
 Error ReplayJobs::worker_failed(Worker& w, const std::string& what, const std::string& why) {
@@ -144,17 +111,21 @@ Status ReplayJobs::start(std::uint64_t epoch, ByteSpan start) {
   if (idle == workers_.size())
     return internal_error("parallel replays: all " + std::to_string(workers_.size()) +
                           " jobs are busy");
-  VT_RETURN_IF_ERROR(write_scratch(file(epoch, "before.safetensors"), start));
-  const json request = {{"epoch", epoch},
-                        {"from", file(epoch, "before.safetensors").string()},
-                        {"out", file(epoch, "after.safetensors").string()}};
+  const std::string stem = "epoch-" + std::to_string(epoch);
+  Job job{epoch, idle, scratch_->fresh_name(stem + "-before", ".safetensors"),
+          scratch_->fresh_name(stem + "-after", ".safetensors")};
+  VT_RETURN_IF_ERROR(scratch_->write(job.before, start));
+  const json request = {
+      {"epoch", epoch}, {"from", job.before.string()}, {"out", job.after.string()}};
   Worker& w = workers_[idle];
   if (Status sent = w.child.write_line(request.dump()); !sent) {
+    std::error_code ignored;
+    fs::remove(job.before, ignored);
     return worker_failed(w, "replaying epoch " + std::to_string(epoch) + " in a child process",
                          sent.error().message);
   }
   w.busy = true;
-  jobs_.push_back(Job{epoch, idle});
+  jobs_.push_back(std::move(job));
   return {};
 }
 
@@ -177,6 +148,7 @@ Result<Replay> replay_of(const JsonFields& r) {
   replay.loss = std::bit_cast<double>(bits);
   VT_RETURN_IF_ERROR(r.unsigned64("steps", replay.steps, true));
   VT_RETURN_IF_ERROR(r.unsigned64("samples", replay.samples, true));
+  VT_RETURN_IF_ERROR(r.unsigned64("peak_rss_bytes", replay.peak_rss_bytes, true));
   VT_ASSIGN_OR_RETURN(const json* trail, r.find("trail", true, "an array"));
   if (!trail->is_array()) return r.wrong("trail", "an array", *trail);
   replay.trail.assign(trail->begin(), trail->end());
@@ -225,7 +197,7 @@ Result<Replay> read_answer(const std::string& line, const std::string& what) {
 
 Result<Replay> ReplayJobs::finish_oldest() {
   if (jobs_.empty()) return internal_error("parallel replays: none is running");
-  const Job job = jobs_.front();
+  const Job job = std::move(jobs_.front());
   jobs_.pop_front();
   Worker& w = workers_[job.worker];
   w.busy = false;
@@ -234,12 +206,28 @@ Result<Replay> ReplayJobs::finish_oldest() {
   std::error_code ignored;
   // The answer carries the replay's trail, as large as a committed record's may be.
   auto line = w.child.read_line(kMaxRecordBytes);
-  fs::remove(file(epoch, "before.safetensors"), ignored);
-  if (!line) return worker_failed(w, what, line.error().message);
-  VT_ASSIGN_OR_RETURN(Replay r, read_answer(*line, what));
-  VT_ASSIGN_OR_RETURN(r.snapshot, read_file(file(epoch, "after.safetensors")));
-  fs::remove(file(epoch, "after.safetensors"), ignored);
+  fs::remove(job.before, ignored);
+  if (!line) {
+    fs::remove(job.after, ignored);
+    return worker_failed(w, what, line.error().message);
+  }
+  auto r = read_answer(*line, what);
+  if (!r) {
+    fs::remove(job.after, ignored);
+    return r.error();
+  }
+  // The state stays in its file, read back a position at a time to be judged.
+  VT_ASSIGN_OR_RETURN(r->state_file, StateFile::adopt(scratch_, job.after, r->root));
   return r;
+}
+
+void ReplayJobs::retire_idle(std::size_t keep) {
+  for (std::size_t i = workers_.size(); i-- > 0 && workers_.size() > keep;) {
+    if (workers_[i].busy) continue;
+    workers_.erase(workers_.begin() + static_cast<std::ptrdiff_t>(i));  // ends the child
+    for (Job& job : jobs_)
+      if (job.worker > i) --job.worker;
+  }
 }
 
 std::size_t automatic_replay_jobs(const Task& task, const training::TrainerOptions& trainer,
@@ -251,17 +239,30 @@ std::size_t automatic_replay_jobs(const Task& task, const training::TrainerOptio
   return std::clamp<std::size_t>(cores / static_cast<std::size_t>(threads), 1, epochs);
 }
 
-std::size_t replay_jobs_that_fit_in_memory(std::uint64_t snapshot_bytes) {
+std::uint64_t available_memory() {
   std::ifstream meminfo("/proc/meminfo");
   std::string key;
   std::uint64_t kib = 0;
   std::string unit;
-  while (meminfo >> key >> kib >> unit) {
-    if (key != "MemAvailable:") continue;
-    const std::uint64_t per_job = (std::uint64_t{512} << 20) + 4 * snapshot_bytes;
-    return static_cast<std::size_t>(std::max<std::uint64_t>(1, kib * 1024 / per_job));
-  }
-  return std::numeric_limits<std::size_t>::max();
+  while (meminfo >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return std::numeric_limits<std::uint64_t>::max();
+}
+
+std::uint64_t peak_resident_bytes() {
+  struct rusage usage {};
+  if (::getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;  // Linux counts KiB
+}
+
+std::uint64_t replay_peak_guess(std::uint64_t snapshot_bytes) {
+  return (std::uint64_t{512} << 20) + 4 * snapshot_bytes;
+}
+
+std::size_t replays_that_fit(std::uint64_t available, std::uint64_t per_replay) {
+  if (per_replay == 0 || available == std::numeric_limits<std::uint64_t>::max())
+    return std::numeric_limits<std::size_t>::max();
+  return static_cast<std::size_t>(std::max<std::uint64_t>(1, available / per_replay));
 }
 
 Status run_replay_worker(const ReplayWorkerArgs& args, std::istream& in, std::ostream& out_lines) {
@@ -297,7 +298,8 @@ Status run_replay_worker(const ReplayWorkerArgs& args, std::istream& in, std::os
                 {"loss_bits", std::bit_cast<std::uint64_t>(replayed->loss)},
                 {"steps", replayed->steps},
                 {"samples", replayed->samples},
-                {"trail", replayed->trail}};
+                {"trail", replayed->trail},
+                {"peak_rss_bytes", peak_resident_bytes()}};
       if (const auto& e = replayed->eval) {
         answer["eval"] = {{"loss_bits", std::bit_cast<std::uint64_t>(e->loss)},
                           {"examples", e->examples}};

@@ -27,11 +27,14 @@ class ReplayJobs {
   // `program` is a veritrain binary; `capacity` replays run at most at once.
   // Starts `capacity` workers at once, so that they load LibTorch while the caller fetches.
   // `env`: entries the workers' environment has besides this process's (ChildProcess::spawn).
+  // `scratch`: the folder the states travel through (null: one of their own). A replay's state
+  // stays there after finish_oldest, as Replay::state_file.
   static Result<std::unique_ptr<ReplayJobs>> create(const std::filesystem::path& program,
                                                     std::size_t capacity, const Task& task,
                                                     const training::TrainerOptions& trainer,
+                                                    std::shared_ptr<ScratchFolder> scratch = {},
                                                     const std::vector<std::string>& env = {});
-  ~ReplayJobs();  // ends the workers and removes the scratch folder
+  ~ReplayJobs();  // ends the workers and removes the files it made, but for replayed states
   ReplayJobs(const ReplayJobs&) = delete;
   ReplayJobs& operator=(const ReplayJobs&) = delete;
 
@@ -42,6 +45,8 @@ class ReplayJobs {
   Status start(std::uint64_t epoch, ByteSpan start);
   // Waits for the earliest started replay: replays finish in the order they were started.
   Result<Replay> finish_oldest();
+  // Ends idle workers until at most `keep` remain (never one that is replaying).
+  void retire_idle(std::size_t keep);
 
  private:
   struct Worker {
@@ -51,13 +56,15 @@ class ReplayJobs {
   };
   struct Job {
     std::uint64_t epoch;
-    std::size_t worker;  // index into workers_
+    std::size_t worker;                   // index into workers_
+    std::filesystem::path before, after;  // its states, in the scratch folder
   };
-  explicit ReplayJobs(std::filesystem::path scratch);
-  std::filesystem::path file(std::uint64_t epoch, const char* what) const;
+  explicit ReplayJobs(std::shared_ptr<ScratchFolder> scratch);
+  std::filesystem::path own_file(const std::string& stem, const std::string& suffix);
   Error worker_failed(Worker& w, const std::string& what, const std::string& why);
 
-  std::filesystem::path scratch_;
+  std::shared_ptr<ScratchFolder> scratch_;
+  std::vector<std::filesystem::path> own_files_;  // removed with the workers
   std::vector<Worker> workers_;
   std::deque<Job> jobs_;  // started, oldest first; at most one per worker
 };
@@ -67,10 +74,16 @@ class ReplayJobs {
 // more than there are epochs to replay.
 std::size_t automatic_replay_jobs(const Task& task, const training::TrainerOptions& trainer,
                                   std::size_t epochs);
-// And no more than the memory the kernel calls available holds, at a rough 512 MiB (LibTorch,
-// data) plus four times the state (weights and optimizer state, the snapshot, gradients and
-// activations) per replay; at least one. Unlimited when /proc/meminfo cannot be read.
-std::size_t replay_jobs_that_fit_in_memory(std::uint64_t snapshot_bytes);
+// And no more than the memory the kernel calls available (MemAvailable; the most a uint64 holds
+// when /proc/meminfo cannot be read) fits at one replay's peak: guessed before any replay ran
+// (512 MiB for LibTorch and the data, plus four times the state: weights and optimizer state,
+// the start being loaded, gradients, activations), then the peak resident set the workers
+// measure (Replay::peak_rss_bytes). At least one; unlimited when the memory is unknown.
+std::uint64_t available_memory();
+std::uint64_t replay_peak_guess(std::uint64_t snapshot_bytes);
+std::size_t replays_that_fit(std::uint64_t available, std::uint64_t per_replay);
+// This process's peak resident set so far (getrusage), 0 when unknown.
+std::uint64_t peak_resident_bytes();
 
 // The worker's side: reads the task once, then one request per line from `in` until its end:
 // {"epoch": E, "from": PATH, "out": PATH}. Each is replayed from the state in `from` (canonical

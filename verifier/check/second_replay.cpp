@@ -1,8 +1,10 @@
 #include "verifier/check/second_replay.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <span>
 
 #include "common/process.h"
 #include "common/safetensors.h"
@@ -17,22 +19,67 @@ bool same_loss_bits(double a, double b) {
          std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
 }
 
+// A replayed state read a window at a time, wherever it is (Replay::snapshot or its file), so
+// that comparing two of them never holds either whole.
+class ReplayedState {
+ public:
+  static Result<ReplayedState> of(const Replay& r) {
+    ReplayedState s;
+    s.replay_ = &r;
+    if (r.state_file) {
+      s.tensors_ = r.state_file->tensors();
+      s.data_start_ = r.state_file->data_start();
+      return s;
+    }
+    VT_ASSIGN_OR_RETURN(SafetensorsView view, parse_safetensors(r.snapshot));
+    s.tensors_ = std::move(view.tensors);
+    s.data_start_ = view.data_start;
+    return s;
+  }
+  const TensorEntry* find(const std::string& name) const {
+    for (const TensorEntry& t : tensors_)
+      if (t.name == name) return &t;
+    return nullptr;
+  }
+  const std::vector<TensorEntry>& tensors() const { return tensors_; }
+  Status read(const TensorEntry& t, std::uint64_t at, std::span<std::uint8_t> out) const {
+    const std::uint64_t offset = data_start_ + t.begin + at;
+    if (replay_->state_file) return replay_->state_file->read(offset, out);
+    std::memcpy(out.data(), replay_->snapshot.data() + offset, out.size());
+    return {};
+  }
+
+ private:
+  const Replay* replay_ = nullptr;
+  std::vector<TensorEntry> tensors_;
+  std::uint64_t data_start_ = 0;
+};
+
 // The first tensor, in the snapshot's canonical order, whose bytes differ between two states of
 // one layout, with how many of its values differ.
-std::string first_differing_tensor(ByteSpan a, ByteSpan b) {
-  auto va = parse_safetensors(a);
-  auto vb = parse_safetensors(b);
-  if (!va || !vb) return "an unreadable state";
-  for (const TensorEntry& t : va->tensors) {
-    const TensorEntry* u = vb->find(t.name);
+std::string first_differing_tensor(const Replay& first, const Replay& second) {
+  auto a = ReplayedState::of(first);
+  auto b = ReplayedState::of(second);
+  if (!a || !b) return "an unreadable state";
+  constexpr std::uint64_t kWindow = std::uint64_t{16} << 20;
+  Bytes x, y;
+  for (const TensorEntry& t : a->tensors()) {
+    const TensorEntry* u = b->find(t.name);
     if (u == nullptr || u->shape != t.shape || u->dtype != t.dtype)
       return "tensor " + t.name + " (its shape or type)";
-    const ByteSpan x = va->data(t), y = vb->data(*u);
-    if (std::memcmp(x.data(), y.data(), x.size()) == 0) continue;
     const std::size_t width = dtype_size(t.dtype);
+    const std::uint64_t window = kWindow / width * width;
     std::uint64_t differing = 0;
-    for (std::size_t i = 0; i + width <= x.size(); i += width)
-      differing += std::memcmp(x.data() + i, y.data() + i, width) != 0 ? 1 : 0;
+    for (std::uint64_t at = 0; at < t.nbytes(); at += window) {
+      const std::uint64_t n = std::min(window, t.nbytes() - at);
+      x.resize(n);
+      y.resize(n);
+      if (!a->read(t, at, x) || !b->read(*u, at, y)) return "an unreadable state";
+      if (std::memcmp(x.data(), y.data(), n) == 0) continue;
+      for (std::size_t i = 0; i + width <= n; i += width)
+        differing += std::memcmp(x.data() + i, y.data() + i, width) != 0 ? 1 : 0;
+    }
+    if (differing == 0) continue;
     return "tensor " + t.name + " (" + std::to_string(differing) + " of " +
            std::to_string(t.numel()) + " values)";
   }
@@ -43,14 +90,15 @@ std::string first_differing_tensor(ByteSpan a, ByteSpan b) {
 
 Result<Replay> replay_again(const CheckContext& ctx, std::uint64_t epoch, ByteSpan start) {
   if (ctx.second_replay_program.empty()) return replay_here(ctx, Bytes(start.begin(), start.end()));
-  VT_ASSIGN_OR_RETURN(auto worker, ReplayJobs::create(ctx.second_replay_program, 1, *ctx.task,
-                                                      ctx.trainer, scrambled_memory_environment()));
+  VT_ASSIGN_OR_RETURN(auto worker,
+                      ReplayJobs::create(ctx.second_replay_program, 1, *ctx.task, ctx.trainer,
+                                         ctx.scratch, scrambled_memory_environment()));
   VT_RETURN_IF_ERROR(worker->start(epoch, start));
   return worker->finish_oldest();
 }
 
 std::string state_difference(const Replay& first, const Replay& second) {
-  if (first.root != second.root) return first_differing_tensor(first.snapshot, second.snapshot);
+  if (first.root != second.root) return first_differing_tensor(first, second);
   if (!same_loss_bits(first.loss, second.loss)) return "the epoch's mean loss";
   return "";
 }

@@ -14,8 +14,11 @@
 #include "protocol/log.h"
 #include "protocol/task.h"
 #include "training/trainer.h"
+#include "verifier/source/source.h"
 
 namespace vt::verifier {
+
+class ScratchFolder;
 
 // When the committed state after a challenged epoch is fetched. In exact mode a replay whose
 // root equals the committed root has proven that state byte for byte, so by default it is fetched
@@ -39,6 +42,10 @@ struct CheckContext {
   // state), each challenged epoch's start state loaded into it (Trainer::load). Null: each
   // replay restores a trainer of its own.
   std::shared_ptr<training::Trainer> replayer = {};
+  // Where replayed states wait to be judged and parallel replays exchange theirs (scratch.h).
+  // Null: replayed states stay in memory.
+  std::shared_ptr<ScratchFolder> scratch = {};
+  std::uint64_t large_state_bytes = kLargeStateBytes;  // VerifyOptions::large_state_bytes
 };
 
 // A context for `task` with its layout derived here (builds the task's initial state once, in

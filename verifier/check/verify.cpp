@@ -7,6 +7,7 @@
 #include <deque>
 #include <set>
 
+#include "common/text.h"
 #include "training/zoo/sizes.h"
 #include "verifier/check/environment_check.h"
 #include "verifier/check/log_check.h"
@@ -19,8 +20,14 @@ namespace {
 
 class Run {
  public:
-  Run(EvidenceSource& source, const Task& task, const VerifyOptions& options)
-      : reuse_(reuse_last_snapshot(source)), source_(*reuse_), task_(task), options_(options) {
+  Run(EvidenceSource& source, const Task& task, const VerifyOptions& options,
+      std::shared_ptr<ScratchFolder> scratch)
+      : reuse_(reuse_last_snapshot(source, scratch, options.large_state_bytes)),
+        source_(*reuse_),
+        task_(task),
+        options_(options) {
+    ctx_.scratch = std::move(scratch);
+    ctx_.large_state_bytes = options.large_state_bytes;
     ctx_.task = &task;
     ctx_.task_id = task_id(task);
     ctx_.trainer = options.trainer;
@@ -313,6 +320,19 @@ class Run {
                            ? automatic_replay_jobs(task_, options_.trainer, epochs.size())
                            : options_.replay_jobs;
     jobs = std::min(jobs, epochs.size());
+    // By memory as well as cores, when the user did not say: what is available now, less what
+    // this process holds beside the replays at most (a start state and the delta it decodes).
+    const std::size_t by_cores = jobs;
+    std::uint64_t state = 0;
+    for (const TensorEntry& t : ctx_.layout) state += t.nbytes();
+    const std::uint64_t available =
+        options_.available_memory != 0 ? options_.available_memory : available_memory();
+    const std::uint64_t for_replays = available - std::min(available, 2 * state);
+    if (options_.replay_jobs == 0 && jobs > 1) {
+      jobs = std::min(jobs, replays_that_fit(for_replays, replay_peak_guess(state)));
+      if (jobs < by_cores)
+        say(memory_line(by_cores, jobs, replay_peak_guess(state), "guessed", for_replays));
+    }
     if (jobs <= 1 || options_.replay_program.empty()) {
       for (std::uint64_t e : epochs) {
         if (!judged_.count(e))
@@ -321,8 +341,9 @@ class Run {
       sort_checks();
       return {};
     }
-    std::unique_ptr<ReplayJobs> pool;  // made at the first replay, when a state's size is known
+    std::unique_ptr<ReplayJobs> pool;  // made at the first replay
     std::deque<PreparedEpoch> started;
+    std::size_t at_once = jobs;  // lowered once a worker measured what a replay takes
     auto finish_oldest = [&]() -> Status {
       auto replay = pool->finish_oldest();  // the replay of started.front()
       PreparedEpoch prepared = std::move(started.front());
@@ -330,6 +351,14 @@ class Run {
       if (!replay) {
         VT_ASSIGN_OR_RETURN(EpochCheck check, unreplayable(std::move(prepared), replay.error()));
         return record(std::move(check));
+      }
+      if (options_.replay_jobs == 0 && at_once > 1) {
+        const std::size_t fit = replays_that_fit(for_replays, replay->peak_rss_bytes);
+        if (fit < at_once) {
+          at_once = fit;
+          pool->retire_idle(at_once);  // an idle worker holds LibTorch and a model
+          say(memory_line(by_cores, at_once, replay->peak_rss_bytes, "measured", for_replays));
+        }
       }
       VT_RETURN_IF_ERROR(fetch_after_if_replay_missed(source_, ctx_, prepared, *replay));
       VT_ASSIGN_OR_RETURN(EpochCheck check,
@@ -346,17 +375,11 @@ class Run {
         continue;
       }
       if (!pool) {
-        if (options_.replay_jobs == 0) {
-          const std::size_t fit = replay_jobs_that_fit_in_memory(prepared.start.size());
-          if (fit < jobs)
-            say("memory available holds " + std::to_string(fit) + " replays of this model at once");
-          jobs = std::min(jobs, fit);
-        }
-        VT_ASSIGN_OR_RETURN(
-            pool, ReplayJobs::create(options_.replay_program, jobs, task_, options_.trainer));
+        VT_ASSIGN_OR_RETURN(pool, ReplayJobs::create(options_.replay_program, jobs, task_,
+                                                     options_.trainer, ctx_.scratch));
         say("replaying up to " + std::to_string(jobs) + " epochs at once, in child processes");
       }
-      if (pool->running() == pool->capacity()) VT_RETURN_IF_ERROR(finish_oldest());
+      while (pool->running() >= at_once) VT_RETURN_IF_ERROR(finish_oldest());
       VT_RETURN_IF_ERROR(pool->start(e, prepared.start));
       Bytes().swap(prepared.start);  // the child has it now; only "after" is needed to judge
       started.push_back(std::move(prepared));
@@ -364,6 +387,16 @@ class Run {
     while (!started.empty()) VT_RETURN_IF_ERROR(finish_oldest());
     sort_checks();
     return {};
+  }
+
+  // "cores for 2 replays, memory for 1 replay (...): replaying one epoch at a time".
+  static std::string memory_line(std::size_t by_cores, std::size_t fit, std::uint64_t per_replay,
+                                 const char* how, std::uint64_t available) {
+    return "cores for " + std::to_string(by_cores) + " replays, memory for " + std::to_string(fit) +
+           (fit == 1 ? " replay" : " replays") + " (" + size_text(static_cast<double>(per_replay)) +
+           " each, " + how + "; " + size_text(static_cast<double>(available)) + " available): " +
+           (fit == 1 ? std::string("replaying one epoch at a time")
+                     : "replaying up to " + std::to_string(fit) + " epochs at once");
   }
 
   void sort_checks() {
@@ -423,7 +456,9 @@ class Run {
 }  // namespace
 
 Result<Verdict> verify(EvidenceSource& source, const Task& task, const VerifyOptions& options) {
-  Run run(source, task, options);
+  // Large states wait on disk here rather than in memory (docs/verifier.md, "Memory").
+  VT_ASSIGN_OR_RETURN(std::shared_ptr<ScratchFolder> scratch, ScratchFolder::create());
+  Run run(source, task, options, std::move(scratch));
   return options.online ? run.online() : run.offline();
 }
 

@@ -53,6 +53,13 @@ struct VerifyOptions {
   // Continue the run whose state is in state_dir: the same policy and seed (so the same
   // challenges, given the same log), and no replay of an epoch already judged.
   bool resume = false;
+  // States of this many canonical bytes or more wait on disk, not in memory, between the fetch
+  // and their use, and in exact mode the state after an epoch replayed here is fetched once its
+  // replay let go of the start (docs/verifier.md, "Memory"). Tests lower it to reach those paths
+  // with small tasks.
+  std::uint64_t large_state_bytes = kLargeStateBytes;
+  // The memory automatic --jobs sizes replays against; 0: what the kernel calls available now.
+  std::uint64_t available_memory = 0;
 };
 
 // Errors mean the verification could not be carried out: the verifier's own inputs (its task,

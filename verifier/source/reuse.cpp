@@ -1,3 +1,4 @@
+#include "verifier/check/scratch.h"
 #include "verifier/source/source.h"
 
 namespace vt::verifier {
@@ -9,7 +10,9 @@ namespace {
 // already checked against their committed root, so a hit is as trustworthy as a fetch.
 class ReuseLastSnapshot final : public EvidenceSource {
  public:
-  explicit ReuseLastSnapshot(EvidenceSource& inner) : inner_(inner) {}
+  ReuseLastSnapshot(EvidenceSource& inner, std::shared_ptr<ScratchFolder> scratch,
+                    std::uint64_t on_disk_from)
+      : inner_(inner), scratch_(std::move(scratch)), on_disk_from_(on_disk_from) {}
 
   Result<std::string> task_json() override { return inner_.task_json(); }
   Result<std::vector<SignedRecord>> log() override { return inner_.log(); }
@@ -17,9 +20,23 @@ class ReuseLastSnapshot final : public EvidenceSource {
 
   Result<Bytes> snapshot(std::uint64_t epoch, const Digest& root,
                          const std::optional<std::pair<Digest, ByteSpan>>& base) override {
-    if (last_ && last_->first == root) return last_->second;
+    if (in_memory_ && in_memory_->first == root) return in_memory_->second;
+    if (on_disk_ && on_disk_->root() == root) return on_disk_->read_all();
+    forget();
     VT_ASSIGN_OR_RETURN(Bytes bytes, inner_.snapshot(epoch, root, base));
-    last_.emplace(root, bytes);
+    if (scratch_ && bytes.size() >= on_disk_from_) {
+      // A full disk only costs the reuse: the next request fetches again.
+      const auto file =
+          scratch_->fresh_name("fetched-epoch-" + std::to_string(epoch), ".safetensors");
+      if (scratch_->write(file, bytes)) {
+        if (auto kept = StateFile::adopt(scratch_, file, root)) on_disk_ = std::move(*kept);
+      } else {
+        std::error_code ignored;
+        std::filesystem::remove(file, ignored);
+      }
+    } else {
+      in_memory_.emplace(root, bytes);
+    }
     return bytes;
   }
 
@@ -32,8 +49,16 @@ class ReuseLastSnapshot final : public EvidenceSource {
   }
 
  private:
+  void forget() {
+    in_memory_.reset();
+    on_disk_.reset();
+  }
+
   EvidenceSource& inner_;
-  std::optional<std::pair<Digest, Bytes>> last_;
+  std::shared_ptr<ScratchFolder> scratch_;
+  std::uint64_t on_disk_from_;
+  std::optional<std::pair<Digest, Bytes>> in_memory_;
+  std::shared_ptr<const StateFile> on_disk_;
 };
 
 }  // namespace
@@ -50,8 +75,10 @@ Result<std::optional<SignedRecord>> EvidenceSource::first_record() {
   return std::optional<SignedRecord>(std::move(records.front()));
 }
 
-std::unique_ptr<EvidenceSource> reuse_last_snapshot(EvidenceSource& inner) {
-  return std::make_unique<ReuseLastSnapshot>(inner);
+std::unique_ptr<EvidenceSource> reuse_last_snapshot(EvidenceSource& inner,
+                                                    std::shared_ptr<ScratchFolder> scratch,
+                                                    std::uint64_t on_disk_from) {
+  return std::make_unique<ReuseLastSnapshot>(inner, std::move(scratch), on_disk_from);
 }
 
 }  // namespace vt::verifier

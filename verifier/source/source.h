@@ -19,6 +19,13 @@
 
 namespace vt::verifier {
 
+class ScratchFolder;
+
+// A state this large (canonical bytes) is kept out of memory where a verifier can: on disk in
+// its scratch folder between the fetch and its use, and fetched after its replay rather than
+// beside it. Below, the disk would cost more than the memory saves.
+inline constexpr std::uint64_t kLargeStateBytes = std::uint64_t{64} << 20;
+
 struct SourceLimits {
   LogBounds log;  // the task's epochs + 1 records, each of what its records can take
   std::uint64_t snapshot_bytes = std::uint64_t{64} << 30;  // canonical bytes of one snapshot
@@ -82,9 +89,13 @@ Status check_workdir_task(EvidenceSource& workdir, const Task& task,
 // first record names.
 bool signed_by(const std::vector<SignedRecord>& records, const std::string& key);
 
-// `inner`, except that asking again for the snapshot it returned last is answered from memory
-// (the state after a challenged epoch is the state before the next). `inner` must outlive it.
-std::unique_ptr<EvidenceSource> reuse_last_snapshot(EvidenceSource& inner);
+// `inner`, except that asking again for the snapshot it returned last is answered without a
+// fetch (the state after a challenged epoch is the state before the next, and the final model
+// the state after the last). With `scratch`, a snapshot of `on_disk_from` bytes or more waits in
+// a file there, not in memory. `inner` must outlive it.
+std::unique_ptr<EvidenceSource> reuse_last_snapshot(EvidenceSource& inner,
+                                                    std::shared_ptr<ScratchFolder> scratch = {},
+                                                    std::uint64_t on_disk_from = 0);
 
 }  // namespace vt::verifier
 
