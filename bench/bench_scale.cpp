@@ -3,6 +3,7 @@
 //   train_peak_vs_libtorch       peak RSS of `veritrain train` / the peer's          goal <= 1.3
 //   replay_peak_vs_libtorch      peak RSS of `verify --jobs 1` (one replay at a time) / the peer's
 //   estimate_error               `estimate`'s predicted train peak / the measured one, minus 1
+//   replay_estimate_error        `estimate`'s predicted replay peak / verify's measured one, - 1
 //   step_vs_libtorch_openblas    the peer's step time on OpenBLAS / veritrain's portable step
 //   commit_fraction              the seconds training waited for its commitments / the epoch's
 //
@@ -194,6 +195,10 @@ int bench(int argc, char** argv) {
   report.add("train_peak_vs_libtorch", static_cast<double>(train.peak_rss) / peer_rss);
   report.add("replay_peak_vs_libtorch", static_cast<double>(verify.peak_rss) / peer_rss);
   report.add("estimate_error", predicted / static_cast<double>(train.peak_rss) - 1.0);
+  const auto replay_predicted = est_j["replay_peak_bytes"].get<double>();
+  report.add("estimate_replay_peak_mib", replay_predicted / 1048576);
+  report.add("replay_estimate_error",
+             replay_predicted / static_cast<double>(verify.peak_rss) - 1.0);
   report.add("peer_step_seconds", peer_j["step_seconds"]);
   report.add("step_seconds", train_seconds / steps);
   report.add("step_vs_libtorch_openblas",

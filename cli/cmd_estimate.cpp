@@ -7,6 +7,7 @@
 #include "protocol/task.h"
 #include "provider/provider.h"
 #include "training/estimate.h"
+#include "verifier/policy/cost_plan.h"
 
 namespace vt::cli {
 namespace {
@@ -57,6 +58,8 @@ void register_estimate(CLI::App& app, Context& ctx) {
       const training::PeakPrediction train_peak = training::training_peak(
           e, {{std::string("commitments (") + (streamed ? "streamed" : "overlapped") + ")",
                provider::commitment_buffer_bytes(e.snapshot_bytes, streamed)}});
+      const training::PeakPrediction replay_peak =
+          verifier::replay_peak(e, replays_bit_for_bit(task));
       nlohmann::json j = {
           {"parameters", e.parameters},
           {"parameter_bytes", e.parameter_bytes},
@@ -75,6 +78,8 @@ void register_estimate(CLI::App& app, Context& ctx) {
           {"train_commit_mode", streamed ? "stream" : "overlap"},
           {"train_peak_bytes", train_peak.total()},
           {"train_peak_parts", parts_json(train_peak)},
+          {"replay_peak_bytes", replay_peak.total()},
+          {"replay_peak_parts", parts_json(replay_peak)},
           {"device", e.device}};
       char secs[64];
       std::snprintf(secs, sizeof secs, "%.4f s/step, ~%.2f s/epoch", e.step_seconds,
@@ -92,7 +97,9 @@ void register_estimate(CLI::App& app, Context& ctx) {
           " group(s) of " + std::to_string(e.examples_per_group) +
           " examples, run one at a time: the peak is one group's\n" + "step time         " + secs +
           " on " + e.device + "\n" + "train peak        " + size_of(train_peak.total()) +
-          " resident, predicted:\n" + parts_text(train_peak);
+          " resident, predicted:\n" + parts_text(train_peak) + "replay peak       " +
+          size_of(replay_peak.total()) + " resident, predicted (verify, one replay):\n" +
+          parts_text(replay_peak);
       emit(ctx, j, human);
       return 0;
     };

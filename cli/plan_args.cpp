@@ -35,6 +35,7 @@ verifier::PlanInputs plan_inputs(const Task& task, const PlanArgs& a) {
   if (a.check_probability > 0) in.policy.check_probability = a.check_probability;
   // Tolerance mode and a storage audit fetch the state after each check as well (docs/plan.md).
   in.fetches_after = a.fetch_after == "always" || !replays_bit_for_bit(task);
+  in.bit_for_bit = replays_bit_for_bit(task);
   if (a.reward >= 0) in.reward = a.reward;
   if (a.penalty >= 0) in.penalty = a.penalty;
   if (a.cost >= 0) in.honest_cost = a.cost;

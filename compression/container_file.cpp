@@ -91,6 +91,33 @@ Status ContainerFile::read(std::uint64_t offset, std::span<std::uint8_t> out) co
   return {};
 }
 
+Status check_whole(const ContainerFile& file, ThreadPool* pool) {
+  const ContainerInfo& info = file.info();
+  constexpr std::uint64_t kWindow = std::uint64_t{64} << 20, kPiece = std::uint64_t{8} << 20;
+  fp::MerkleBuilder merkle;
+  Bytes window;
+  for (std::uint64_t at = 0; at < info.raw_size; at += window.size()) {
+    window.resize(std::min(kWindow, info.raw_size - at));
+    const std::size_t pieces = (window.size() + kPiece - 1) / kPiece;
+    std::vector<std::optional<Error>> errors(pieces);
+    for_each_index(pool, pieces, [&](std::size_t i) {
+      const std::uint64_t from = i * kPiece, n = std::min(kPiece, window.size() - from);
+      Status read = file.read(at + from, std::span(window).subspan(from, n));
+      if (!read) errors[i] = read.error();
+    });
+    for (const std::optional<Error>& e : errors) {
+      if (e) return *e;
+    }
+    merkle.append(window, pool);
+  }
+  const Digest got = merkle.finish();
+  if (got != info.root) {
+    return invalid_input(file.path().string() + ": decoded bytes have Merkle root " +
+                         hex_encode(got) + ", the header commits to " + hex_encode(info.root));
+  }
+  return {};
+}
+
 Result<Bytes> read_whole(const ContainerFile& file, ThreadPool* pool) {
   const ContainerInfo& info = file.info();
   Bytes out;

@@ -50,6 +50,9 @@ class ContainerFile {
 // All of a container's canonical bytes, read in pieces of whole sections on `pool` into one
 // buffer (bounded by the limit the file was opened with), and checked against its root.
 Result<Bytes> read_whole(const ContainerFile& file, ThreadPool* pool);
+// The same checks, every section and the root, a 64 MiB window at a time: a container verified
+// without holding its state.
+Status check_whole(const ContainerFile& file, ThreadPool* pool);
 
 // The base of a streamed delta: its canonical size, root, layout (a prefix-only view) and bytes.
 struct StreamBase {

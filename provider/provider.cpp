@@ -308,8 +308,11 @@ bool auto_streams(std::uint64_t snapshot_bytes, const std::string& device) {
 
 std::uint64_t commitment_buffer_bytes(std::uint64_t snapshot_bytes, bool streamed) {
   constexpr std::uint64_t kPerCore = std::uint64_t{4} << 20;  // payload, base run, coder state
-  if (streamed) return 2 * kStreamWindowBytes + hardware_threads() * kPerCore;
-  return 2 * snapshot_bytes + snapshot_bytes / 2;
+  // Both modes code on a pool of one thread per core; overlapped, two copies of the state and
+  // the container coded from them wait beside training.
+  const std::uint64_t coders = hardware_threads() * kPerCore;
+  if (streamed) return 2 * kStreamWindowBytes + coders;
+  return 2 * snapshot_bytes + snapshot_bytes / 2 + coders;
 }
 
 Result<ProviderSummary> run_provider(const Task& task, const ProviderOptions& options) {

@@ -55,7 +55,7 @@ inline constexpr std::uint64_t kStreamWindowBytes = std::uint64_t{64} << 20;
 bool auto_streams(std::uint64_t snapshot_bytes, const std::string& device);
 // What the commitments of `train` hold beside the training at their peak (for `estimate`):
 // streamed, a window, its coded payloads and a section's buffers per core; overlapped, two state
-// copies and the payloads of one being coded.
+// copies, the payloads of one being coded and the same buffers per core.
 std::uint64_t commitment_buffer_bytes(std::uint64_t snapshot_bytes, bool streamed);
 
 // The seconds training waited for a commitment: all of it when streamed, else the capture and

@@ -4,6 +4,9 @@
 #include <c10/core/CPUAllocator.h>
 #include <torch/version.h>
 
+#include <malloc.h>
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -195,6 +198,12 @@ Result<MemoryEstimate> estimate(const Task& task, const TrainerOptions& options)
   VT_RETURN_IF_ERROR(trainer->train_epoch(hooks));
   if (e.peak_source.empty())
     return internal_error("estimate: no allocator statistics for device " + e.device);
+  // What the process holds besides its tensors once it has trained: the code the steps touched,
+  // a TorchScript module's compiled graphs, data kept outside tensors. Freed heap that glibc
+  // keeps for later (the step's activations) is handed back first, as a replay does.
+  ::malloc_trim(0);
+  const std::uint64_t resident = resident_bytes(), tensors = counting.live();
+  if (resident > tensors) e.process_bytes = std::max(e.process_bytes, resident - tensors);
   return e;
 }
 

@@ -13,9 +13,11 @@ struct MemoryEstimate {
   std::uint64_t optimizer_state_bytes = 0;  // the optimizer's slots and the weights' average
   std::uint64_t snapshot_bytes = 0;         // raw canonical bytes of one snapshot
   std::uint64_t step_peak_bytes = 0;  // peak allocated during one step, above the resting state
-  // What the process holds besides: resident before the trainer was built (LibTorch's and
-  // veritrain's code, their static buffers), and allocated between steps (parameters, gradients
-  // kept, optimizer state, buffers, in-memory data).
+  // What the process holds besides: resident besides its tensors once it trained two steps
+  // (LibTorch's and veritrain's code the steps touched, their static buffers, a TorchScript
+  // module's compiled graphs, data kept outside tensors; at least what was resident before the
+  // trainer was built), and allocated between steps (parameters, gradients kept, optimizer
+  // state, buffers, in-memory data).
   std::uint64_t process_bytes = 0;
   std::uint64_t resting_bytes = 0;
   std::string peak_source;  // how step_peak_bytes was measured

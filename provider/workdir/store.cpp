@@ -142,11 +142,12 @@ Result<SnapshotStore::StreamedPut> SnapshotStore::put_streamed(std::uint64_t epo
   put.stored.raw_size = layout.total_size;
   // Kept, not replaced: the same root is the same bytes, and the file there may be the base this
   // one was just coded against (a state that did not move), which must not become its own delta.
+  // Kept only once it decodes, through its chain, to that root (a crash may have left it broken).
   if (contains(coded.root)) {
-    auto existing = comp::ContainerFile::open(put.stored.file, options_.max_state_bytes);
-    if (existing.ok() && (*existing)->info().root == coded.root) {
-      put.stored.codec = (*existing)->info().codec;
-      put.stored.stored_size = (*existing)->info().container_size;
+    auto existing = open_reader(coded.root);
+    if (existing.ok() && comp::check_whole((*existing)->file(), enc.pool).ok()) {
+      put.stored.codec = (*existing)->file().info().codec;
+      put.stored.stored_size = (*existing)->file().info().container_size;
       put.stored.already_present = true;
       return put;  // `out` removes its temporary file
     }

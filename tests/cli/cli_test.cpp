@@ -158,6 +158,15 @@ TEST(CliEstimate, MeasuresConv3dStateAndStepMemory) {
   EXPECT_EQ(j["train_peak_parts"].size(), 4u);
   EXPECT_GT(j["process_bytes"].get<std::uint64_t>(), 50u << 20);  // LibTorch is loaded
   EXPECT_GE(j["resting_bytes"].get<std::uint64_t>(), 3u * 1201 * 4);
+  // A replay's: the process, the resting state and the larger of a step and the (two, for a
+  // state this small) states beside it between epochs; here the step's activations.
+  sum = 0;
+  for (const auto& part : j["replay_peak_parts"]) sum += part["bytes"].get<std::uint64_t>();
+  EXPECT_EQ(sum, j["replay_peak_bytes"].get<std::uint64_t>());
+  ASSERT_EQ(j["replay_peak_parts"].size(), 3u);
+  EXPECT_EQ(j["replay_peak_parts"][2]["bytes"], j["step_peak_bytes"]);
+  EXPECT_LT(j["replay_peak_bytes"].get<std::uint64_t>(),
+            j["train_peak_bytes"].get<std::uint64_t>());
 }
 
 }  // namespace

@@ -152,6 +152,8 @@ TEST(Streaming, AContainerFileReadsAnyRangeThroughItsDeltaChain) {
   auto whole = read_whole(**after_file, &pool);
   ASSERT_TRUE(whole.ok()) << whole.error().message;
   EXPECT_EQ(*whole, after);
+  EXPECT_TRUE(check_whole(**after_file, &pool).ok());
+  EXPECT_TRUE(check_whole(**after_file, nullptr).ok());
 }
 
 TEST(Streaming, AContainerFileNamesCorruptionAndRefusesATruncatedOrOversizedFile) {
@@ -176,6 +178,11 @@ TEST(Streaming, AContainerFileNamesCorruptionAndRefusesATruncatedOrOversizedFile
   auto whole = read_whole(**file, nullptr);
   ASSERT_FALSE(whole.ok());
   EXPECT_NE(whole.error().message.find("corrupted"), std::string::npos) << whole.error().message;
+  ThreadPool pool(2);
+  auto checked = check_whole(**file, &pool);
+  ASSERT_FALSE(checked.ok());
+  EXPECT_NE(checked.error().message.find(last.label()), std::string::npos)
+      << checked.error().message;
 
   Bytes truncated(container.begin(), container.end() - 1);
   ASSERT_TRUE(write_file_atomic(dir / "short.vtc", truncated).ok());

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "verifier/policy/cost_plan.h"
+#include "verifier/source/source.h"
 
 namespace vt::verifier {
 namespace {
@@ -161,6 +162,27 @@ TEST(Plan, NoNumberOfChecksHelpsWhenTheStakeIsBelowTheCost) {
   EXPECT_TRUE(plan_to_json(*plan)["economics"]["required_expected_checks"].is_null());  // +inf
 }
 
+// verify's memory (docs/verifier.md, "Memory"): a large state waits on disk and is fetched after
+// its replay in exact mode, so one state sits beside the trainer; tolerance mode compares two.
+TEST(Plan, AReplayPeaksAtTheTrainerAndTheLargerOfAStepAndTheStatesBesideIt) {
+  training::MemoryEstimate e;
+  e.process_bytes = 100;
+  e.resting_bytes = 1000;
+  e.snapshot_bytes = kLargeStateBytes;
+  e.step_peak_bytes = kLargeStateBytes / 2;
+  training::PeakPrediction exact = replay_peak(e, true);
+  ASSERT_EQ(exact.parts.size(), 3u);
+  EXPECT_EQ(exact.total(), 1100 + kLargeStateBytes);
+  EXPECT_NE(exact.parts[2].name.find("one state"), std::string::npos);
+  EXPECT_EQ(replay_peak(e, false).total(), 1100 + 2 * kLargeStateBytes);
+  e.step_peak_bytes = 3 * kLargeStateBytes;
+  EXPECT_EQ(replay_peak(e, false).total(), 1100 + 3 * kLargeStateBytes);
+  EXPECT_NE(replay_peak(e, false).parts[2].name.find("one step"), std::string::npos);
+  e.snapshot_bytes = kLargeStateBytes - 1;  // small: decoded as a delta beside its base
+  e.step_peak_bytes = 0;
+  EXPECT_EQ(replay_peak(e, true).total(), 1100 + 2 * (kLargeStateBytes - 1));
+}
+
 TEST(Plan, PerCheckCostComesFromTheEstimateAndCodecRatio) {
   PlanInputs in = inputs(8, 0.99, 0.25);
   training::MemoryEstimate est;
@@ -181,6 +203,9 @@ TEST(Plan, PerCheckCostComesFromTheEstimateAndCodecRatio) {
   EXPECT_DOUBLE_EQ(plan->per_check->replay_seconds, 20.0);
   EXPECT_EQ(plan->per_check->device_bytes, 1300u);
   EXPECT_EQ(plan->per_check->host_bytes, 2400u);
+  // A small state: two (a delta and its base) beside the trainer between epochs, above a step.
+  EXPECT_EQ(plan->per_check->replay_peak_bytes, 2000u);
+  EXPECT_NE(plan_text(*plan).find("one replay peaks at"), std::string::npos);
   // The final model is fetched once whatever is challenged: one compressed state.
   EXPECT_EQ(plan->final_model_bytes, 400u);
   EXPECT_NEAR(plan->expected_bytes, plan->expected_checks * 400 + 400, 1e-9);

@@ -1,5 +1,7 @@
 #include "verifier/check/epoch_check.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <bit>
 #include <chrono>
@@ -308,6 +310,10 @@ Result<Replay> replay_here(const CheckContext& ctx, Bytes start,
   }
   VT_ASSIGN_OR_RETURN(training::EpochSummary summary, trainer->train_epoch(hooks));
   VT_RETURN_IF_ERROR(std::move(trail_status));
+  // The epoch's activations were freed, but glibc keeps freed heap for the next allocation; what
+  // comes next is a state fetched or loaded beside the trainer, which would otherwise sit on top
+  // of them (docs/verifier.md, "Memory").
+  ::malloc_trim(0);
   if (state_file != nullptr) {
     VT_ASSIGN_OR_RETURN(r.root, stream_state(*trainer, *state_file));
   } else if (ctx.scratch) {

@@ -9,6 +9,7 @@
 #include "common/json_number.h"
 #include "common/text.h"
 #include "verifier/policy/probability.h"
+#include "verifier/source/source.h"
 
 namespace vt::verifier {
 namespace {
@@ -114,6 +115,23 @@ std::uint64_t binomial_quantile(std::uint64_t n, double p, double q) {
   return n;
 }
 
+training::PeakPrediction replay_peak(const training::MemoryEstimate& e, bool bit_for_bit) {
+  const std::uint64_t states = bit_for_bit && e.snapshot_bytes >= kLargeStateBytes ? 1 : 2;
+  const std::uint64_t beside = states * e.snapshot_bytes;
+  training::PeakPrediction p;
+  p.parts = {{"process (LibTorch and veritrain code)", e.process_bytes},
+             {"resting state (parameters, optimizer state, buffers)", e.resting_bytes}};
+  if (e.step_peak_bytes >= beside) {
+    p.parts.push_back({"one step (activations, gradients, workspaces)", e.step_peak_bytes});
+  } else {
+    p.parts.push_back({std::string("between epochs, ") +
+                           (states == 1 ? "one state" : "two states") +
+                           " beside the trainer (fetched, loaded or compared; more than a step)",
+                       beside});
+  }
+  return p;
+}
+
 Result<Plan> make_plan(const PlanInputs& in) {
   Plan plan;
   VT_ASSIGN_OR_RETURN(plan.probability, derive_probability(in.policy, in.epochs));
@@ -139,6 +157,7 @@ Result<Plan> make_plan(const PlanInputs& in) {
     c.replay_seconds = static_cast<double>(est.steps_per_epoch) * est.step_seconds;
     c.device_bytes = est.snapshot_bytes + est.step_peak_bytes;
     c.host_bytes = 2 * est.snapshot_bytes + c.bytes_per_check;
+    c.replay_peak_bytes = replay_peak(est, in.bit_for_bit).total();
     c.device = est.device;
     plan.final_model_bytes = static_cast<std::uint64_t>(
         std::ceil(static_cast<double>(est.snapshot_bytes) * in.codec_ratio));
@@ -174,6 +193,7 @@ nlohmann::json plan_to_json(const Plan& plan) {
                       {"replay_seconds", json_number(c.replay_seconds)},
                       {"device_bytes", c.device_bytes},
                       {"host_bytes", c.host_bytes},
+                      {"replay_peak_bytes", c.replay_peak_bytes},
                       {"device", c.device}};
   }
   if (plan.economics) {
@@ -216,7 +236,8 @@ std::string plan_text(const Plan& plan) {
          format_numbers(" x ratio %.3g), ", c.codec_ratio) +
          format_numbers("replay %.2f s on ", c.replay_seconds) + c.device + ", " +
          size_text(static_cast<double>(c.device_bytes)) + " device, " +
-         size_text(static_cast<double>(c.host_bytes)) + " host memory\n";
+         size_text(static_cast<double>(c.host_bytes)) + " host memory; one replay peaks at " +
+         size_text(static_cast<double>(c.replay_peak_bytes)) + " resident\n";
     s += "in total           " + size_text(plan.expected_bytes) + " (" +
          format_numbers("%.2f", plan.expected_checks) + " checks x " +
          size_text(static_cast<double>(c.bytes_per_check)) + ", and the final model once, " +

@@ -24,6 +24,7 @@ struct PlanInputs {
   // and `--fetch-after always`. An exact check whose replay reaches the root needs only the
   // state before (docs/verifier.md, "What crosses the network").
   bool fetches_after = false;
+  bool bit_for_bit = true;  // exact mode (replays_bit_for_bit): what a replay holds (replay_peak)
   std::optional<double> reward;       // R, paid to an accepted provider
   std::optional<double> penalty;      // D, the provider's deposit, forfeited when caught
   std::optional<double> honest_cost;  // K; default N × epoch seconds (device-seconds)
@@ -33,13 +34,21 @@ struct PlanInputs {
 struct CheckCost {
   std::uint64_t raw_snapshot_bytes = 0;
   double codec_ratio = 1.0;
-  std::uint64_t states_per_check = 1;  // 1, or 2 when the "after" state is fetched too
-  std::uint64_t bytes_per_check = 0;   // states × raw × ratio, rounded up
-  double replay_seconds = 0.0;         // steps_per_epoch × step_seconds
-  std::uint64_t device_bytes = 0;      // resting state (snapshot bytes) + one step's peak
-  std::uint64_t host_bytes = 0;        // two decoded snapshots + their compressed forms
+  std::uint64_t states_per_check = 1;   // 1, or 2 when the "after" state is fetched too
+  std::uint64_t bytes_per_check = 0;    // states × raw × ratio, rounded up
+  double replay_seconds = 0.0;          // steps_per_epoch × step_seconds
+  std::uint64_t device_bytes = 0;       // resting state (snapshot bytes) + one step's peak
+  std::uint64_t host_bytes = 0;         // two decoded snapshots + their compressed forms
+  std::uint64_t replay_peak_bytes = 0;  // one replay's peak resident set (replay_peak below)
   std::string device;
 };
+
+// One replay's peak resident set in `verify --jobs 1`, by part (docs/verifier.md, "Memory"): the
+// process, the trainer at rest (parameters, gradients, optimizer state) and the larger of one
+// step and what waits beside the trainer between epochs: one state, or two where the verifier
+// decodes a delta against a state it holds (states below kLargeStateBytes) or compares the
+// replay with the committed state (tolerance mode). A replay worker of `--jobs N` peaks alike.
+training::PeakPrediction replay_peak(const training::MemoryEstimate& e, bool bit_for_bit);
 
 // The model of docs/plan.md ("Economics"): cheating on everything is the binding case.
 struct Economics {
