@@ -2,9 +2,8 @@
 
 #include <ATen/ATen.h>
 #include <c10/core/CPUAllocator.h>
-#include <torch/version.h>
-
 #include <malloc.h>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <atomic>
