@@ -34,9 +34,9 @@ bool elementwise(std::string_view op) {
       op == "ema_update")
     return true;
   static constexpr std::string_view kWithBackward[] = {
-      "relu",     "gelu", "dropout",     "sigmoid",   "tanh",       "silu",
-      "hardtanh", "elu",  "hardsigmoid", "hardswish", "leaky_relu", "gelu_tanh",
-      "softplus", "selu", "celu",        "mish",      "log_sigmoid"};
+      "relu", "gelu",        "dropout",     "sigmoid",    "tanh",       "silu",     "hardtanh",
+      "elu",  "hardsigmoid", "hardswish",   "leaky_relu", "gelu_tanh",  "softplus", "selu",
+      "celu", "mish",        "log_sigmoid", "hardshrink", "softshrink", "threshold"};
   constexpr std::string_view kBackward = "_backward";
   if (op.ends_with(kBackward)) op.remove_suffix(kBackward.size());
   return std::find(std::begin(kWithBackward), std::end(kWithBackward), op) !=

@@ -50,6 +50,14 @@ float forward_one(Activation f, const ActivationParams& p, float x) {
       return x * vt_tanh(mish_softplus(x));
     case Activation::kLogSigmoid:
       return (x < 0.0f ? x : 0.0f) - vt_log(1.0f + vt_exp(-std::fabs(x)));
+    // The shrinks and threshold round nothing but softshrink's one sum; NaN passes through, and
+    // softshrink's x ⊗ 0 keeps the sign of a small negative x, as PyTorch's kernels do.
+    case Activation::kHardshrink:
+      return x >= -p.alpha && x <= p.alpha ? 0.0f : x;
+    case Activation::kSoftshrink:
+      return x > p.alpha ? x - p.alpha : (x < -p.alpha ? x + p.alpha : x * 0.0f);
+    case Activation::kThreshold:
+      return x <= p.threshold ? p.alpha : x;
   }
   return x;
 }
@@ -92,6 +100,11 @@ float backward_one(Activation f, const ActivationParams& p, float x, float y, fl
     }
     case Activation::kLogSigmoid:
       return dy * vt_sigmoid(-x);
+    case Activation::kHardshrink:
+    case Activation::kSoftshrink:
+      return x >= -p.alpha && x <= p.alpha ? 0.0f : dy;
+    case Activation::kThreshold:
+      return x <= p.threshold ? 0.0f : dy;
   }
   return dy;
 }
@@ -116,7 +129,10 @@ std::string_view activation_name(Activation f, bool backward) {
                                                    {"selu", "selu_backward"},
                                                    {"celu", "celu_backward"},
                                                    {"mish", "mish_backward"},
-                                                   {"log_sigmoid", "log_sigmoid_backward"}};
+                                                   {"log_sigmoid", "log_sigmoid_backward"},
+                                                   {"hardshrink", "hardshrink_backward"},
+                                                   {"softshrink", "softshrink_backward"},
+                                                   {"threshold", "threshold_backward"}};
   return kNames[static_cast<int>(f)][backward ? 1 : 0];
 }
 

@@ -22,11 +22,14 @@ enum class Activation {
   kCelu,
   kMish,
   kLogSigmoid,
+  kHardshrink,
+  kSoftshrink,
+  kThreshold,
 };
 
 // The activation's parameters (binary32): hardtanh's bounds, leaky_relu's slope, elu's alpha,
-// softplus's beta and threshold, celu's alpha. The others read none (selu's constants are its
-// own).
+// softplus's beta and threshold, celu's alpha, the shrinks' lambda (as alpha), threshold's
+// threshold and value (as alpha). The others read none (selu's constants are its own).
 struct ActivationParams {
   float min_val = -1.0f, max_val = 1.0f;
   float slope = 0.01f;
@@ -44,13 +47,15 @@ void activation_backward(Activation f, const ActivationParams& p, std::int64_t n
 // Whether the backward of f reads its output (sigmoid, tanh) rather than its input.
 bool backward_reads_output(Activation f);
 
-// Its name in step traces (docs/dispute.md): "sigmoid", ..., "log_sigmoid"; the backward's is the
+// Its name in step traces (docs/dispute.md): "sigmoid", ..., "threshold"; the backward's is the
 // name with "_backward". Every function, in enum order, for whoever needs them all.
 std::string_view activation_name(Activation f, bool backward = false);
 inline constexpr Activation kActivations[] = {
-    Activation::kSigmoid,     Activation::kTanh,      Activation::kSilu,      Activation::kHardtanh,
-    Activation::kHardsigmoid, Activation::kHardswish, Activation::kLeakyRelu, Activation::kElu,
-    Activation::kGeluTanh,    Activation::kSoftplus,  Activation::kSelu,      Activation::kCelu,
-    Activation::kMish,        Activation::kLogSigmoid};
+    Activation::kSigmoid,    Activation::kTanh,        Activation::kSilu,
+    Activation::kHardtanh,   Activation::kHardsigmoid, Activation::kHardswish,
+    Activation::kLeakyRelu,  Activation::kElu,         Activation::kGeluTanh,
+    Activation::kSoftplus,   Activation::kSelu,        Activation::kCelu,
+    Activation::kMish,       Activation::kLogSigmoid,  Activation::kHardshrink,
+    Activation::kSoftshrink, Activation::kThreshold};
 
 }  // namespace vt::kernels

@@ -154,6 +154,28 @@ def log_sigmoid(x, dy):
     return {"y": y, "dx": dy * sigmoid(-x)}
 
 
+def hardshrink(x, dy, lambd):
+    """**hardshrink** (lambd): `y = (⊖lambd ≤ x ≤ lambd) ? +0 : x`;
+    `dx = (⊖lambd ≤ x ≤ lambd) ? +0 : dy`."""
+    inside = (x >= -F(lambd)) & (x <= F(lambd))
+    return {"y": pick(inside, ZERO, x), "dx": pick(inside, ZERO, dy)}
+
+
+def softshrink(x, dy, lambd):
+    """**softshrink** (lambd): `y = x > lambd ? x ⊖ lambd : (x < ⊖lambd ? x ⊕ lambd : x ⊗ 0)`;
+    `dx = (⊖lambd ≤ x ≤ lambd) ? +0 : dy`."""
+    a = F(lambd)
+    y = pick(x > a, x - a, pick(x < -a, x + a, x * ZERO))
+    return {"y": y, "dx": pick((x >= -a) & (x <= a), ZERO, dy)}
+
+
+def threshold(x, dy, th, value):
+    """**threshold** (threshold, value): `y = x ≤ threshold ? value : x`;
+    `dx = x ≤ threshold ? +0 : dy`."""
+    below = x <= F(th)
+    return {"y": pick(below, np.full_like(x, F(value)), x), "dx": pick(below, ZERO, dy)}
+
+
 GELU_K, GELU_A, GELU_B = F(0.797884583), F(0.044715), F(0.134145)
 
 
@@ -214,6 +236,12 @@ def activation(fn, x, dy, **params):
         out = mish(x, dy)
     elif fn == "log_sigmoid":
         out = log_sigmoid(x, dy)
+    elif fn == "hardshrink":
+        out = hardshrink(x, dy, params["alpha"])
+    elif fn == "softshrink":
+        out = softshrink(x, dy, params["alpha"])
+    elif fn == "threshold":
+        out = threshold(x, dy, params["threshold"], params["alpha"])
     else:
         raise ValueError("unknown activation %r" % fn)
     return {k: f32(v) for k, v in out.items()}

@@ -752,7 +752,8 @@ OPERATORS = {
 
 
 ACTIVATIONS = ("sigmoid", "tanh", "silu", "hardtanh", "hardsigmoid", "hardswish", "leaky_relu",
-               "elu", "gelu_tanh", "softplus", "selu", "celu", "mish", "log_sigmoid")
+               "elu", "gelu_tanh", "softplus", "selu", "celu", "mish", "log_sigmoid", "hardshrink",
+               "softshrink", "threshold")
 
 
 def activation(fn, backward):

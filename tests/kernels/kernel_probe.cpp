@@ -139,7 +139,10 @@ k::Activation activation_named(const std::string& fn) {
       {"selu", k::Activation::kSelu},
       {"celu", k::Activation::kCelu},
       {"mish", k::Activation::kMish},
-      {"log_sigmoid", k::Activation::kLogSigmoid}};
+      {"log_sigmoid", k::Activation::kLogSigmoid},
+      {"hardshrink", k::Activation::kHardshrink},
+      {"softshrink", k::Activation::kSoftshrink},
+      {"threshold", k::Activation::kThreshold}};
   return kNames.at(fn);
 }
 

@@ -116,6 +116,9 @@ ACT_PARAMS = {
     "leaky_relu": lambda g: {"slope": g.choice([0.01, 0.2, -0.3, 1.5])},
     "elu": lambda g: {"alpha": g.choice([1.0, 0.5, 2.0])},
     "celu": lambda g: {"alpha": g.choice([1.0, 0.5, 2.0, 3.0])},
+    "hardshrink": lambda g: {"alpha": g.choice([0.5, 0.0, 1.25, 3.0])},
+    "softshrink": lambda g: {"alpha": g.choice([0.5, 0.0, 1.25, 3.0])},
+    "threshold": lambda g: dict(zip(("threshold", "alpha"), g.choice([(0.1, 20.0), (0.0, 0.0), (-1.5, -7.0), (2.0, -0.0)]))),
     "softplus": lambda g: dict(zip(("beta", "threshold"), g.choice([(1.0, 20.0), (2.0, 5.0), (0.5, 3.0), (1.0, 1.0)]))),
 }
 ACT_EDGES = [0.0, 1e-45, 0.625, 3.0, 6.0, 1.0, 20.0, 5.0, 2.5, 0.5, 44.3, 88.72283935546875, 89.0,
@@ -399,7 +402,8 @@ def case_bernoulli(g, k):
 
 
 ACT_FNS = ("sigmoid", "tanh", "silu", "hardtanh", "hardsigmoid", "hardswish", "leaky_relu", "elu",
-           "gelu_tanh", "softplus", "selu", "celu", "mish", "log_sigmoid")
+           "gelu_tanh", "softplus", "selu", "celu", "mish", "log_sigmoid", "hardshrink", "softshrink",
+           "threshold")
 # (variant, operator, cases at --cases 1, generator)
 SUITE = ([("act:" + fn, "act", 5, lambda g, k, fn=fn: case_act(g, k, fn)) for fn in ACT_FNS] + [
     ("max_pool2d", "max_pool2d", 8, case_max_pool2d),

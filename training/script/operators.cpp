@@ -204,6 +204,22 @@ Tensor celu(const Tensor& x, const at::Scalar& alpha) {
   p.alpha = f32(alpha);
   return act(x, kernels::Activation::kCelu, p);
 }
+Tensor hardshrink(const Tensor& x, const at::Scalar& lambd) {
+  kernels::ActivationParams p;
+  p.alpha = f32(lambd);
+  return act(x, kernels::Activation::kHardshrink, p);
+}
+Tensor softshrink(const Tensor& x, const at::Scalar& lambd) {
+  kernels::ActivationParams p;
+  p.alpha = f32(lambd);
+  return act(x, kernels::Activation::kSoftshrink, p);
+}
+Tensor threshold_op(const Tensor& x, const at::Scalar& threshold, const at::Scalar& value) {
+  kernels::ActivationParams p;
+  p.threshold = f32(threshold);
+  p.alpha = f32(value);
+  return act(x, kernels::Activation::kThreshold, p);
+}
 Tensor softplus(const Tensor& x, const at::Scalar& beta, const at::Scalar& threshold) {
   kernels::ActivationParams p;
   p.beta = f32(beta);
@@ -482,6 +498,9 @@ TORCH_LIBRARY(veritrain, m) {
   m.def("celu(Tensor self, Scalar alpha=1.0) -> Tensor");
   m.def("mish(Tensor self) -> Tensor");
   m.def("log_sigmoid(Tensor self) -> Tensor");
+  m.def("hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor");
+  m.def("softshrink(Tensor self, Scalar lambd=0.5) -> Tensor");
+  m.def("threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor");
   m.def("dropout(Tensor input, float p, bool train) -> Tensor");
   m.def("feature_dropout(Tensor input, float p, bool train) -> Tensor");
   m.def("bernoulli(Tensor self, float p=0.5, Generator? generator=None) -> Tensor");
@@ -576,6 +595,9 @@ TORCH_LIBRARY_IMPL(veritrain, CompositeImplicitAutograd, m) {
   m.impl("celu", &celu);
   m.impl("mish", &mish);
   m.impl("log_sigmoid", &log_sigmoid);
+  m.impl("hardshrink", &hardshrink);
+  m.impl("softshrink", &softshrink);
+  m.impl("threshold", &threshold_op);
   m.impl("dropout", &dropout);
   m.impl("feature_dropout", &feature_dropout);
   m.impl("bernoulli", &bernoulli);
