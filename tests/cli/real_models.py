@@ -86,7 +86,7 @@ torch.jit.script(numpy_weights(tvs.lraspp_mobilenet_v3_large(
     num_classes=4, weights=None, weights_backbone=None))).save("%s/lraspp.pt" % out)
 
 # Activations of torch.nn (docs/portable.md, "More functions"): SELU, CELU, Mish, LogSigmoid,
-# Hardshrink, Softshrink and Threshold (in place).
+# Hardshrink, Softshrink, Threshold (in place) and GLU.
 class SeluNet(nn.Module):
     def __init__(self):
         super().__init__()
@@ -94,9 +94,10 @@ class SeluNet(nn.Module):
         self.selu, self.celu, self.mish = nn.SELU(), nn.CELU(0.5), nn.Mish()
         self.hard, self.soft = nn.Hardshrink(0.1), nn.Softshrink(0.05)
         self.threshold = nn.Threshold(-0.2, -0.5, inplace=True)
+        self.glu, self.d = nn.GLU(), nn.Linear(32, 64)
     def forward(self, x):
         h = self.celu(self.b(self.selu(self.a(x.mean(1)))))
-        g = self.hard(h) + self.soft(self.threshold(h * 2.0))
+        g = self.hard(h) + self.soft(self.threshold(h * 2.0)) + self.glu(self.d(h))
         return self.c(self.mish(h) + torch.nn.functional.logsigmoid(h) + g)
 
 torch.jit.script(numpy_weights(SeluNet())).save("%s/selu_net.pt" % out)

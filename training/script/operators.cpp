@@ -307,6 +307,15 @@ Tensor div(const Tensor& a, const Tensor& b) {
   const auto shape = common_shape(a, b);
   return at::div(bcast(a, shape), bcast(b, shape));
 }
+// A composition (docs/portable.md, "More functions"): the halves are views, the sigmoid is the
+// portable kernel and the product one rounding each; the backward is theirs.
+Tensor glu(const Tensor& x, int64_t dim) {
+  TORCH_CHECK(x.dim() > 0, "portable glu: a tensor of at least one dimension");
+  const int64_t d = at::maybe_wrap_dim(dim, x.dim());
+  TORCH_CHECK(x.size(d) % 2 == 0, "portable glu: dimension ", dim, " has odd size ", x.size(d));
+  const auto halves = x.chunk(2, d);
+  return at::mul(halves[0], act(halves[1], kernels::Activation::kSigmoid));
+}
 // In place: self keeps its shape; only `other` may broadcast.
 Tensor add_(Tensor& a, const Tensor& b, const at::Scalar& alpha) {
   check_alpha(alpha, "add_");
@@ -501,6 +510,7 @@ TORCH_LIBRARY(veritrain, m) {
   m.def("hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor");
   m.def("softshrink(Tensor self, Scalar lambd=0.5) -> Tensor");
   m.def("threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor");
+  m.def("glu(Tensor self, int dim=-1) -> Tensor");
   m.def("dropout(Tensor input, float p, bool train) -> Tensor");
   m.def("feature_dropout(Tensor input, float p, bool train) -> Tensor");
   m.def("bernoulli(Tensor self, float p=0.5, Generator? generator=None) -> Tensor");
@@ -598,6 +608,7 @@ TORCH_LIBRARY_IMPL(veritrain, CompositeImplicitAutograd, m) {
   m.impl("hardshrink", &hardshrink);
   m.impl("softshrink", &softshrink);
   m.impl("threshold", &threshold_op);
+  m.impl("glu", &glu);
   m.impl("dropout", &dropout);
   m.impl("feature_dropout", &feature_dropout);
   m.impl("bernoulli", &bernoulli);

@@ -58,6 +58,7 @@ constexpr Rewrite kRewrites[] = {
     {"aten::hardshrink", "", "veritrain::hardshrink"},
     {"aten::softshrink", "", "veritrain::softshrink"},
     {"aten::threshold", "", "veritrain::threshold"},
+    {"aten::glu", "", "veritrain::glu"},
     {"aten::dropout", "", "veritrain::dropout"},
     {"aten::feature_dropout", "", "veritrain::feature_dropout"},
     {"aten::max_pool2d", "", "veritrain::max_pool2d"},
