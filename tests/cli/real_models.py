@@ -86,7 +86,7 @@ torch.jit.script(numpy_weights(tvs.lraspp_mobilenet_v3_large(
     num_classes=4, weights=None, weights_backbone=None))).save("%s/lraspp.pt" % out)
 
 # Activations of torch.nn (docs/portable.md, "More functions"): SELU, CELU, Mish, LogSigmoid,
-# Hardshrink, Softshrink, Threshold (in place) and GLU.
+# Hardshrink, Softshrink, Threshold (in place), GLU and PReLU (per channel and shared).
 class SeluNet(nn.Module):
     def __init__(self):
         super().__init__()
@@ -95,9 +95,11 @@ class SeluNet(nn.Module):
         self.hard, self.soft = nn.Hardshrink(0.1), nn.Softshrink(0.05)
         self.threshold = nn.Threshold(-0.2, -0.5, inplace=True)
         self.glu, self.d = nn.GLU(), nn.Linear(32, 64)
+        self.prelu, self.prelu1 = nn.PReLU(32, init=0.3), nn.PReLU()
     def forward(self, x):
         h = self.celu(self.b(self.selu(self.a(x.mean(1)))))
         g = self.hard(h) + self.soft(self.threshold(h * 2.0)) + self.glu(self.d(h))
+        g = self.prelu(g) + self.prelu1(h)
         return self.c(self.mish(h) + torch.nn.functional.logsigmoid(h) + g)
 
 torch.jit.script(numpy_weights(SeluNet())).save("%s/selu_net.pt" % out)

@@ -2,7 +2,7 @@
 // mobilenet_v2 and googlenet (its GoogLeNetOutputs read by the main logits) from Debian's
 // torchvision, a TransformerEncoder classifier (2 layers, d 32, 4 heads,
 // dropout 0.1), an LSTM classifier and a net of SELU, CELU, Mish, LogSigmoid, Hardshrink,
-// Softshrink, Threshold and GLU (its sigmoid the portable kernel's) from torch.nn
+// Softshrink, Threshold, GLU (its sigmoid the portable kernel's) and PReLU from torch.nn
 // and a module of constant padding, flips, rolls and shuffles (tests/cli/real_models.py),
 // each scripted by Debian's torch with its weights set from numpy (torch's own fill differs with
 // the vector width), on sklearn's digits. `task init` picks portable for each; each trains to the

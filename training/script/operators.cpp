@@ -331,6 +331,18 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   const auto shape = at::infer_size(cond.sizes(), common_shape(a, b));
   return at::where(cond, bcast(a, shape), bcast(b, shape));
 }
+// A composition (docs/portable.md, "More functions"): a selection and one product each; the
+// weight's gradient is the portable broadcast's fixed-order sum over what shares a channel.
+Tensor prelu(const Tensor& x, const Tensor& weight) {
+  TORCH_CHECK(weight.dim() <= 1, "portable prelu: a weight of one dimension, got ", weight.sizes());
+  const int64_t channels = x.dim() >= 2 ? x.size(1) : 1;
+  TORCH_CHECK(weight.numel() == 1 || weight.numel() == channels, "portable prelu: ", weight.numel(),
+              " weights for an input of ", channels, " channels");
+  std::vector<int64_t> shape(static_cast<std::size_t>(x.dim()), 1);
+  if (weight.numel() > 1) shape[1] = channels;
+  // Qualified: at::where and at::mul are found by argument-dependent lookup too.
+  return training::where(x > 0, x, training::mul(x, weight.reshape(shape)));
+}
 Tensor maximum(const Tensor& a, const Tensor& b) {
   const auto shape = common_shape(a, b);
   return at::maximum(bcast(a, shape), bcast(b, shape));
@@ -511,6 +523,7 @@ TORCH_LIBRARY(veritrain, m) {
   m.def("softshrink(Tensor self, Scalar lambd=0.5) -> Tensor");
   m.def("threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor");
   m.def("glu(Tensor self, int dim=-1) -> Tensor");
+  m.def("prelu(Tensor self, Tensor weight) -> Tensor");
   m.def("dropout(Tensor input, float p, bool train) -> Tensor");
   m.def("feature_dropout(Tensor input, float p, bool train) -> Tensor");
   m.def("bernoulli(Tensor self, float p=0.5, Generator? generator=None) -> Tensor");
@@ -609,6 +622,7 @@ TORCH_LIBRARY_IMPL(veritrain, CompositeImplicitAutograd, m) {
   m.impl("softshrink", &softshrink);
   m.impl("threshold", &threshold_op);
   m.impl("glu", &glu);
+  m.impl("prelu", &prelu);
   m.impl("dropout", &dropout);
   m.impl("feature_dropout", &feature_dropout);
   m.impl("bernoulli", &bernoulli);

@@ -59,6 +59,7 @@ constexpr Rewrite kRewrites[] = {
     {"aten::softshrink", "", "veritrain::softshrink"},
     {"aten::threshold", "", "veritrain::threshold"},
     {"aten::glu", "", "veritrain::glu"},
+    {"aten::prelu", "", "veritrain::prelu"},
     {"aten::dropout", "", "veritrain::dropout"},
     {"aten::feature_dropout", "", "veritrain::feature_dropout"},
     {"aten::max_pool2d", "", "veritrain::max_pool2d"},
