@@ -176,6 +176,12 @@ Tensor mse_loss(const Tensor& output, const Tensor& target, int64_t reduction) {
 Tensor act(const Tensor& x, kernels::Activation f, kernels::ActivationParams p = {}) {
   return P::activation(x, f, p);
 }
+// The functions whose one parameter rides in alpha: celu's alpha, the shrinks' lambda.
+Tensor act_alpha(const Tensor& x, kernels::Activation f, const at::Scalar& alpha) {
+  kernels::ActivationParams p;
+  p.alpha = f32(alpha);
+  return act(x, f, p);
+}
 Tensor hardtanh_op(const Tensor& x, const at::Scalar& lo, const at::Scalar& hi) {
   kernels::ActivationParams p;
   p.min_val = f32(lo);
@@ -200,19 +206,13 @@ Tensor selu(const Tensor& x) { return act(x, kernels::Activation::kSelu, {}); }
 Tensor mish(const Tensor& x) { return act(x, kernels::Activation::kMish, {}); }
 Tensor log_sigmoid(const Tensor& x) { return act(x, kernels::Activation::kLogSigmoid, {}); }
 Tensor celu(const Tensor& x, const at::Scalar& alpha) {
-  kernels::ActivationParams p;
-  p.alpha = f32(alpha);
-  return act(x, kernels::Activation::kCelu, p);
+  return act_alpha(x, kernels::Activation::kCelu, alpha);
 }
 Tensor hardshrink(const Tensor& x, const at::Scalar& lambd) {
-  kernels::ActivationParams p;
-  p.alpha = f32(lambd);
-  return act(x, kernels::Activation::kHardshrink, p);
+  return act_alpha(x, kernels::Activation::kHardshrink, lambd);
 }
 Tensor softshrink(const Tensor& x, const at::Scalar& lambd) {
-  kernels::ActivationParams p;
-  p.alpha = f32(lambd);
-  return act(x, kernels::Activation::kSoftshrink, p);
+  return act_alpha(x, kernels::Activation::kSoftshrink, lambd);
 }
 Tensor threshold_op(const Tensor& x, const at::Scalar& threshold, const at::Scalar& value) {
   kernels::ActivationParams p;
