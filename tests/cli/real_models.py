@@ -19,6 +19,13 @@ class Pooled(nn.Module):
     def forward(self, x):
         return self.fc(torch.cumsum(x, -1))
 
+class Powed(nn.Module):
+    """pow at an exponent LibTorch leaves to the CPU's own pow: refused, saying which it allows."""
+    def __init__(self):
+        super().__init__(); self.fc = nn.Linear(32, 10)
+    def forward(self, x):
+        return self.fc(x.abs().pow(2.5).mean(1))
+
 # Weights from numpy: the same on every CPU (torch's own random fill differs with the vector
 # width). Constant tensors (batch norm's ones and zeros) stay as built.
 rng = np.random.RandomState(7)
@@ -35,7 +42,7 @@ def numpy_weights(m):
 for name, m in [("resnet18", tvm.resnet18(num_classes=10)),
                 ("mobilenet_v2", tvm.mobilenet_v2(num_classes=10)),
                 ("encoder", Encoder(32)), ("lstm", Lstm(32, 32, layers=2, bidirectional=True)),
-                ("pooled", Pooled())]:
+                ("pooled", Pooled()), ("powed", Powed())]:
     torch.jit.script(numpy_weights(m)).save("%s/%s.pt" % (out, name))
 
 d = load_digits()
@@ -86,7 +93,8 @@ torch.jit.script(numpy_weights(tvs.lraspp_mobilenet_v3_large(
     num_classes=4, weights=None, weights_backbone=None))).save("%s/lraspp.pt" % out)
 
 # Activations of torch.nn (docs/portable.md, "More functions"): SELU, CELU, Mish, LogSigmoid,
-# Hardshrink, Softshrink, Threshold (in place), GLU and PReLU (per channel and shared).
+# Hardshrink, Softshrink, Threshold (in place), GLU and PReLU (per channel and shared); sqrt,
+# rsqrt, reciprocal, square and pow at 2, 3, 0.5 and -1 (docs/portable.md, "TorchScript modules").
 class SeluNet(nn.Module):
     def __init__(self):
         super().__init__()
@@ -100,6 +108,9 @@ class SeluNet(nn.Module):
         h = self.celu(self.b(self.selu(self.a(x.mean(1)))))
         g = self.hard(h) + self.soft(self.threshold(h * 2.0)) + self.glu(self.d(h))
         g = self.prelu(g) + self.prelu1(h)
+        s = h * h + 1.0
+        g = g + torch.sqrt(s) + torch.rsqrt(s) + torch.reciprocal(s) + torch.square(h)
+        g = g + h.pow(2) + h.pow(3) + s.pow(0.5) + s.pow(-1)
         return self.c(self.mish(h) + torch.nn.functional.logsigmoid(h) + g)
 
 torch.jit.script(numpy_weights(SeluNet())).save("%s/selu_net.pt" % out)

@@ -183,6 +183,16 @@ TEST_F(RealModels, AnOperatorWithoutAKernelIsRefusedByNameAndLine) {
   EXPECT_EQ(fallback.err.find("warning:"), std::string::npos) << fallback.err;
   EXPECT_EQ(nlohmann::json::parse(*read_text_file(dir_->path() / "pooled.json"))["determinism"],
             "exact");
+
+  // An operator portable at some arguments only says which.
+  auto powed = run_command(in() + veritrain_binary() +
+                               " task init --determinism portable --model torchscript "
+                               "--model-file powed.pt --out powed.json",
+                           dir_->path());
+  EXPECT_EQ(powed.exit_code, 2);
+  EXPECT_NE(powed.err.find("aten::pow.Tensor_Scalar"), std::string::npos) << powed.err;
+  EXPECT_NE(powed.err.find("2, 3, 0.5 or -1"), std::string::npos) << powed.err;
+  EXPECT_NE(powed.err.find("x.abs().pow(2.5)"), std::string::npos) << powed.err;
 }
 
 // What forward returns (docs/models.md): torchvision's googlenet returns GoogLeNetOutputs in

@@ -155,11 +155,13 @@ const std::set<std::string> kExact = {
     "aten::append", "aten::__is__", "aten::__isnot__", "aten::list", "aten::fill_", "aten::zero_",
     "aten::copy_", "aten::unflatten", "aten::is_floating_point", "aten::Bool", "aten::item",
     "aten::argmax",
-    // Every other overload of max and min selects (the first
-    // of tied values, a NaN first: docs/portable.md); their
-    // gradients scatter to the selected positions, or share
-    // out evenly among ties in a whole-tensor max.
+    // Every other overload of max and min selects (the first of tied values, a NaN first:
+    // docs/portable.md); their gradients scatter to the selected positions, or share out evenly
+    // among ties in a whole-tensor max.
     "aten::max", "aten::min", "aten::argmin", "aten::sign", "aten::sgn", "aten::one_hot",
+    // One correctly rounded operation each way (IEEE's sqrt, division, product) at every vector
+    // width; pow only at the exponents LibTorch computes so (exact_caveat).
+    "aten::sqrt", "aten::rsqrt", "aten::reciprocal", "aten::square", "aten::pow",
     "aten::max_pool2d_with_indices_backward"};
 
 // Operators of inference fast paths that training never takes: a prim::If whose one branch runs
@@ -201,6 +203,18 @@ std::string exact_caveat(const torch::jit::Node* n, bool own_alpha = false) {
     const auto value = torch::jit::toIValue(n->input(*mode));
     if (!value || !value->isString() || value->toStringRef() != "constant") return refused;
     return "";
+  }
+  // LibTorch's pow is products, sqrt or a division at these exponents, and its gradient's
+  // pow(x, e - 1) is one of them too; at any other it is the CPU's own pow.
+  if (n->kind() == c10::Symbol::fromQualString("aten::pow")) {
+    const std::string refused =
+        "other than a tensor to the power 2, 3, 0.5 or -1 (LibTorch's general pow rounds "
+        "differently on each CPU)";
+    if (schema->overload_name() != "Tensor_Scalar") return refused;
+    const auto exponent = torch::jit::toIValue(n->input(1));
+    if (!exponent || !(exponent->isDouble() || exponent->isInt())) return refused;
+    const double e = exponent->toScalar().toDouble();
+    return e == 2.0 || e == 3.0 || e == 0.5 || e == -1.0 ? "" : refused;
   }
   // A video model's global pool: to 1 × 1 × 1, the spatial mean (F.adaptive_avg_pool3d passes
   // its size through list_with_default, and lists stay unfolded: a ListConstruct of ones).
