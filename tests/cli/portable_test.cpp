@@ -272,7 +272,7 @@ class Squash(nn.Module):
     def __init__(s):
         super().__init__(); s.fc = nn.Linear(32, 4)
     def forward(s, x):
-        return torch.cumprod(s.fc(x), 1) * s.fc(x).pow(3)
+        return torch.cumprod(s.fc(x), 1) * s.fc(x).pow(2.5)
 torch.jit.script(Net()).save(sys.argv[1] + "/net.pt")
 torch.jit.script(Squash()).save(sys.argv[1] + "/squash.pt")
 )PY";
