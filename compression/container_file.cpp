@@ -149,20 +149,25 @@ Result<Bytes> read_whole(const ContainerFile& file, ThreadPool* pool) {
   return out;
 }
 
-Result<StreamBase> stream_base(std::uint64_t size, const Digest& root, RangeReader read) {
-  StreamBase base{size, root, {}, std::move(read)};
+Result<SafetensorsView> read_layout(std::uint64_t size, const RangeReader& read) {
   Bytes prefix(std::min<std::uint64_t>(8, size));
-  VT_RETURN_IF_ERROR(base.read(0, prefix));
-  if (prefix.size() < 8) return invalid_input("base snapshot: too short for a safetensors file");
+  VT_RETURN_IF_ERROR(read(0, prefix));
+  if (prefix.size() < 8) return invalid_input("too short for a safetensors file");
   const std::uint64_t n = get_u64le(prefix.data());
   if (n > kMaxSafetensorsHeader || n > size - 8)
-    return invalid_input("base snapshot: header length " + std::to_string(n) + " out of bounds");
+    return invalid_input("header length " + std::to_string(n) + " out of bounds");
   prefix.resize(8 + n);
-  VT_RETURN_IF_ERROR(base.read(8, std::span(prefix).subspan(8)));
-  auto view = parse_safetensors_prefix(prefix, size);
-  if (!view) return view.error().context("base snapshot");
-  base.layout = std::move(*view);
-  base.layout.bytes = {};  // the prefix buffer goes with this function
+  VT_RETURN_IF_ERROR(read(8, std::span(prefix).subspan(8)));
+  VT_ASSIGN_OR_RETURN(SafetensorsView view, parse_safetensors_prefix(prefix, size));
+  view.bytes = {};  // the prefix buffer goes with this function
+  return view;
+}
+
+Result<StreamBase> stream_base(std::uint64_t size, const Digest& root, RangeReader read) {
+  StreamBase base{size, root, {}, std::move(read)};
+  auto layout = read_layout(size, base.read);
+  if (!layout) return layout.error().context("base snapshot");
+  base.layout = std::move(*layout);
   return base;
 }
 

@@ -61,7 +61,11 @@ struct StreamBase {
   SafetensorsView layout;
   RangeReader read;
 };
-// Reads a base's layout through its reader (the u64 and the header JSON only).
+// The layout of a canonical state of `size` bytes read through `read`: the u64 and the header
+// JSON only, bounded and checked as parse_safetensors_prefix checks them. The view's bytes are
+// empty: its data() must not be called.
+Result<SafetensorsView> read_layout(std::uint64_t size, const RangeReader& read);
+// Reads a base's layout through its reader (read_layout).
 Result<StreamBase> stream_base(std::uint64_t size, const Digest& root, RangeReader read);
 
 struct StreamedContainer {

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "common/file_io.h"
+#include "compression/streaming.h"
 
 namespace vt::verifier {
 namespace fs = std::filesystem;
@@ -69,21 +70,13 @@ Result<std::shared_ptr<const StateFile>> StateFile::adopt(std::shared_ptr<Scratc
     return opened.error();
   }
   std::shared_ptr<StateFile> state(new StateFile(std::move(folder), std::move(*opened), root));
-  if (state->size() < 8)
-    return internal_error(file.string() + ": not a canonical state (" +
-                          std::to_string(state->size()) + " bytes)");
   // The file is this verifier's own (a replay's output), but it is read back by offsets from its
   // header, so the header is bounded and checked like any other.
-  Bytes prefix(8);
-  VT_RETURN_IF_ERROR(state->read(0, prefix));
-  const std::uint64_t header = get_u64le(prefix.data());
-  if (header > kMaxSafetensorsHeader || header > state->size() - 8)
-    return internal_error(file.string() + ": not a canonical state (header of " +
-                          std::to_string(header) + " bytes)");
-  prefix.resize(8 + header);
-  VT_RETURN_IF_ERROR(state->read(0, prefix));
-  auto view = parse_safetensors_prefix(prefix, state->size());
-  if (!view) return internal_error(file.string() + ": " + view.error().message);
+  auto view = comp::read_layout(state->size(), [&](std::uint64_t at, std::span<std::uint8_t> out) {
+    return state->read(at, out);
+  });
+  if (!view)
+    return internal_error(file.string() + ": not a canonical state: " + view.error().message);
   state->tensors_ = std::move(view->tensors);
   state->data_start_ = view->data_start;
   return std::shared_ptr<const StateFile>(std::move(state));
