@@ -1,10 +1,10 @@
 #include "dispute/cone.h"
 
 #include <algorithm>
-#include <iterator>
 #include <string_view>
 
 #include "dispute/recompute_args.h"
+#include "kernels/activation.h"
 
 namespace vt::dispute {
 namespace {
@@ -33,14 +33,13 @@ bool elementwise(std::string_view op) {
   if (op == "bernoulli" || op == "sgd_update" || op == "adam_update" || op == "scale_gradient" ||
       op == "ema_update")
     return true;
-  static constexpr std::string_view kWithBackward[] = {
-      "relu", "gelu",        "dropout",     "sigmoid",    "tanh",       "silu",     "hardtanh",
-      "elu",  "hardsigmoid", "hardswish",   "leaky_relu", "gelu_tanh",  "softplus", "selu",
-      "celu", "mish",        "log_sigmoid", "hardshrink", "softshrink", "threshold"};
   constexpr std::string_view kBackward = "_backward";
   if (op.ends_with(kBackward)) op.remove_suffix(kBackward.size());
-  return std::find(std::begin(kWithBackward), std::end(kWithBackward), op) !=
-         std::end(kWithBackward);
+  if (op == "relu" || op == "gelu" || op == "dropout") return true;
+  // Every activation of "More functions", by the name its kernel traces.
+  return std::ranges::any_of(kernels::kActivations, [op](kernels::Activation f) {
+    return kernels::activation_name(f) == op;
+  });
 }
 
 // Operators whose output row r (of `width` values) reads row r of each input of rows·width

@@ -58,6 +58,10 @@ float forward_one(Activation f, const ActivationParams& p, float x) {
       return x > p.alpha ? x - p.alpha : (x < -p.alpha ? x + p.alpha : x * 0.0f);
     case Activation::kThreshold:
       return x <= p.threshold ? p.alpha : x;
+    case Activation::kExp:
+      return vt_exp(x);
+    case Activation::kLog:
+      return vt_log(x);
   }
   return x;
 }
@@ -105,6 +109,10 @@ float backward_one(Activation f, const ActivationParams& p, float x, float y, fl
       return x >= -p.alpha && x <= p.alpha ? 0.0f : dy;
     case Activation::kThreshold:
       return x <= p.threshold ? 0.0f : dy;
+    case Activation::kExp:
+      return dy * y;
+    case Activation::kLog:
+      return dy / x;
   }
   return dy;
 }
@@ -112,7 +120,7 @@ float backward_one(Activation f, const ActivationParams& p, float x, float y, fl
 }  // namespace
 
 bool backward_reads_output(Activation f) {
-  return f == Activation::kSigmoid || f == Activation::kTanh;
+  return f == Activation::kSigmoid || f == Activation::kTanh || f == Activation::kExp;
 }
 
 std::string_view activation_name(Activation f, bool backward) {
@@ -132,7 +140,9 @@ std::string_view activation_name(Activation f, bool backward) {
                                                    {"log_sigmoid", "log_sigmoid_backward"},
                                                    {"hardshrink", "hardshrink_backward"},
                                                    {"softshrink", "softshrink_backward"},
-                                                   {"threshold", "threshold_backward"}};
+                                                   {"threshold", "threshold_backward"},
+                                                   {"exp", "exp_backward"},
+                                                   {"log", "log_backward"}};
   return kNames[static_cast<int>(f)][backward ? 1 : 0];
 }
 

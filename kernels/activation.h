@@ -25,6 +25,8 @@ enum class Activation {
   kHardshrink,
   kSoftshrink,
   kThreshold,
+  kExp,
+  kLog,
 };
 
 // The activation's parameters (binary32): hardtanh's bounds, leaky_relu's slope, elu's alpha,
@@ -39,15 +41,15 @@ struct ActivationParams {
 
 // y = f(x).
 void activation(Activation f, const ActivationParams& p, std::int64_t n, const float* x, float* y);
-// dx from dy and what the backward reads: the output y for sigmoid and tanh (docs: "from the
-// output"), the input x for the others.
+// dx from dy and what the backward reads: the output y for sigmoid, tanh and exp (docs: "from
+// the output"), the input x for the others.
 void activation_backward(Activation f, const ActivationParams& p, std::int64_t n, const float* x,
                          const float* y, const float* dy, float* dx);
 
-// Whether the backward of f reads its output (sigmoid, tanh) rather than its input.
+// Whether the backward of f reads its output (sigmoid, tanh, exp) rather than its input.
 bool backward_reads_output(Activation f);
 
-// Its name in step traces (docs/dispute.md): "sigmoid", ..., "threshold"; the backward's is the
+// Its name in step traces (docs/dispute.md): "sigmoid", ..., "log"; the backward's is the
 // name with "_backward". Every function, in enum order, for whoever needs them all.
 std::string_view activation_name(Activation f, bool backward = false);
 inline constexpr Activation kActivations[] = {
@@ -56,6 +58,7 @@ inline constexpr Activation kActivations[] = {
     Activation::kLeakyRelu,  Activation::kElu,         Activation::kGeluTanh,
     Activation::kSoftplus,   Activation::kSelu,        Activation::kCelu,
     Activation::kMish,       Activation::kLogSigmoid,  Activation::kHardshrink,
-    Activation::kSoftshrink, Activation::kThreshold};
+    Activation::kSoftshrink, Activation::kThreshold,   Activation::kExp,
+    Activation::kLog};
 
 }  // namespace vt::kernels

@@ -203,6 +203,12 @@ def softplus(x, dy, beta, threshold):
     return {"y": y, "dx": pick(linear_part, dy, dy * (e / (e + ONE)))}
 
 
+def exp_backward(y, dy):
+    """**exp**: `y = exp(x)` of "Functions"; backward from the output, `dx = dy ⊗ y`.
+    (**log**: `y = log(x)` of "Functions"; `dx = dy ⊘ x`.)"""
+    return f32(f32(dy) * f32(y))
+
+
 def activation(fn, x, dy, **params):
     """The probe's `act`: y and dx of one function of "More functions"."""
     x, dy = f32(x), f32(dy)
@@ -212,6 +218,11 @@ def activation(fn, x, dy, **params):
     if fn == "tanh":
         y = tanh(x)
         return {"y": y, "dx": tanh_backward(y, dy)}
+    if fn == "exp":
+        y = vt_exp(x)
+        return {"y": y, "dx": exp_backward(y, dy)}
+    if fn == "log":
+        return {"y": vt_log(x), "dx": f32(dy / x)}
     if fn == "silu":
         out = silu(x, dy)
     elif fn == "hardtanh":

@@ -753,12 +753,12 @@ OPERATORS = {
 
 ACTIVATIONS = ("sigmoid", "tanh", "silu", "hardtanh", "hardsigmoid", "hardswish", "leaky_relu",
                "elu", "gelu_tanh", "softplus", "selu", "celu", "mish", "log_sigmoid", "hardshrink",
-               "softshrink", "threshold")
+               "softshrink", "threshold", "exp", "log")
 
 
 def activation(fn, backward):
     """An element-wise activation of "More functions" (portable_ops_ref.py), forward or
-    backward; sigmoid's and tanh's backward read the output, the others' the input."""
+    backward; sigmoid's, tanh's and exp's backward read the output, the others' the input."""
     def run(a, i, o):
         params = {k: a[k] for k in ("min_val", "max_val", "slope", "alpha", "beta", "threshold")}
         if not backward:
@@ -767,6 +767,8 @@ def activation(fn, backward):
             return {"dx": ops.sigmoid_backward(i["y"], i["dy"])}
         if fn == "tanh":
             return {"dx": ops.tanh_backward(i["y"], i["dy"])}
+        if fn == "exp":
+            return {"dx": ops.exp_backward(i["y"], i["dy"])}
         return {"dx": ops.activation(fn, i["x"], i["dy"], **params)["dx"]}
     return run
 

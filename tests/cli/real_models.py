@@ -110,7 +110,7 @@ class SeluNet(nn.Module):
         g = self.prelu(g) + self.prelu1(h)
         s = h * h + 1.0
         g = g + torch.sqrt(s) + torch.rsqrt(s) + torch.reciprocal(s) + torch.square(h)
-        g = g + h.pow(2) + h.pow(3) + s.pow(0.5) + s.pow(-1)
+        g = g + h.pow(2) + h.pow(3) + s.pow(0.5) + s.pow(-1) + torch.log(s) + torch.exp(-s)
         return self.c(self.mish(h) + torch.nn.functional.logsigmoid(h) + g)
 
 torch.jit.script(numpy_weights(SeluNet())).save("%s/selu_net.pt" % out)

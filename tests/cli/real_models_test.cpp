@@ -130,10 +130,11 @@ TEST_P(RealModels, TrainPortablyToTheSameRootsOnEverySettingAndVerifyOnAnother) 
       {"lraspp",
        {"upsample_bilinear2d", "upsample_bilinear2d_backward", "conv", "conv_backward", "hardswish",
         "hardsigmoid"}},
-      {"selu_net",
-       {"selu", "selu_backward", "celu", "celu_backward", "mish", "mish_backward", "log_sigmoid",
-        "log_sigmoid_backward", "hardshrink", "hardshrink_backward", "softshrink",
-        "softshrink_backward", "threshold", "threshold_backward", "sigmoid", "sigmoid_backward"}}};
+      {"selu_net", {"selu",       "selu_backward",       "celu",        "celu_backward",
+                    "mish",       "mish_backward",       "log_sigmoid", "log_sigmoid_backward",
+                    "hardshrink", "hardshrink_backward", "softshrink",  "softshrink_backward",
+                    "threshold",  "threshold_backward",  "sigmoid",     "sigmoid_backward",
+                    "exp",        "exp_backward",        "log",         "log_backward"}}};
   for (const std::string& op : expected.at(model))
     EXPECT_TRUE(ops.contains(op)) << op << " not in " << ::testing::PrintToString(ops);
   auto agrees =

@@ -125,25 +125,10 @@ class Probe {
 };
 
 k::Activation activation_named(const std::string& fn) {
-  static const std::map<std::string, k::Activation> kNames = {
-      {"sigmoid", k::Activation::kSigmoid},
-      {"tanh", k::Activation::kTanh},
-      {"silu", k::Activation::kSilu},
-      {"hardtanh", k::Activation::kHardtanh},
-      {"hardsigmoid", k::Activation::kHardsigmoid},
-      {"hardswish", k::Activation::kHardswish},
-      {"leaky_relu", k::Activation::kLeakyRelu},
-      {"elu", k::Activation::kElu},
-      {"gelu_tanh", k::Activation::kGeluTanh},
-      {"softplus", k::Activation::kSoftplus},
-      {"selu", k::Activation::kSelu},
-      {"celu", k::Activation::kCelu},
-      {"mish", k::Activation::kMish},
-      {"log_sigmoid", k::Activation::kLogSigmoid},
-      {"hardshrink", k::Activation::kHardshrink},
-      {"softshrink", k::Activation::kSoftshrink},
-      {"threshold", k::Activation::kThreshold}};
-  return kNames.at(fn);
+  for (const k::Activation f : k::kActivations) {
+    if (k::activation_name(f) == fn) return f;
+  }
+  throw std::invalid_argument("kernel_probe: no activation " + fn);
 }
 
 void act(Probe& p) {

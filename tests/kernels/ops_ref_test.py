@@ -403,7 +403,7 @@ def case_bernoulli(g, k):
 
 ACT_FNS = ("sigmoid", "tanh", "silu", "hardtanh", "hardsigmoid", "hardswish", "leaky_relu", "elu",
            "gelu_tanh", "softplus", "selu", "celu", "mish", "log_sigmoid", "hardshrink", "softshrink",
-           "threshold")
+           "threshold", "exp", "log")
 # (variant, operator, cases at --cases 1, generator)
 SUITE = ([("act:" + fn, "act", 5, lambda g, k, fn=fn: case_act(g, k, fn)) for fn in ACT_FNS] + [
     ("max_pool2d", "max_pool2d", 8, case_max_pool2d),

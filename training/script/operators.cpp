@@ -14,6 +14,7 @@
 #include "training/model/ops.h"
 #include "training/portable/functions.h"
 #include "training/portable/layers.h"
+#include "training/script/op_table.h"
 #include "training/script/operators.h"
 #include "training/script/rewrite.h"
 
@@ -488,109 +489,11 @@ Tensor bernoulli(
 
 }  // namespace
 
+// Every schema of the operator table (script/op_table.h), defined once.
 TORCH_LIBRARY(veritrain, m) {
-  m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor");
-  m.def(
-      "conv(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, "
-      "int[] dilation, int groups) -> Tensor");
-  m.def(
-      "conv_transpose(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, "
-      "int[] output_padding, int groups, int[] dilation) -> Tensor");
-  m.def(
-      "batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
-      "Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> "
-      "Tensor");
-  m.def(
-      "layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, "
-      "float eps=1e-05, bool cudnn_enable=True) -> Tensor");
-  m.def(
-      "group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, "
-      "float eps=1e-05, bool cudnn_enabled=True) -> Tensor");
-  m.def("relu(Tensor self) -> Tensor");
-  m.def("gelu(Tensor self, str approximate='none') -> Tensor");
-  for (const char* name : {"sigmoid", "tanh", "silu", "hardsigmoid", "hardswish", "relu6"})
-    m.def(torch::schema((std::string(name) + "(Tensor self) -> Tensor").c_str(),
-                        c10::AliasAnalysisKind::FROM_SCHEMA));
-  m.def("hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor");
-  m.def("leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor");
-  m.def("elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor");
-  m.def("softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor");
-  m.def("selu(Tensor self) -> Tensor");
-  m.def("celu(Tensor self, Scalar alpha=1.0) -> Tensor");
-  m.def("mish(Tensor self) -> Tensor");
-  m.def("log_sigmoid(Tensor self) -> Tensor");
-  m.def("hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor");
-  m.def("softshrink(Tensor self, Scalar lambd=0.5) -> Tensor");
-  m.def("threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor");
-  m.def("glu(Tensor self, int dim=-1) -> Tensor");
-  m.def("prelu(Tensor self, Tensor weight) -> Tensor");
-  m.def("dropout(Tensor input, float p, bool train) -> Tensor");
-  m.def("feature_dropout(Tensor input, float p, bool train) -> Tensor");
-  m.def("bernoulli(Tensor self, float p=0.5, Generator? generator=None) -> Tensor");
-  m.def(
-      "max_pool2d(Tensor self, int[] kernel_size, int[] stride, int[] padding, int[] dilation, "
-      "bool ceil_mode) -> Tensor");
-  m.def(
-      "max_pool2d_with_indices(Tensor self, int[] kernel_size, int[] stride, int[] padding, "
-      "int[] dilation, bool ceil_mode) -> (Tensor, Tensor)");
-  m.def(
-      "avg_pool2d(Tensor self, int[] kernel_size, int[] stride, int[] padding, bool ceil_mode, "
-      "bool count_include_pad, int? divisor_override) -> Tensor");
-  m.def("adaptive_avg_pool(Tensor self, int[] output_size) -> Tensor");
-  m.def("adaptive_max_pool(Tensor self, int[] output_size) -> (Tensor, Tensor)");
-  m.def("adaptive_avg_pool3d(Tensor self, int[] output_size) -> Tensor");
-  m.def(
-      "upsample_bilinear2d(Tensor input, int[]? output_size, bool align_corners, "
-      "float[]? scale_factors) -> Tensor");
-  m.def("upsample_nearest(Tensor input, int[]? output_size, float[]? scale_factors) -> Tensor");
-  m.def("mean(Tensor self, int[]? dim, bool keepdim=False, ScalarType? dtype=None) -> Tensor");
-  m.def("mean_all(Tensor self, ScalarType? dtype=None) -> Tensor");
-  m.def("sum(Tensor self, int[]? dim, bool keepdim=False, ScalarType? dtype=None) -> Tensor");
-  m.def("sum_all(Tensor self, ScalarType? dtype=None) -> Tensor");
-  m.def("amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor");
-  m.def("logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor");
-  m.def("softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor");
-  m.def("log_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor");
-  m.def("matmul(Tensor self, Tensor other) -> Tensor");
-  m.def("bmm(Tensor self, Tensor mat2) -> Tensor");
-  m.def("mm(Tensor self, Tensor mat2) -> Tensor");
-  m.def("addmm(Tensor self, Tensor mat1, Tensor mat2, Scalar beta=1, Scalar alpha=1) -> Tensor");
-  m.def(
-      "baddbmm(Tensor self, Tensor batch1, Tensor batch2, Scalar beta=1, Scalar alpha=1) -> "
-      "Tensor");
-  m.def("add(Tensor self, Tensor other, Scalar alpha=1) -> Tensor");
-  m.def("sub(Tensor self, Tensor other, Scalar alpha=1) -> Tensor");
-  m.def("mul(Tensor self, Tensor other) -> Tensor");
-  m.def("div(Tensor self, Tensor other) -> Tensor");
-  m.def("add_(Tensor(a!) self, Tensor other, Scalar alpha=1) -> Tensor(a!)");
-  m.def("sub_(Tensor(a!) self, Tensor other, Scalar alpha=1) -> Tensor(a!)");
-  m.def("mul_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  m.def("div_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  m.def("where(Tensor condition, Tensor self, Tensor other) -> Tensor");
-  m.def("maximum(Tensor self, Tensor other) -> Tensor");
-  m.def("minimum(Tensor self, Tensor other) -> Tensor");
-  m.def("expand(Tensor self, int[] size, bool implicit=False) -> Tensor");
-  m.def("repeat(Tensor self, int[] repeats) -> Tensor");
-  m.def(
-      "embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, "
-      "bool sparse=False) -> Tensor");
-  m.def(
-      "cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, "
-      "int ignore_index=-100, float label_smoothing=0.0) -> Tensor");
-  m.def(
-      "nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, "
-      "int ignore_index=-100) -> Tensor");
-  m.def(
-      "bce_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, "
-      "int reduction=1) -> Tensor");
-  m.def("mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor");
-  m.def(
-      "lstm(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, "
-      "float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, "
-      "Tensor)");
-  m.def(
-      "gru(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, "
-      "float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)");
+  for (const PortableOp& op : portable_ops()) {
+    if (!op.schema.empty()) m.def(torch::schema(std::string(op.schema).c_str()));
+  }
 }
 
 // Composite: each one is portable autograd functions, recorded by autograd as themselves.
@@ -621,6 +524,8 @@ TORCH_LIBRARY_IMPL(veritrain, CompositeImplicitAutograd, m) {
   m.impl("hardshrink", &hardshrink);
   m.impl("softshrink", &softshrink);
   m.impl("threshold", &threshold_op);
+  m.impl("exp", [](const Tensor& x) { return act(x, A::kExp); });
+  m.impl("log", [](const Tensor& x) { return act(x, A::kLog); });
   m.impl("glu", &glu);
   m.impl("prelu", &prelu);
   m.impl("dropout", &dropout);

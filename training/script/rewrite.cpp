@@ -12,157 +12,14 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "training/script/op_table.h"
+
 namespace vt::training {
 namespace {
-
-// The forward operators with a portable kernel, by the aten operator they replace. Each one has
-// the aten operator's arguments, so a node keeps its inputs (and outputs).
-struct Rewrite {
-  const char* aten;      // qualified name
-  const char* overload;  // the aten overload it replaces ("" the unnamed one)
-  const char* ours;      // veritrain::<name>
-  // The kernel takes the operator's alpha as a parameter of its own (elu's, celu's), rather than
-  // as a product before a sum that exact_caveat refuses unless it is 1.
-  bool own_alpha = false;
-};
-constexpr Rewrite kRewrites[] = {
-    {"aten::linear", "", "veritrain::linear"},
-    {"aten::conv1d", "", "veritrain::conv"},
-    {"aten::conv2d", "", "veritrain::conv"},
-    {"aten::conv3d", "", "veritrain::conv"},
-    {"aten::conv_transpose1d", "", "veritrain::conv_transpose"},
-    {"aten::conv_transpose2d", "input", "veritrain::conv_transpose"},
-    {"aten::conv_transpose3d", "input", "veritrain::conv_transpose"},
-    {"aten::batch_norm", "", "veritrain::batch_norm"},
-    {"aten::layer_norm", "", "veritrain::layer_norm"},
-    {"aten::group_norm", "", "veritrain::group_norm"},
-    {"aten::relu", "", "veritrain::relu"},
-    {"aten::gelu", "", "veritrain::gelu"},
-    {"aten::sigmoid", "", "veritrain::sigmoid"},
-    {"aten::tanh", "", "veritrain::tanh"},
-    {"aten::silu", "", "veritrain::silu"},
-    {"aten::hardsigmoid", "", "veritrain::hardsigmoid"},
-    {"aten::hardswish", "", "veritrain::hardswish"},
-    {"aten::hardtanh", "", "veritrain::hardtanh"},
-    {"aten::relu6", "", "veritrain::relu6"},
-    {"aten::leaky_relu", "", "veritrain::leaky_relu"},
-    {"aten::elu", "", "veritrain::elu", true},
-    {"aten::softplus", "", "veritrain::softplus"},
-    {"aten::selu", "", "veritrain::selu"},
-    {"aten::celu", "", "veritrain::celu", true},
-    {"aten::mish", "", "veritrain::mish"},
-    {"aten::log_sigmoid", "", "veritrain::log_sigmoid"},
-    {"aten::hardshrink", "", "veritrain::hardshrink"},
-    {"aten::softshrink", "", "veritrain::softshrink"},
-    {"aten::threshold", "", "veritrain::threshold"},
-    {"aten::glu", "", "veritrain::glu"},
-    {"aten::prelu", "", "veritrain::prelu"},
-    {"aten::dropout", "", "veritrain::dropout"},
-    {"aten::feature_dropout", "", "veritrain::feature_dropout"},
-    {"aten::max_pool2d", "", "veritrain::max_pool2d"},
-    {"aten::max_pool2d_with_indices", "", "veritrain::max_pool2d_with_indices"},
-    {"aten::avg_pool2d", "", "veritrain::avg_pool2d"},
-    {"aten::adaptive_avg_pool2d", "", "veritrain::adaptive_avg_pool"},
-    {"aten::adaptive_max_pool2d", "", "veritrain::adaptive_max_pool"},
-    {"aten::adaptive_avg_pool3d", "", "veritrain::adaptive_avg_pool3d"},
-    {"aten::upsample_bilinear2d", "vec", "veritrain::upsample_bilinear2d"},
-    {"aten::upsample_nearest1d", "vec", "veritrain::upsample_nearest"},
-    {"aten::upsample_nearest2d", "vec", "veritrain::upsample_nearest"},
-    {"aten::upsample_nearest3d", "vec", "veritrain::upsample_nearest"},
-    {"aten::mean", "dim", "veritrain::mean"},
-    {"aten::mean", "", "veritrain::mean_all"},
-    {"aten::sum", "dim_IntList", "veritrain::sum"},
-    {"aten::sum", "", "veritrain::sum_all"},
-    {"aten::amax", "", "veritrain::amax"},
-    {"aten::logsumexp", "", "veritrain::logsumexp"},
-    {"aten::softmax", "int", "veritrain::softmax"},
-    {"aten::log_softmax", "int", "veritrain::log_softmax"},
-    {"aten::matmul", "", "veritrain::matmul"},
-    {"aten::bmm", "", "veritrain::bmm"},
-    {"aten::mm", "", "veritrain::mm"},
-    {"aten::addmm", "", "veritrain::addmm"},
-    {"aten::baddbmm", "", "veritrain::baddbmm"},
-    {"aten::add", "Tensor", "veritrain::add"},
-    {"aten::sub", "Tensor", "veritrain::sub"},
-    {"aten::mul", "Tensor", "veritrain::mul"},
-    {"aten::div", "Tensor", "veritrain::div"},
-    {"aten::add_", "Tensor", "veritrain::add_"},
-    {"aten::sub_", "Tensor", "veritrain::sub_"},
-    {"aten::mul_", "Tensor", "veritrain::mul_"},
-    {"aten::div_", "Tensor", "veritrain::div_"},
-    {"aten::where", "self", "veritrain::where"},
-    {"aten::maximum", "", "veritrain::maximum"},
-    {"aten::minimum", "", "veritrain::minimum"},
-    // torch.max(a, b): the element-wise maximum, whose operands may broadcast.
-    {"aten::max", "other", "veritrain::maximum"},
-    {"aten::min", "other", "veritrain::minimum"},
-    {"aten::expand", "", "veritrain::expand"},
-    {"aten::repeat", "", "veritrain::repeat"},
-    {"aten::embedding", "", "veritrain::embedding"},
-    {"aten::cross_entropy_loss", "", "veritrain::cross_entropy"},
-    {"aten::nll_loss_nd", "", "veritrain::nll_loss"},
-    {"aten::nll_loss", "", "veritrain::nll_loss"},
-    {"aten::binary_cross_entropy_with_logits", "", "veritrain::bce_with_logits"},
-    {"aten::mse_loss", "", "veritrain::mse_loss"},
-    {"aten::lstm", "input", "veritrain::lstm"},
-    {"aten::gru", "input", "veritrain::gru"},
-};
-
-// In-place operators run out of place where what they change is used nowhere else: their output
-// stands for it (relu_ after a batch norm, bernoulli_ on a fresh empty tensor).
-const std::map<std::string, std::pair<std::string, const char*>> kInPlace = {
-    {"aten::relu_", {"", "veritrain::relu"}},
-    {"aten::sigmoid_", {"", "veritrain::sigmoid"}},
-    {"aten::tanh_", {"", "veritrain::tanh"}},
-    {"aten::silu_", {"", "veritrain::silu"}},
-    {"aten::hardsigmoid_", {"", "veritrain::hardsigmoid"}},
-    {"aten::hardswish_", {"", "veritrain::hardswish"}},
-    {"aten::hardtanh_", {"", "veritrain::hardtanh"}},
-    {"aten::relu6_", {"", "veritrain::relu6"}},
-    {"aten::leaky_relu_", {"", "veritrain::leaky_relu"}},
-    {"aten::elu_", {"", "veritrain::elu"}},
-    {"aten::selu_", {"", "veritrain::selu"}},
-    {"aten::celu_", {"", "veritrain::celu"}},
-    {"aten::mish_", {"", "veritrain::mish"}},
-    {"aten::threshold_", {"", "veritrain::threshold"}},
-    {"aten::dropout_", {"", "veritrain::dropout"}},
-    {"aten::feature_dropout_", {"", "veritrain::feature_dropout"}},
-    {"aten::bernoulli_", {"float", "veritrain::bernoulli"}},
-};
-
-// Operators on tensors that round nothing (views, copies, shapes, allocations, comparisons,
-// selections) or one IEEE operation per element, the same on every CPU at every vector width:
-// element-wise add, sub, mul, div with a scalar, dtype conversions (uint8 images to float).
-// Their gradients are of the same kinds (a broadcast's reduction is veritrain::expand's).
-const std::set<std::string> kExact = {
-    "aten::add", "aten::add_", "aten::sub", "aten::sub_", "aten::mul", "aten::mul_", "aten::div",
-    "aten::div_", "aten::rsub", "aten::neg", "aten::flatten", "aten::view", "aten::reshape",
-    "aten::view_as", "aten::reshape_as", "aten::permute", "aten::transpose", "aten::t",
-    "aten::contiguous", "aten::unsqueeze", "aten::squeeze", "aten::slice", "aten::select",
-    "aten::cat", "aten::stack", "aten::clone", "aten::detach", "aten::chunk", "aten::split",
-    "aten::unbind", "aten::narrow", "aten::size", "aten::dim", "aten::numel", "aten::len",
-    "aten::__getitem__",
-    "aten::_set_item",  // a dict or list entry: no arithmetic
-    "aten::zeros_like", "aten::ones_like", "aten::empty_like", "aten::full_like", "aten::zeros",
-    "aten::ones", "aten::empty", "aten::full", "aten::new_zeros", "aten::new_ones",
-    "aten::new_empty", "aten::new_full", "aten::arange", "aten::to", "aten::type_as",
-    "aten::masked_fill", "aten::masked_fill_", "aten::where", "aten::eq", "aten::ne", "aten::lt",
-    "aten::le", "aten::gt", "aten::ge", "aten::logical_not", "aten::logical_and",
-    "aten::logical_or", "aten::abs", "aten::clamp", "aten::clamp_", "aten::any", "aten::all",
-    "aten::append", "aten::__is__", "aten::__isnot__", "aten::list", "aten::fill_", "aten::zero_",
-    "aten::copy_", "aten::unflatten", "aten::is_floating_point", "aten::Bool", "aten::item",
-    "aten::argmax",
-    // Every other overload of max and min selects (the first of tied values, a NaN first:
-    // docs/portable.md); their gradients scatter to the selected positions, or share out evenly
-    // among ties in a whole-tensor max.
-    "aten::max", "aten::min", "aten::argmin", "aten::sign", "aten::sgn", "aten::one_hot",
-    // One correctly rounded operation each way (IEEE's sqrt, division, product) at every vector
-    // width; pow only at the exponents LibTorch computes so (exact_caveat).
-    "aten::sqrt", "aten::rsqrt", "aten::reciprocal", "aten::square", "aten::pow",
-    "aten::max_pool2d_with_indices_backward"};
 
 // Operators of inference fast paths that training never takes: a prim::If whose one branch runs
 // one of them and whose other does not takes the other (docs/portable.md, "TorchScript
@@ -180,13 +37,6 @@ bool touches_tensors(const torch::jit::Node* n) {
   };
   return std::ranges::any_of(n->inputs(), tensor) || std::ranges::any_of(n->outputs(), tensor);
 }
-
-// Moves that round nothing either way, their gradients the inverse moves (a padding's, the
-// middle sliced out), which LibTorch runs as it runs kExact. Not channel_shuffle: LibTorch 1.13
-// has no derivative for it. A padding only in constant mode (exact_caveat).
-const std::set<std::string> kMoves = {
-    "aten::flip", "aten::roll", "aten::pixel_shuffle",   "aten::pixel_unshuffle",
-    "aten::triu", "aten::tril", "aten::constant_pad_nd", "aten::pad"};
 
 // What keeps an operator from being exact: an alpha other than 1 (a product rounded before the
 // sum; `own_alpha`: the kernel takes it instead), a rounding mode, a padding that is not
@@ -312,7 +162,7 @@ void take_training_paths(torch::jit::Graph& graph, torch::jit::Block* block) {
 }
 
 // The nodes to rewrite, each with the operator it becomes, and the operators refused.
-using Rewrites = std::vector<std::pair<torch::jit::Node*, const char*>>;
+using Rewrites = std::vector<std::pair<torch::jit::Node*, std::string>>;
 void collect(torch::jit::Block* block, Rewrites& rewrite,
              std::map<std::string, std::string>& refused) {
   for (torch::jit::Node* n : block->nodes()) {
@@ -320,25 +170,34 @@ void collect(torch::jit::Block* block, Rewrites& rewrite,
     const std::string kind = n->kind().toQualString();
     if (kind.rfind("prim::", 0) == 0 || !touches_tensors(n)) continue;
     const std::string overload = overload_of(n);
-    const Rewrite* ours = nullptr;
-    for (const Rewrite& r : kRewrites) {
-      if (kind == r.aten && overload == r.overload) ours = &r;
+    // The entry rewriting this overload, LibTorch's own entry for the operator, and whether an
+    // in-place entry names another of its overloads (then this one is refused).
+    const PortableOp* ours = nullptr;
+    const PortableOp* libtorch = nullptr;
+    bool other_in_place = false;
+    for (const PortableOp& op : portable_ops()) {
+      if (op.aten != kind) continue;
+      if (op.form == OpForm::kExact || op.form == OpForm::kMove) {
+        libtorch = &op;
+      } else if (op.overload == overload) {
+        ours = &op;
+      } else {
+        other_in_place = other_in_place || op.form == OpForm::kInPlace;
+      }
     }
-    if (auto in_place = kInPlace.find(kind); in_place != kInPlace.end()) {
-      if (overload != in_place->second.first) {
-        refused.emplace(describe(n), "");
-      } else if (n->input(0)->uses().size() > 1) {
+    if (ours != nullptr && ours->form == OpForm::kInPlace) {
+      if (n->input(0)->uses().size() > 1) {
         refused.emplace(describe(n), "in place on a tensor used again");
       } else {
-        rewrite.emplace_back(n, in_place->second.second);
+        rewrite.emplace_back(n, "veritrain::" + std::string(ours->ours));
       }
     } else if (ours != nullptr) {
       if (const std::string caveat = exact_caveat(n, ours->own_alpha); !caveat.empty()) {
         refused.emplace(describe(n), caveat);
       } else {
-        rewrite.emplace_back(n, ours->ours);
+        rewrite.emplace_back(n, "veritrain::" + std::string(ours->ours));
       }
-    } else if (kExact.count(kind) == 0 && kMoves.count(kind) == 0) {
+    } else if (other_in_place || libtorch == nullptr) {
       refused.emplace(describe(n), "");
     } else if (const std::string caveat = exact_caveat(n); !caveat.empty()) {
       refused.emplace(describe(n), caveat);
