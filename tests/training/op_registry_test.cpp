@@ -5,6 +5,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/runtime/operator.h>
+#include <torch/jit.h>
 
 #include <algorithm>
 #include <string>
@@ -13,6 +14,12 @@
 
 namespace vt::training {
 namespace {
+
+// decompositions.py as the rewrite compiles it.
+const torch::jit::CompilationUnit& decompositions() {
+  static const auto unit = torch::jit::compile(std::string(decomposition_source()));
+  return *unit;
+}
 
 // LibTorch 2.x's aten schemas say SymInt where veritrain's say int: the same value in a script.
 c10::TypeKind kind_of(const c10::TypePtr& type) {
@@ -29,6 +36,13 @@ TEST(OpRegistry, EveryEntryIsAnOperatorOfLibTorchAndEveryRewriteFitsIt) {
       return o->schema().overload_name() == op.overload;
     });
     ASSERT_NE(aten, candidates.end()) << op.aten << " has no overload \"" << op.overload << "\"";
+    if (op.form == OpForm::kDecomposition) {
+      // Its function takes the operator's arguments, in order (the rewrite checks types).
+      const auto& function = decompositions().get_function(std::string(op.ours));
+      EXPECT_EQ(function.getSchema().arguments().size(), (*aten)->schema().arguments().size())
+          << op.aten << " against decompositions.py's " << op.ours;
+      continue;
+    }
     const auto ours =
         c10::Dispatcher::singleton().findSchema({"veritrain::" + std::string(op.ours), ""});
     ASSERT_TRUE(ours.has_value()) << "veritrain::" << op.ours << " is not registered";

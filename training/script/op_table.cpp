@@ -13,8 +13,8 @@ constexpr PortableOp kernel(std::string_view aten, std::string_view overload, st
 }
 constexpr PortableOp composition(std::string_view aten, std::string_view ours,
                                  std::string_view schema, std::string_view doc,
-                                 std::string_view traced) {
-  return {aten, "", F::kComposition, ours, schema, doc, traced};
+                                 std::string_view traced, std::string_view overload = "") {
+  return {aten, overload, F::kComposition, ours, schema, doc, traced};
 }
 // An in-place form of an operator above: veritrain::<ours> out of place.
 constexpr PortableOp in_place(std::string_view aten, std::string_view ours,
@@ -23,6 +23,11 @@ constexpr PortableOp in_place(std::string_view aten, std::string_view ours,
 }
 constexpr PortableOp exact(std::string_view aten, std::string_view doc = "TorchScript modules") {
   return {aten, kAnyOverload, F::kExact, "", "", doc, ""};
+}
+// A function of decompositions.py, the operator's definition, traced as its parts are.
+constexpr PortableOp decomposition(std::string_view aten, std::string_view overload,
+                                   std::string_view function, std::string_view traced) {
+  return {aten, overload, F::kDecomposition, function, "", "Decompositions", traced};
 }
 constexpr PortableOp move(std::string_view aten) {
   return {aten, kAnyOverload, F::kMove, "", "", "TorchScript modules", ""};
@@ -212,6 +217,12 @@ constexpr PortableOp kOps[] = {
            "reduce reduce_backward"),
     kernel("aten::div", "Tensor", "div", "div(Tensor self, Tensor other) -> Tensor", "Broadcasting",
            "reduce reduce_backward"),
+    composition("aten::div", "div_mode",
+                "div_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor",
+                "Division with a rounding mode", "reduce reduce_backward", "Tensor_mode"),
+    composition("aten::div", "div_scalar_mode",
+                "div_scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor",
+                "Division with a rounding mode", "", "Scalar_mode"),
     kernel("aten::add_", "Tensor", "add_",
            "add_(Tensor(a!) self, Tensor other, Scalar alpha=1) -> Tensor(a!)", "Broadcasting",
            "reduce reduce_backward"),
@@ -237,6 +248,15 @@ constexpr PortableOp kOps[] = {
            "reduce reduce_backward"),
     kernel("aten::repeat", "", "repeat", "repeat(Tensor self, int[] repeats) -> Tensor",
            "Broadcasting", "reduce reduce_backward"),
+    kernel("aten::expand_as", "", "expand_as", "expand_as(Tensor self, Tensor other) -> Tensor",
+           "Broadcasting", "reduce reduce_backward"),
+    // Indexing (script/indexing.cpp).
+    kernel("aten::index", "Tensor", "index", "index(Tensor self, Tensor?[] indices) -> Tensor",
+           "Indexing", "embedding embedding_backward"),
+    kernel("aten::index_put_", "", "index_put_",
+           "index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) "
+           "-> Tensor(a!)",
+           "Indexing", "reduce reduce_backward"),
     kernel("aten::embedding", "", "embedding",
            "embedding(Tensor weight, Tensor indices, int padding_idx=-1, "
            "bool scale_grad_by_freq=False, bool sparse=False) -> Tensor",
@@ -273,6 +293,45 @@ constexpr PortableOp kOps[] = {
            "gru(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, "
            "float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)",
            "Recurrent layers", "rnn rnn_backward"),
+
+    // Decompositions (decompositions.py): losses, norms, moments, and layers of other kernels.
+    decomposition("aten::l1_loss", "", "l1_loss", "reduce reduce_backward"),
+    decomposition("aten::smooth_l1_loss", "", "smooth_l1_loss", "reduce reduce_backward"),
+    decomposition("aten::huber_loss", "", "huber_loss", "reduce reduce_backward"),
+    decomposition("aten::binary_cross_entropy", "", "binary_cross_entropy",
+                  "log log_backward reduce reduce_backward"),
+    decomposition("aten::kl_div", "", "kl_div", "exp exp_backward log log_backward reduce"),
+    decomposition("aten::soft_margin_loss", "", "soft_margin_loss",
+                  "exp exp_backward log log_backward reduce reduce_backward"),
+    decomposition("aten::hinge_embedding_loss", "", "hinge_embedding_loss",
+                  "reduce reduce_backward"),
+    decomposition("aten::margin_ranking_loss", "", "margin_ranking_loss", "reduce reduce_backward"),
+    decomposition("aten::cosine_embedding_loss", "", "cosine_embedding_loss",
+                  "reduce reduce_backward"),
+    decomposition("aten::poisson_nll_loss", "", "poisson_nll_loss",
+                  "exp exp_backward log log_backward reduce reduce_backward"),
+    decomposition("aten::multi_margin_loss", "", "multi_margin_loss",
+                  "embedding embedding_backward reduce reduce_backward"),
+    decomposition("aten::pairwise_distance", "", "pairwise_distance", "reduce reduce_backward"),
+    decomposition("aten::triplet_margin_loss", "", "triplet_margin_loss", "reduce reduce_backward"),
+    decomposition("aten::linalg_vector_norm", "", "linalg_vector_norm", "reduce reduce_backward"),
+    decomposition("aten::norm", "ScalarOpt_dim", "norm__ScalarOpt_dim", "reduce reduce_backward"),
+    decomposition("aten::norm", "Scalar", "norm__Scalar", "reduce reduce_backward"),
+    decomposition("aten::var", "", "var", "reduce reduce_backward"),
+    decomposition("aten::var", "dim", "var__dim", "reduce reduce_backward"),
+    decomposition("aten::var", "correction", "var__correction", "reduce reduce_backward"),
+    decomposition("aten::std", "", "std", "reduce reduce_backward"),
+    decomposition("aten::std", "dim", "std__dim", "reduce reduce_backward"),
+    decomposition("aten::std", "correction", "std__correction", "reduce reduce_backward"),
+    decomposition("aten::instance_norm", "", "instance_norm", "group_norm group_norm_backward"),
+    decomposition("aten::max_pool1d", "", "max_pool1d", "max_pool2d max_pool2d_backward"),
+    decomposition("aten::max_pool1d_with_indices", "", "max_pool1d_with_indices",
+                  "max_pool2d max_pool2d_backward"),
+    decomposition("aten::avg_pool1d", "", "avg_pool1d", "avg_pool2d avg_pool2d_backward"),
+    decomposition("aten::adaptive_avg_pool1d", "", "adaptive_avg_pool1d",
+                  "adaptive_avg_pool2d adaptive_avg_pool2d_backward row_mean row_mean_backward"),
+    decomposition("aten::channel_shuffle", "", "channel_shuffle", ""),
+    decomposition("aten::pad", "", "pad", "reduce reduce_backward"),
 
     // LibTorch's own, rounding nothing: views, copies, shapes, allocations, containers.
     exact("aten::flatten"),
@@ -323,6 +382,8 @@ constexpr PortableOp kOps[] = {
     exact("aten::new_empty"),
     exact("aten::new_full"),
     exact("aten::arange"),
+    exact("aten::tensor"),
+    exact("aten::scalar_tensor"),
     exact("aten::fill_"),
     exact("aten::zero_"),
     exact("aten::copy_"),
@@ -346,6 +407,10 @@ constexpr PortableOp kOps[] = {
     exact("aten::abs"),
     exact("aten::clamp"),
     exact("aten::clamp_"),
+    exact("aten::clamp_min"),
+    exact("aten::clamp_max"),
+    exact("aten::clamp_min_"),
+    exact("aten::clamp_max_"),
     exact("aten::argmax"),
     exact("aten::argmin"),
     exact("aten::max"),
@@ -371,7 +436,11 @@ constexpr PortableOp kOps[] = {
     exact("aten::reciprocal"),
     exact("aten::square"),
     exact("aten::pow"),
-    // Moves whose gradients are the inverse moves (a padding in constant mode only).
+    // Rounding to an integer, exact in IEEE arithmetic; their gradients +0.
+    exact("aten::floor"),
+    exact("aten::ceil"),
+    exact("aten::trunc"),
+    // Moves whose gradients are the inverse moves (aten::pad is a decomposition).
     move("aten::flip"),
     move("aten::roll"),
     move("aten::pixel_shuffle"),
@@ -379,7 +448,6 @@ constexpr PortableOp kOps[] = {
     move("aten::triu"),
     move("aten::tril"),
     move("aten::constant_pad_nd"),
-    move("aten::pad"),
 };
 #undef VT_ACTIVATION
 

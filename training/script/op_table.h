@@ -18,13 +18,17 @@ enum class OpForm {
                  // is used nowhere else
   kExact,        // LibTorch's own: rounds nothing or one IEEE operation per element
   kMove,         // LibTorch's own: moves values; its gradient is the inverse move
+  // A function of training/script/decompositions.py (<ours>) inlined in its place: operators
+  // of this table, whose backwards are its backward
+  kDecomposition,
 };
 
 struct PortableOp {
   std::string_view aten;      // qualified name, "aten::relu"
   std::string_view overload;  // the overload it covers ("" the unnamed one, "*" every one)
   OpForm form;
-  std::string_view ours;    // veritrain::<ours> for kKernel, kComposition, kInPlace
+  // veritrain::<ours> for kKernel, kComposition, kInPlace; the function for kDecomposition
+  std::string_view ours;
   std::string_view schema;  // ours' schema, on the first entry that names ours
   std::string_view doc;     // docs/portable.md's heading or bold paragraph defining its arithmetic
   // The kernels' operators its forward and backward put in a step trace (docs/dispute.md), each
@@ -38,5 +42,9 @@ struct PortableOp {
 inline constexpr std::string_view kAnyOverload = "*";
 
 std::span<const PortableOp> portable_ops();
+
+// training/script/decompositions.py as built in, for TorchScript to compile: its import lines
+// are empty.
+std::string_view decomposition_source();
 
 }  // namespace vt::training

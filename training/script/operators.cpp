@@ -317,6 +317,28 @@ Tensor glu(const Tensor& x, int64_t dim) {
   const auto halves = x.chunk(2, d);
   return at::mul(halves[0], act(halves[1], kernels::Activation::kSigmoid));
 }
+// Division with a rounding mode (docs/portable.md): integers divide exactly, as LibTorch divides
+// them; floats as floor(a ⊘ b) or trunc(a ⊘ b), one rounded division and an exact rounding to
+// an integer, whose gradient is +0.
+Tensor rounded(const Tensor& quotient, c10::string_view mode) {
+  if (mode == "floor") return at::floor(quotient);
+  TORCH_CHECK(mode == "trunc", "portable div: rounding_mode '", std::string(mode),
+              "' (\"floor\" or \"trunc\")");
+  return at::trunc(quotient);
+}
+Tensor div_mode(const Tensor& a, const Tensor& b, optional<c10::string_view> mode) {
+  const auto shape = common_shape(a, b);
+  const Tensor x = bcast(a, shape), y = bcast(b, shape);
+  if (!mode.has_value()) return at::div(x, y);
+  if (!at::isFloatingType(x.scalar_type()) && !at::isFloatingType(y.scalar_type()))
+    return at::div(x, y, mode);
+  return rounded(at::div(x, y), *mode);
+}
+Tensor div_scalar_mode(const Tensor& a, const at::Scalar& b, optional<c10::string_view> mode) {
+  if (!mode.has_value()) return at::div(a, b);
+  if (!at::isFloatingType(a.scalar_type()) && !b.isFloatingPoint()) return at::div(a, b, mode);
+  return rounded(at::div(a, b), *mode);
+}
 // In place: self keeps its shape; only `other` may broadcast.
 Tensor add_(Tensor& a, const Tensor& b, const at::Scalar& alpha) {
   check_alpha(alpha, "add_");
@@ -578,6 +600,8 @@ TORCH_LIBRARY_IMPL(veritrain, CompositeImplicitAutograd, m) {
   m.impl("sub_", &sub_);
   m.impl("mul_", &mul_);
   m.impl("div_", &div_);
+  m.impl("div_mode", &div_mode);
+  m.impl("div_scalar_mode", &div_scalar_mode);
   m.impl("where", &where);
   m.impl("maximum", &maximum);
   m.impl("minimum", &minimum);

@@ -8,6 +8,7 @@
 #include <torch/csrc/jit/passes/constant_propagation.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/inliner.h>
+#include <torch/jit.h>
 
 #include <algorithm>
 #include <map>
@@ -39,21 +40,12 @@ bool touches_tensors(const torch::jit::Node* n) {
 }
 
 // What keeps an operator from being exact: an alpha other than 1 (a product rounded before the
-// sum; `own_alpha`: the kernel takes it instead), a rounding mode, a padding that is not
-// constant; a clamp with tensor bounds (it broadcasts them).
-std::string exact_caveat(const torch::jit::Node* n, bool own_alpha = false) {
+// sum; `own_alpha`: the kernel takes it instead), a rounding mode LibTorch applies (`rewritten`:
+// veritrain's operator applies it), pow at an exponent LibTorch leaves to the CPU.
+std::string exact_caveat(const torch::jit::Node* n, bool own_alpha = false,
+                         bool rewritten = false) {
   const c10::FunctionSchema* schema = n->maybeSchema();
   if (schema == nullptr) return "";
-  // Reflected, replicated or circular padding sums the gradients of the positions it copies.
-  if (n->kind() == c10::Symbol::fromQualString("aten::pad")) {
-    const std::string refused =
-        "in a mode other than constant (its gradient sums the positions it copies)";
-    const auto mode = schema->argumentIndexWithName("mode");
-    if (!mode) return refused;
-    const auto value = torch::jit::toIValue(n->input(*mode));
-    if (!value || !value->isString() || value->toStringRef() != "constant") return refused;
-    return "";
-  }
   // LibTorch's pow is products, sqrt or a division at these exponents, and its gradient's
   // pow(x, e - 1) is one of them too; at any other it is the CPU's own pow.
   if (n->kind() == c10::Symbol::fromQualString("aten::pow")) {
@@ -85,7 +77,8 @@ std::string exact_caveat(const torch::jit::Node* n, bool own_alpha = false) {
     }
     return ones ? "" : "to an output other than 1 × 1 × 1";
   }
-  if (schema->overload_name().find("mode") != std::string::npos) return "with a rounding mode";
+  if (!rewritten && schema->overload_name().find("mode") != std::string::npos)
+    return "with a rounding mode";
   const auto alpha = schema->argumentIndexWithName("alpha");
   if (!alpha || own_alpha) return "";
   const auto value = torch::jit::toIValue(n->input(*alpha));
@@ -161,6 +154,112 @@ void take_training_paths(torch::jit::Graph& graph, torch::jit::Block* block) {
   }
 }
 
+// --- decompositions (decompositions.py) -------------------------------------------------------
+
+const torch::jit::CompilationUnit& decompositions() {
+  // Compiled once, on the first module that calls one.
+  static const std::shared_ptr<torch::jit::CompilationUnit> unit =
+      torch::jit::compile(std::string(decomposition_source()));
+  return *unit;
+}
+
+const PortableOp* decomposition_of(const torch::jit::Node* n) {
+  const std::string kind = n->kind().toQualString();
+  const std::string overload = overload_of(n);
+  for (const PortableOp& op : portable_ops()) {
+    if (op.form == OpForm::kDecomposition && op.aten == kind && op.overload == overload) return &op;
+  }
+  return nullptr;
+}
+
+void decomposed_nodes(torch::jit::Block* block, std::vector<torch::jit::Node*>& out) {
+  for (torch::jit::Node* n : block->nodes()) {
+    for (torch::jit::Block* inner : n->blocks()) decomposed_nodes(inner, out);
+    if (decomposition_of(n) != nullptr) out.push_back(n);
+  }
+}
+
+// A constant argument as the function's parameter takes it: a Scalar (int) where it says float.
+c10::IValue as_parameter(c10::IValue value, const c10::TypePtr& parameter) {
+  c10::TypePtr type = parameter;
+  if (const auto optional = type->cast<c10::OptionalType>()) type = optional->getElementType();
+  if (type->kind() == c10::TypeKind::FloatType && value.isInt())
+    return static_cast<double>(value.toInt());
+  return value;
+}
+
+// The function of `op` specialised to n's constant arguments and folded: what is left to insert,
+// or the message of a check that fails for these arguments (a raise the folding left standing).
+Result<std::shared_ptr<torch::jit::Graph>> specialised(const PortableOp& op, torch::jit::Node* n) {
+  std::shared_ptr<torch::jit::Graph> callee =
+      torch::jit::toGraphFunction(decompositions().get_function(std::string(op.ours)))
+          .graph()
+          ->copy();
+  torch::jit::Inline(*callee);
+  if (callee->inputs().size() != n->inputs().size()) {
+    return internal_error("decompositions.py: " + std::string(op.ours) + " takes " +
+                          std::to_string(callee->inputs().size()) + " arguments, " +
+                          std::string(op.aten) + " " + std::to_string(n->inputs().size()));
+  }
+  {
+    const torch::jit::WithInsertPoint at(callee->block()->nodes().front());
+    for (std::size_t i = 0; i < n->inputs().size(); ++i) {
+      if (const auto value = torch::jit::toIValue(n->input(i))) {
+        torch::jit::Value* parameter = callee->inputs()[i];
+        parameter->replaceAllUsesWith(
+            callee->insertConstant(as_parameter(*value, parameter->type())));
+      }
+    }
+  }
+  torch::jit::ConstantPropagationImmutableTypes(callee);
+  torch::jit::EliminateDeadCode(callee);
+  for (torch::jit::Node* inner : callee->block()->nodes()) {
+    if (inner->kind() != c10::prim::RaiseException) continue;
+    const auto message = torch::jit::toIValue(inner->input(0));
+    return invalid_input(message && message->isString() ? message->toStringRef()
+                                                        : "a check of its decomposition fails");
+  }
+  return callee;
+}
+
+// Inlines, where the forward calls an operator with a decomposition, its function (again while
+// the functions call operators that have one), each refused at once where its checks fail for
+// the arguments it is given; non-constant Scalar arguments become floats where the function
+// takes them so.
+void decompose(torch::jit::Graph& graph, std::map<std::string, std::string>& refused) {
+  for (int depth = 0; depth < 4; ++depth) {
+    std::vector<torch::jit::Node*> nodes;
+    decomposed_nodes(graph.block(), nodes);
+    if (nodes.empty()) return;
+    for (torch::jit::Node* n : nodes) {
+      const PortableOp& op = *decomposition_of(n);
+      auto callee = specialised(op, n);
+      if (!callee.ok()) {
+        refused.emplace(describe(n), callee.error().message);
+        continue;
+      }
+      const torch::jit::WithInsertPoint at(n);
+      std::vector<torch::jit::Value*> inputs;
+      for (std::size_t i = 0; i < n->inputs().size(); ++i) {
+        torch::jit::Value* v = n->input(i);
+        const c10::TypePtr want = (*callee)->inputs()[i]->type();
+        const bool to_float = want->kind() == c10::TypeKind::FloatType &&
+                              (v->type()->kind() == c10::TypeKind::IntType ||
+                               v->type()->kind() == c10::TypeKind::NumberType);
+        inputs.push_back(to_float ? graph.insert(c10::Symbol::fromQualString("aten::Float"), {v})
+                                  : v);
+      }
+      std::vector<torch::jit::Value*> outs = torch::jit::insertGraph(graph, **callee, inputs);
+      if (n->outputs().size() > 1 && outs.size() == 1)  // a tuple the function returns
+        outs = graph.insertNode(graph.createTupleUnpack(outs[0]))->outputs().vec();
+      for (std::size_t i = 0; i < n->outputs().size(); ++i)
+        n->outputs()[i]->replaceAllUsesWith(outs[i]);
+      n->destroy();
+    }
+    if (!refused.empty()) return;
+  }
+}
+
 // The nodes to rewrite, each with the operator it becomes, and the operators refused.
 using Rewrites = std::vector<std::pair<torch::jit::Node*, std::string>>;
 void collect(torch::jit::Block* block, Rewrites& rewrite,
@@ -176,7 +275,7 @@ void collect(torch::jit::Block* block, Rewrites& rewrite,
     const PortableOp* libtorch = nullptr;
     bool other_in_place = false;
     for (const PortableOp& op : portable_ops()) {
-      if (op.aten != kind) continue;
+      if (op.aten != kind || op.form == OpForm::kDecomposition) continue;
       if (op.form == OpForm::kExact || op.form == OpForm::kMove) {
         libtorch = &op;
       } else if (op.overload == overload) {
@@ -192,7 +291,7 @@ void collect(torch::jit::Block* block, Rewrites& rewrite,
         rewrite.emplace_back(n, "veritrain::" + std::string(ours->ours));
       }
     } else if (ours != nullptr) {
-      if (const std::string caveat = exact_caveat(n, ours->own_alpha); !caveat.empty()) {
+      if (const std::string caveat = exact_caveat(n, ours->own_alpha, true); !caveat.empty()) {
         refused.emplace(describe(n), caveat);
       } else {
         rewrite.emplace_back(n, "veritrain::" + std::string(ours->ours));
@@ -218,6 +317,10 @@ Status make_portable(torch::jit::Module& module, const std::string& file) {
   torch::jit::EliminateDeadCode(graph);
   Rewrites rewrite;
   std::map<std::string, std::string> refused;
+  decompose(*graph, refused);
+  // What the decompositions brought, folded as the module's own operators were.
+  torch::jit::ConstantPropagationImmutableTypes(graph);
+  torch::jit::EliminateDeadCode(graph);
   collect(graph->block(), rewrite, refused);
   if (refused.empty()) {
     for (const auto& [n, ours] : rewrite) {
