@@ -289,6 +289,10 @@ void add_model_operators(std::map<std::string_view, Recompute>& ops) {
     const std::int64_t n = a.integer("n", 0, (std::int64_t{1} << 40) - 1);
     kernels::bernoulli(n, a.real("p"), a.bits64("state"), a.bits64("call"), a.out("y", n));
   };
+  ops["uniform"] = [](Args& a) {
+    const std::int64_t n = a.integer("n", 0, (std::int64_t{1} << 40) - 1);
+    kernels::uniform(n, a.bits64("state"), a.bits64("call"), a.out("y", n));
+  };
   for (const std::string_view op :
        {"max_pool2d", "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward",
         "adaptive_avg_pool2d", "adaptive_avg_pool2d_backward", "adaptive_max_pool2d"})

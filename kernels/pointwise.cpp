@@ -171,6 +171,19 @@ void feature_dropout_backward(std::int64_t batch, std::int64_t channels, std::in
   traced.outputs({trace::f32("dx", dx, n)});
 }
 
+void uniform(std::int64_t n, std::uint64_t state, std::uint64_t call, float* y) {
+  trace::Call traced(
+      "uniform",
+      {trace::integer("n", n), trace::integer("state", static_cast<std::int64_t>(state)),
+       trace::integer("call", static_cast<std::int64_t>(call))},
+      {});
+  chunks(n, [=](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i)
+      y[i] = uniform_of(stream_at(state, (call << 40) + static_cast<std::uint64_t>(i)));
+  });
+  traced.outputs({trace::f32("y", y, n)});
+}
+
 void bernoulli(std::int64_t n, float p, std::uint64_t state, std::uint64_t call, float* y) {
   trace::Call traced("bernoulli",
                      {trace::integer("n", n), trace::real("p", p),

@@ -156,6 +156,7 @@ class Torch:
     exp = staticmethod(lambda x: T(ops.vt_exp(x.a)))
     sqrt = staticmethod(lambda x: T(np.sqrt(x.a)))
     zeros_like = staticmethod(lambda x: T(np.zeros_like(x.a)))
+    ones_like = staticmethod(lambda x: T(np.ones_like(x.a)))
     arange = staticmethod(lambda n: T(np.arange(n, dtype=np.int64)))
     embedding = staticmethod(lambda table, ids: T(table.a[ids.a]))
     minimum = staticmethod(lambda a, b: T(np.minimum(a.a, b.a)))

@@ -1020,6 +1020,14 @@ def feature_dropout(x, dy, p, state, call):
     return {"y": pick(kept, x * scale, ZERO), "dx": pick(kept, dy * scale, ZERO)}
 
 
+def uniform(shape, state, call):
+    """`torch.rand` (and rand_like, rrelu's slopes) sets element j to
+    `uniform(draw (n << 40) + j)`."""
+    size = int(np.prod(shape, dtype=np.int64))
+    counters = (np.uint64(call) << np.uint64(40)) + np.arange(size, dtype=np.uint64)
+    return {"y": uniforms_at(int(state), counters).astype(F).reshape(shape)}
+
+
 def bernoulli(shape, p, state, call):
     """`bernoulli_(p)` sets element j to 1 when `uniform(draw (n << 40) + j) < p`, else 0."""
     size = int(np.prod(shape, dtype=np.int64))
@@ -1088,4 +1096,6 @@ def _run(op, params, inputs):
         return feature_dropout(i["x"], i["dy"], p["p"], int(p["state"]), p["call"])
     if op == "bernoulli":
         return bernoulli(i["x"].shape, p["p"], int(p["state"]), p["call"])
+    if op == "uniform":
+        return uniform(i["x"].shape, int(p["state"]), p["call"])
     raise ValueError("unknown operator %r" % op)

@@ -164,7 +164,8 @@ def operand_arrays(values, hashes, what):
 
 # --- evidence for one value (docs/dispute.md) ---------------------------------------------
 ELEMENTWISE = {"relu", "relu_backward", "gelu", "gelu_backward", "dropout", "dropout_backward",
-               "bernoulli", "sgd_update", "adam_update", "scale_gradient", "ema_update"}
+               "bernoulli", "uniform", "sgd_update", "adam_update", "scale_gradient",
+               "ema_update"}
 ROW_WISE = {"softmax", "softmax_backward", "log_softmax", "log_softmax_backward", "layer_norm"}
 
 
@@ -733,6 +734,8 @@ OPERATORS = {
         a["state"] & (2 ** 64 - 1), a["call"] & (2 ** 64 - 1))["dx"]},
     "bernoulli": lambda a, i, o: ops.bernoulli((a["n"],), a["p"], a["state"] & (2 ** 64 - 1),
                                                a["call"] & (2 ** 64 - 1)),
+    "uniform": lambda a, i, o: ops.uniform((a["n"],), a["state"] & (2 ** 64 - 1),
+                                           a["call"] & (2 ** 64 - 1)),
     "nll_loss": lambda a, i, o: {"loss": np.array([ops.nll_loss(
         i["logp"].reshape(a["rows"], a["classes"]), i["targets"], a["ignore_index"],
         F(1.0))["loss"]], F)},

@@ -5,7 +5,7 @@ images and as rows. Usage: real_models.py OUTDIR SCRIPTS_DIR (scripts/, for make
 and requestor_nets)."""
 import sys
 sys.path.insert(0, sys.argv[2])
-import numpy as np, torch, torch.nn as nn
+import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
 import torchvision.models as tvm
 from sklearn.datasets import load_digits
 from make_digits import safetensors_bytes
@@ -17,14 +17,15 @@ class Pooled(nn.Module):
     def __init__(self):
         super().__init__(); self.fc = nn.Linear(32, 10)
     def forward(self, x):
-        return self.fc(torch.cumsum(x, -1))
+        return self.fc(torch.lgamma(x))
 
 class Powed(nn.Module):
-    """pow at an exponent LibTorch leaves to the CPU's own pow: refused, saying which it allows."""
+    """pow with a tensor exponent, which LibTorch leaves to the CPU's own pow: refused, saying
+    which it allows."""
     def __init__(self):
         super().__init__(); self.fc = nn.Linear(32, 10)
     def forward(self, x):
-        return self.fc(x.abs().pow(2.5).mean(1))
+        return self.fc(torch.pow(x.abs(), x).mean(1))
 
 # Weights from numpy: the same on every CPU (torch's own random fill differs with the vector
 # width). Constant tensors (batch norm's ones and zeros) stay as built.
@@ -111,9 +112,41 @@ class SeluNet(nn.Module):
         s = h * h + 1.0
         g = g + torch.sqrt(s) + torch.rsqrt(s) + torch.reciprocal(s) + torch.square(h)
         g = g + h.pow(2) + h.pow(3) + s.pow(0.5) + s.pow(-1) + torch.log(s) + torch.exp(-s)
+        g = g + torch.cumsum(h, 1) * 0.125
         return self.c(self.mish(h) + torch.nn.functional.logsigmoid(h) + g)
 
 torch.jit.script(numpy_weights(SeluNet())).save("%s/selu_net.pt" % out)
+
+# Decompositions (docs/portable.md, "Decompositions") and indexing, in a module that computes its
+# own loss (`loss: model`): reflected and replicated padding, instance norm, a channel shuffle, a
+# 1-d max pool, RReLU and AlphaDropout (the dropout stream's uniforms and masks), an LSTM with
+# dropout between its layers, a table indexed by the targets (floor division included), a masked
+# assignment, and a loss of decomposed losses, a norm's std and a power.
+class Decomposed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(3, 8, 3, stride=2)
+        self.norm, self.shuffle = nn.InstanceNorm2d(8, affine=True), nn.ChannelShuffle(2)
+        self.pool, self.rrelu, self.alpha = nn.MaxPool1d(4), nn.RReLU(), nn.AlphaDropout(0.2)
+        self.rnn = nn.LSTM(8, 8, num_layers=2, dropout=0.25, batch_first=True)
+        self.fc, self.table = nn.Linear(8, 10), nn.Parameter(torch.zeros(5, 10))
+    def forward(self, x, y):
+        h = self.norm(self.c(F.pad(x, [1, 1, 1, 1], mode="reflect")))
+        h = self.shuffle(F.pad(self.rrelu(h), [1, 0, 0, 1], mode="replicate"))
+        seq, _ = self.rnn(self.pool(h.flatten(2)).transpose(1, 2))
+        z = self.fc(self.alpha(seq[:, -1]))
+        hot = F.one_hot(y, 10).float()
+        row = self.table[torch.div(y, 2, rounding_mode="floor")]
+        masked = z.clone()
+        masked[hot > 0] = 0.0
+        return (F.binary_cross_entropy(torch.sigmoid(z), hot) + F.smooth_l1_loss(z, hot)
+                + F.kl_div(F.log_softmax(z, 1), F.softmax(row, 1), reduction="batchmean")
+                + F.cosine_embedding_loss(z, row, torch.ones(z.size(0)), 0.1)
+                + 0.01 * F.l1_loss(masked, torch.zeros_like(masked))
+                + 0.1 * F.normalize(z, dim=1).std()
+                + 0.05 * torch.pow(torch.sigmoid(z), 0.75).mean())
+
+torch.jit.script(numpy_weights(Decomposed())).save("%s/decomposed.pt" % out)
 
 # Moves that round nothing (docs/portable.md, "TorchScript modules"): constant padding, flip,
 # roll, a pixel shuffle, triu, max and min along a dimension and of two tensors, sign, one_hot;

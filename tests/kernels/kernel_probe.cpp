@@ -479,6 +479,10 @@ void random_ops(Probe& p, const std::string& op) {
     k::bernoulli(numel(x.shape), prob, p.state(), call, p.out("y", x.shape));
     return;
   }
+  if (op == "uniform") {
+    k::uniform(numel(x.shape), p.state(), call, p.out("y", x.shape));
+    return;
+  }
   const std::int64_t b = x.size(0), c = x.size(1), s = numel(x.shape) / (b * c);
   k::feature_dropout(b, c, s, x.data(), prob, p.state(), call, p.out("y", x.shape));
   k::feature_dropout_backward(b, c, s, p.in("dy").data(), prob, p.state(), call,
@@ -521,7 +525,7 @@ int main(int argc, char** argv) {
       losses(p, op);
     } else if (op == "lstm" || op == "gru") {
       rnn(p, op == "lstm" ? k::Cell::kLstm : k::Cell::kGru);
-    } else if (op == "feature_dropout" || op == "bernoulli") {
+    } else if (op == "feature_dropout" || op == "bernoulli" || op == "uniform") {
       random_ops(p, op);
     } else {
       std::cerr << "kernel_probe: unknown op " << op << "\n";

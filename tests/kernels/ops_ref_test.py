@@ -401,6 +401,12 @@ def case_bernoulli(g, k):
     return "bernoulli", params, {"x": g.values(shape, "special")}
 
 
+def case_uniform(g, k):
+    shape = [g.int(1, 8) for _ in range(g.int(1, 3))]
+    params = {"state": g.state(), "call": g.choice([0, 1, 3, 1 << 20])}
+    return "uniform", params, {"x": g.values(shape, "special")}
+
+
 ACT_FNS = ("sigmoid", "tanh", "silu", "hardtanh", "hardsigmoid", "hardswish", "leaky_relu", "elu",
            "gelu_tanh", "softplus", "selu", "celu", "mish", "log_sigmoid", "hardshrink", "softshrink",
            "threshold", "exp", "log")
@@ -426,7 +432,8 @@ SUITE = ([("act:" + fn, "act", 5, lambda g, k, fn=fn: case_act(g, k, fn)) for fn
     ("lstm", "lstm", 5, lambda g, k: case_rnn(g, k, "lstm")),
     ("gru", "gru", 5, lambda g, k: case_rnn(g, k, "gru")),
     ("feature_dropout", "feature_dropout", 6, case_feature_dropout),
-    ("bernoulli", "bernoulli", 6, case_bernoulli)])
+    ("bernoulli", "bernoulli", 6, case_bernoulli),
+    ("uniform", "uniform", 4, case_uniform)])
 
 
 # --------------------------------------------------------------------------------------------

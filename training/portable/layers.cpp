@@ -259,6 +259,12 @@ at::Tensor feature_dropout(const at::Tensor& x, double p, std::uint64_t state, s
                                  static_cast<std::int64_t>(call));
 }
 
+at::Tensor uniform(at::IntArrayRef shape, std::uint64_t state, std::uint64_t call) {
+  at::Tensor y = at::empty(shape, at::TensorOptions().dtype(at::kFloat));
+  kernels::uniform(y.numel(), state, call, ptr(y));
+  return y;
+}
+
 at::Tensor bernoulli(const at::Tensor& like, double p, std::uint64_t state, std::uint64_t call) {
   at::Tensor y = at::empty(like.sizes(), like.options().dtype(at::kFloat));
   kernels::bernoulli(y.numel(), static_cast<float>(p), state, call, ptr(y));

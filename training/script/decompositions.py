@@ -171,6 +171,28 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, marg
     return _reduced(torch.clamp_min(margin + dist_pos - dist_neg, 0), reduction)
 
 
+# --- powers ---------------------------------------------------------------------------------
+
+def pow__Tensor_Scalar(self: Tensor, exponent: float) -> Tensor:
+    # At the exponents LibTorch's pow rounds alike everywhere (2, 3, 0.5, -1) rewrite.cpp keeps
+    # LibTorch's; at any other, exp(e ⊗ log|x|) of the portable exp and log, with C's pow's
+    # special cases: x^0 = 1, |x| = 0 gives +0 (e > 0) or +inf (e < 0), a negative x an odd
+    # integer e's sign, NaN for a non-integer e.
+    if exponent == 0.0:
+        return torch.ones_like(self)
+    magnitude = torch.abs(self)
+    positive = magnitude > 0
+    at_zero = 0.0 if exponent > 0.0 else float("inf")
+    power = torch.where(positive,
+                        torch.exp(exponent * torch.log(torch.where(positive, magnitude, 1.0))),
+                        at_zero)
+    if float(int(exponent)) != exponent:
+        return torch.where(self < 0, float("nan"), power)
+    if int(exponent) % 2 != 0:
+        return torch.where(self < 0, -power, power)
+    return power
+
+
 # --- norms and moments ----------------------------------------------------------------------
 
 def linalg_vector_norm(self: Tensor, ord: float, dim: Optional[List[int]], keepdim: bool,
@@ -263,6 +285,55 @@ def avg_pool1d(self: Tensor, kernel_size: List[int], stride: List[int], padding:
 
 def adaptive_avg_pool1d(self: Tensor, output_size: List[int]) -> Tensor:
     return torch.adaptive_avg_pool2d(self.unsqueeze(-2), [1, output_size[0]]).squeeze(-2)
+
+
+def _triple(v: List[int], fallback: List[int]) -> List[int]:
+    if len(v) == 0:
+        return fallback
+    return [v[0], v[0], v[0]] if len(v) == 1 else v
+
+
+def _planes_then_depth(self: Tensor, op: str, k: List[int], s: List[int], p: List[int],
+                       d: List[int], ceil_mode: bool, count_include_pad: bool) -> Tensor:
+    # A 3-d pool as two 2-d ones: over (h, w) in every depth slice, then over depth (a window
+    # of 1 × k_d on the slices' values side by side). A max is the max of maxes, its gradient
+    # the first of ties in (d, h, w) order; an average's divisor is the product of its three
+    # dimensions' (LibTorch's window is a box), dividing once per stage.
+    x = self.unsqueeze(0) if self.dim() == 4 else self
+    assert x.dim() == 5, "portable " + op + ": [B, C, D, H, W] or [C, D, H, W] input"
+    b, c, depth, h, w = x.size(0), x.size(1), x.size(2), x.size(3), x.size(4)
+    slices = x.reshape([b, c * depth, h, w])
+    if op == "max_pool3d":
+        planes = torch.max_pool2d(slices, [k[1], k[2]], [s[1], s[2]], [p[1], p[2]], [d[1], d[2]],
+                                  ceil_mode)
+    else:
+        planes = torch.avg_pool2d(slices, [k[1], k[2]], [s[1], s[2]], [p[1], p[2]], ceil_mode,
+                                  count_include_pad)
+    oh, ow = planes.size(2), planes.size(3)
+    columns = planes.reshape([b, c, depth, oh * ow]).transpose(2, 3)
+    if op == "max_pool3d":
+        y = torch.max_pool2d(columns, [1, k[0]], [1, s[0]], [0, p[0]], [1, d[0]], ceil_mode)
+    else:
+        y = torch.avg_pool2d(columns, [1, k[0]], [1, s[0]], [0, p[0]], ceil_mode,
+                             count_include_pad)
+    out = y.transpose(2, 3).reshape([b, c, y.size(3), oh, ow])
+    return out.squeeze(0) if self.dim() == 4 else out
+
+
+def max_pool3d(self: Tensor, kernel_size: List[int], stride: List[int], padding: List[int],
+               dilation: List[int], ceil_mode: bool) -> Tensor:
+    k = _triple(kernel_size, kernel_size)
+    return _planes_then_depth(self, "max_pool3d", k, _triple(stride, k), _triple(padding, [0, 0, 0]),
+                              _triple(dilation, [1, 1, 1]), ceil_mode, True)
+
+
+def avg_pool3d(self: Tensor, kernel_size: List[int], stride: List[int], padding: List[int],
+               ceil_mode: bool, count_include_pad: bool, divisor_override: Optional[int]) -> Tensor:
+    assert divisor_override is None, \
+        "portable avg_pool3d: divisor_override (a divisor that does not split by dimension)"
+    k = _triple(kernel_size, kernel_size)
+    return _planes_then_depth(self, "avg_pool3d", k, _triple(stride, k), _triple(padding, [0, 0, 0]),
+                              [1, 1, 1], ceil_mode, count_include_pad)
 
 
 def channel_shuffle(self: Tensor, groups: int) -> Tensor:

@@ -146,6 +146,24 @@ constexpr PortableOp kOps[] = {
            "feature_dropout(Tensor input, float p, bool train) -> Tensor", "Random operators",
            "feature_dropout feature_dropout_backward"),
     in_place("aten::feature_dropout_", "feature_dropout"),
+    composition("aten::alpha_dropout", "alpha_dropout",
+                "alpha_dropout(Tensor input, float p, bool train) -> Tensor", "Random operators",
+                "bernoulli"),
+    in_place("aten::alpha_dropout_", "alpha_dropout"),
+    kernel("aten::rand", "", "rand",
+           "rand(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
+           "bool? pin_memory=None) -> Tensor",
+           "Random operators", "uniform"),
+    kernel("aten::rand_like", "", "rand_like",
+           "rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, "
+           "Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> "
+           "Tensor",
+           "Random operators", "uniform"),
+    composition("aten::rrelu", "rrelu",
+                "rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.3333333333333333, "
+                "bool training=False, Generator? generator=None) -> Tensor",
+                "Random operators", "uniform leaky_relu leaky_relu_backward"),
+    in_place("aten::rrelu_", "rrelu"),
     {"aten::bernoulli_", "float", F::kInPlace, "bernoulli",
      "bernoulli(Tensor self, float p=0.5, Generator? generator=None) -> Tensor", "Random operators",
      "bernoulli"},
@@ -250,6 +268,12 @@ constexpr PortableOp kOps[] = {
            "Broadcasting", "reduce reduce_backward"),
     kernel("aten::expand_as", "", "expand_as", "expand_as(Tensor self, Tensor other) -> Tensor",
            "Broadcasting", "reduce reduce_backward"),
+    composition("aten::embedding_bag", "embedding_bag",
+                "embedding_bag(Tensor weight, Tensor indices, Tensor offsets, "
+                "bool scale_grad_by_freq, int mode, bool sparse, Tensor? per_sample_weights, "
+                "bool include_last_offset, int? padding_idx) -> (Tensor, Tensor, Tensor, Tensor)",
+                "EmbeddingBag", "embedding embedding_backward reduce reduce_backward",
+                "padding_idx"),
     // Indexing (script/indexing.cpp).
     kernel("aten::index", "Tensor", "index", "index(Tensor self, Tensor?[] indices) -> Tensor",
            "Indexing", "embedding embedding_backward"),
@@ -314,6 +338,9 @@ constexpr PortableOp kOps[] = {
                   "embedding embedding_backward reduce reduce_backward"),
     decomposition("aten::pairwise_distance", "", "pairwise_distance", "reduce reduce_backward"),
     decomposition("aten::triplet_margin_loss", "", "triplet_margin_loss", "reduce reduce_backward"),
+    // At exponents other than 2, 3, 0.5 and -1 (there LibTorch's own pow is exact: below).
+    decomposition("aten::pow", "Tensor_Scalar", "pow__Tensor_Scalar",
+                  "exp exp_backward log log_backward"),
     decomposition("aten::linalg_vector_norm", "", "linalg_vector_norm", "reduce reduce_backward"),
     decomposition("aten::norm", "ScalarOpt_dim", "norm__ScalarOpt_dim", "reduce reduce_backward"),
     decomposition("aten::norm", "Scalar", "norm__Scalar", "reduce reduce_backward"),
@@ -330,6 +357,8 @@ constexpr PortableOp kOps[] = {
     decomposition("aten::avg_pool1d", "", "avg_pool1d", "avg_pool2d avg_pool2d_backward"),
     decomposition("aten::adaptive_avg_pool1d", "", "adaptive_avg_pool1d",
                   "adaptive_avg_pool2d adaptive_avg_pool2d_backward row_mean row_mean_backward"),
+    decomposition("aten::max_pool3d", "", "max_pool3d", "max_pool2d max_pool2d_backward"),
+    decomposition("aten::avg_pool3d", "", "avg_pool3d", "avg_pool2d avg_pool2d_backward"),
     decomposition("aten::channel_shuffle", "", "channel_shuffle", ""),
     decomposition("aten::pad", "", "pad", "reduce reduce_backward"),
 
@@ -436,6 +465,9 @@ constexpr PortableOp kOps[] = {
     exact("aten::reciprocal"),
     exact("aten::square"),
     exact("aten::pow"),
+    // LibTorch's scan: each prefix a binary64 sum in order, rounded once; the gradient the scan
+    // reversed.
+    exact("aten::cumsum"),
     // Rounding to an integer, exact in IEEE arithmetic; their gradients +0.
     exact("aten::floor"),
     exact("aten::ceil"),

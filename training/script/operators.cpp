@@ -7,6 +7,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <string>
 #include <vector>
@@ -409,10 +410,13 @@ Tensor group_norm(const Tensor& x, int64_t groups, const optional<Tensor>& w,
 
 Tensor embedding(const Tensor& table, const Tensor& ids, int64_t padding_idx,
                  bool scale_grad_by_freq, bool sparse) {
-  TORCH_CHECK(padding_idx < 0 && !scale_grad_by_freq && !sparse,
-              "portable embedding: padding_idx, scale_grad_by_freq and sparse have no portable "
-              "kernel");
-  return P::embedding(ids, table);
+  TORCH_CHECK(!scale_grad_by_freq && !sparse,
+              "portable embedding: scale_grad_by_freq and sparse have no portable kernel");
+  if (padding_idx < 0) return P::embedding(ids, table);
+  // The positions of padding_idx read the table as the others do, but through a detached copy:
+  // its row gets no gradient, as PyTorch's padding_idx says.
+  const Tensor padding = (ids == padding_idx).unsqueeze(-1);
+  return at::where(padding, P::embedding(ids, table.detach()), P::embedding(ids, table));
 }
 
 Tensor nll_loss(const Tensor& logp, const Tensor& target, const optional<Tensor>& weight,
@@ -436,11 +440,9 @@ Tensor bce_with_logits(const Tensor& x, const Tensor& target, const optional<Ten
 // aten::lstm / aten::gru's flat parameters: per layer and direction w_ih, w_hh (and b_ih, b_hh).
 std::vector<Tensor> stack_layers(const Tensor& input, const std::vector<Tensor>& h0s,
                                  const std::vector<Tensor>& c0s, const std::vector<Tensor>& params,
-                                 bool has_biases, int64_t layers, double dropout,
+                                 bool has_biases, int64_t layers, double dropout_p, bool train,
                                  bool bidirectional, bool batch_first, kernels::Cell cell,
                                  std::vector<Tensor>& hn, std::vector<Tensor>& cn) {
-  TORCH_CHECK(dropout == 0.0, "portable ", cell == kernels::Cell::kLstm ? "lstm" : "gru",
-              ": dropout between layers has no portable kernel");
   const int64_t dirs = bidirectional ? 2 : 1, per = has_biases ? 4 : 2;
   TORCH_CHECK(static_cast<int64_t>(params.size()) == layers * dirs * per,
               "portable rnn: ", params.size(), " parameters for ", layers, " layers");
@@ -459,30 +461,35 @@ std::vector<Tensor> stack_layers(const Tensor& input, const std::vector<Tensor>&
       if (cell == kernels::Cell::kLstm) cn.push_back(c);
     }
     x = dirs == 1 ? outs[0] : at::cat(outs, 2);
+    // Between layers, not after the last: PyTorch's placement, the task's dropout stream's draw.
+    if (l + 1 < layers) x = training::dropout(x, dropout_p, train);
   }
   return {batch_first ? x.transpose(0, 1) : x};
 }
 
 std::tuple<Tensor, Tensor, Tensor> lstm(const Tensor& input, at::TensorList hx,
                                         at::TensorList params, bool has_biases, int64_t layers,
-                                        double dropout, bool /*train*/, bool bidirectional,
+                                        double dropout_p, bool train, bool bidirectional,
                                         bool batch_first) {
   TORCH_CHECK(hx.size() == 2 && input.dim() == 3, "portable lstm: batched input and (h0, c0)");
-  TORCH_CHECK(hx[0].size(-1) == params[1].size(1),
+  // With proj_size each layer and direction has a fifth (or third) weight, w_hr.
+  const int64_t dirs = bidirectional ? 2 : 1;
+  TORCH_CHECK(static_cast<int64_t>(params.size()) != layers * dirs * (has_biases ? 5 : 3) &&
+                  hx[0].size(-1) == params[1].size(1),
               "portable lstm: projections (proj_size) have no portable kernel");
   std::vector<Tensor> hn, cn;
   const std::vector<Tensor> h0 = hx[0].unbind(0), c0 = hx[1].unbind(0);
-  auto y = stack_layers(input, h0, c0, params.vec(), has_biases, layers, dropout, bidirectional,
-                        batch_first, kernels::Cell::kLstm, hn, cn);
+  auto y = stack_layers(input, h0, c0, params.vec(), has_biases, layers, dropout_p, train,
+                        bidirectional, batch_first, kernels::Cell::kLstm, hn, cn);
   return {y[0], at::stack(hn), at::stack(cn)};
 }
 
 std::tuple<Tensor, Tensor> gru(const Tensor& input, const Tensor& hx, at::TensorList params,
-                               bool has_biases, int64_t layers, double dropout, bool /*train*/,
+                               bool has_biases, int64_t layers, double dropout_p, bool train,
                                bool bidirectional, bool batch_first) {
   TORCH_CHECK(input.dim() == 3, "portable gru: batched input");
   std::vector<Tensor> hn, cn;
-  auto y = stack_layers(input, hx.unbind(0), {}, params.vec(), has_biases, layers, dropout,
+  auto y = stack_layers(input, hx.unbind(0), {}, params.vec(), has_biases, layers, dropout_p, train,
                         bidirectional, batch_first, kernels::Cell::kGru, hn, cn);
   return {y[0], at::stack(hn)};
 }
@@ -498,6 +505,51 @@ Tensor feature_dropout(const Tensor& x, double p, bool train) {
   std::uint64_t state = 0, call = 0;
   next_draw(state, call, "feature_dropout");
   return P::feature_dropout(x, p, state, call);
+}
+// AlphaDropout (SELU networks): PyTorch's _dropout_impl for alpha, step for step, with the keep
+// mask a bernoulli_(1 - p) of the dropout stream.
+Tensor alpha_dropout(const Tensor& x, double p, bool train) {
+  if (!train || p == 0.0) return x;
+  if (p == 1.0) return at::mul(x, at::zeros({}, x.options()));
+  std::uint64_t state = 0, call = 0;
+  next_draw(state, call, "alpha_dropout");
+  const Tensor keep = P::bernoulli(x, 1.0 - p, state, call);
+  constexpr double kAlpha = 1.7580993408473766;
+  const double a = 1.0 / std::sqrt((kAlpha * kAlpha * p + 1) * (1 - p));
+  const Tensor b = at::add(at::mul(at::sub(keep, 1), kAlpha * a), kAlpha * a * p);
+  return at::add(at::mul(x, at::mul(keep, a)), b);
+}
+// torch.rand and rand_like: uniforms in [0, 1) of the dropout stream, binary32.
+Tensor uniforms(IntArrayRef size, optional<at::ScalarType> dtype, const char* op) {
+  TORCH_CHECK(!dtype.has_value() || *dtype == at::kFloat, "portable ", op,
+              ": a dtype other than float32");
+  std::uint64_t state = 0, call = 0;
+  next_draw(state, call, op);
+  return P::uniform(size, state, call);
+}
+Tensor rand(IntArrayRef size, optional<at::ScalarType> dtype, optional<at::Layout> /*layout*/,
+            optional<at::Device> /*device*/, optional<bool> /*pin_memory*/) {
+  return uniforms(size, dtype, "rand");
+}
+Tensor rand_like(const Tensor& x, optional<at::ScalarType> dtype, optional<at::Layout> /*layout*/,
+                 optional<at::Device> /*device*/, optional<bool> /*pin_memory*/,
+                 optional<at::MemoryFormat> /*memory_format*/) {
+  return uniforms(x.sizes(), dtype.has_value() ? dtype : x.scalar_type(), "rand_like");
+}
+// RReLU: in training `x > 0 ? x : x ⊗ r` with a slope r = lower ⊕ (upper ⊖ lower) ⊗ u for every
+// element, u from the dropout stream; otherwise leaky_relu at the mean slope, as PyTorch's.
+// The generator by value: the type of the schema this kernel is registered for.
+Tensor rrelu(const Tensor& x, const at::Scalar& lower, const at::Scalar& upper, bool training,
+             optional<at::Generator> generator) {  // NOLINT(performance-unnecessary-value-param)
+  TORCH_CHECK(!generator.has_value(), "portable rrelu: a generator of its own");
+  const double lo = lower.toDouble(), hi = upper.toDouble();
+  if (!training) {
+    kernels::ActivationParams p;
+    p.slope = static_cast<float>((lo + hi) / 2);
+    return act(x, kernels::Activation::kLeakyRelu, p);
+  }
+  const Tensor slope = at::add(at::mul(uniforms(x.sizes(), c10::nullopt, "rrelu"), hi - lo), lo);
+  return at::where(x > 0, x, at::mul(x, slope));
 }
 // The generator by value: the type of the schema this kernel is registered for.
 Tensor bernoulli(
@@ -553,6 +605,10 @@ TORCH_LIBRARY_IMPL(veritrain, CompositeImplicitAutograd, m) {
   m.impl("dropout", &dropout);
   m.impl("feature_dropout", &feature_dropout);
   m.impl("bernoulli", &bernoulli);
+  m.impl("alpha_dropout", &alpha_dropout);
+  m.impl("rand", &rand);
+  m.impl("rand_like", &rand_like);
+  m.impl("rrelu", &rrelu);
   m.impl("max_pool2d", &max_pool2d);
   m.impl("max_pool2d_with_indices", &max_pool2d_with_indices);
   m.impl("avg_pool2d", &avg_pool2d);

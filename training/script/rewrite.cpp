@@ -47,11 +47,12 @@ std::string exact_caveat(const torch::jit::Node* n, bool own_alpha = false,
   const c10::FunctionSchema* schema = n->maybeSchema();
   if (schema == nullptr) return "";
   // LibTorch's pow is products, sqrt or a division at these exponents, and its gradient's
-  // pow(x, e - 1) is one of them too; at any other it is the CPU's own pow.
+  // pow(x, e - 1) is one of them too; at any other it is the CPU's own pow (a number exponent
+  // is decompositions.py's pow instead).
   if (n->kind() == c10::Symbol::fromQualString("aten::pow")) {
     const std::string refused =
-        "other than a tensor to the power 2, 3, 0.5 or -1 (LibTorch's general pow rounds "
-        "differently on each CPU)";
+        "with a tensor exponent (LibTorch's general pow rounds differently on each CPU; a "
+        "number exponent is portable)";
     if (schema->overload_name() != "Tensor_Scalar") return refused;
     const auto exponent = torch::jit::toIValue(n->input(1));
     if (!exponent || !(exponent->isDouble() || exponent->isInt())) return refused;
@@ -91,8 +92,8 @@ std::string overload_of(const torch::jit::Node* n) {
   return schema != nullptr ? schema->overload_name() : "";
 }
 
-// The node's name as a reader finds it in the module's code, and where: "aten::cumsum
-// (model.py:12: `return self.fc(torch.cumsum(x, -1))`)" from the source ranges the archive keeps
+// The node's name as a reader finds it in the module's code, and where: "aten::lgamma
+// (model.py:12: `return self.fc(torch.lgamma(x))`)" from the source ranges the archive keeps
 // (the requestor's own file where it kept them, else its serialized code).
 std::string describe(const torch::jit::Node* n) {
   const std::string overload = overload_of(n);
@@ -154,6 +155,58 @@ void take_training_paths(torch::jit::Graph& graph, torch::jit::Block* block) {
   }
 }
 
+// Lookups in a dict or list attribute of the module with a constant key (torchvision's
+// IntermediateLayerGetter: `if name in self.return_layers: out[self.return_layers[name]] = x`,
+// once for every child) replaced by what they find, so that the branches they guard fold: the
+// loader refuses a module that changes such an attribute (docs/models.md), and a branch never
+// taken must not keep a tensor "used again" (relu_ in place after a layer whose output a
+// dropped branch would have stored).
+void read_container_attributes(const torch::jit::Module& module, torch::jit::Graph& graph) {
+  std::map<const torch::jit::Value*, c10::IValue> objects{{graph.inputs()[0], module._ivalue()}};
+  std::vector<torch::jit::Node*> lookups;
+  for (torch::jit::Node* n : graph.nodes()) {
+    if (n->kind() != c10::prim::GetAttr) continue;
+    const auto owner = objects.find(n->input(0));
+    if (owner == objects.end() || !owner->second.isObject()) continue;
+    const auto object = owner->second.toObject();
+    const std::string name = n->s(c10::attr::name);
+    if (!object->type()->hasAttribute(name)) continue;
+    const c10::IValue value = object->getAttr(name);
+    objects.emplace(n->output(), value);
+    if (!value.isGenericDict() && !value.isList()) continue;
+    for (const torch::jit::Use& use : n->output()->uses()) lookups.push_back(use.user);
+  }
+  for (torch::jit::Node* lookup : lookups) {
+    const std::string kind = lookup->kind().toQualString();
+    if ((kind != "aten::__contains__" && kind != "aten::__getitem__") ||
+        lookup->inputs().size() != 2 || lookup->outputs().size() != 1)
+      continue;
+    const c10::IValue& container = objects.at(lookup->input(0));
+    const auto key = torch::jit::toIValue(lookup->input(1));
+    if (!key) continue;
+    c10::optional<c10::IValue> found;
+    if (container.isGenericDict()) {
+      const c10::Dict<c10::IValue, c10::IValue> dict = container.toGenericDict();
+      const auto at = dict.find(*key);
+      if (kind == "aten::__contains__") {
+        found = c10::IValue(at != dict.end());
+      } else if (at != dict.end()) {
+        found = at->value();
+      }
+    } else if (kind == "aten::__getitem__" && key->isInt()) {
+      const c10::List<c10::IValue> list = container.toList();
+      const int64_t i =
+          key->toInt() < 0 ? key->toInt() + static_cast<int64_t>(list.size()) : key->toInt();
+      if (i >= 0 && i < static_cast<int64_t>(list.size())) found = list.get(i);
+    }
+    if (!found || found->isTensor() || found->isObject()) continue;
+    const torch::jit::WithInsertPoint at(lookup);
+    const auto constant = graph.insertConstant(*found);
+    constant->setType(lookup->output()->type());
+    lookup->output()->replaceAllUsesWith(constant);
+  }
+}
+
 // --- decompositions (decompositions.py) -------------------------------------------------------
 
 const torch::jit::CompilationUnit& decompositions() {
@@ -166,6 +219,8 @@ const torch::jit::CompilationUnit& decompositions() {
 const PortableOp* decomposition_of(const torch::jit::Node* n) {
   const std::string kind = n->kind().toQualString();
   const std::string overload = overload_of(n);
+  // pow at 2, 3, 0.5 and -1 stays LibTorch's exact operation (its committed bits).
+  if (kind == "aten::pow" && exact_caveat(n).empty()) return nullptr;
   for (const PortableOp& op : portable_ops()) {
     if (op.form == OpForm::kDecomposition && op.aten == kind && op.overload == overload) return &op;
   }
@@ -310,6 +365,7 @@ Status make_portable(torch::jit::Module& module, const std::string& file) {
   std::shared_ptr<torch::jit::Graph> graph =
       torch::jit::toGraphFunction(module.get_method("forward").function()).graph();
   torch::jit::Inline(*graph);
+  read_container_attributes(module, *graph);
   // Branches on constants (F.relu's `if inplace`) folded away, so that only the operators that
   // can run are judged. Tensors are never folded: that would be LibTorch's arithmetic.
   torch::jit::ConstantPropagationImmutableTypes(graph);
