@@ -209,18 +209,21 @@ TEST_F(RealModels, TupleAndDictOutputsTrainAndVerify) {
   const std::map<std::string, std::string> data = {{"googlenet", "images"}, {"dict_out", "rows"}};
   for (const auto& [model, rows] : data) {
     const std::string task = model + ".json", wd = "w-" + model;
-    auto init =
-        run_command(in() + veritrain_binary() + " task init --model torchscript --model-file " +
-                        model + ".pt --dataset tensors --data-file " + rows +
-                        ".safetensors --epochs 1 --steps-per-epoch 2 --batch-size 4 --out " + task,
-                    dir_->path());
+    std::string command = in() + veritrain_binary();
+    command.append(" task init --model torchscript --model-file ").append(model);
+    command.append(".pt --dataset tensors --data-file ").append(rows);
+    command.append(".safetensors --epochs 1 --steps-per-epoch 2 --batch-size 4 --out ")
+        .append(task);
+    auto init = run_command(command, dir_->path());
     ASSERT_EQ(init.exit_code, 0) << model << ": " << init.err;
-    auto t = run_command(in() + veritrain_binary() + " train --task " + task + " --workdir " + wd,
-                         dir_->path());
+    std::string train = in() + veritrain_binary();
+    train.append(" train --task ").append(task).append(" --workdir ").append(wd);
+    auto t = run_command(train, dir_->path());
     ASSERT_EQ(t.exit_code, 0) << model << ": " << t.err;
-    auto v = run_command(in() + veritrain_binary() + " verify --task " + task + " --workdir " + wd +
-                             " --check-probability 1 --report r-" + model,
-                         dir_->path());
+    std::string verify = in() + veritrain_binary();
+    verify.append(" verify --task ").append(task).append(" --workdir ").append(wd);
+    verify.append(" --check-probability 1 --report r-").append(model);
+    auto v = run_command(verify, dir_->path());
     EXPECT_EQ(v.exit_code, 0) << model << ": " << v.out << v.err;
   }
 }

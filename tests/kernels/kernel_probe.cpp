@@ -94,7 +94,7 @@ class Probe {
   std::vector<double> dvparam(const std::string& name) const {
     return params_.at(name).get<std::vector<double>>();
   }
-  Shape sparam(const std::string& name, Shape fallback) const {
+  Shape sparam(const std::string& name, const Shape& fallback) const {
     return params_.contains(name) ? params_[name].get<Shape>() : fallback;
   }
   std::uint64_t state() const { return std::stoull(params_.at("state").get<std::string>()); }
@@ -227,11 +227,11 @@ k::ConvShape conv_shape(Probe& p, const Shape& conv_in, const Shape& w, std::int
               dil = p.sparam("dilation", {1, 1, 1});
   s.batch = conv_in[0];
   s.in_channels = conv_in[1];
-  s.out_channels = transposed ? w[0] : w[0];
+  s.out_channels = w[0];
   if (transposed) s.in_channels = w[1] * groups;
   for (int d = 0; d < 3; ++d) {
-    s.in[d] = conv_in[static_cast<std::size_t>(2 + d)];
-    s.kernel[d] = w[static_cast<std::size_t>(2 + d)];
+    s.in[d] = conv_in[2 + static_cast<std::size_t>(d)];
+    s.kernel[d] = w[2 + static_cast<std::size_t>(d)];
     s.stride[d] = stride[static_cast<std::size_t>(d)];
     s.padding[d] = pad[static_cast<std::size_t>(d)];
     s.dilation[d] = dil[static_cast<std::size_t>(d)];

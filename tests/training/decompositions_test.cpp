@@ -31,7 +31,7 @@ const std::vector<float> kEdges = {0.0f, -0.0f,  1.0f,    -1.0f, 0.5f,   -0.5f, 
                                    3.0f, 1e-40f, -1e-40f, 1e30f, -1e30f, 88.8f, -104.0f,
                                    kInf, -kInf,  NAN,     0.25f, 1.5f,   -2.5f};
 
-Tensor values(std::vector<int64_t> shape, int seed, bool edges = true) {
+Tensor values(const std::vector<int64_t>& shape, int seed, bool edges = true) {
   Tensor t = torch::empty(shape);
   float* p = t.data_ptr<float>();
   std::uint32_t s = 2463534242u + static_cast<std::uint32_t>(seed) * 977u;
@@ -43,12 +43,12 @@ Tensor values(std::vector<int64_t> shape, int seed, bool edges = true) {
   return t;
 }
 // Probabilities with 0 and 1 exactly among them.
-Tensor probabilities(std::vector<int64_t> shape, int seed) {
+Tensor probabilities(const std::vector<int64_t>& shape, int seed) {
   Tensor t = values(shape, seed, false).abs().clamp(0, 1);
   t.view(-1)[0] = 0.0f, t.view(-1)[1] = 1.0f;
   return t;
 }
-Tensor signs(std::vector<int64_t> shape, int seed) {
+Tensor signs(const std::vector<int64_t>& shape, int seed) {
   return torch::where(values(shape, seed, false) > 0, 1.0f, -1.0f);
 }
 

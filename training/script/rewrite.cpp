@@ -50,7 +50,7 @@ std::string exact_caveat(const torch::jit::Node* n, bool own_alpha = false,
   // pow(x, e - 1) is one of them too; at any other it is the CPU's own pow (a number exponent
   // is decompositions.py's pow instead).
   if (n->kind() == c10::Symbol::fromQualString("aten::pow")) {
-    const std::string refused =
+    std::string refused =
         "with a tensor exponent (LibTorch's general pow rounds differently on each CPU; a "
         "number exponent is portable)";
     if (schema->overload_name() != "Tensor_Scalar") return refused;
