@@ -204,8 +204,7 @@ def softplus(x, dy, beta, threshold):
 
 
 def exp_backward(y, dy):
-    """**exp**: `y = exp(x)` of "Functions"; backward from the output, `dx = dy ⊗ y`.
-    (**log**: `y = log(x)` of "Functions"; `dx = dy ⊘ x`.)"""
+    """**exp**: `y = exp(x)` of "Functions"; backward from the output, `dx = dy ⊗ y`."""
     return f32(f32(dy) * f32(y))
 
 
@@ -221,7 +220,7 @@ def activation(fn, x, dy, **params):
     if fn == "exp":
         y = vt_exp(x)
         return {"y": y, "dx": exp_backward(y, dy)}
-    if fn == "log":
+    if fn == "log":  # **log**: `y = log(x)` of "Functions"; `dx = dy ⊘ x`
         return {"y": vt_log(x), "dx": f32(dy / x)}
     if fn == "silu":
         out = silu(x, dy)

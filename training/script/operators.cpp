@@ -412,11 +412,11 @@ Tensor embedding(const Tensor& table, const Tensor& ids, int64_t padding_idx,
                  bool scale_grad_by_freq, bool sparse) {
   TORCH_CHECK(!scale_grad_by_freq && !sparse,
               "portable embedding: scale_grad_by_freq and sparse have no portable kernel");
-  if (padding_idx < 0) return P::embedding(ids, table);
-  // The positions of padding_idx read the table as the others do, but through a detached copy:
-  // its row gets no gradient, as PyTorch's padding_idx says.
-  const Tensor padding = (ids == padding_idx).unsqueeze(-1);
-  return at::where(padding, P::embedding(ids, table.detach()), P::embedding(ids, table));
+  Tensor rows = P::embedding(ids, table);
+  if (padding_idx < 0) return rows;
+  // The positions of padding_idx keep their rows' values but pass no gradient back: padding_idx's
+  // row gets none, as PyTorch's padding_idx says.
+  return at::where((ids == padding_idx).unsqueeze(-1), rows.detach(), rows);
 }
 
 Tensor nll_loss(const Tensor& logp, const Tensor& target, const optional<Tensor>& weight,

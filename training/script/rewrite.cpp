@@ -227,10 +227,12 @@ const PortableOp* decomposition_of(const torch::jit::Node* n) {
   return nullptr;
 }
 
-void decomposed_nodes(torch::jit::Block* block, std::vector<torch::jit::Node*>& out) {
+// The nodes with a decomposition, each with its entry.
+using Decomposed = std::vector<std::pair<torch::jit::Node*, const PortableOp*>>;
+void decomposed_nodes(torch::jit::Block* block, Decomposed& out) {
   for (torch::jit::Node* n : block->nodes()) {
     for (torch::jit::Block* inner : n->blocks()) decomposed_nodes(inner, out);
-    if (decomposition_of(n) != nullptr) out.push_back(n);
+    if (const PortableOp* op = decomposition_of(n)) out.emplace_back(n, op);
   }
 }
 
@@ -283,12 +285,11 @@ Result<std::shared_ptr<torch::jit::Graph>> specialised(const PortableOp& op, tor
 // takes them so.
 void decompose(torch::jit::Graph& graph, std::map<std::string, std::string>& refused) {
   for (int depth = 0; depth < 4; ++depth) {
-    std::vector<torch::jit::Node*> nodes;
+    Decomposed nodes;
     decomposed_nodes(graph.block(), nodes);
     if (nodes.empty()) return;
-    for (torch::jit::Node* n : nodes) {
-      const PortableOp& op = *decomposition_of(n);
-      auto callee = specialised(op, n);
+    for (const auto& [n, op] : nodes) {
+      auto callee = specialised(*op, n);
       if (!callee.ok()) {
         refused.emplace(describe(n), callee.error().message);
         continue;
