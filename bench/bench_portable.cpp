@@ -84,16 +84,33 @@ from make_digits import safetensors_bytes
 from requestor_nets import Encoder
 out = sys.argv[1]
 rng = np.random.RandomState(0)
+class WithLengths(torch.nn.Module):
+    """torchaudio's conformer (forward(input, lengths) -> (output, lengths)), every row at full
+    length, classified from its mean over time."""
+    def __init__(self, model):
+        super().__init__()
+        self.model, self.fc = model, torch.nn.Linear(32, 10)
+    def forward(self, x):
+        n = torch.full([x.size(0)], x.size(1), dtype=torch.long)
+        return self.fc(self.model(x, n)[0].mean(1))
+def conformer():
+    import torchaudio.models as tam
+    return WithLengths(tam.Conformer(input_dim=32, num_heads=4, ffn_dim=64, num_layers=2,
+                                     depthwise_conv_kernel_size=7, dropout=0.1))
+def fcn():  # torchvision's segmentation: a dict's "out", per-pixel classes
+    import torchvision.models.segmentation as tvs
+    return tvs.fcn_resnet50(num_classes=4, weights=None, weights_backbone=None)
 models = {"resnet18": lambda: tvm.resnet18(num_classes=10),
           "mobilenet_v2": lambda: tvm.mobilenet_v2(num_classes=10),
           "efficientnet_b0": lambda: tvm.efficientnet_b0(num_classes=10),
-          "transformer_encoder": lambda: Encoder(32)}
+          "transformer_encoder": lambda: Encoder(32), "conformer": conformer, "fcn": fcn}
 for name in sys.argv[3].split(","):
     module = models[name]()
-    shape = (256, 16, 32) if name == "transformer_encoder" else (256, 3, 32, 32)
+    shape = (256, 16, 32) if name in ("transformer_encoder", "conformer") else (256, 3, 32, 32)
     torch.jit.script(module).save(os.path.join(out, name + ".pt"))
+    targets = rng.randint(0, 4, (256, 32, 32)) if name == "fcn" else rng.randint(0, 10, shape[0])
     data = safetensors_bytes({"inputs": ("F32", rng.rand(*shape).astype(np.float32)),
-                              "targets": ("I64", rng.randint(0, 10, shape[0]).astype(np.int64))})
+                              "targets": ("I64", targets.astype(np.int64))})
     open(os.path.join(out, name + ".safetensors"), "wb").write(data)
     sha = lambda b: hashlib.sha256(b).hexdigest()
     task = {"model": {"name": "torchscript", "path": name + ".pt",
@@ -121,7 +138,8 @@ std::optional<std::string> write_scripted(const std::vector<std::string>& names)
                                 return joined;
                               }();
   if (std::system(command.c_str()) != 0) {
-    std::cerr << "bench_portable: the scripted models need Debian's python3-torchvision\n";
+    std::cerr << "bench_portable: the scripted models need Debian's python3-torchvision and "
+                 "python3-torchaudio\n";
     return std::nullopt;
   }
   return std::string(dir);
@@ -237,11 +255,12 @@ int main(int argc, char** argv) try {
   app.add_option("--scripted", scripted,
                  "Also time torchvision's CNNs and a TransformerEncoder, scripted")
       ->capture_default_str();
-  std::vector<std::string> scripted_models = {"resnet18", "mobilenet_v2", "efficientnet_b0",
-                                              "transformer_encoder"};
+  std::vector<std::string> scripted_models = {
+      "resnet18", "mobilenet_v2", "efficientnet_b0", "transformer_encoder", "fcn", "conformer"};
   app.add_option("--scripted-models", scripted_models, "Which scripted models are timed")
       ->delimiter(',')
-      ->check(CLI::IsMember({"resnet18", "mobilenet_v2", "efficientnet_b0", "transformer_encoder"}))
+      ->check(CLI::IsMember({"resnet18", "mobilenet_v2", "efficientnet_b0", "transformer_encoder",
+                             "fcn", "conformer"}))
       ->capture_default_str();
   app.add_option("--peer", peer, "Internal: time LibTorch's side alone at this many threads");
   if (auto code = vt::bench::parse_flags(app, argc, argv)) return *code;
@@ -290,7 +309,7 @@ int main(int argc, char** argv) try {
         report.add("step_ms_exact_" + name, exact * 1e3);
         report.add("step_ms_portable_" + name, ours * 1e3);
         report.add("step_vs_exact_" + name, exact / ours);
-        if (name == "transformer_encoder") continue;
+        if (name == "transformer_encoder" || name == "conformer") continue;
         // A verifier replaying a vision model uses its cores: two threads a side.
         const auto [exact_2t, ours_2t] = step_seconds(*task, rounds, 2);
         report.add("step_ms_exact_" + name + "_2t", exact_2t * 1e3);

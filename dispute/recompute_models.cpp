@@ -159,10 +159,11 @@ void baddbmm(Args& a, bool backward) {
                    a.out("y", ny));
 }
 
-// One layer and direction of an LSTM (cell 0) or GRU (cell 1), as kernels/rnn.h runs it.
+// One layer and direction of an LSTM (cell 0), GRU (1) or Elman RNN (2 tanh, 3 ReLU), as
+// kernels/rnn.h runs it.
 void rnn(Args& a, bool backward) {
   kernels::RnnShape s;
-  s.cell = a.integer("cell", 0, 1) == 0 ? kernels::Cell::kLstm : kernels::Cell::kGru;
+  s.cell = static_cast<kernels::Cell>(a.integer("cell", 0, 3));
   s.steps = a.integer("steps", 1);
   s.batch = a.integer("batch", 1);
   s.input = a.integer("input", 1);
@@ -170,7 +171,7 @@ void rnn(Args& a, bool backward) {
   s.reverse = a.flag("reverse");
   const std::int64_t G = s.gate_rows();
   values({s.steps, s.batch, G, s.input + s.hidden});  // the products' work
-  values({s.steps, s.batch, G + s.hidden});           // what forward keeps
+  values({s.steps, s.batch, G + s.hidden});           // what forward keeps, at most
   const bool lstm = s.cell == kernels::Cell::kLstm;
   const std::int64_t state = s.batch * s.hidden, xs = values({s.steps, s.batch, s.input}),
                      ys = s.steps * state;
@@ -288,6 +289,10 @@ void add_model_operators(std::map<std::string_view, Recompute>& ops) {
   ops["bernoulli"] = [](Args& a) {
     const std::int64_t n = a.integer("n", 0, (std::int64_t{1} << 40) - 1);
     kernels::bernoulli(n, a.real("p"), a.bits64("state"), a.bits64("call"), a.out("y", n));
+  };
+  ops["normal"] = [](Args& a) {  // two draws a value
+    const std::int64_t n = a.integer("n", 0, (std::int64_t{1} << 39) - 1);
+    kernels::normal(n, a.bits64("state"), a.bits64("call"), a.out("y", n));
   };
   ops["uniform"] = [](Args& a) {
     const std::int64_t n = a.integer("n", 0, (std::int64_t{1} << 40) - 1);

@@ -37,6 +37,10 @@ void feature_dropout_backward(std::int64_t batch, std::int64_t channels, std::in
 void bernoulli(std::int64_t n, float p, std::uint64_t state, std::uint64_t call, float* y);
 // y[j] = uniform_of(draw (call << 40) + j), in [0, 1) (torch.rand, rand_like, rrelu's slopes).
 void uniform(std::int64_t n, std::uint64_t state, std::uint64_t call, float* y);
+// y[j] standard normal by Box-Muller from draws (call << 40) + 2j and + 2j + 1 over vt_log, sqrt
+// and a quarter-period cosine of our own (docs/portable.md, "Random operators"): torch.randn,
+// randn_like, normal_.
+void normal(std::int64_t n, std::uint64_t state, std::uint64_t call, float* y);
 
 // The mean over the last dimension: y[r] = (chain over j of x[r][j]) / width.
 void row_mean(std::int64_t rows, std::int64_t width, const float* x, float* y);

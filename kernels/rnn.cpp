@@ -34,7 +34,7 @@ const float* c_before(const RnnShape& s, std::int64_t step, const float* c0, con
 }
 
 std::array<trace::Param, 6> rnn_params(const RnnShape& s) {
-  return {trace::integer("cell", s.cell == Cell::kLstm ? 0 : 1),
+  return {trace::integer("cell", static_cast<std::int64_t>(s.cell)),
           trace::integer("steps", s.steps),
           trace::integer("batch", s.batch),
           trace::integer("input", s.input),
@@ -63,7 +63,7 @@ void rnn_forward(const RnnShape& s, const float* x, const float* h0, const float
   std::vector<float> xs(static_cast<std::size_t>(TB * G)), r(static_cast<std::size_t>(B * G));
   linear(TB, G, s.input, x, w_ih, b_ih, xs.data());
   float* acts = saved;            // [T, B, G]
-  float* extra = saved + TB * G;  // [T, B, H]: c (LSTM) or R_n (GRU)
+  float* extra = saved + TB * G;  // [T, B, H]: c (LSTM) or R_n (GRU); none (Elman)
   for (std::int64_t step = 0; step < s.steps; ++step) {
     const std::int64_t t = time_of(s, step);
     const float* hp = h_before(s, step, h0, y);
@@ -73,7 +73,7 @@ void rnn_forward(const RnnShape& s, const float* x, const float* h0, const float
         const float* xg = xs.data() + (t * B + b) * G;
         const float* rg = r.data() + b * G;
         float* a = acts + (t * B + b) * G;
-        float* e = extra + (t * B + b) * H;
+        float* e = s.elman() ? nullptr : extra + (t * B + b) * H;
         float* h = y + (t * B + b) * H;
         const float* hprev = hp + b * H;
         if (s.cell == Cell::kLstm) {
@@ -87,6 +87,12 @@ void rnn_forward(const RnnShape& s, const float* x, const float* h0, const float
             a[j] = i, a[H + j] = f, a[2 * H + j] = g, a[3 * H + j] = o;
             e[j] = c;
             h[j] = o * vt_tanh(c);
+          }
+        } else if (s.elman()) {
+          for (std::int64_t j = 0; j < H; ++j) {
+            const float pre = xg[j] + rg[j];
+            a[j] = s.cell == Cell::kTanh ? vt_tanh(pre) : (pre <= 0.0f ? 0.0f : pre);
+            h[j] = a[j];
           }
         } else {
           for (std::int64_t j = 0; j < H; ++j) {
@@ -103,7 +109,7 @@ void rnn_forward(const RnnShape& s, const float* x, const float* h0, const float
   }
   const std::int64_t last = time_of(s, s.steps - 1);
   std::copy(y + last * B * H, y + (last + 1) * B * H, hn);
-  if (cn != nullptr) std::copy(extra + last * B * H, extra + (last + 1) * B * H, cn);
+  if (cn != nullptr && lstm) std::copy(extra + last * B * H, extra + (last + 1) * B * H, cn);
   traced.outputs({trace::f32("y", y, TB * H), trace::f32("hn", hn, B * H),
                   trace::f32_or_none("cn", lstm ? cn : nullptr, B * H),
                   trace::f32("saved", saved, s.saved_floats())});
@@ -130,21 +136,21 @@ void rnn_backward(const RnnShape& s, const float* x, const float* h0, const floa
   const std::int64_t H = s.hidden, G = s.gate_rows(), B = s.batch, TB = s.steps * B;
   const float* acts = saved;
   const float* extra = saved + TB * G;
-  const bool lstm = s.cell == Cell::kLstm;
-  // dX: the input projection's gradient, dR: the hidden projection's (the same for the LSTM).
-  std::vector<float> d_x(static_cast<std::size_t>(TB * G)), d_r(lstm ? 0 : d_x.size());
-  float* const dR = lstm ? d_x.data() : d_r.data();
+  const bool lstm = s.cell == Cell::kLstm, gru = s.cell == Cell::kGru;
+  // dX: the input projection's gradient, dR: the hidden projection's (the same but for the GRU).
+  std::vector<float> d_x(static_cast<std::size_t>(TB * G)), d_r(gru ? d_x.size() : 0);
+  float* const dR = gru ? d_r.data() : d_x.data();
   std::vector<float> dh_next(static_cast<std::size_t>(B * H), 0.0f), dc_next(dh_next);
   if (dhn != nullptr) std::copy(dhn, dhn + B * H, dh_next.begin());
   if (dcn != nullptr && lstm) std::copy(dcn, dcn + B * H, dc_next.begin());
-  std::vector<float> direct(lstm ? 0 : static_cast<std::size_t>(B * H));
+  std::vector<float> direct(gru ? static_cast<std::size_t>(B * H) : 0);
   for (std::int64_t step = s.steps - 1; step >= 0; --step) {
     const std::int64_t t = time_of(s, step);
     const float* hp = h_before(s, step, h0, y);
     parallel_for(B, 1, [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t b = begin; b < end; ++b) {
         const float* a = acts + (t * B + b) * G;
-        const float* e = extra + (t * B + b) * H;
+        const float* e = s.elman() ? nullptr : extra + (t * B + b) * H;
         const float* g_out = dy + (t * B + b) * H;
         float* dn = dh_next.data() + b * H;
         float* dX = d_x.data() + (t * B + b) * G;
@@ -161,6 +167,12 @@ void rnn_backward(const RnnShape& s, const float* x, const float* h0, const floa
             dX[2 * H + j] = (dc * i) * (1.0f - g * g);
             dX[H + j] = (dc * cprev[j]) * (f * (1.0f - f));
             dc_n[j] = dc * f;
+          }
+        } else if (s.elman()) {
+          for (std::int64_t j = 0; j < H; ++j) {
+            const float dh = g_out[j] + dn[j];
+            const float h = a[j];
+            dX[j] = s.cell == Cell::kTanh ? dh * (1.0f - h * h) : (h <= 0.0f ? 0.0f : dh);
           }
         } else {
           const float* hprev = hp + b * H;
@@ -184,7 +196,7 @@ void rnn_backward(const RnnShape& s, const float* x, const float* h0, const floa
     });
     // The hidden state before this step: the product chain over the gate rows, then (GRU) + dh·z.
     gemm(B, H, G, {dR + t * B * G, G, 1}, {w_hh, H, 1}, dh_next.data(), H);
-    if (!lstm) {
+    if (gru) {
       for (std::int64_t k = 0; k < B * H; ++k) dh_next[k] = dh_next[k] + direct[k];
     }
   }

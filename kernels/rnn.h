@@ -1,23 +1,30 @@
 #pragma once
-// One layer and direction of an LSTM or GRU in the portable arithmetic (docs/portable.md,
-// "Recurrent layers"): the input projection of every step as one Linear, then the steps in order
-// (backwards for the reverse direction), each a Linear of the hidden state and the gate
-// equations; backward through time in the reverse order, then the weights' gradients as Linear's
-// over the T·B rows in (t, b) order. Time-major, contiguous: x [T, B, I], y [T, B, H].
+// One layer and direction of an LSTM, GRU or Elman RNN (tanh or ReLU) in the portable arithmetic
+// (docs/portable.md, "Recurrent layers"): the input projection of every step as one Linear, then
+// the steps in order (backwards for the reverse direction), each a Linear of the hidden state and
+// the gate equations; backward through time in the reverse order, then the weights' gradients as
+// Linear's over the T·B rows in (t, b) order. Time-major, contiguous: x [T, B, I], y [T, B, H].
 
 #include <cstdint>
 
 namespace vt::kernels {
 
-enum class Cell { kLstm, kGru };
+// In trace order: a step trace's `cell` parameter is the index.
+enum class Cell { kLstm, kGru, kTanh, kRelu };
 
 struct RnnShape {
   Cell cell = Cell::kLstm;
   std::int64_t steps = 1, batch = 1, input = 1, hidden = 1;
   bool reverse = false;
-  std::int64_t gate_rows() const { return (cell == Cell::kLstm ? 4 : 3) * hidden; }
-  // What forward keeps for backward: the activated gates and c (LSTM) or R_n (GRU) of each step.
-  std::int64_t saved_floats() const { return steps * batch * (gate_rows() + hidden); }
+  bool elman() const { return cell == Cell::kTanh || cell == Cell::kRelu; }
+  std::int64_t gate_rows() const {
+    return (cell == Cell::kLstm ? 4 : cell == Cell::kGru ? 3 : 1) * hidden;
+  }
+  // What forward keeps for backward: the activated gates and c (LSTM) or R_n (GRU) of each step;
+  // an Elman cell's one gate is its output.
+  std::int64_t saved_floats() const {
+    return steps * batch * (gate_rows() + (elman() ? 0 : hidden));
+  }
 };
 
 // c0, cn: LSTM only (null for a GRU). Biases may be null (has_biases false).

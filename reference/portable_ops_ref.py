@@ -13,6 +13,7 @@ Forward and backward functions return dicts of float32 arrays named as the probe
 (tests/kernels/ops_ref_test.py); inputs are float32 arrays (targets int64), float parameters
 binary32 values.
 """
+import math
 import os
 import sys
 
@@ -869,6 +870,9 @@ def bce_logits(x, y, g):
 # ============================================================================================
 # Recurrent layers (time-major [T, B, I])
 # ============================================================================================
+ELMAN = ("rnn_tanh", "rnn_relu")  # nn.RNN: h = f(X ⊕ R), f tanh or ReLU
+
+
 def _rnn_direction_forward(kind, inp, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse):
     """One layer and direction: `X = x·W_ihᵀ ⊕ b_ih` (Linear's, the T·B rows in (t, b) order),
     then per step (backwards for the reverse direction) `R = h·W_hhᵀ ⊕ b_hh` and the cell."""
@@ -891,6 +895,10 @@ def _rnn_direction_forward(kind, inp, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse):
             h_new = go * tanh(c_new)
             steps[t] = dict(h_prev=h, c_prev=c, i=gi, f=gf, g=gg, o=go, c=c_new)
             c = c_new
+        elif kind in ELMAN:
+            a = xt + r
+            h_new = tanh(a) if kind == "rnn_tanh" else pick(a <= ZERO, ZERO, a)
+            steps[t] = dict(h_prev=h, h=h_new)
         else:
             gr = sigmoid(xt[:, :hid] + r[:, :hid])
             gz = sigmoid(xt[:, hid:2 * hid] + r[:, hid:2 * hid])
@@ -931,6 +939,11 @@ def _rnn_direction_backward(kind, inp, w_ih, w_hh, steps, dout, dhn, dcn, revers
             da = np.concatenate([da_i, da_f, da_g, da_o], axis=1)
             d_r[t], d_x[t] = da, da
             dh_next = mm(da, w_hh)
+        elif kind in ELMAN:
+            h = s["h"]
+            da = dh * (ONE - h * h) if kind == "rnn_tanh" else pick(h <= ZERO, ZERO, dh)
+            d_r[t], d_x[t] = da, da
+            dh_next = mm(da, w_hh)
         else:
             gr, gz, gn, rn = s["r"], s["z"], s["n"], s["rn"]
             dn = dh * (ONE - gz)
@@ -949,7 +962,8 @@ def _rnn_direction_backward(kind, inp, w_ih, w_hh, steps, dout, dhn, dcn, revers
 
 
 def rnn(kind, inputs, layers, bidirectional, hidden):
-    """**Recurrent layers** (`aten::lstm`, `aten::gru`), the probe's `lstm` and `gru`: x [T, B, I],
+    """**Recurrent layers** (`aten::lstm`, `aten::gru`, `aten::rnn_tanh`, `aten::rnn_relu`), the
+    probe's `lstm`, `gru`, `rnn_tanh` and `rnn_relu`: x [T, B, I],
     h0 (c0) [layers·dirs, B, H], weights per layer l and direction suffix s; the layer's output is
     h of every step (both directions concatenated, forward first) and the next layer's x. The
     input of a bidirectional layer feeds two operators: its gradient is the sum of the two, one ⊕.
@@ -1027,6 +1041,37 @@ def uniform(shape, state, call):
     return {"y": uniforms_at(int(state), counters).astype(F).reshape(shape)}
 
 
+def quarter_cosine(t):
+    """cos(t·π/2) for t in [0, 1]: `a = t ⊗ 1.57079637`, `s = a ⊗ a`, Horner over f32(±1/k!)
+    from k = 14 down to 2, then `⊕ 1`."""
+    a = t * F(1.57079637)
+    s = a * a
+    p = np.full_like(s, F(-1.0 / math.factorial(14)))
+    for k in (12, 10, 8, 6, 4):
+        p = p * s + F((1.0 if k % 4 == 0 else -1.0) / math.factorial(k))
+    p = p * s + F(-0.5)
+    return p * s + ONE
+
+
+def normal(shape, state, call):
+    """`torch.randn` (and randn_like, normal_) sets element j to `r ⊗ c` (Box–Muller):
+    `u1 = 1 ⊖ uniform(draw (n << 40) + 2j)`, `r = sqrt((−2) ⊗ log(u1))`, c = cos(2π u2) of
+    `u2 = uniform(draw (n << 40) + 2j + 1)` by quarters: `v = u2 ⊗ 4`, `q = floor(v)`,
+    `f = v ⊖ q`, `C = quarter_cosine(q odd ? 1 ⊖ f : f)`, `c = q in (1, 2) ? −C : C`."""
+    size = int(np.prod(shape, dtype=np.int64))
+    first = (np.uint64(call) << np.uint64(40)) + np.uint64(2) * np.arange(size, dtype=np.uint64)
+    u1 = ONE - uniforms_at(int(state), first)
+    u2 = uniforms_at(int(state), first + np.uint64(1))
+    r = np.sqrt(F(-2.0) * vt_log(u1))
+    v = u2 * F(4.0)
+    q = np.floor(v)
+    f = v - q
+    odd = (q == F(1.0)) | (q == F(3.0))
+    c = quarter_cosine(pick(odd, ONE - f, f))
+    c = pick((q == F(1.0)) | (q == F(2.0)), -c, c)
+    return {"y": (r * c).astype(F).reshape(shape)}
+
+
 def bernoulli(shape, p, state, call):
     """`bernoulli_(p)` sets element j to 1 when `uniform(draw (n << 40) + j) < p`, else 0."""
     size = int(np.prod(shape, dtype=np.int64))
@@ -1089,7 +1134,7 @@ def _run(op, params, inputs):
         return cross_entropy(i["logits"], i["target"], p["smoothing"], p["g"])
     if op == "bce_logits":
         return bce_logits(i["x"], i["target"], p["g"])
-    if op in ("lstm", "gru"):
+    if op in ("lstm", "gru") + ELMAN:
         return rnn(op, i, p["layers"], p["bidirectional"], p["hidden"])
     if op == "feature_dropout":
         return feature_dropout(i["x"], i["dy"], p["p"], int(p["state"]), p["call"])
@@ -1097,4 +1142,6 @@ def _run(op, params, inputs):
         return bernoulli(i["x"].shape, p["p"], int(p["state"]), p["call"])
     if op == "uniform":
         return uniform(i["x"].shape, int(p["state"]), p["call"])
+    if op == "normal":
+        return normal(i["x"].shape, int(p["state"]), p["call"])
     raise ValueError("unknown operator %r" % op)

@@ -164,7 +164,7 @@ def operand_arrays(values, hashes, what):
 
 # --- evidence for one value (docs/dispute.md) ---------------------------------------------
 ELEMENTWISE = {"relu", "relu_backward", "gelu", "gelu_backward", "dropout", "dropout_backward",
-               "bernoulli", "uniform", "sgd_update", "adam_update", "scale_gradient",
+               "bernoulli", "uniform", "normal", "sgd_update", "adam_update", "scale_gradient",
                "ema_update"}
 ROW_WISE = {"softmax", "softmax_backward", "log_softmax", "log_softmax_backward", "layer_norm"}
 
@@ -568,38 +568,40 @@ def baddbmm(a, i, o, backward):
 
 
 def rnn(a, i, o, backward):
-    """One layer and direction of an LSTM (cell 0) or GRU (cell 1): forward keeps each step's
-    gate activations [T, B, G] then c (LSTM) or R_n (GRU) [T, B, H], by time index; backward reads
-    them, with y and h0 (c0) for the states each step started from."""
-    lstm = a["cell"] == 0
-    kind = "lstm" if lstm else "gru"
+    """One layer and direction of an LSTM (cell 0), GRU (cell 1) or Elman RNN (cell 2 tanh, 3
+    ReLU): forward keeps each step's gate activations [T, B, G] then c (LSTM) or R_n (GRU)
+    [T, B, H] (an Elman cell: its output alone), by time index; backward reads them, with y and
+    h0 (c0) for the states each step started from."""
+    kind = ("lstm", "gru", "rnn_tanh", "rnn_relu")[a["cell"]]
+    lstm, elman = kind == "lstm", kind in ops.ELMAN
     t_len, b, n_in, hid = a["steps"], a["batch"], a["input"], a["hidden"]
-    g = (4 if lstm else 3) * hid
+    g = {"lstm": 4, "gru": 3}.get(kind, 1) * hid
     reverse = bool(a["reverse"])
     x = i["x"].reshape(t_len, b, n_in)
     h0 = i["h0"].reshape(b, hid)
     c0 = i["c0"].reshape(b, hid) if lstm else np.zeros((b, hid), F)
     w_ih, w_hh = i["w_ih"].reshape(g, n_in), i["w_hh"].reshape(g, hid)
-    gates = ("i", "f", "g", "o") if lstm else ("r", "z", "n")
+    gates = ("i", "f", "g", "o") if lstm else ("h",) if elman else ("r", "z", "n")
     kept = "c" if lstm else "rn"
     if not backward:
         y, h, c, steps = ops._rnn_direction_forward(kind, x, h0, c0, w_ih, w_hh, i["b_ih"],
                                                     i["b_hh"], reverse)
         acts = np.stack([np.concatenate([steps[t][k] for k in gates], axis=1)
                          for t in range(t_len)])
-        extra = np.stack([steps[t][kept] for t in range(t_len)])
+        extra = np.zeros(0, F) if elman else np.stack([steps[t][kept] for t in range(t_len)])
         return {"y": y, "hn": h, "cn": c,
                 "saved": np.concatenate([acts.ravel(), extra.ravel()]).astype(F)}
     y = i["y"].reshape(t_len, b, hid)
     acts = i["saved"][:t_len * b * g].reshape(t_len, b, g)
-    extra = i["saved"][t_len * b * g:].reshape(t_len, b, hid)
+    extra = None if elman else i["saved"][t_len * b * g:].reshape(t_len, b, hid)
     order = list(reversed(range(t_len))) if reverse else list(range(t_len))
     steps = {}
     for n, t in enumerate(order):
         before = order[n - 1] if n else None
         s = {k: acts[t][:, j * hid:(j + 1) * hid] for j, k in enumerate(gates)}
         s["h_prev"] = h0 if before is None else y[before]
-        s[kept] = extra[t]
+        if not elman:
+            s[kept] = extra[t]
         if lstm:
             s["c_prev"] = c0 if before is None else extra[before]
         steps[t] = s
@@ -736,6 +738,8 @@ OPERATORS = {
                                                a["call"] & (2 ** 64 - 1)),
     "uniform": lambda a, i, o: ops.uniform((a["n"],), a["state"] & (2 ** 64 - 1),
                                            a["call"] & (2 ** 64 - 1)),
+    "normal": lambda a, i, o: ops.normal((a["n"],), a["state"] & (2 ** 64 - 1),
+                                         a["call"] & (2 ** 64 - 1)),
     "nll_loss": lambda a, i, o: {"loss": np.array([ops.nll_loss(
         i["logp"].reshape(a["rows"], a["classes"]), i["targets"], a["ignore_index"],
         F(1.0))["loss"]], F)},

@@ -34,6 +34,8 @@ std::string cheat_name(OperatorCheat cheat) {
       return "skipped_weight_decay";
     case OperatorCheat::kDropoutOtherStream:
       return "dropout_other_stream";
+    case OperatorCheat::kNormalOtherStream:
+      return "normal_other_stream";
     case OperatorCheat::kBatchNormSequential:
       return "batch_norm_sequential";
     case OperatorCheat::kCorruptedWeight:
@@ -56,6 +58,8 @@ std::string cheated_operator(OperatorCheat cheat, const std::string& optimizer) 
       return "adam_update";
     case OperatorCheat::kDropoutOtherStream:
       return "dropout";
+    case OperatorCheat::kNormalOtherStream:
+      return "normal";
     case OperatorCheat::kBatchNormSequential:
       return "batch_norm_train";
     case OperatorCheat::kClippingSkipped:
@@ -170,6 +174,11 @@ void OperatorCheater::end(std::span<const kernels::trace::Operand> outputs) {
       kernels::dropout(static_cast<std::int64_t>(x.size()), x.data(), reals_["p"],
                        static_cast<std::uint64_t>(ints_["state"]) + 1,
                        static_cast<std::uint64_t>(ints_["call"]), writable(*named(outputs, "y")));
+      break;
+    }
+    case OperatorCheat::kNormalOtherStream: {
+      kernels::normal(ints_["n"], static_cast<std::uint64_t>(ints_["state"]) + 1,
+                      static_cast<std::uint64_t>(ints_["call"]), writable(*named(outputs, "y")));
       break;
     }
     case OperatorCheat::kBatchNormSequential: {

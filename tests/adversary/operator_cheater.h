@@ -19,6 +19,7 @@ enum class OperatorCheat {
   kAdamEpsInsideSqrt,    // Adam's denominator √(v + ε) instead of √v + ε
   kSkippedWeightDecay,   // the optimizer update without its weight decay
   kDropoutOtherStream,   // a dropout mask from the next random stream
+  kNormalOtherStream,    // torch.randn's normals from the next random stream
   kBatchNormSequential,  // a batch norm's sums as one chain, not in 16 lanes
   kCorruptedWeight,      // one weight one ulp off after the optimizer update
   kClippingSkipped,      // the gradient left as it was where the task clips it

@@ -1,10 +1,15 @@
-// Disputes settled by one operator (docs/dispute.md) on real zoo models: providers that change
+// Disputes settled by one operator (docs/dispute.md) on real zoo models and requestors' scripted
+// modules (wav2vec 2.0, a VAE): providers that change
 // one operator of a step are located at that operator, and the referee and the numpy referee
 // both rule against them; an honest provider's every call is ruled for it. The same through the
 // commands and a provider's service: operator_dispute_commands_test.cpp.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <memory>
+#include <optional>
 #include <set>
+#include <utility>
 
 #include "common/file_io.h"
 #include "dispute/evidence_values.h"
@@ -12,6 +17,7 @@
 #include "protocol/keys.h"
 #include "tests/adversary/dispute_fixtures.h"
 #include "tests/adversary/operator_cheater.h"
+#include "tests/cli/python_made.h"
 #include "tests/test_util.h"
 #include "training/trainer.h"
 #include "verifier/audit/operator_audit.h"
@@ -19,8 +25,8 @@
 namespace vt::adversary {
 namespace {
 
-Bytes start_state(const Task& task) {
-  auto trainer = training::Trainer::create(task);
+Bytes start_state(const Task& task, const training::TrainerOptions& options = {}) {
+  auto trainer = training::Trainer::create(task, options);
   EXPECT_TRUE(trainer.ok()) << trainer.error().message;
   auto state = (*trainer)->snapshot();
   EXPECT_TRUE(state.ok()) << state.error().message;
@@ -36,24 +42,58 @@ struct Case {
   OperatorCheat cheat;
   bool cnn;
   bool recipes = false;  // dispute_fixtures.h's with_recipes
+  // A requestor's TorchScript module of tests/cli/real_models.py in place of a zoo model.
+  const char* scripted = nullptr;
 };
+
+// The portable task `task init` writes for a module of tests/cli/real_models.py, in the folder
+// those are made in (the task's paths are relative to it); nullopt when Debian's torch, -vision,
+// -audio or sklearn is missing.
+std::optional<std::pair<Task, std::filesystem::path>> scripted_task(const std::string& model) {
+  static std::string made;
+  static const std::unique_ptr<testing::ScratchDir> dir =
+      testing::copy_of_made("real_models.py", {"make_digits.py", "requestor_nets.py"},
+                            "torch, torchvision, torchaudio, sklearn", made);
+  EXPECT_EQ(made, "");
+  if (dir == nullptr) return std::nullopt;
+  const std::string data = model == "wav2vec2" ? "waves" : "rows";
+  auto init = testing::run_command(
+      "cd '" + dir->path().string() + "' && " + testing::veritrain_binary() +
+          " task init --model torchscript --model-file " + model +
+          ".pt --dataset tensors --data-file " + data +
+          ".safetensors --epochs 1 --steps-per-epoch 2 --batch-size 4 --determinism portable" +
+          (model == "vae" ? " --loss model" : "") + " --out cheat-" + model + ".json",
+      dir->path());
+  EXPECT_EQ(init.exit_code, 0) << init.err;
+  auto task = load_task(dir->path() / ("cheat-" + model + ".json"));
+  EXPECT_TRUE(task.ok()) << (task.ok() ? "" : task.error().message);
+  if (!task.ok()) return std::nullopt;
+  return std::make_pair(*task, dir->path());
+}
 
 class Cheats : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Cheats, AreLocatedAtTheirOperatorAndRuledAgainst) {
   const Case c = GetParam();
   const Task plain = c.cnn ? small_cnn() : small_gpt();
-  const Task task = c.recipes ? with_recipes(plain) : plain;
+  Task task = c.recipes ? with_recipes(plain) : plain;
+  training::TrainerOptions options;
+  if (c.scripted != nullptr) {
+    auto scripted = scripted_task(c.scripted);
+    if (!scripted) GTEST_SKIP() << "Debian's python3-torch, -torchvision, -torchaudio or -sklearn";
+    task = scripted->first;
+    options.task_dir = scripted->second;
+  }
   const std::string optimizer_op = c.cnn ? "sgd_update" : "adam_update";
   const std::string expected_op = cheated_operator(c.cheat, optimizer_op);
-  const Bytes start = start_state(task);
+  const Bytes start = start_state(task, options);
 
   // The provider's step as it computed it, and the auditor's replay of the same step.
   OperatorCheater cheat(c.cheat, optimizer_op);
-  auto provider = verifier::trace_step(task, start, 1, 1, {}, std::nullopt, &cheat);
+  auto provider = verifier::trace_step(task, start, 1, 1, options, std::nullopt, &cheat);
   ASSERT_TRUE(provider.ok()) << provider.error().message;
   ASSERT_GT(cheat.changed(), 0) << "the cheat made no difference to " << expected_op;
-  auto auditor = verifier::trace_step(task, start, 1, 1, {});
+  auto auditor = verifier::trace_step(task, start, 1, 1, options);
   ASSERT_TRUE(auditor.ok()) << auditor.error().message;
 
   auto signed_trace = dispute::read_signed_trace(
@@ -65,7 +105,7 @@ TEST_P(Cheats, AreLocatedAtTheirOperatorAndRuledAgainst) {
   EXPECT_EQ(provider->trace.calls[static_cast<std::size_t>(departure->call)].op, expected_op);
   // The auditor's dispute compares as it replays and stops at that call: its trace is the
   // replay's up to and including it, the same on every run.
-  auto compared = verifier::compare_step(task, start, *signed_trace, {});
+  auto compared = verifier::compare_step(task, start, *signed_trace, options);
   ASSERT_TRUE(compared.ok()) << compared.error().message;
   ASSERT_TRUE(compared->departure.has_value());
   EXPECT_EQ(compared->departure->call, departure->call);
@@ -78,7 +118,7 @@ TEST_P(Cheats, AreLocatedAtTheirOperatorAndRuledAgainst) {
 
   // The provider's values of that call, answered with its own code.
   OperatorCheater again(c.cheat, optimizer_op);
-  auto values = verifier::trace_step(task, start, 1, 1, {}, departure->call, &again);
+  auto values = verifier::trace_step(task, start, 1, 1, options, departure->call, &again);
   ASSERT_TRUE(values.ok()) << values.error().message;
   ASSERT_TRUE(values->values.has_value());
   auto evidence =
@@ -131,8 +171,13 @@ INSTANTIATE_TEST_SUITE_P(OperatorDispute, Cheats,
                                            Case{OperatorCheat::kCorruptedWeight, true},
                                            Case{OperatorCheat::kClippingSkipped, false, true},
                                            Case{OperatorCheat::kAverageSkipped, true, true},
-                                           Case{OperatorCheat::kCorruptedWeight, true, true}),
+                                           Case{OperatorCheat::kCorruptedWeight, true, true},
+                                           Case{OperatorCheat::kGeluTanh, false, false, "wav2vec2"},
+                                           Case{OperatorCheat::kNormalOtherStream, false, false,
+                                                "vae"}),
                          [](const ::testing::TestParamInfo<Case>& info) {
+                           if (info.param.scripted != nullptr)
+                             return cheat_name(info.param.cheat) + "_" + info.param.scripted;
                            return cheat_name(info.param.cheat) +
                                   (info.param.cnn ? "_cnn" : "_gpt") +
                                   (info.param.recipes ? "_recipes" : "");

@@ -350,8 +350,6 @@ MODELS = [
 # of the module), or the portable operator's own refusal when the step runs.
 REFUSED = {
     "maxvit": "aten::einsum",
-    "rnn_tanh": "aten::rnn_tanh",
-    "rnn_relu": "aten::rnn_relu",
     "lstm_proj": "projections (proj_size)",
 }
 

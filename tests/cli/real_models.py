@@ -181,3 +181,72 @@ torch.jit.script(numpy_weights(ClipNet())).save("%s/clip_net.pt" % out)
 clips = np.stack([np.roll(images, t, axis=3) for t in range(4)], axis=2)  # [64, 3, 4, 32, 32]
 with open("%s/clips.safetensors" % out, "wb") as f:
     f.write(safetensors_bytes({"inputs": ("F32", clips), "targets": ("I64", targets)}))
+
+# A VAE (docs/portable.md, "Random operators") that computes its own loss: the reparameterised
+# z = mu + randn_like(std) ⊗ std, input noise from normal_ on a fresh tensor, a multiplicative
+# jitter from uniform_, a randn of a size, and binary cross-entropy of the reconstruction plus
+# the KL term. On the digits' rows, flattened: pixels in [0, 1].
+class Vae(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc, self.mu, self.logvar = nn.Linear(256, 64), nn.Linear(64, 16), nn.Linear(64, 16)
+        self.dec1, self.dec2 = nn.Linear(16, 64), nn.Linear(64, 256)
+    def forward(self, x, y):
+        x = x.flatten(1)
+        h = torch.relu(self.enc(x + torch.empty_like(x).normal_(0.0, 0.05)))
+        mu, logvar = self.mu(h), self.logvar(h)
+        std = torch.exp(0.5 * logvar)
+        z = mu + torch.randn_like(std) * std + 0.01 * torch.randn(mu.size())
+        g = torch.relu(self.dec1(z)) * torch.empty_like(h).uniform_(0.9, 1.1)
+        recon = torch.sigmoid(self.dec2(g))
+        kl = -0.5 * torch.mean(1.0 + logvar - mu.pow(2) - logvar.exp())
+        return F.binary_cross_entropy(recon, x) + kl
+
+torch.jit.script(numpy_weights(Vae())).save("%s/vae.pt" % out)
+
+# nn.RNN's Elman cells (docs/portable.md, "Recurrent layers"): tanh over two bidirectional
+# layers with dropout between them, and ReLU.
+class Elman(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.tanh = nn.RNN(32, 16, num_layers=2, bidirectional=True, batch_first=True, dropout=0.1)
+        self.relu = nn.RNN(32, 16, nonlinearity="relu", batch_first=True)
+        self.fc = nn.Linear(48, 10)
+    def forward(self, x):
+        a, _ = self.tanh(x)
+        b, _ = self.relu(x)
+        return self.fc(torch.cat([a[:, -1], b[:, -1]], 1))
+
+torch.jit.script(numpy_weights(Elman())).save("%s/elman.pt" % out)
+
+# torchaudio's conformer (on the rows as 8 frames of 32 features, every row at full length) and
+# wav2vec 2.0 (layer drop's rand, dropout, group norm, the positional convolution's GELU) on
+# waveforms made of the digits' pixels, each classified from its output's mean over time.
+import torchaudio.models as tam
+
+class Audio(nn.Module):
+    def __init__(self, model, width: int):
+        super().__init__()
+        self.model, self.fc = model, nn.Linear(width, 10)
+    def forward(self, x):
+        return self.fc(self.model(x)[0].mean(1))
+
+class WithLengths(Audio):
+    def forward(self, x):
+        n = torch.full([x.size(0)], x.size(1), dtype=torch.long)
+        return self.fc(self.model(x, n)[0].mean(1))
+
+conformer = tam.Conformer(input_dim=32, num_heads=2, ffn_dim=32, num_layers=2,
+                          depthwise_conv_kernel_size=3, dropout=0.1)
+wav2vec2 = tam.wav2vec2_model(
+    extractor_mode="group_norm", extractor_conv_layer_config=[(8, 10, 5), (8, 3, 2)],
+    extractor_conv_bias=False, encoder_embed_dim=16, encoder_projection_dropout=0.1,
+    encoder_pos_conv_kernel=4, encoder_pos_conv_groups=2, encoder_num_layers=2,
+    encoder_num_heads=2, encoder_attention_dropout=0.1, encoder_ff_interm_features=32,
+    encoder_ff_interm_dropout=0.0, encoder_dropout=0.1, encoder_layer_norm_first=False,
+    encoder_layer_drop=0.05, aux_num_out=None)
+for name, m in [("conformer", WithLengths(conformer, 32)), ("wav2vec2", Audio(wav2vec2, 16))]:
+    torch.jit.script(numpy_weights(m)).save("%s/%s.pt" % (out, name))
+waves = np.repeat(pixels.reshape(64, 64), 7, axis=1)[:, :400] - np.float32(0.5)
+with open("%s/waves.safetensors" % out, "wb") as f:
+    f.write(safetensors_bytes({"inputs": ("F32", waves.astype(np.float32)), "targets": ("I64", targets)}))

@@ -3,13 +3,15 @@
 // torchvision, a TransformerEncoder classifier (2 layers, d 32, 4 heads,
 // dropout 0.1), an LSTM classifier and a net of SELU, CELU, Mish, LogSigmoid, Hardshrink,
 // Softshrink, Threshold, GLU (its sigmoid the portable kernel's) and PReLU from torch.nn
-// and a module of constant padding, flips, rolls and shuffles (tests/cli/real_models.py),
-// each scripted by Debian's torch with its weights set from numpy (torch's own fill differs with
-// the vector width), on sklearn's digits. `task init` picks portable for each; each trains to the
-// same roots under every ATEN_CPU_CAPABILITY and thread count this CPU can pose as, and a verifier
-// under another setting accepts it, and a step's signed trace written under one setting is the
-// replay's under another, call for call. A module with an operator that has no portable kernel is
-// refused by name and line.
+// and a module of constant padding, flips, rolls and shuffles, LR-ASPP segmentation, a video
+// net, a net of decompositions, a VAE of randn_like, normal_, uniform_ and binary cross-entropy,
+// nn.RNN's tanh and ReLU cells, and torchaudio's conformer and wav2vec 2.0
+// (tests/cli/real_models.py), each scripted by Debian's torch with its weights set from numpy
+// (torch's own fill differs with the vector width), on sklearn's digits. `task init` picks portable
+// for each; each trains to the same roots under every ATEN_CPU_CAPABILITY and thread count this CPU
+// can pose as, and a verifier under another setting accepts it, and a step's signed trace written
+// under one setting is the replay's under another, call for call. A module with an operator that
+// has no portable kernel is refused by name and line.
 
 #include <gtest/gtest.h>
 
@@ -45,12 +47,13 @@ class RealModels : public ::testing::TestWithParam<const char*> {
   // this process's folder, where the tests write their tasks and workdirs beside them.
   static void SetUpTestSuite() {
     dir_ = testing::copy_of_made("real_models.py", {"make_digits.py", "requestor_nets.py"},
-                                 "torch, torchvision, sklearn", made_);
+                                 "torch, torchvision, torchaudio, sklearn", made_);
   }
   static void TearDownTestSuite() { dir_.reset(); }
   void SetUp() override {
     ASSERT_EQ(made_, "");
-    if (dir_ == nullptr) GTEST_SKIP() << "python3-torch, -torchvision or -sklearn not installed";
+    if (dir_ == nullptr)
+      GTEST_SKIP() << "python3-torch, -torchvision, -torchaudio or -sklearn not installed";
   }
   static std::string in() { return "cd '" + dir_->path().string() + "' && "; }
   static std::string data_of(const std::string& model) {
@@ -58,6 +61,7 @@ class RealModels : public ::testing::TestWithParam<const char*> {
                         model == "shuffler" || model == "decomposed";
     if (model == "lraspp") return "segments";
     if (model == "clip_net") return "clips";
+    if (model == "wav2vec2") return "waves";
     return images ? "images" : "rows";
   }
 
@@ -71,13 +75,13 @@ TEST_P(RealModels, TrainPortablyToTheSameRootsOnEverySettingAndVerifyOnAnother) 
   const std::string model = GetParam();
   const std::string task = model + ".json";
   // task init chooses portable by itself, and says so.
-  auto init =
-      run_command(in() + veritrain_binary() + " task init --model torchscript --model-file " +
-                      model + ".pt --dataset tensors --data-file " + data_of(model) +
-                      ".safetensors --eval-fraction 0.25 --epochs 1 --steps-per-epoch 2 "
-                      "--batch-size 4" +
-                      (model == "decomposed" ? " --loss model" : "") + " --out " + task,
-                  dir_->path());
+  auto init = run_command(
+      in() + veritrain_binary() + " task init --model torchscript --model-file " + model +
+          ".pt --dataset tensors --data-file " + data_of(model) +
+          ".safetensors --eval-fraction 0.25 --epochs 1 --steps-per-epoch 2 "
+          "--batch-size 4" +
+          (model == "decomposed" || model == "vae" ? " --loss model" : "") + " --out " + task,
+      dir_->path());
   ASSERT_EQ(init.exit_code, 0) << init.err;
   EXPECT_EQ(nlohmann::json::parse(*read_text_file(dir_->path() / task))["determinism"], "portable")
       << init.err;
@@ -138,7 +142,15 @@ TEST_P(RealModels, TrainPortablyToTheSameRootsOnEverySettingAndVerifyOnAnother) 
       {"decomposed",
        {"group_norm", "group_norm_backward", "max_pool2d", "max_pool2d_backward", "rnn",
         "rnn_backward", "dropout", "embedding", "embedding_backward", "log", "reduce",
-        "reduce_backward", "uniform", "bernoulli", "exp"}}};
+        "reduce_backward", "uniform", "bernoulli", "exp"}},
+      {"vae", {"normal", "uniform", "exp", "exp_backward", "log", "sigmoid", "gemm"}},
+      {"elman", {"rnn", "rnn_backward", "dropout", "gemm", "cross_entropy"}},
+      {"conformer",
+       {"batch_norm_train", "conv", "conv_backward", "silu", "sigmoid", "softmax", "baddbmm",
+        "layer_norm", "dropout"}},
+      {"wav2vec2",
+       {"group_norm", "group_norm_backward", "gelu", "gelu_backward", "conv", "conv_backward",
+        "uniform", "layer_norm", "softmax", "baddbmm", "dropout"}}};
   for (const std::string& op : expected.at(model))
     EXPECT_TRUE(ops.contains(op)) << op << " not in " << ::testing::PrintToString(ops);
   auto agrees =
@@ -152,7 +164,7 @@ TEST_P(RealModels, TrainPortablyToTheSameRootsOnEverySettingAndVerifyOnAnother) 
 INSTANTIATE_TEST_SUITE_P(TorchvisionAndTorchNn, RealModels,
                          ::testing::Values("resnet18", "mobilenet_v2", "googlenet", "encoder",
                                            "lstm", "selu_net", "shuffler", "lraspp", "clip_net",
-                                           "decomposed"),
+                                           "decomposed", "vae", "elman", "conformer", "wav2vec2"),
                          testing::ValueName());
 
 // An operator without a portable kernel: task init --determinism portable refuses it by name and

@@ -163,8 +163,10 @@ void run_real_model_kernels() {
   kernels::baddbmm(2, 3, 5, 4, ba.data(), bb.data(), nullptr, 1.0f, 1.0f, bmm_y.data());
   kernels::baddbmm_backward(2, 3, 5, 4, ba.data(), bb.data(), bc.data(), 0.125f, 0.5f, bda.data(),
                             bdb.data(), bdc.data());
-  // An LSTM layer forwards (biases, a final state's gradient) and a GRU layer in reverse (none).
-  for (const kernels::Cell cell : {kernels::Cell::kLstm, kernels::Cell::kGru}) {
+  // An LSTM layer forwards (biases, a final state's gradient), and a GRU layer and both Elman
+  // cells in reverse (none).
+  for (const kernels::Cell cell :
+       {kernels::Cell::kLstm, kernels::Cell::kGru, kernels::Cell::kTanh, kernels::Cell::kRelu}) {
     const bool lstm = cell == kernels::Cell::kLstm;
     kernels::RnnShape rs{cell, 3, 2, 4, 3, !lstm};
     const std::int64_t G = rs.gate_rows(), state = rs.batch * rs.hidden;

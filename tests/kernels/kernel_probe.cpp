@@ -483,6 +483,10 @@ void random_ops(Probe& p, const std::string& op) {
     k::uniform(numel(x.shape), p.state(), call, p.out("y", x.shape));
     return;
   }
+  if (op == "normal") {
+    k::normal(numel(x.shape), p.state(), call, p.out("y", x.shape));
+    return;
+  }
   const std::int64_t b = x.size(0), c = x.size(1), s = numel(x.shape) / (b * c);
   k::feature_dropout(b, c, s, x.data(), prob, p.state(), call, p.out("y", x.shape));
   k::feature_dropout_backward(b, c, s, p.in("dy").data(), prob, p.state(), call,
@@ -523,9 +527,12 @@ int main(int argc, char** argv) {
       group_norm(p);
     } else if (op == "nll_loss" || op == "cross_entropy" || op == "bce_logits") {
       losses(p, op);
-    } else if (op == "lstm" || op == "gru") {
-      rnn(p, op == "lstm" ? k::Cell::kLstm : k::Cell::kGru);
-    } else if (op == "feature_dropout" || op == "bernoulli" || op == "uniform") {
+    } else if (op == "lstm" || op == "gru" || op == "rnn_tanh" || op == "rnn_relu") {
+      rnn(p, op == "lstm"       ? k::Cell::kLstm
+             : op == "gru"      ? k::Cell::kGru
+             : op == "rnn_tanh" ? k::Cell::kTanh
+                                : k::Cell::kRelu);
+    } else if (op == "feature_dropout" || op == "bernoulli" || op == "uniform" || op == "normal") {
       random_ops(p, op);
     } else {
       std::cerr << "kernel_probe: unknown op " << op << "\n";

@@ -2,6 +2,7 @@
 // equal bits, not closeness, at shapes that cross every tile and block edge.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include "kernels/isa.h"
 #include "kernels/norm.h"
 #include "kernels/parallel.h"
+#include "kernels/pointwise.h"
 #include "kernels/scalar.h"
 #include "tests/kernels/kernel_test_util.h"
 
@@ -448,6 +450,42 @@ TEST(Scalar, StreamDrawsAreReadableAtAnyCounter) {
   }
   EXPECT_EQ(uniform_of(0), 0.0f);
   EXPECT_LT(uniform_of(~std::uint64_t{0}), 1.0f);
+}
+
+// torch.randn's draws (docs/portable.md, "Random operators"): a standard normal, not an
+// approximation of one: its moments and its mass within one and two deviations, a tail out to
+// sqrt(2 ln 2^24), and the same bits at any thread count (the bits against the docs:
+// tests/kernels/ops_ref_test.py).
+TEST(Scalar, NormalDrawsAreStandardNormalsAtAnyThreadCount) {
+  constexpr std::int64_t kCount = 1 << 18;
+  const std::uint64_t state = stream_state(42, 5, 0);
+  std::vector<float> one(kCount), two(kCount);
+  set_threads(1);
+  normal(kCount, state, 3, one.data());
+  set_threads(2);
+  normal(kCount, state, 3, two.data());
+  set_threads(1);
+  EXPECT_EQ(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)), 0);
+  double sum = 0, squares = 0, fourths = 0, within1 = 0, within2 = 0, widest = 0;
+  for (const float z : one) {
+    sum += z;
+    squares += double{z} * z;
+    fourths += double{z} * z * z * z;
+    within1 += std::abs(z) <= 1.0f ? 1 : 0;
+    within2 += std::abs(z) <= 2.0f ? 1 : 0;
+    widest = std::max(widest, double{std::abs(z)});
+  }
+  const double n = kCount;
+  EXPECT_NEAR(sum / n, 0.0, 0.01);
+  EXPECT_NEAR(squares / n, 1.0, 0.01);
+  EXPECT_NEAR(fourths / n, 3.0, 0.06);  // the normal's kurtosis: sums of uniforms fall short
+  EXPECT_NEAR(within1 / n, 0.682689, 0.003);
+  EXPECT_NEAR(within2 / n, 0.954500, 0.002);
+  EXPECT_GT(widest, 3.9);  // 1 in 10^4 lies beyond 3.9
+  EXPECT_LE(widest, std::sqrt(2 * 24 * std::log(2.0)) + 1e-4);
+  // Another call is another stream.
+  normal(kCount, state, 4, two.data());
+  EXPECT_NE(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)), 0);
 }
 
 }  // namespace

@@ -366,7 +366,7 @@ def case_rnn(g, k, op):
     layers, bidirectional = ((1, False), (2, True), (1, True), (2, False))[k % 4]
     t, b, i, h = g.int(1, 4), g.int(1, 3), g.int(1, 4), g.int(1, 3)
     dirs = 2 if bidirectional else 1
-    kk = 4 if lstm else 3
+    kk = {"lstm": 4, "gru": 3}.get(op, 1)
     scale = 8.0 if k % 5 == 4 else 1.0  # saturated gates
     flavor = "special" if k % 5 == 3 else "clean"
     inputs = {"x": g.values((t, b, i), flavor, scale), "h0": g.values((layers * dirs, b, h), "clean", 0.5)}
@@ -407,6 +407,13 @@ def case_uniform(g, k):
     return "uniform", params, {"x": g.values(shape, "special")}
 
 
+def case_normal(g, k):
+    # Up to 64³ values: past a thread's share of the kernel, every quarter of the cosine.
+    shape = [g.int(1, 64) for _ in range(g.int(1, 3))]
+    params = {"state": g.state(), "call": g.choice([0, 1, 3, 1 << 20])}
+    return "normal", params, {"x": g.values(shape, "special")}
+
+
 ACT_FNS = ("sigmoid", "tanh", "silu", "hardtanh", "hardsigmoid", "hardswish", "leaky_relu", "elu",
            "gelu_tanh", "softplus", "selu", "celu", "mish", "log_sigmoid", "hardshrink", "softshrink",
            "threshold", "exp", "log")
@@ -431,9 +438,12 @@ SUITE = ([("act:" + fn, "act", 5, lambda g, k, fn=fn: case_act(g, k, fn)) for fn
     ("bce_logits", "bce_logits", 5, case_bce_logits),
     ("lstm", "lstm", 5, lambda g, k: case_rnn(g, k, "lstm")),
     ("gru", "gru", 5, lambda g, k: case_rnn(g, k, "gru")),
+    ("rnn_tanh", "rnn_tanh", 5, lambda g, k: case_rnn(g, k, "rnn_tanh")),
+    ("rnn_relu", "rnn_relu", 5, lambda g, k: case_rnn(g, k, "rnn_relu")),
     ("feature_dropout", "feature_dropout", 6, case_feature_dropout),
     ("bernoulli", "bernoulli", 6, case_bernoulli),
-    ("uniform", "uniform", 4, case_uniform)])
+    ("uniform", "uniform", 4, case_uniform),
+    ("normal", "normal", 6, case_normal)])
 
 
 # --------------------------------------------------------------------------------------------

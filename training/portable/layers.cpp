@@ -265,6 +265,12 @@ at::Tensor uniform(at::IntArrayRef shape, std::uint64_t state, std::uint64_t cal
   return y;
 }
 
+at::Tensor normal(at::IntArrayRef shape, std::uint64_t state, std::uint64_t call) {
+  at::Tensor y = at::empty(shape, at::TensorOptions().dtype(at::kFloat));
+  kernels::normal(y.numel(), state, call, ptr(y));
+  return y;
+}
+
 at::Tensor bernoulli(const at::Tensor& like, double p, std::uint64_t state, std::uint64_t call) {
   at::Tensor y = at::empty(like.sizes(), like.options().dtype(at::kFloat));
   kernels::bernoulli(y.numel(), static_cast<float>(p), state, call, ptr(y));

@@ -35,5 +35,7 @@ at::Tensor feature_dropout(const at::Tensor& x, double p, std::uint64_t state, s
 at::Tensor bernoulli(const at::Tensor& like, double p, std::uint64_t state, std::uint64_t call);
 // Uniforms in [0, 1) of `shape` (kernels::uniform), binary32.
 at::Tensor uniform(at::IntArrayRef shape, std::uint64_t state, std::uint64_t call);
+// Standard normals of `shape` (kernels::normal), binary32.
+at::Tensor normal(at::IntArrayRef shape, std::uint64_t state, std::uint64_t call);
 
 }  // namespace vt::training::portable

@@ -167,6 +167,21 @@ constexpr PortableOp kOps[] = {
     {"aten::bernoulli_", "float", F::kInPlace, "bernoulli",
      "bernoulli(Tensor self, float p=0.5, Generator? generator=None) -> Tensor", "Random operators",
      "bernoulli"},
+    {"aten::uniform_", "", F::kInPlace, "uniform",
+     "uniform(Tensor self, float from=0., float to=1., Generator? generator=None) -> Tensor",
+     "Random operators", "uniform"},
+    kernel("aten::randn", "", "randn",
+           "randn(int[] size, *, ScalarType? dtype=None, Layout? layout=None, "
+           "Device? device=None, bool? pin_memory=None) -> Tensor",
+           "Random operators", "normal"),
+    kernel("aten::randn_like", "", "randn_like",
+           "randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, "
+           "Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> "
+           "Tensor",
+           "Random operators", "normal"),
+    {"aten::normal_", "", F::kInPlace, "normal",
+     "normal(Tensor self, float mean=0., float std=1., Generator? generator=None) -> Tensor",
+     "Random operators", "normal"},
 
     // Pooling and resampling.
     kernel("aten::max_pool2d", "", "max_pool2d",
@@ -315,6 +330,14 @@ constexpr PortableOp kOps[] = {
            "Recurrent layers", "rnn rnn_backward"),
     kernel("aten::gru", "input", "gru",
            "gru(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, "
+           "float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)",
+           "Recurrent layers", "rnn rnn_backward"),
+    kernel("aten::rnn_tanh", "input", "rnn_tanh",
+           "rnn_tanh(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, "
+           "float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)",
+           "Recurrent layers", "rnn rnn_backward"),
+    kernel("aten::rnn_relu", "input", "rnn_relu",
+           "rnn_relu(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, "
            "float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)",
            "Recurrent layers", "rnn rnn_backward"),
 

@@ -22,8 +22,6 @@
 namespace vt::training {
 namespace {
 
-thread_local Ops* t_script_ops = nullptr;
-
 using at::IntArrayRef;
 using at::Tensor;
 using c10::optional;
@@ -79,8 +77,9 @@ Tensor gelu(const Tensor& x, c10::string_view approximate) {
 
 Tensor dropout(const Tensor& x, double p, bool train) {
   if (!train || p == 0.0) return x;
-  TORCH_CHECK(t_script_ops != nullptr, "portable dropout: no training pass is running");
-  return t_script_ops->dropout(x, p, train);
+  Ops* ops = script_ops();
+  TORCH_CHECK(ops != nullptr, "portable dropout: no training pass is running");
+  return ops->dropout(x, p, train);
 }
 
 Tensor adaptive_avg_pool(const Tensor& x, IntArrayRef size) {
@@ -437,7 +436,8 @@ Tensor bce_with_logits(const Tensor& x, const Tensor& target, const optional<Ten
 
 // --- recurrent layers ---------------------------------------------------------------------------
 
-// aten::lstm / aten::gru's flat parameters: per layer and direction w_ih, w_hh (and b_ih, b_hh).
+// aten::lstm / gru / rnn_tanh / rnn_relu's flat parameters: per layer and direction w_ih, w_hh (and
+// b_ih, b_hh).
 std::vector<Tensor> stack_layers(const Tensor& input, const std::vector<Tensor>& h0s,
                                  const std::vector<Tensor>& c0s, const std::vector<Tensor>& params,
                                  bool has_biases, int64_t layers, double dropout_p, bool train,
@@ -484,81 +484,21 @@ std::tuple<Tensor, Tensor, Tensor> lstm(const Tensor& input, at::TensorList hx,
   return {y[0], at::stack(hn), at::stack(cn)};
 }
 
-std::tuple<Tensor, Tensor> gru(const Tensor& input, const Tensor& hx, at::TensorList params,
-                               bool has_biases, int64_t layers, double dropout_p, bool train,
-                               bool bidirectional, bool batch_first) {
-  TORCH_CHECK(input.dim() == 3, "portable gru: batched input");
+// aten::gru, rnn_tanh and rnn_relu: one state, h.
+template <kernels::Cell kCell>
+std::tuple<Tensor, Tensor> one_state_rnn(const Tensor& input, const Tensor& hx,
+                                         at::TensorList params, bool has_biases, int64_t layers,
+                                         double dropout_p, bool train, bool bidirectional,
+                                         bool batch_first) {
+  TORCH_CHECK(input.dim() == 3, "portable ",
+              kCell == kernels::Cell::kGru    ? "gru"
+              : kCell == kernels::Cell::kTanh ? "rnn_tanh"
+                                              : "rnn_relu",
+              ": batched input");
   std::vector<Tensor> hn, cn;
   auto y = stack_layers(input, hx.unbind(0), {}, params.vec(), has_biases, layers, dropout_p, train,
-                        bidirectional, batch_first, kernels::Cell::kGru, hn, cn);
+                        bidirectional, batch_first, kCell, hn, cn);
   return {y[0], at::stack(hn)};
-}
-
-// --- random operators -----------------------------------------------------------------------
-
-void next_draw(std::uint64_t& state, std::uint64_t& call, const char* op) {
-  TORCH_CHECK(t_script_ops != nullptr && t_script_ops->next_draw(state, call), "portable ", op,
-              ": no training pass is running");
-}
-Tensor feature_dropout(const Tensor& x, double p, bool train) {
-  if (!train || p == 0.0) return x;
-  std::uint64_t state = 0, call = 0;
-  next_draw(state, call, "feature_dropout");
-  return P::feature_dropout(x, p, state, call);
-}
-// AlphaDropout (SELU networks): PyTorch's _dropout_impl for alpha, step for step, with the keep
-// mask a bernoulli_(1 - p) of the dropout stream.
-Tensor alpha_dropout(const Tensor& x, double p, bool train) {
-  if (!train || p == 0.0) return x;
-  if (p == 1.0) return at::mul(x, at::zeros({}, x.options()));
-  std::uint64_t state = 0, call = 0;
-  next_draw(state, call, "alpha_dropout");
-  const Tensor keep = P::bernoulli(x, 1.0 - p, state, call);
-  constexpr double kAlpha = 1.7580993408473766;
-  const double a = 1.0 / std::sqrt((kAlpha * kAlpha * p + 1) * (1 - p));
-  const Tensor b = at::add(at::mul(at::sub(keep, 1), kAlpha * a), kAlpha * a * p);
-  return at::add(at::mul(x, at::mul(keep, a)), b);
-}
-// torch.rand and rand_like: uniforms in [0, 1) of the dropout stream, binary32.
-Tensor uniforms(IntArrayRef size, optional<at::ScalarType> dtype, const char* op) {
-  TORCH_CHECK(!dtype.has_value() || *dtype == at::kFloat, "portable ", op,
-              ": a dtype other than float32");
-  std::uint64_t state = 0, call = 0;
-  next_draw(state, call, op);
-  return P::uniform(size, state, call);
-}
-Tensor rand(IntArrayRef size, optional<at::ScalarType> dtype, optional<at::Layout> /*layout*/,
-            optional<at::Device> /*device*/, optional<bool> /*pin_memory*/) {
-  return uniforms(size, dtype, "rand");
-}
-Tensor rand_like(const Tensor& x, optional<at::ScalarType> dtype, optional<at::Layout> /*layout*/,
-                 optional<at::Device> /*device*/, optional<bool> /*pin_memory*/,
-                 optional<at::MemoryFormat> /*memory_format*/) {
-  return uniforms(x.sizes(), dtype.has_value() ? dtype : x.scalar_type(), "rand_like");
-}
-// RReLU: in training `x > 0 ? x : x ⊗ r` with a slope r = lower ⊕ (upper ⊖ lower) ⊗ u for every
-// element, u from the dropout stream; otherwise leaky_relu at the mean slope, as PyTorch's.
-// The generator by value: the type of the schema this kernel is registered for.
-Tensor rrelu(const Tensor& x, const at::Scalar& lower, const at::Scalar& upper, bool training,
-             optional<at::Generator> generator) {  // NOLINT(performance-unnecessary-value-param)
-  TORCH_CHECK(!generator.has_value(), "portable rrelu: a generator of its own");
-  const double lo = lower.toDouble(), hi = upper.toDouble();
-  if (!training) {
-    kernels::ActivationParams p;
-    p.slope = static_cast<float>((lo + hi) / 2);
-    return act(x, kernels::Activation::kLeakyRelu, p);
-  }
-  const Tensor slope = at::add(at::mul(uniforms(x.sizes(), c10::nullopt, "rrelu"), hi - lo), lo);
-  return at::where(x > 0, x, at::mul(x, slope));
-}
-// The generator by value: the type of the schema this kernel is registered for.
-Tensor bernoulli(
-    const Tensor& x, double p,
-    optional<at::Generator> generator) {  // NOLINT(performance-unnecessary-value-param)
-  TORCH_CHECK(!generator.has_value(), "portable bernoulli_: a generator of its own");
-  std::uint64_t state = 0, call = 0;
-  next_draw(state, call, "bernoulli_");
-  return P::bernoulli(x, p, state, call);
 }
 
 }  // namespace
@@ -603,12 +543,6 @@ TORCH_LIBRARY_IMPL(veritrain, CompositeImplicitAutograd, m) {
   m.impl("glu", &glu);
   m.impl("prelu", &prelu);
   m.impl("dropout", &dropout);
-  m.impl("feature_dropout", &feature_dropout);
-  m.impl("bernoulli", &bernoulli);
-  m.impl("alpha_dropout", &alpha_dropout);
-  m.impl("rand", &rand);
-  m.impl("rand_like", &rand_like);
-  m.impl("rrelu", &rrelu);
   m.impl("max_pool2d", &max_pool2d);
   m.impl("max_pool2d_with_indices", &max_pool2d_with_indices);
   m.impl("avg_pool2d", &avg_pool2d);
@@ -669,9 +603,9 @@ TORCH_LIBRARY_IMPL(veritrain, CompositeImplicitAutograd, m) {
   m.impl("bce_with_logits", &bce_with_logits);
   m.impl("mse_loss", &mse_loss);
   m.impl("lstm", &lstm);
-  m.impl("gru", &gru);
+  m.impl("gru", &one_state_rnn<kernels::Cell::kGru>);
+  m.impl("rnn_tanh", &one_state_rnn<kernels::Cell::kTanh>);
+  m.impl("rnn_relu", &one_state_rnn<kernels::Cell::kRelu>);
 }
-
-void set_script_ops(Ops* ops) { t_script_ops = ops; }
 
 }  // namespace vt::training
