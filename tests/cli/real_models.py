@@ -219,6 +219,21 @@ class Elman(nn.Module):
 
 torch.jit.script(numpy_weights(Elman())).save("%s/elman.pt" % out)
 
+# Attention written with torch.einsum, as torchvision's MaxViT writes it (spaces, five
+# subscripts), a one-operand transpose and a sum over a subscript only one operand names.
+class Einsum(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv, self.fc = nn.Linear(32, 96), nn.Linear(32, 10)
+    def forward(self, x):
+        q, k, v = self.qkv(x).reshape(x.size(0), 1, 8, 2, 48).chunk(3, -1)
+        scores = torch.einsum("B G H I D, B G H J D -> B G H I J", q, k) * 0.25
+        mixed = torch.einsum("B G H I J, B G H J D -> B G H I D", scores.softmax(-1), v)
+        rows = torch.einsum("bghid->bgihd", mixed).reshape(x.size(0), 8, 32)
+        return self.fc(torch.einsum("bij,bij->bj", rows, rows) + torch.einsum("bij->bj", rows))
+
+torch.jit.script(numpy_weights(Einsum())).save("%s/einsum.pt" % out)
+
 # torchaudio's conformer (on the rows as 8 frames of 32 features, every row at full length) and
 # wav2vec 2.0 (layer drop's rand, dropout, group norm, the positional convolution's GELU) on
 # waveforms made of the digits' pixels, each classified from its output's mean over time.

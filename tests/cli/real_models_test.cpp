@@ -5,13 +5,13 @@
 // Softshrink, Threshold, GLU (its sigmoid the portable kernel's) and PReLU from torch.nn
 // and a module of constant padding, flips, rolls and shuffles, LR-ASPP segmentation, a video
 // net, a net of decompositions, a VAE of randn_like, normal_, uniform_ and binary cross-entropy,
-// nn.RNN's tanh and ReLU cells, and torchaudio's conformer and wav2vec 2.0
-// (tests/cli/real_models.py), each scripted by Debian's torch with its weights set from numpy
-// (torch's own fill differs with the vector width), on sklearn's digits. `task init` picks portable
-// for each; each trains to the same roots under every ATEN_CPU_CAPABILITY and thread count this CPU
-// can pose as, and a verifier under another setting accepts it, and a step's signed trace written
-// under one setting is the replay's under another, call for call. A module with an operator that
-// has no portable kernel is refused by name and line.
+// nn.RNN's tanh and ReLU cells, attention in torch.einsum, and torchaudio's conformer and
+// wav2vec 2.0 (tests/cli/real_models.py), each scripted by Debian's torch with its weights set from
+// numpy (torch's own fill differs with the vector width), on sklearn's digits. `task init` picks
+// portable for each; each trains to the same roots under every ATEN_CPU_CAPABILITY and thread count
+// this CPU can pose as, and a verifier under another setting accepts it, and a step's signed trace
+// written under one setting is the replay's under another, call for call. A module with an operator
+// that has no portable kernel is refused by name and line.
 
 #include <gtest/gtest.h>
 
@@ -145,6 +145,7 @@ TEST_P(RealModels, TrainPortablyToTheSameRootsOnEverySettingAndVerifyOnAnother) 
         "reduce_backward", "uniform", "bernoulli", "exp"}},
       {"vae", {"normal", "uniform", "exp", "exp_backward", "log", "sigmoid", "gemm"}},
       {"elman", {"rnn", "rnn_backward", "dropout", "gemm", "cross_entropy"}},
+      {"einsum", {"gemm", "softmax", "softmax_backward", "reduce", "reduce_backward"}},
       {"conformer",
        {"batch_norm_train", "conv", "conv_backward", "silu", "sigmoid", "softmax", "baddbmm",
         "layer_norm", "dropout"}},
@@ -164,7 +165,8 @@ TEST_P(RealModels, TrainPortablyToTheSameRootsOnEverySettingAndVerifyOnAnother) 
 INSTANTIATE_TEST_SUITE_P(TorchvisionAndTorchNn, RealModels,
                          ::testing::Values("resnet18", "mobilenet_v2", "googlenet", "encoder",
                                            "lstm", "selu_net", "shuffler", "lraspp", "clip_net",
-                                           "decomposed", "vae", "elman", "conformer", "wav2vec2"),
+                                           "decomposed", "vae", "elman", "einsum", "conformer",
+                                           "wav2vec2"),
                          testing::ValueName());
 
 // An operator without a portable kernel: task init --determinism portable refuses it by name and
