@@ -50,6 +50,13 @@ class Args {
                   " is outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]"};
     return p.integer;
   }
+  // A parameter the call records only where it applies (an LSTM's proj): `absent` without it.
+  std::int64_t integer_or(std::string_view name, std::int64_t absent, std::int64_t lo = 0,
+                          std::int64_t hi = kMaxValues) {
+    for (const TracedParam& p : call_.params)
+      if (p.name == name) return integer(name, lo, hi);
+    return absent;
+  }
   bool flag(std::string_view name) { return integer(name, 0, 1) != 0; }
   std::uint64_t bits64(std::string_view name) {  // a 64-bit pattern (a random stream's state)
     return static_cast<std::uint64_t>(param(name, false).integer);

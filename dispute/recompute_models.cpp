@@ -159,8 +159,8 @@ void baddbmm(Args& a, bool backward) {
                    a.out("y", ny));
 }
 
-// One layer and direction of an LSTM (cell 0), GRU (1) or Elman RNN (2 tanh, 3 ReLU), as
-// kernels/rnn.h runs it.
+// One layer and direction of an LSTM (cell 0; proj where it has a projection), GRU (1) or Elman
+// RNN (2 tanh, 3 ReLU), as kernels/rnn.h runs it.
 void rnn(Args& a, bool backward) {
   kernels::RnnShape s;
   s.cell = static_cast<kernels::Cell>(a.integer("cell", 0, 3));
@@ -169,30 +169,34 @@ void rnn(Args& a, bool backward) {
   s.input = a.integer("input", 1);
   s.hidden = a.integer("hidden", 1);
   s.reverse = a.flag("reverse");
-  const std::int64_t G = s.gate_rows();
-  values({s.steps, s.batch, G, s.input + s.hidden});  // the products' work
-  values({s.steps, s.batch, G + s.hidden});           // what forward keeps, at most
   const bool lstm = s.cell == kernels::Cell::kLstm;
-  const std::int64_t state = s.batch * s.hidden, xs = values({s.steps, s.batch, s.input}),
-                     ys = s.steps * state;
+  s.proj = lstm ? a.integer_or("proj", 0, 1) : 0;
+  const std::int64_t G = s.gate_rows(), W = s.width();
+  values({s.steps, s.batch, G, s.input + W});    // the products' work
+  values({s.steps, s.batch, G + 2 * s.hidden});  // what forward keeps, at most
+  values({s.steps, s.batch, s.hidden, s.proj});  // the projection's work
+  const std::int64_t state = s.batch * W, cell = s.batch * s.hidden,
+                     xs = values({s.steps, s.batch, s.input}), ys = s.steps * state;
   const float* x = a.in("x", xs);
   const float* h0 = a.in("h0", state);
-  const float* c0 = lstm ? a.in("c0", state) : nullptr;
+  const float* c0 = lstm ? a.in("c0", cell) : nullptr;
   const float* w_ih = a.in("w_ih", G * s.input);
-  const float* w_hh = a.in("w_hh", G * s.hidden);
+  const float* w_hh = a.in("w_hh", G * W);
+  const float* w_hr = s.proj > 0 ? a.in("w_hr", s.proj * s.hidden) : nullptr;
   if (!backward) {
     kernels::rnn_forward(s, x, h0, c0, w_ih, w_hh, a.in_or_none("b_ih", G), a.in_or_none("b_hh", G),
                          a.out("y", ys), a.out("hn", state),
-                         lstm ? a.out_or_none("cn", state) : nullptr,
-                         a.out("saved", s.saved_floats()));
+                         lstm ? a.out_or_none("cn", cell) : nullptr,
+                         a.out("saved", s.saved_floats()), w_hr);
     return;
   }
   kernels::rnn_backward(s, x, h0, c0, w_ih, w_hh, a.in("y", ys), a.in("saved", s.saved_floats()),
                         a.in("dy", ys), a.in_or_none("dhn", state),
-                        lstm ? a.in_or_none("dcn", state) : nullptr, a.out_or_none("dx", xs),
-                        a.out_or_none("dh0", state), lstm ? a.out_or_none("dc0", state) : nullptr,
-                        a.out_or_none("dw_ih", G * s.input), a.out_or_none("dw_hh", G * s.hidden),
-                        a.out_or_none("db_ih", G), a.out_or_none("db_hh", G));
+                        lstm ? a.in_or_none("dcn", cell) : nullptr, a.out_or_none("dx", xs),
+                        a.out_or_none("dh0", state), lstm ? a.out_or_none("dc0", cell) : nullptr,
+                        a.out_or_none("dw_ih", G * s.input), a.out_or_none("dw_hh", G * W),
+                        a.out_or_none("db_ih", G), a.out_or_none("db_hh", G), w_hr,
+                        s.proj > 0 ? a.out_or_none("dw_hr", s.proj * s.hidden) : nullptr);
 }
 
 // The losses of "Losses, further forms"; g, the loss's gradient, is the parameter dloss.

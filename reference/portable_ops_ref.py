@@ -873,14 +873,16 @@ def bce_logits(x, y, g):
 ELMAN = ("rnn_tanh", "rnn_relu")  # nn.RNN: h = f(X ⊕ R), f tanh or ReLU
 
 
-def _rnn_direction_forward(kind, inp, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse):
+def _rnn_direction_forward(kind, inp, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse, w_hr=None):
     """One layer and direction: `X = x·W_ihᵀ ⊕ b_ih` (Linear's, the T·B rows in (t, b) order),
-    then per step (backwards for the reverse direction) `R = h·W_hhᵀ ⊕ b_hh` and the cell."""
+    then per step (backwards for the reverse direction) `R = h·W_hhᵀ ⊕ b_hh` and the cell; an
+    LSTM's projection W_hr [P, H] then makes h `(o ⊗ tanh(c))·W_hrᵀ` (Linear's, no bias)."""
     t_len, b, i_len = inp.shape
-    hid = w_hh.shape[1]
+    width = w_hh.shape[1]
+    hid = w_hr.shape[1] if w_hr is not None else width
     x_all = linear(inp.reshape(t_len * b, i_len), w_ih, b_ih).reshape(t_len, b, -1)
     h, c = h0, c0
-    out = np.zeros((t_len, b, hid), F)
+    out = np.zeros((t_len, b, width), F)
     steps = {}
     for t in (reversed(range(t_len)) if reverse else range(t_len)):
         r = linear(h, w_hh, b_hh)
@@ -895,6 +897,9 @@ def _rnn_direction_forward(kind, inp, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse):
             h_new = go * tanh(c_new)
             steps[t] = dict(h_prev=h, c_prev=c, i=gi, f=gf, g=gg, o=go, c=c_new)
             c = c_new
+            if w_hr is not None:
+                steps[t]["u"] = h_new
+                h_new = linear(h_new, w_hr, None)
         elif kind in ELMAN:
             a = xt + r
             h_new = tanh(a) if kind == "rnn_tanh" else pick(a <= ZERO, ZERO, a)
@@ -911,22 +916,29 @@ def _rnn_direction_forward(kind, inp, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse):
     return out, h, c, steps
 
 
-def _rnn_direction_backward(kind, inp, w_ih, w_hh, steps, dout, dhn, dcn, reverse):
+def _rnn_direction_backward(kind, inp, w_ih, w_hh, steps, dout, dhn, dcn, reverse, w_hr=None):
     """Backward through time, steps in reverse order of the forward: `dh = dy_t ⊕ dh_next`, the
     cell's gate gradients, then `dh_next` = product chain over the gate rows of `dR ⊗ W_hh` (GRU:
     plus `dh ⊗ z`, added after). Then Linear's weight and bias gradients of R and of X over the
-    T·B rows in (t, b) order, and dx that of X."""
+    T·B rows in (t, b) order, and dx that of X. Projected: the step's dh reaches the cell as
+    `dh·W_hr` (a product chain over P), and dW_hr is Linear's weight gradient of the projection
+    over the T·B rows in (t, b) order; it is returned last (None without a projection)."""
     t_len, b, i_len = inp.shape
-    hid = w_hh.shape[1]
+    width = w_hh.shape[1]
+    hid = w_hr.shape[1] if w_hr is not None else width
     k = w_hh.shape[0]
     d_r = np.zeros((t_len, b, k), F)  # dR per row (t, b)
     d_x = np.zeros((t_len, b, k), F)  # dX per row (t, b)
-    h_prev = np.zeros((t_len, b, hid), F)
+    h_prev = np.zeros((t_len, b, width), F)
+    dh_proj, unprojected = np.zeros((t_len, b, width), F), np.zeros((t_len, b, hid), F)
     dh_next, dc_next = dhn, dcn
     for t in (range(t_len) if reverse else reversed(range(t_len))):
         s = steps[t]
         dh = dout[t] + dh_next
         h_prev[t] = s["h_prev"]
+        if w_hr is not None:
+            dh_proj[t], unprojected[t] = dh, s["u"]
+            dh = mm(dh, w_hr)
         if kind == "lstm":
             gi, gf, gg, go = s["i"], s["f"], s["g"], s["o"]
             tc = tanh(s["c"])
@@ -956,19 +968,25 @@ def _rnn_direction_backward(kind, inp, w_ih, w_hh, steps, dout, dhn, dcn, revers
             d_r[t] = np.concatenate([da_r, da_z, dr_n], axis=1)
             d_x[t] = np.concatenate([da_r, da_z, da_n], axis=1)
             dh_next = (mm(d_r[t], w_hh) + dh * gz).astype(F)
-    _, dw_hh, db_hh = linear_backward(h_prev.reshape(t_len * b, hid), w_hh, d_r.reshape(t_len * b, k), False)
+    _, dw_hh, db_hh = linear_backward(h_prev.reshape(t_len * b, width), w_hh, d_r.reshape(t_len * b, k), False)
     dx, dw_ih, db_ih = linear_backward(inp.reshape(t_len * b, i_len), w_ih, d_x.reshape(t_len * b, k))
-    return dx.reshape(inp.shape), dw_ih, dw_hh, db_ih, db_hh, dh_next, dc_next
+    dw_hr = None
+    if w_hr is not None:
+        _, dw_hr, _ = linear_backward(unprojected.reshape(t_len * b, hid), w_hr,
+                                      dh_proj.reshape(t_len * b, width), False)
+    return dx.reshape(inp.shape), dw_ih, dw_hh, db_ih, db_hh, dh_next, dc_next, dw_hr
 
 
-def rnn(kind, inputs, layers, bidirectional, hidden):
+def rnn(kind, inputs, layers, bidirectional, hidden, proj=0):
     """**Recurrent layers** (`aten::lstm`, `aten::gru`, `aten::rnn_tanh`, `aten::rnn_relu`), the
     probe's `lstm`, `gru`, `rnn_tanh` and `rnn_relu`: x [T, B, I],
     h0 (c0) [layers·dirs, B, H], weights per layer l and direction suffix s; the layer's output is
     h of every step (both directions concatenated, forward first) and the next layer's x. The
     input of a bidirectional layer feeds two operators: its gradient is the sum of the two, one ⊕.
-    The initial h and c get the final `dh_next` and `dc_next`."""
+    The initial h and c get the final `dh_next` and `dc_next`. With `proj` (an LSTM's proj_size)
+    each layer and direction has w_hr too, and h is proj wide."""
     lstm = kind == "lstm"
+    out_w = proj if proj else hidden
     dirs = 2 if bidirectional else 1
     suffixes = ["", "_reverse"][:dirs]
     x = f32(inputs["x"])
@@ -986,11 +1004,12 @@ def rnn(kind, inputs, layers, bidirectional, hidden):
             row = layer * dirs + d
             names = ["%s_l%d%s" % (p, layer, s) for p in ("w_ih", "w_hh", "b_ih", "b_hh")]
             w_ih, w_hh, b_ih, b_hh = (f32(inputs[n]) for n in names)
+            w_hr = f32(inputs["w_hr_l%d%s" % (layer, s)]) if proj else None
             out, h_last, c_last, steps = _rnn_direction_forward(kind, inp, h0[row], c0[row], w_ih, w_hh,
-                                                                b_ih, b_hh, d == 1)
+                                                                b_ih, b_hh, d == 1, w_hr)
             hn[row], cn[row] = h_last, c_last
             outs.append(out)
-            per.append((names, w_ih, w_hh, steps, row))
+            per.append((names, w_ih, w_hh, steps, row, w_hr))
         saved.append((inp, per))
         inp = np.concatenate(outs, axis=2)
     res["y"], res["hn"] = inp, hn
@@ -1001,12 +1020,14 @@ def rnn(kind, inputs, layers, bidirectional, hidden):
     for layer in reversed(range(layers)):
         inp, per = saved[layer]
         dx = None
-        for d, (names, w_ih, w_hh, steps, row) in enumerate(per):
-            dslice = dout[:, :, d * hidden:(d + 1) * hidden]
-            dxd, dw_ih, dw_hh, db_ih, db_hh, dh_first, dc_first = _rnn_direction_backward(
-                kind, inp, w_ih, w_hh, steps, dslice, dhn[row], dcn[row], d == 1)
+        for d, (names, w_ih, w_hh, steps, row, w_hr) in enumerate(per):
+            dslice = dout[:, :, d * out_w:(d + 1) * out_w]
+            dxd, dw_ih, dw_hh, db_ih, db_hh, dh_first, dc_first, dw_hr = _rnn_direction_backward(
+                kind, inp, w_ih, w_hh, steps, dslice, dhn[row], dcn[row], d == 1, w_hr)
             for n, v in zip(names, (dw_ih, dw_hh, db_ih, db_hh)):
                 res["d" + n] = f32(v)
+            if w_hr is not None:
+                res["dw_hr" + names[0][len("w_ih"):]] = f32(dw_hr)
             dh0[row], dc0[row] = dh_first, dc_first
             dx = dxd if dx is None else (dx + dxd).astype(F)
         dout = dx
@@ -1135,7 +1156,7 @@ def _run(op, params, inputs):
     if op == "bce_logits":
         return bce_logits(i["x"], i["target"], p["g"])
     if op in ("lstm", "gru") + ELMAN:
-        return rnn(op, i, p["layers"], p["bidirectional"], p["hidden"])
+        return rnn(op, i, p["layers"], p["bidirectional"], p["hidden"], p.get("proj", 0))
     if op == "feature_dropout":
         return feature_dropout(i["x"], i["dy"], p["p"], int(p["state"]), p["call"])
     if op == "bernoulli":

@@ -570,30 +570,38 @@ def baddbmm(a, i, o, backward):
 def rnn(a, i, o, backward):
     """One layer and direction of an LSTM (cell 0), GRU (cell 1) or Elman RNN (cell 2 tanh, 3
     ReLU): forward keeps each step's gate activations [T, B, G] then c (LSTM) or R_n (GRU)
-    [T, B, H] (an Elman cell: its output alone), by time index; backward reads them, with y and
-    h0 (c0) for the states each step started from."""
+    [T, B, H] (an Elman cell: its output alone), then, with an LSTM's projection (proj),
+    o ⊗ tanh(c) [T, B, H], by time index; backward reads them, with y and h0 (c0) for the states
+    each step started from."""
     kind = ("lstm", "gru", "rnn_tanh", "rnn_relu")[a["cell"]]
     lstm, elman = kind == "lstm", kind in ops.ELMAN
     t_len, b, n_in, hid = a["steps"], a["batch"], a["input"], a["hidden"]
+    proj = a.get("proj", 0) if lstm else 0
+    width = proj or hid
     g = {"lstm": 4, "gru": 3}.get(kind, 1) * hid
     reverse = bool(a["reverse"])
     x = i["x"].reshape(t_len, b, n_in)
-    h0 = i["h0"].reshape(b, hid)
+    h0 = i["h0"].reshape(b, width)
     c0 = i["c0"].reshape(b, hid) if lstm else np.zeros((b, hid), F)
-    w_ih, w_hh = i["w_ih"].reshape(g, n_in), i["w_hh"].reshape(g, hid)
+    w_ih, w_hh = i["w_ih"].reshape(g, n_in), i["w_hh"].reshape(g, width)
+    w_hr = i["w_hr"].reshape(proj, hid) if proj else None
     gates = ("i", "f", "g", "o") if lstm else ("h",) if elman else ("r", "z", "n")
     kept = "c" if lstm else "rn"
     if not backward:
         y, h, c, steps = ops._rnn_direction_forward(kind, x, h0, c0, w_ih, w_hh, i["b_ih"],
-                                                    i["b_hh"], reverse)
+                                                    i["b_hh"], reverse, w_hr)
         acts = np.stack([np.concatenate([steps[t][k] for k in gates], axis=1)
                          for t in range(t_len)])
         extra = np.zeros(0, F) if elman else np.stack([steps[t][kept] for t in range(t_len)])
+        unprojected = np.stack([steps[t]["u"] for t in range(t_len)]) if proj else np.zeros(0, F)
         return {"y": y, "hn": h, "cn": c,
-                "saved": np.concatenate([acts.ravel(), extra.ravel()]).astype(F)}
-    y = i["y"].reshape(t_len, b, hid)
-    acts = i["saved"][:t_len * b * g].reshape(t_len, b, g)
-    extra = None if elman else i["saved"][t_len * b * g:].reshape(t_len, b, hid)
+                "saved": np.concatenate([acts.ravel(), extra.ravel(),
+                                         unprojected.ravel()]).astype(F)}
+    y = i["y"].reshape(t_len, b, width)
+    tbg, tbh = t_len * b * g, t_len * b * hid
+    acts = i["saved"][:tbg].reshape(t_len, b, g)
+    extra = None if elman else i["saved"][tbg:tbg + tbh].reshape(t_len, b, hid)
+    unprojected = i["saved"][tbg + tbh:].reshape(t_len, b, hid) if proj else None
     order = list(reversed(range(t_len))) if reverse else list(range(t_len))
     steps = {}
     for n, t in enumerate(order):
@@ -604,14 +612,18 @@ def rnn(a, i, o, backward):
             s[kept] = extra[t]
         if lstm:
             s["c_prev"] = c0 if before is None else extra[before]
+        if proj:
+            s["u"] = unprojected[t]
         steps[t] = s
-    zeros = np.zeros((b, hid), F)
-    dhn = i["dhn"].reshape(b, hid) if i["dhn"] is not None else zeros
-    dcn = i["dcn"].reshape(b, hid) if lstm and i["dcn"] is not None else zeros
-    dx, dw_ih, dw_hh, db_ih, db_hh, dh0, dc0 = ops._rnn_direction_backward(
-        kind, x, w_ih, w_hh, steps, i["dy"].reshape(t_len, b, hid), dhn, dcn, reverse)
-    return {"dx": dx, "dh0": dh0, "dc0": dc0, "dw_ih": dw_ih, "dw_hh": dw_hh, "db_ih": db_ih,
-            "db_hh": db_hh}
+    dhn = i["dhn"].reshape(b, width) if i["dhn"] is not None else np.zeros((b, width), F)
+    dcn = i["dcn"].reshape(b, hid) if lstm and i["dcn"] is not None else np.zeros((b, hid), F)
+    dx, dw_ih, dw_hh, db_ih, db_hh, dh0, dc0, dw_hr = ops._rnn_direction_backward(
+        kind, x, w_ih, w_hh, steps, i["dy"].reshape(t_len, b, width), dhn, dcn, reverse, w_hr)
+    res = {"dx": dx, "dh0": dh0, "dc0": dc0, "dw_ih": dw_ih, "dw_hh": dw_hh, "db_ih": db_ih,
+           "db_hh": db_hh}
+    if proj:
+        res["dw_hr"] = dw_hr
+    return res
 
 
 def smoothed(a, i, o, backward):

@@ -349,7 +349,6 @@ MODELS = [
 # What still keeps a model out: the operator task init names for it (statically, with the line
 # of the module), or the portable operator's own refusal when the step runs.
 REFUSED = {
-    "lstm_proj": "projections (proj_size)",
 }
 
 DATA = {

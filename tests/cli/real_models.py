@@ -205,17 +205,20 @@ class Vae(nn.Module):
 torch.jit.script(numpy_weights(Vae())).save("%s/vae.pt" % out)
 
 # nn.RNN's Elman cells (docs/portable.md, "Recurrent layers"): tanh over two bidirectional
-# layers with dropout between them, and ReLU.
+# layers with dropout between them, and ReLU; and an LSTM with projections (proj_size).
 class Elman(nn.Module):
     def __init__(self):
         super().__init__()
         self.tanh = nn.RNN(32, 16, num_layers=2, bidirectional=True, batch_first=True, dropout=0.1)
         self.relu = nn.RNN(32, 16, nonlinearity="relu", batch_first=True)
-        self.fc = nn.Linear(48, 10)
+        self.projected = nn.LSTM(32, 16, num_layers=2, proj_size=8, bidirectional=True,
+                                 batch_first=True)
+        self.fc = nn.Linear(64, 10)
     def forward(self, x):
         a, _ = self.tanh(x)
         b, _ = self.relu(x)
-        return self.fc(torch.cat([a[:, -1], b[:, -1]], 1))
+        c, _ = self.projected(x)
+        return self.fc(torch.cat([a[:, -1], b[:, -1], c[:, -1]], 1))
 
 torch.jit.script(numpy_weights(Elman())).save("%s/elman.pt" % out)
 

@@ -189,6 +189,25 @@ void run_real_model_kernels() {
                           dh0.data(), lstm ? dc0.data() : nullptr, dw_ih.data(), dw_hh.data(),
                           lstm ? db_ih.data() : nullptr, lstm ? db_hh.data() : nullptr);
   }
+  {  // An LSTM layer with a projection (proj_size 2 of hidden 3), its w_hr's gradient too.
+    kernels::RnnShape ps{kernels::Cell::kLstm, 3, 2, 4, 3, false, 2};
+    const std::int64_t G = ps.gate_rows();
+    const auto px = ramp({3, 2, 4}, 0.7f, 0.6f), h0 = ramp(4, 0.3f, 1.1f), c0 = ramp(6, 0.4f, 2.0f);
+    const auto w_ih = ramp(static_cast<std::size_t>(G * 4), 0.5f, 0.8f),
+               w_hh = ramp(static_cast<std::size_t>(G * 2), 0.45f, 1.3f),
+               w_hr = ramp(6, 0.55f, 0.35f);
+    std::vector<float> py(12), hn(4), cn(6), saved(static_cast<std::size_t>(ps.saved_floats()));
+    kernels::rnn_forward(ps, px.data(), h0.data(), c0.data(), w_ih.data(), w_hh.data(), nullptr,
+                         nullptr, py.data(), hn.data(), cn.data(), saved.data(), w_hr.data());
+    const auto pdy = ramp(py.size(), 0.6f, 0.4f), dhn = ramp(4, 0.2f, 0.7f),
+               dcn = ramp(6, 0.25f, 0.9f);
+    std::vector<float> pdx(px.size()), dh0(4), dc0(6), dw_ih(w_ih.size()), dw_hh(w_hh.size()),
+        dw_hr(w_hr.size());
+    kernels::rnn_backward(ps, px.data(), h0.data(), c0.data(), w_ih.data(), w_hh.data(), py.data(),
+                          saved.data(), pdy.data(), dhn.data(), dcn.data(), pdx.data(), dh0.data(),
+                          dc0.data(), dw_ih.data(), dw_hh.data(), nullptr, nullptr, w_hr.data(),
+                          dw_hr.data());
+  }
   // The further losses (one row ignored), and every reduction over two of three dimensions.
   const auto logits = ramp({4, 5}, 2.0f, 0.4f), probs = ramp({4, 5}, 0.5f, 1.3f);
   const std::int64_t classes_of[] = {1, -100, 4, 0};

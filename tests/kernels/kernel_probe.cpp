@@ -397,8 +397,10 @@ void losses(Probe& p, const std::string& op) {
 void rnn(Probe& p, k::Cell cell) {
   Tensor& x = p.in("x");
   const std::int64_t layers = p.iparam("layers", 1), hidden = p.iparam("hidden", 1);
+  // An LSTM's proj_size: h (and y) `out` wide, c `hidden` wide.
+  const std::int64_t proj = p.iparam("proj", 0), out = proj > 0 ? proj : hidden;
   const std::int64_t dirs = p.bparam("bidirectional") ? 2 : 1;
-  const std::int64_t T = x.size(0), B = x.size(1), BH = B * hidden;
+  const std::int64_t T = x.size(0), B = x.size(1), BH = B * hidden, BW = B * out;
   const bool lstm = cell == k::Cell::kLstm;
   struct Run {
     k::RnnShape s;
@@ -408,58 +410,61 @@ void rnn(Probe& p, k::Cell cell) {
   std::vector<Run> runs;
   std::vector<float> layer_in = x.f;
   std::int64_t width = x.size(2);
-  float* hn = p.out("hn", {layers * dirs, B, hidden});
+  float* hn = p.out("hn", {layers * dirs, B, out});
   float* cn = lstm ? p.out("cn", {layers * dirs, B, hidden}) : nullptr;
   for (std::int64_t l = 0; l < layers; ++l) {
-    std::vector<float> next(static_cast<std::size_t>(T * B * dirs * hidden));
+    std::vector<float> next(static_cast<std::size_t>(T * B * dirs * out));
     for (std::int64_t dir = 0; dir < dirs; ++dir) {
       Run r;
-      r.s = {cell, T, B, width, hidden, dir == 1};
+      r.s = {cell, T, B, width, hidden, dir == 1, proj};
       r.suffix = "_l" + std::to_string(l) + (dir == 1 ? "_reverse" : "");
       r.in = layer_in;
-      r.y.resize(static_cast<std::size_t>(T * BH));
+      r.y.resize(static_cast<std::size_t>(T * BW));
       r.saved.resize(static_cast<std::size_t>(r.s.saved_floats()));
       const std::int64_t row = l * dirs + dir;
-      k::rnn_forward(r.s, r.in.data(), p.in("h0").data() + row * BH,
+      const float* w_hr = proj > 0 ? p.in("w_hr" + r.suffix).data() : nullptr;
+      k::rnn_forward(r.s, r.in.data(), p.in("h0").data() + row * BW,
                      lstm ? p.in("c0").data() + row * BH : nullptr, p.in("w_ih" + r.suffix).data(),
                      p.in("w_hh" + r.suffix).data(), p.in_or_null("b_ih" + r.suffix),
-                     p.in_or_null("b_hh" + r.suffix), r.y.data(), hn + row * BH,
-                     lstm ? cn + row * BH : nullptr, r.saved.data());
+                     p.in_or_null("b_hh" + r.suffix), r.y.data(), hn + row * BW,
+                     lstm ? cn + row * BH : nullptr, r.saved.data(), w_hr);
       for (std::int64_t tb = 0; tb < T * B; ++tb) {
-        std::copy(r.y.begin() + tb * hidden, r.y.begin() + (tb + 1) * hidden,
-                  next.begin() + (tb * dirs + dir) * hidden);
+        std::copy(r.y.begin() + tb * out, r.y.begin() + (tb + 1) * out,
+                  next.begin() + (tb * dirs + dir) * out);
       }
       runs.push_back(std::move(r));
     }
     layer_in = std::move(next);
-    width = dirs * hidden;
+    width = dirs * out;
   }
-  std::memcpy(p.out("y", {T, B, dirs * hidden}), layer_in.data(), layer_in.size() * 4);
+  std::memcpy(p.out("y", {T, B, dirs * out}), layer_in.data(), layer_in.size() * 4);
   // Backward, last layer first.
   std::vector<float> upstream = p.in("dy").f;
-  float* dh0 = p.out("dh0", {layers * dirs, B, hidden});
+  float* dh0 = p.out("dh0", {layers * dirs, B, out});
   float* dc0 = lstm ? p.out("dc0", {layers * dirs, B, hidden}) : nullptr;
   for (std::int64_t l = layers - 1; l >= 0; --l) {
     std::vector<float> dx_sum;
     for (std::int64_t dir = 0; dir < dirs; ++dir) {
       Run& r = runs[static_cast<std::size_t>(l * dirs + dir)];
-      std::vector<float> dy(static_cast<std::size_t>(T * BH));
+      std::vector<float> dy(static_cast<std::size_t>(T * BW));
       for (std::int64_t tb = 0; tb < T * B; ++tb) {
-        std::copy(upstream.begin() + (tb * dirs + dir) * hidden,
-                  upstream.begin() + (tb * dirs + dir + 1) * hidden, dy.begin() + tb * hidden);
+        std::copy(upstream.begin() + (tb * dirs + dir) * out,
+                  upstream.begin() + (tb * dirs + dir + 1) * out, dy.begin() + tb * out);
       }
       const std::int64_t row = l * dirs + dir;
       std::vector<float> dx(r.in.size());
       const Shape wi = p.in("w_ih" + r.suffix).shape, wh = p.in("w_hh" + r.suffix).shape;
       const bool bias = p.has("b_ih" + r.suffix);
-      k::rnn_backward(r.s, r.in.data(), p.in("h0").data() + row * BH,
-                      lstm ? p.in("c0").data() + row * BH : nullptr, p.in("w_ih" + r.suffix).data(),
-                      p.in("w_hh" + r.suffix).data(), r.y.data(), r.saved.data(), dy.data(),
-                      p.in("dhn").data() + row * BH, lstm ? p.in("dcn").data() + row * BH : nullptr,
-                      dx.data(), dh0 + row * BH, lstm ? dc0 + row * BH : nullptr,
-                      p.out("dw_ih" + r.suffix, wi), p.out("dw_hh" + r.suffix, wh),
-                      bias ? p.out("db_ih" + r.suffix, {wi[0]}) : nullptr,
-                      bias ? p.out("db_hh" + r.suffix, {wh[0]}) : nullptr);
+      k::rnn_backward(
+          r.s, r.in.data(), p.in("h0").data() + row * BW,
+          lstm ? p.in("c0").data() + row * BH : nullptr, p.in("w_ih" + r.suffix).data(),
+          p.in("w_hh" + r.suffix).data(), r.y.data(), r.saved.data(), dy.data(),
+          p.in("dhn").data() + row * BW, lstm ? p.in("dcn").data() + row * BH : nullptr, dx.data(),
+          dh0 + row * BW, lstm ? dc0 + row * BH : nullptr, p.out("dw_ih" + r.suffix, wi),
+          p.out("dw_hh" + r.suffix, wh), bias ? p.out("db_ih" + r.suffix, {wi[0]}) : nullptr,
+          bias ? p.out("db_hh" + r.suffix, {wh[0]}) : nullptr,
+          proj > 0 ? p.in("w_hr" + r.suffix).data() : nullptr,
+          proj > 0 ? p.out("dw_hr" + r.suffix, p.in("w_hr" + r.suffix).shape) : nullptr);
       if (dx_sum.empty()) {
         dx_sum = std::move(dx);
       } else {

@@ -361,29 +361,36 @@ def case_bce_logits(g, k):
     return "bce_logits", {"g": g.f32(g.choice([1.0, 0.5]))}, {"x": x, "target": y}
 
 
-def case_rnn(g, k, op):
+def case_rnn(g, k, op, projected=False):
     lstm = op == "lstm"
     layers, bidirectional = ((1, False), (2, True), (1, True), (2, False))[k % 4]
     t, b, i, h = g.int(1, 4), g.int(1, 3), g.int(1, 4), g.int(1, 3)
+    proj = g.int(1, 3) if projected else 0  # an LSTM's proj_size: h is `w` wide, c `h`
+    w = proj or h
     dirs = 2 if bidirectional else 1
     kk = {"lstm": 4, "gru": 3}.get(op, 1)
     scale = 8.0 if k % 5 == 4 else 1.0  # saturated gates
     flavor = "special" if k % 5 == 3 else "clean"
-    inputs = {"x": g.values((t, b, i), flavor, scale), "h0": g.values((layers * dirs, b, h), "clean", 0.5)}
+    inputs = {"x": g.values((t, b, i), flavor, scale), "h0": g.values((layers * dirs, b, w), "clean", 0.5)}
     if lstm:
         inputs["c0"] = g.values((layers * dirs, b, h), "clean", 0.5)
     for layer in range(layers):
-        width = i if layer == 0 else dirs * h
+        width = i if layer == 0 else dirs * w
         for s in ("", "_reverse")[:dirs]:
             inputs["w_ih_l%d%s" % (layer, s)] = g.values((kk * h, width), "clean", 0.6)
-            inputs["w_hh_l%d%s" % (layer, s)] = g.values((kk * h, h), "clean", 0.6)
+            inputs["w_hh_l%d%s" % (layer, s)] = g.values((kk * h, w), "clean", 0.6)
             inputs["b_ih_l%d%s" % (layer, s)] = g.values((kk * h,), "clean", 0.3)
             inputs["b_hh_l%d%s" % (layer, s)] = g.values((kk * h,), "clean", 0.3)
-    inputs["dy"] = g.values((t, b, dirs * h), "clean" if k % 5 != 2 else "ties")
-    inputs["dhn"] = g.values((layers * dirs, b, h), "clean")
+            if proj:
+                inputs["w_hr_l%d%s" % (layer, s)] = g.values((proj, h), "clean", 0.6)
+    inputs["dy"] = g.values((t, b, dirs * w), "clean" if k % 5 != 2 else "ties")
+    inputs["dhn"] = g.values((layers * dirs, b, w), "clean")
     if lstm:
         inputs["dcn"] = g.values((layers * dirs, b, h), "clean")
-    return op, {"layers": layers, "bidirectional": bidirectional, "hidden": h}, inputs
+    params = {"layers": layers, "bidirectional": bidirectional, "hidden": h}
+    if proj:
+        params["proj"] = proj
+    return op, params, inputs
 
 
 def case_feature_dropout(g, k):
@@ -437,6 +444,7 @@ SUITE = ([("act:" + fn, "act", 5, lambda g, k, fn=fn: case_act(g, k, fn)) for fn
     ("cross_entropy", "cross_entropy", 6, case_cross_entropy),
     ("bce_logits", "bce_logits", 5, case_bce_logits),
     ("lstm", "lstm", 5, lambda g, k: case_rnn(g, k, "lstm")),
+    ("lstm_proj", "lstm", 5, lambda g, k: case_rnn(g, k, "lstm", True)),
     ("gru", "gru", 5, lambda g, k: case_rnn(g, k, "gru")),
     ("rnn_tanh", "rnn_tanh", 5, lambda g, k: case_rnn(g, k, "rnn_tanh")),
     ("rnn_relu", "rnn_relu", 5, lambda g, k: case_rnn(g, k, "rnn_relu")),

@@ -157,27 +157,33 @@ struct RnnFn : torch::autograd::Function<RnnFn> {
                                const at::Tensor& h0_in, const at::Tensor& c0_in,
                                const at::Tensor& w_ih_in, const at::Tensor& w_hh_in,
                                const at::Tensor& b_ih_in, const at::Tensor& b_hh_in,
-                               std::int64_t cell, bool reverse) {
+                               const at::Tensor& w_hr_in, std::int64_t cell, bool reverse) {
     const at::Tensor x = operand(x_in, "rnn"), h0 = operand(h0_in, "rnn");
     const at::Tensor w_ih = operand(w_ih_in, "rnn"), w_hh = operand(w_hh_in, "rnn");
     const bool lstm = static_cast<kernels::Cell>(cell) == kernels::Cell::kLstm;
     const at::Tensor c0 = lstm ? operand(c0_in, "rnn") : at::Tensor();
     const at::Tensor b_ih = b_ih_in.numel() > 0 ? operand(b_ih_in, "rnn") : at::Tensor();
     const at::Tensor b_hh = b_hh_in.numel() > 0 ? operand(b_hh_in, "rnn") : at::Tensor();
-    const kernels::RnnShape s = shape(x, h0, cell, reverse);
+    const at::Tensor w_hr = w_hr_in.numel() > 0 ? operand(w_hr_in, "rnn") : at::Tensor();
+    const kernels::RnnShape s = shape(x, h0, w_hr, cell, reverse);
     TORCH_CHECK(w_ih.size(0) == s.gate_rows() && w_ih.size(1) == s.input &&
-                    w_hh.size(0) == s.gate_rows() && w_hh.size(1) == s.hidden,
+                    w_hh.size(0) == s.gate_rows() && w_hh.size(1) == s.width() &&
+                    (!w_hr.defined() || (w_hr.size(0) == s.proj && lstm)) &&
+                    (!lstm || c0.numel() == s.batch * s.hidden),
                 "portable rnn: weights ", w_ih.sizes(), " and ", w_hh.sizes(), " for input ",
-                x.sizes(), " and hidden ", h0.sizes());
-    at::Tensor y = at::empty({s.steps, s.batch, s.hidden}, x.options());
-    at::Tensor hn = at::empty({s.batch, s.hidden}, x.options());
+                x.sizes(), ", hidden ", h0.sizes(), (lstm ? " and cell " : ""),
+                (lstm ? c0.sizes() : at::IntArrayRef()));
+    at::Tensor y = at::empty({s.steps, s.batch, s.width()}, x.options());
+    at::Tensor hn = at::empty({s.batch, s.width()}, x.options());
     at::Tensor cn =
         lstm ? at::empty({s.batch, s.hidden}, x.options()) : at::empty({0}, x.options());
     at::Tensor saved = at::empty({s.saved_floats()}, x.options());
     kernels::rnn_forward(s, ptr(x), ptr(h0), lstm ? ptr(c0) : nullptr, ptr(w_ih), ptr(w_hh),
                          ptr_or_null(b_ih), ptr_or_null(b_hh), ptr(y), ptr(hn),
-                         lstm ? ptr(cn) : nullptr, ptr(saved));
-    ctx->save_for_backward({x, h0, lstm ? c0 : at::empty({0}, x.options()), w_ih, w_hh, y, saved});
+                         lstm ? ptr(cn) : nullptr, ptr(saved), ptr_or_null(w_hr));
+    const at::Tensor none = at::empty({0}, x.options());
+    ctx->save_for_backward(
+        {x, h0, lstm ? c0 : none, w_ih, w_hh, y, saved, w_hr.defined() ? w_hr : none});
     ctx->saved_data["cell"] = cell;
     ctx->saved_data["reverse"] = reverse;
     ctx->saved_data["bias"] = b_ih.defined();
@@ -188,12 +194,15 @@ struct RnnFn : torch::autograd::Function<RnnFn> {
     const at::Tensor &x = v[0], &h0 = v[1], &c0 = v[2], &w_ih = v[3], &w_hh = v[4], &y = v[5];
     const std::int64_t cell = ctx->saved_data["cell"].toInt();
     const bool lstm = static_cast<kernels::Cell>(cell) == kernels::Cell::kLstm;
-    const kernels::RnnShape s = shape(x, h0, cell, ctx->saved_data["reverse"].toBool());
+    const at::Tensor& w_hr = v[7];
+    const kernels::RnnShape s = shape(x, h0, w_hr.numel() > 0 ? w_hr : at::Tensor(), cell,
+                                      ctx->saved_data["reverse"].toBool());
     const at::Tensor dy = grads[0].contiguous(), dhn = grads[1].contiguous();
     const at::Tensor dcn = lstm ? grads[2].contiguous() : at::Tensor();
     at::Tensor dx = at::empty_like(x), dh0 = at::empty_like(h0);
     at::Tensor dc0 = lstm ? at::empty_like(c0) : at::Tensor();
-    at::Tensor dw_ih = at::empty_like(w_ih), dw_hh = at::empty_like(w_hh), db_ih, db_hh;
+    at::Tensor dw_ih = at::empty_like(w_ih), dw_hh = at::empty_like(w_hh), db_ih, db_hh, dw_hr;
+    if (s.proj > 0) dw_hr = at::empty_like(w_hr);
     if (ctx->saved_data["bias"].toBool()) {
       db_ih = at::empty({s.gate_rows()}, x.options());
       db_hh = at::empty({s.gate_rows()}, x.options());
@@ -201,17 +210,23 @@ struct RnnFn : torch::autograd::Function<RnnFn> {
     kernels::rnn_backward(s, ptr(x), ptr(h0), lstm ? ptr(c0) : nullptr, ptr(w_ih), ptr(w_hh),
                           ptr(y), ptr(v[6]), ptr(dy), ptr(dhn), lstm ? ptr(dcn) : nullptr, ptr(dx),
                           ptr(dh0), lstm ? ptr(dc0) : nullptr, ptr(dw_ih), ptr(dw_hh),
-                          ptr_or_null(db_ih), ptr_or_null(db_hh));
-    return {dx, dh0, dc0, dw_ih, dw_hh, db_ih, db_hh, at::Tensor(), at::Tensor()};
+                          ptr_or_null(db_ih), ptr_or_null(db_hh), s.proj > 0 ? ptr(w_hr) : nullptr,
+                          ptr_or_null(dw_hr));
+    return {dx, dh0, dc0, dw_ih, dw_hh, db_ih, db_hh, dw_hr, at::Tensor(), at::Tensor()};
   }
-  static kernels::RnnShape shape(const at::Tensor& x, const at::Tensor& h0, std::int64_t cell,
-                                 bool reverse) {
+  // h0 [B, width]; a projection's W_hr [P, H] gives H, else h0 does.
+  static kernels::RnnShape shape(const at::Tensor& x, const at::Tensor& h0, const at::Tensor& w_hr,
+                                 std::int64_t cell, bool reverse) {
     TORCH_CHECK(x.dim() == 3 && h0.dim() == 2 && h0.size(0) == x.size(1),
                 "portable rnn: input [T, B, I] and state [B, H], got ", x.sizes(), " and ",
                 h0.sizes());
     kernels::RnnShape s;
     s.cell = static_cast<kernels::Cell>(cell);
     s.steps = x.size(0), s.batch = x.size(1), s.input = x.size(2), s.hidden = h0.size(1);
+    if (w_hr.defined()) {
+      TORCH_CHECK(w_hr.dim() == 2, "portable rnn: a projection [P, H], got ", w_hr.sizes());
+      s.proj = h0.size(1), s.hidden = w_hr.size(1);
+    }
     s.reverse = reverse;
     return s;
   }
@@ -248,9 +263,10 @@ struct FeatureDropoutFn : torch::autograd::Function<FeatureDropoutFn> {
 std::tuple<at::Tensor, at::Tensor, at::Tensor> rnn_layer(
     const at::Tensor& x, const at::Tensor& h0, const at::Tensor& c0, const at::Tensor& w_ih,
     const at::Tensor& w_hh, const at::Tensor& b_ih, const at::Tensor& b_hh, kernels::Cell cell,
-    bool reverse) {
+    bool reverse, const at::Tensor& w_hr) {
   auto out = RnnFn::apply(x, h0, optional_input(c0), w_ih, w_hh, optional_input(b_ih),
-                          optional_input(b_hh), static_cast<std::int64_t>(cell), reverse);
+                          optional_input(b_hh), optional_input(w_hr),
+                          static_cast<std::int64_t>(cell), reverse);
   return {out[0], out[1], cell == kernels::Cell::kLstm ? out[2] : at::Tensor()};
 }
 

@@ -23,11 +23,12 @@ at::Tensor cross_entropy_smoothed(const at::Tensor& logits, const at::Tensor& ta
 at::Tensor bce_with_logits(const at::Tensor& x, const at::Tensor& target);
 
 // One layer and direction: x [T, B, I], h0 and c0 [B, H] (c0 undefined for a GRU); returns y
-// [T, B, H], hn, cn (undefined for a GRU). Biases may be undefined.
+// [T, B, H], hn, cn (undefined for a GRU). Biases may be undefined. An LSTM's projection w_hr
+// [P, H] (proj_size) makes h0, y and hn P wide.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> rnn_layer(
     const at::Tensor& x, const at::Tensor& h0, const at::Tensor& c0, const at::Tensor& w_ih,
     const at::Tensor& w_hh, const at::Tensor& b_ih, const at::Tensor& b_hh, kernels::Cell cell,
-    bool reverse);
+    bool reverse, const at::Tensor& w_hr = {});
 
 // Dropout of whole channels of x [B, C, ...] from the stream (state, call).
 at::Tensor feature_dropout(const at::Tensor& x, double p, std::uint64_t state, std::uint64_t call);

@@ -442,8 +442,10 @@ std::vector<Tensor> stack_layers(const Tensor& input, const std::vector<Tensor>&
                                  const std::vector<Tensor>& c0s, const std::vector<Tensor>& params,
                                  bool has_biases, int64_t layers, double dropout_p, bool train,
                                  bool bidirectional, bool batch_first, kernels::Cell cell,
-                                 std::vector<Tensor>& hn, std::vector<Tensor>& cn) {
-  const int64_t dirs = bidirectional ? 2 : 1, per = has_biases ? 4 : 2;
+                                 std::vector<Tensor>& hn, std::vector<Tensor>& cn,
+                                 bool projected = false) {
+  // With an LSTM's proj_size each layer and direction has w_hr last.
+  const int64_t dirs = bidirectional ? 2 : 1, per = (has_biases ? 4 : 2) + (projected ? 1 : 0);
   TORCH_CHECK(static_cast<int64_t>(params.size()) == layers * dirs * per,
               "portable rnn: ", params.size(), " parameters for ", layers, " layers");
   Tensor x = batch_first ? input.transpose(0, 1) : input;
@@ -455,7 +457,8 @@ std::vector<Tensor> stack_layers(const Tensor& input, const std::vector<Tensor>&
       auto [y, h, c] =
           P::rnn_layer(x, h0s[row], cell == kernels::Cell::kLstm ? c0s[row] : Tensor(), params[at],
                        params[at + 1], has_biases ? params[at + 2] : Tensor(),
-                       has_biases ? params[at + 3] : Tensor(), cell, d == 1);
+                       has_biases ? params[at + 3] : Tensor(), cell, d == 1,
+                       projected ? params[at + static_cast<std::size_t>(per) - 1] : Tensor());
       outs.push_back(y);
       hn.push_back(h);
       if (cell == kernels::Cell::kLstm) cn.push_back(c);
@@ -474,13 +477,12 @@ std::tuple<Tensor, Tensor, Tensor> lstm(const Tensor& input, at::TensorList hx,
   TORCH_CHECK(hx.size() == 2 && input.dim() == 3, "portable lstm: batched input and (h0, c0)");
   // With proj_size each layer and direction has a fifth (or third) weight, w_hr.
   const int64_t dirs = bidirectional ? 2 : 1;
-  TORCH_CHECK(static_cast<int64_t>(params.size()) != layers * dirs * (has_biases ? 5 : 3) &&
-                  hx[0].size(-1) == params[1].size(1),
-              "portable lstm: projections (proj_size) have no portable kernel");
+  const bool projected =
+      static_cast<int64_t>(params.size()) == layers * dirs * (has_biases ? 5 : 3);
   std::vector<Tensor> hn, cn;
   const std::vector<Tensor> h0 = hx[0].unbind(0), c0 = hx[1].unbind(0);
   auto y = stack_layers(input, h0, c0, params.vec(), has_biases, layers, dropout_p, train,
-                        bidirectional, batch_first, kernels::Cell::kLstm, hn, cn);
+                        bidirectional, batch_first, kernels::Cell::kLstm, hn, cn, projected);
   return {y[0], at::stack(hn), at::stack(cn)};
 }
 
