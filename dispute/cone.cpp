@@ -30,8 +30,8 @@ std::optional<std::size_t> operand_named(const std::vector<OperandHash>& list,
 // Operators whose every output value i reads value i of each input (absent inputs aside), with
 // the call's parameters: a dropout's mask of value i comes from its stream and i alone.
 bool elementwise(std::string_view op) {
-  if (op == "bernoulli" || op == "uniform" || op == "normal" || op == "sgd_update" ||
-      op == "adam_update" || op == "scale_gradient" || op == "ema_update")
+  if (op == "bernoulli" || op == "bernoulli_of" || op == "uniform" || op == "normal" ||
+      op == "sgd_update" || op == "adam_update" || op == "scale_gradient" || op == "ema_update")
     return true;
   constexpr std::string_view kBackward = "_backward";
   if (op.ends_with(kBackward)) op.remove_suffix(kBackward.size());

@@ -294,6 +294,10 @@ void add_model_operators(std::map<std::string_view, Recompute>& ops) {
     const std::int64_t n = a.integer("n", 0, (std::int64_t{1} << 40) - 1);
     kernels::bernoulli(n, a.real("p"), a.bits64("state"), a.bits64("call"), a.out("y", n));
   };
+  ops["bernoulli_of"] = [](Args& a) {
+    const std::int64_t n = a.integer("n", 0, (std::int64_t{1} << 40) - 1);
+    kernels::bernoulli_of(n, a.in("p", n), a.bits64("state"), a.bits64("call"), a.out("y", n));
+  };
   ops["normal"] = [](Args& a) {  // two draws a value
     const std::int64_t n = a.integer("n", 0, (std::int64_t{1} << 39) - 1);
     kernels::normal(n, a.bits64("state"), a.bits64("call"), a.out("y", n));

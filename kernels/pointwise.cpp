@@ -243,6 +243,22 @@ void bernoulli(std::int64_t n, float p, std::uint64_t state, std::uint64_t call,
   traced.outputs({trace::f32("y", y, n)});
 }
 
+void bernoulli_of(std::int64_t n, const float* p, std::uint64_t state, std::uint64_t call,
+                  float* y) {
+  trace::Call traced(
+      "bernoulli_of",
+      {trace::integer("n", n), trace::integer("state", static_cast<std::int64_t>(state)),
+       trace::integer("call", static_cast<std::int64_t>(call))},
+      {trace::f32("p", p, n)});
+  chunks(n, [=](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i)
+      y[i] = uniform_of(stream_at(state, (call << 40) + static_cast<std::uint64_t>(i))) < p[i]
+                 ? 1.0f
+                 : 0.0f;
+  });
+  traced.outputs({trace::f32("y", y, n)});
+}
+
 void row_mean(std::int64_t rows, std::int64_t width, const float* x, float* y) {
   trace::Call traced("row_mean", {trace::integer("rows", rows), trace::integer("width", width)},
                      {trace::f32("x", x, rows * width)});

@@ -35,6 +35,9 @@ void feature_dropout_backward(std::int64_t batch, std::int64_t channels, std::in
                               float* dx);
 // y[j] = 1 when uniform_of(draw (call << 40) + j) < p, else 0 (bernoulli_(p): stochastic depth).
 void bernoulli(std::int64_t n, float p, std::uint64_t state, std::uint64_t call, float* y);
+// y[j] = 1 when uniform_of(draw (call << 40) + j) < p[j], else 0 (torch.bernoulli(p)).
+void bernoulli_of(std::int64_t n, const float* p, std::uint64_t state, std::uint64_t call,
+                  float* y);
 // y[j] = uniform_of(draw (call << 40) + j), in [0, 1) (torch.rand, rand_like, rrelu's slopes).
 void uniform(std::int64_t n, std::uint64_t state, std::uint64_t call, float* y);
 // y[j] standard normal by Box-Muller from draws (call << 40) + 2j and + 2j + 1 over vt_log, sqrt

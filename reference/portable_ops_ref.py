@@ -1093,6 +1093,15 @@ def normal(shape, state, call):
     return {"y": (r * c).astype(F).reshape(shape)}
 
 
+def bernoulli_of(p, state, call):
+    """`torch.bernoulli(p)` sets element j to 1 when `uniform(draw (n << 40) + j) < p[j]`, else
+    0 (NaN p: 0)."""
+    p = f32(p)
+    counters = (np.uint64(call) << np.uint64(40)) + np.arange(p.size, dtype=np.uint64)
+    u = uniforms_at(int(state), counters).reshape(p.shape)
+    return {"y": pick(u < p, ONE, ZERO)}
+
+
 def bernoulli(shape, p, state, call):
     """`bernoulli_(p)` sets element j to 1 when `uniform(draw (n << 40) + j) < p`, else 0."""
     size = int(np.prod(shape, dtype=np.int64))
@@ -1165,4 +1174,6 @@ def _run(op, params, inputs):
         return uniform(i["x"].shape, int(p["state"]), p["call"])
     if op == "normal":
         return normal(i["x"].shape, int(p["state"]), p["call"])
+    if op == "bernoulli_of":
+        return bernoulli_of(i["x"], int(p["state"]), p["call"])
     raise ValueError("unknown operator %r" % op)

@@ -164,7 +164,7 @@ def operand_arrays(values, hashes, what):
 
 # --- evidence for one value (docs/dispute.md) ---------------------------------------------
 ELEMENTWISE = {"relu", "relu_backward", "gelu", "gelu_backward", "dropout", "dropout_backward",
-               "bernoulli", "uniform", "normal", "sgd_update", "adam_update", "scale_gradient",
+               "bernoulli", "bernoulli_of", "uniform", "normal", "sgd_update", "adam_update", "scale_gradient",
                "ema_update"}
 ROW_WISE = {"softmax", "softmax_backward", "log_softmax", "log_softmax_backward", "layer_norm"}
 
@@ -752,6 +752,8 @@ OPERATORS = {
                                            a["call"] & (2 ** 64 - 1)),
     "normal": lambda a, i, o: ops.normal((a["n"],), a["state"] & (2 ** 64 - 1),
                                          a["call"] & (2 ** 64 - 1)),
+    "bernoulli_of": lambda a, i, o: ops.bernoulli_of(i["p"], a["state"] & (2 ** 64 - 1),
+                                                     a["call"] & (2 ** 64 - 1)),
     "nll_loss": lambda a, i, o: {"loss": np.array([ops.nll_loss(
         i["logp"].reshape(a["rows"], a["classes"]), i["targets"], a["ignore_index"],
         F(1.0))["loss"]], F)},

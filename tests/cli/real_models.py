@@ -185,7 +185,8 @@ with open("%s/clips.safetensors" % out, "wb") as f:
 # A VAE (docs/portable.md, "Random operators") that computes its own loss: the reparameterised
 # z = mu + randn_like(std) ⊗ std, input noise from normal_ on a fresh tensor, a multiplicative
 # jitter from uniform_, a randn of a size, and binary cross-entropy of the reconstruction plus
-# the KL term. On the digits' rows, flattened: pixels in [0, 1].
+# the KL term, against the pixels binarized by torch.bernoulli. On the digits' rows, flattened:
+# pixels in [0, 1].
 class Vae(nn.Module):
     def __init__(self):
         super().__init__()
@@ -200,7 +201,8 @@ class Vae(nn.Module):
         g = torch.relu(self.dec1(z)) * torch.empty_like(h).uniform_(0.9, 1.1)
         recon = torch.sigmoid(self.dec2(g))
         kl = -0.5 * torch.mean(1.0 + logvar - mu.pow(2) - logvar.exp())
-        return F.binary_cross_entropy(recon, x) + kl
+        # The pixels binarized afresh each step (a stochastically binarized MNIST's way).
+        return F.binary_cross_entropy(recon, torch.bernoulli(x)) + kl
 
 torch.jit.script(numpy_weights(Vae())).save("%s/vae.pt" % out)
 

@@ -488,6 +488,10 @@ void random_ops(Probe& p, const std::string& op) {
     k::uniform(numel(x.shape), p.state(), call, p.out("y", x.shape));
     return;
   }
+  if (op == "bernoulli_of") {
+    k::bernoulli_of(numel(x.shape), x.data(), p.state(), call, p.out("y", x.shape));
+    return;
+  }
   if (op == "normal") {
     k::normal(numel(x.shape), p.state(), call, p.out("y", x.shape));
     return;
@@ -537,7 +541,8 @@ int main(int argc, char** argv) {
              : op == "gru"      ? k::Cell::kGru
              : op == "rnn_tanh" ? k::Cell::kTanh
                                 : k::Cell::kRelu);
-    } else if (op == "feature_dropout" || op == "bernoulli" || op == "uniform" || op == "normal") {
+    } else if (op == "feature_dropout" || op == "bernoulli" || op == "bernoulli_of" ||
+               op == "uniform" || op == "normal") {
       random_ops(p, op);
     } else {
       std::cerr << "kernel_probe: unknown op " << op << "\n";

@@ -414,6 +414,14 @@ def case_uniform(g, k):
     return "uniform", params, {"x": g.values(shape, "special")}
 
 
+def case_bernoulli_of(g, k):
+    # Probabilities in [0, 1] and past it, ±0, subnormals, ±inf and NaN ("special").
+    shape = [g.int(4, 16) for _ in range(g.int(1, 3))]
+    params = {"state": g.state(), "call": g.choice([0, 1, 3, 1 << 20])}
+    flavor = ("clean", "special", "ties", "wild")[k % 4]
+    return "bernoulli_of", params, {"x": g.values(shape, flavor)}
+
+
 def case_normal(g, k):
     # Up to 64³ values: past a thread's share of the kernel, every quarter of the cosine.
     shape = [g.int(1, 64) for _ in range(g.int(1, 3))]
@@ -451,7 +459,8 @@ SUITE = ([("act:" + fn, "act", 5, lambda g, k, fn=fn: case_act(g, k, fn)) for fn
     ("feature_dropout", "feature_dropout", 6, case_feature_dropout),
     ("bernoulli", "bernoulli", 6, case_bernoulli),
     ("uniform", "uniform", 4, case_uniform),
-    ("normal", "normal", 6, case_normal)])
+    ("normal", "normal", 6, case_normal),
+    ("bernoulli_of", "bernoulli_of", 6, case_bernoulli_of)])
 
 
 # --------------------------------------------------------------------------------------------

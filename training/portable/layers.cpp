@@ -287,6 +287,13 @@ at::Tensor normal(at::IntArrayRef shape, std::uint64_t state, std::uint64_t call
   return y;
 }
 
+at::Tensor bernoulli_of(const at::Tensor& p_in, std::uint64_t state, std::uint64_t call) {
+  const at::Tensor p = operand(p_in.detach(), "bernoulli");
+  at::Tensor y = at::empty_like(p);
+  kernels::bernoulli_of(p.numel(), ptr(p), state, call, ptr(y));
+  return y;
+}
+
 at::Tensor bernoulli(const at::Tensor& like, double p, std::uint64_t state, std::uint64_t call) {
   at::Tensor y = at::empty(like.sizes(), like.options().dtype(at::kFloat));
   kernels::bernoulli(y.numel(), static_cast<float>(p), state, call, ptr(y));

@@ -34,6 +34,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> rnn_layer(
 at::Tensor feature_dropout(const at::Tensor& x, double p, std::uint64_t state, std::uint64_t call);
 // A tensor of x's shape of 1 (probability p) and 0 from the stream; no gradient.
 at::Tensor bernoulli(const at::Tensor& like, double p, std::uint64_t state, std::uint64_t call);
+// Ones where the draw is below the probability of the same position (kernels::bernoulli_of), no
+// gradient to p (PyTorch gives it none).
+at::Tensor bernoulli_of(const at::Tensor& p, std::uint64_t state, std::uint64_t call);
 // Uniforms in [0, 1) of `shape` (kernels::uniform), binary32.
 at::Tensor uniform(at::IntArrayRef shape, std::uint64_t state, std::uint64_t call);
 // Standard normals of `shape` (kernels::normal), binary32.

@@ -123,6 +123,16 @@ Tensor bernoulli(
   next_draw(state, call, "bernoulli_");
   return P::bernoulli(x, p, state, call);
 }
+// torch.bernoulli(p): a draw a position, against that position's probability.
+Tensor bernoulli_of(
+    const Tensor& p,
+    optional<at::Generator> generator) {  // NOLINT(performance-unnecessary-value-param)
+  no_generator(generator, "bernoulli");
+  float_only(p.scalar_type(), "bernoulli");
+  std::uint64_t state = 0, call = 0;
+  next_draw(state, call, "bernoulli");
+  return P::bernoulli_of(p, state, call);
+}
 
 }  // namespace
 
@@ -130,6 +140,7 @@ TORCH_LIBRARY_IMPL(veritrain, CompositeImplicitAutograd, m) {
   m.impl("feature_dropout", &feature_dropout);
   m.impl("alpha_dropout", &alpha_dropout);
   m.impl("bernoulli", &bernoulli);
+  m.impl("bernoulli_of", &bernoulli_of);
   m.impl("rand", &rand);
   m.impl("rand_like", &rand_like);
   m.impl("uniform", &uniform);
