@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <string>
 
 #include "kernels/loss.h"
 #include "kernels/norm.h"
@@ -166,13 +167,13 @@ struct RnnFn : torch::autograd::Function<RnnFn> {
     const at::Tensor b_hh = b_hh_in.numel() > 0 ? operand(b_hh_in, "rnn") : at::Tensor();
     const at::Tensor w_hr = w_hr_in.numel() > 0 ? operand(w_hr_in, "rnn") : at::Tensor();
     const kernels::RnnShape s = shape(x, h0, w_hr, cell, reverse);
-    TORCH_CHECK(w_ih.size(0) == s.gate_rows() && w_ih.size(1) == s.input &&
-                    w_hh.size(0) == s.gate_rows() && w_hh.size(1) == s.width() &&
-                    (!w_hr.defined() || (w_hr.size(0) == s.proj && lstm)) &&
-                    (!lstm || c0.numel() == s.batch * s.hidden),
-                "portable rnn: weights ", w_ih.sizes(), " and ", w_hh.sizes(), " for input ",
-                x.sizes(), ", hidden ", h0.sizes(), (lstm ? " and cell " : ""),
-                (lstm ? c0.sizes() : at::IntArrayRef()));
+    TORCH_CHECK(
+        w_ih.size(0) == s.gate_rows() && w_ih.size(1) == s.input && w_hh.size(0) == s.gate_rows() &&
+            w_hh.size(1) == s.width() && (!w_hr.defined() || (w_hr.size(0) == s.proj && lstm)) &&
+            (!lstm || c0.numel() == s.batch * s.hidden),
+        "portable rnn: weights ", w_ih.sizes(), " and ", w_hh.sizes(),
+        w_hr.defined() ? c10::str(", projection ", w_hr.sizes()) : std::string(), " for input ",
+        x.sizes(), ", state ", h0.sizes(), lstm ? c10::str(", cell ", c0.sizes()) : std::string());
     at::Tensor y = at::empty({s.steps, s.batch, s.width()}, x.options());
     at::Tensor hn = at::empty({s.batch, s.width()}, x.options());
     at::Tensor cn =
