@@ -294,12 +294,20 @@ void add_model_operators(std::map<std::string_view, Recompute>& ops) {
     const std::int64_t n = a.integer("n", 0, (std::int64_t{1} << 40) - 1);
     kernels::bernoulli(n, a.real("p"), a.bits64("state"), a.bits64("call"), a.out("y", n));
   };
+  ops["randint"] = [](Args& a) {
+    const std::int64_t n = a.integer("n");
+    const std::int64_t low = a.integer("low", std::numeric_limits<std::int64_t>::min(),
+                                       std::numeric_limits<std::int64_t>::max() - 1);
+    const std::int64_t high = a.integer("high", low + 1, std::numeric_limits<std::int64_t>::max());
+    std::int64_t* y = a.ids_out_or_none("y", n);
+    if (y != nullptr) kernels::randint(n, low, high, a.bits64("state"), a.bits64("call"), y);
+  };
   ops["bernoulli_of"] = [](Args& a) {
-    const std::int64_t n = a.integer("n", 0, (std::int64_t{1} << 40) - 1);
+    const std::int64_t n = a.integer("n");
     kernels::bernoulli_of(n, a.in("p", n), a.bits64("state"), a.bits64("call"), a.out("y", n));
   };
-  ops["normal"] = [](Args& a) {  // two draws a value
-    const std::int64_t n = a.integer("n", 0, (std::int64_t{1} << 39) - 1);
+  ops["normal"] = [](Args& a) {
+    const std::int64_t n = a.integer("n");
     kernels::normal(n, a.bits64("state"), a.bits64("call"), a.out("y", n));
   };
   ops["uniform"] = [](Args& a) {

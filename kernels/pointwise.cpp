@@ -243,6 +243,27 @@ void bernoulli(std::int64_t n, float p, std::uint64_t state, std::uint64_t call,
   traced.outputs({trace::f32("y", y, n)});
 }
 
+void randint(std::int64_t n, std::int64_t low, std::int64_t high, std::uint64_t state,
+             std::uint64_t call, std::int64_t* y) {
+  trace::Call traced(
+      "randint",
+      {trace::integer("n", n), trace::integer("low", low), trace::integer("high", high),
+       trace::integer("state", static_cast<std::int64_t>(state)),
+       trace::integer("call", static_cast<std::int64_t>(call))},
+      {});
+  // Unsigned: high − low may pass INT64_MAX, and the sum wraps back into [low, high).
+  const std::uint64_t range = static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low);
+  chunks(n, [=](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) {
+      const std::uint64_t draw = stream_at(state, (call << 40) + static_cast<std::uint64_t>(i));
+      const auto scaled =
+          static_cast<std::uint64_t>((static_cast<unsigned __int128>(draw) * range) >> 64);
+      y[i] = static_cast<std::int64_t>(static_cast<std::uint64_t>(low) + scaled);
+    }
+  });
+  traced.outputs({trace::i64("y", y, n)});
+}
+
 void bernoulli_of(std::int64_t n, const float* p, std::uint64_t state, std::uint64_t call,
                   float* y) {
   trace::Call traced(

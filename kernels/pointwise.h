@@ -40,6 +40,10 @@ void bernoulli_of(std::int64_t n, const float* p, std::uint64_t state, std::uint
                   float* y);
 // y[j] = uniform_of(draw (call << 40) + j), in [0, 1) (torch.rand, rand_like, rrelu's slopes).
 void uniform(std::int64_t n, std::uint64_t state, std::uint64_t call, float* y);
+// y[j] = low + ⌊draw (call << 40) + j · (high − low) / 2^64⌋, in [low, high), integers (a
+// multiply-high of the whole 64-bit draw: torch.randint). high > low.
+void randint(std::int64_t n, std::int64_t low, std::int64_t high, std::uint64_t state,
+             std::uint64_t call, std::int64_t* y);
 // y[j] standard normal by Box-Muller from draws (call << 40) + 2j and + 2j + 1 over vt_log, sqrt
 // and a quarter-period cosine of our own (docs/portable.md, "Random operators"): torch.randn,
 // randn_like, normal_.

@@ -20,7 +20,8 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from portable_ref import F, chain, linear, linear_backward, mm, uniforms_at, vt_exp, vt_log  # noqa: E402
+from portable_ref import (F, chain, draws_at, linear, linear_backward, mm, uniforms_at, vt_exp,  # noqa: E402
+                          vt_log)
 
 np.seterr(all="ignore")  # inf and NaN are values here, as in IEEE
 ONE, ZERO = F(1.0), F(0.0)
@@ -1091,6 +1092,16 @@ def normal(shape, state, call):
     c = quarter_cosine(pick(odd, ONE - f, f))
     c = pick((q == F(1.0)) | (q == F(2.0)), -c, c)
     return {"y": (r * c).astype(F).reshape(shape)}
+
+
+def randint(n, low, high, state, call):
+    """`torch.randint(low, high, size)` sets element j to `low + ⌊d·(high − low) / 2^64⌋`, d the
+    whole 64-bit draw (n << 40) + j: int64 in [low, high)."""
+    counters = (np.uint64(call) << np.uint64(40)) + np.arange(n, dtype=np.uint64)
+    span = (high - low) % (1 << 64)
+    values = [(low + ((int(d) * span) >> 64) + (1 << 63)) % (1 << 64) - (1 << 63)
+              for d in draws_at(int(state), counters)]
+    return {"y": np.array(values, dtype=np.int64)}
 
 
 def bernoulli_of(p, state, call):

@@ -156,12 +156,16 @@ def stream_state(seed, a, b):
     return mix(mix(seed ^ 0x657269747261696E) ^ a) ^ mix((b + GOLDEN) & ((1 << 64) - 1))
 
 
-def uniforms_at(state, counters):
+def draws_at(state, counters):
+    """The stream's 64-bit draws at `counters` (SplitMix64 of state + (counter + 1)·γ)."""
     z = np.uint64(state) + (counters.astype(np.uint64) + np.uint64(1)) * np.uint64(GOLDEN)
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    z = z ^ (z >> np.uint64(31))
-    return (z >> np.uint64(40)).astype(F) * F(1.0 / 16777216.0)
+    return z ^ (z >> np.uint64(31))
+
+
+def uniforms_at(state, counters):
+    return (draws_at(state, counters) >> np.uint64(40)).astype(F) * F(1.0 / 16777216.0)
 
 
 # --- operators: forward returns (y, saved), backward takes the upstream gradient ---------

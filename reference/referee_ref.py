@@ -752,6 +752,8 @@ OPERATORS = {
                                            a["call"] & (2 ** 64 - 1)),
     "normal": lambda a, i, o: ops.normal((a["n"],), a["state"] & (2 ** 64 - 1),
                                          a["call"] & (2 ** 64 - 1)),
+    "randint": lambda a, i, o: ops.randint(a["n"], a["low"], a["high"], a["state"] & (2 ** 64 - 1),
+                                           a["call"] & (2 ** 64 - 1)),
     "bernoulli_of": lambda a, i, o: ops.bernoulli_of(i["p"], a["state"] & (2 ** 64 - 1),
                                                      a["call"] & (2 ** 64 - 1)),
     "nll_loss": lambda a, i, o: {"loss": np.array([ops.nll_loss(

@@ -184,7 +184,8 @@ with open("%s/clips.safetensors" % out, "wb") as f:
 
 # A VAE (docs/portable.md, "Random operators") that computes its own loss: the reparameterised
 # z = mu + randn_like(std) ⊗ std, input noise from normal_ on a fresh tensor, a multiplicative
-# jitter from uniform_, a randn of a size, and binary cross-entropy of the reconstruction plus
+# jitter from uniform_, a randn of a size, pixels picked by randint, and binary cross-entropy of
+# the reconstruction plus
 # the KL term, against the pixels binarized by torch.bernoulli. On the digits' rows, flattened:
 # pixels in [0, 1].
 class Vae(nn.Module):
@@ -196,6 +197,7 @@ class Vae(nn.Module):
         x = x.flatten(1)
         h = torch.relu(self.enc(x + torch.empty_like(x).normal_(0.0, 0.05)))
         mu, logvar = self.mu(h), self.logvar(h)
+        mu = mu + 0.01 * x[:, torch.randint(0, 256, [32])].mean(1, keepdim=True)  # 32 pixels
         std = torch.exp(0.5 * logvar)
         z = mu + torch.randn_like(std) * std + 0.01 * torch.randn(mu.size())
         g = torch.relu(self.dec1(z)) * torch.empty_like(h).uniform_(0.9, 1.1)

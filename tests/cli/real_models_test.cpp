@@ -1,18 +1,17 @@
 // Real models in portable arithmetic (docs/portable.md, "Operators of real models"): resnet18,
 // mobilenet_v2 and googlenet (its GoogLeNetOutputs read by the main logits) from Debian's
-// torchvision, a TransformerEncoder classifier (2 layers, d 32, 4 heads,
-// dropout 0.1), an LSTM classifier and a net of SELU, CELU, Mish, LogSigmoid, Hardshrink,
-// Softshrink, Threshold, GLU (its sigmoid the portable kernel's) and PReLU from torch.nn
-// and a module of constant padding, flips, rolls and shuffles, LR-ASPP segmentation, a video
-// net, a net of decompositions, a VAE of randn_like, normal_, uniform_, bernoulli and binary
-// cross-entropy, nn.RNN's tanh and ReLU cells, attention in torch.einsum, and torchaudio's
-// conformer and wav2vec 2.0 (tests/cli/real_models.py), each scripted by Debian's torch with its
-// weights set from numpy (torch's own fill differs with the vector width), on sklearn's digits.
-// `task init` picks
-// portable for each; each trains to the same roots under every ATEN_CPU_CAPABILITY and thread count
-// this CPU can pose as, and a verifier under another setting accepts it, and a step's signed trace
-// written under one setting is the replay's under another, call for call. A module with an operator
-// that has no portable kernel is refused by name and line.
+// torchvision, a TransformerEncoder classifier (2 layers, d 32, 4 heads, dropout 0.1), an LSTM
+// classifier, a net of SELU, CELU, Mish, LogSigmoid, Hardshrink, Softshrink, Threshold, GLU (its
+// sigmoid the portable kernel's) and PReLU from torch.nn, a module of constant padding, flips,
+// rolls and shuffles, LR-ASPP segmentation, a video net, a net of decompositions, a VAE of
+// randn_like, normal_, uniform_, randint, bernoulli and binary cross-entropy, nn.RNN's tanh and
+// ReLU cells with a projected LSTM, attention in torch.einsum, and torchaudio's conformer and
+// wav2vec 2.0 (tests/cli/real_models.py), each scripted by Debian's torch with its weights set
+// from numpy (torch's own fill differs with the vector width), on sklearn's digits. `task init`
+// picks portable for each; each trains to the same roots under every ATEN_CPU_CAPABILITY and
+// thread count this CPU can pose as, a verifier under another setting accepts it, and a step's
+// signed trace written under one setting is the replay's under another, call for call. A module
+// with an operator that has no portable kernel is refused by name and line.
 
 #include <gtest/gtest.h>
 
@@ -145,7 +144,8 @@ TEST_P(RealModels, TrainPortablyToTheSameRootsOnEverySettingAndVerifyOnAnother) 
         "rnn_backward", "dropout", "embedding", "embedding_backward", "log", "reduce",
         "reduce_backward", "uniform", "bernoulli", "exp"}},
       {"vae",
-       {"normal", "uniform", "bernoulli_of", "exp", "exp_backward", "log", "sigmoid", "gemm"}},
+       {"normal", "uniform", "bernoulli_of", "randint", "exp", "exp_backward", "log", "sigmoid",
+        "gemm"}},
       {"elman", {"rnn", "rnn_backward", "dropout", "gemm", "cross_entropy"}},
       {"einsum", {"gemm", "softmax", "softmax_backward", "reduce", "reduce_backward"}},
       {"conformer",

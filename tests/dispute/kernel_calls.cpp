@@ -189,6 +189,12 @@ void run_real_model_kernels() {
                           dh0.data(), lstm ? dc0.data() : nullptr, dw_ih.data(), dw_hh.data(),
                           lstm ? db_ih.data() : nullptr, lstm ? db_hh.data() : nullptr);
   }
+  {  // Integers of a range wider than INT64_MAX, and of a small one.
+    std::vector<std::int64_t> ints(9);
+    kernels::randint(9, -(std::int64_t{1} << 62) - (std::int64_t{1} << 61), std::int64_t{1} << 62,
+                     77, 5, ints.data());
+    kernels::randint(9, -2, 3, 78, 6, ints.data());
+  }
   {  // An LSTM layer with a projection (proj_size 2 of hidden 3), its w_hr's gradient too.
     kernels::RnnShape ps{kernels::Cell::kLstm, 3, 2, 4, 3, false, 2};
     const std::int64_t G = ps.gate_rows();

@@ -488,5 +488,36 @@ TEST(Scalar, NormalDrawsAreStandardNormalsAtAnyThreadCount) {
   EXPECT_NE(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)), 0);
 }
 
+// torch.randint's draws: every value of a small range about equally often, a range wider than
+// INT64_MAX without overflow, the same integers at any thread count.
+TEST(Scalar, RandintDrawsCoverTheirRangeAtAnyThreadCount) {
+  constexpr std::int64_t kCount = 1 << 17;
+  const std::uint64_t state = stream_state(42, 5, 0);
+  std::vector<std::int64_t> one(kCount), two(kCount);
+  set_threads(1);
+  randint(kCount, -3, 4, state, 2, one.data());
+  set_threads(2);
+  randint(kCount, -3, 4, state, 2, two.data());
+  set_threads(1);
+  EXPECT_EQ(one, two);
+  std::vector<std::int64_t> seen(7, 0);
+  for (const std::int64_t v : one) {
+    ASSERT_GE(v, -3);
+    ASSERT_LT(v, 4);
+    ++seen[static_cast<std::size_t>(v + 3)];
+  }
+  for (const std::int64_t n : seen) EXPECT_NEAR(static_cast<double>(n), kCount / 7.0, 700.0);
+  const std::int64_t low = std::numeric_limits<std::int64_t>::min() + 5;
+  const std::int64_t high = std::numeric_limits<std::int64_t>::max() - 5;
+  randint(kCount, low, high, state, 3, one.data());
+  std::int64_t negative = 0;
+  for (const std::int64_t v : one) {
+    ASSERT_GE(v, low);
+    ASSERT_LT(v, high);
+    negative += v < 0 ? 1 : 0;
+  }
+  EXPECT_NEAR(static_cast<double>(negative), kCount / 2.0, 1000.0);
+}
+
 }  // namespace
 }  // namespace vt::kernels

@@ -282,6 +282,13 @@ at::Tensor uniform(at::IntArrayRef shape, std::uint64_t state, std::uint64_t cal
   return y;
 }
 
+at::Tensor randint(std::int64_t low, std::int64_t high, at::IntArrayRef shape, std::uint64_t state,
+                   std::uint64_t call) {
+  at::Tensor y = at::empty(shape, at::TensorOptions().dtype(at::kLong));
+  kernels::randint(y.numel(), low, high, state, call, y.data_ptr<std::int64_t>());
+  return y;
+}
+
 at::Tensor normal(at::IntArrayRef shape, std::uint64_t state, std::uint64_t call) {
   at::Tensor y = at::empty(shape, at::TensorOptions().dtype(at::kFloat));
   kernels::normal(y.numel(), state, call, ptr(y));

@@ -39,6 +39,9 @@ at::Tensor bernoulli(const at::Tensor& like, double p, std::uint64_t state, std:
 at::Tensor bernoulli_of(const at::Tensor& p, std::uint64_t state, std::uint64_t call);
 // Uniforms in [0, 1) of `shape` (kernels::uniform), binary32.
 at::Tensor uniform(at::IntArrayRef shape, std::uint64_t state, std::uint64_t call);
+// Integers in [low, high) of `shape` (kernels::randint), int64; high > low.
+at::Tensor randint(std::int64_t low, std::int64_t high, at::IntArrayRef shape, std::uint64_t state,
+                   std::uint64_t call);
 // Standard normals of `shape` (kernels::normal), binary32.
 at::Tensor normal(at::IntArrayRef shape, std::uint64_t state, std::uint64_t call);
 

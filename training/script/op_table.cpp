@@ -170,6 +170,14 @@ constexpr PortableOp kOps[] = {
     {"aten::bernoulli_", "float", F::kInPlace, "bernoulli",
      "bernoulli(Tensor self, float p=0.5, Generator? generator=None) -> Tensor", "Random operators",
      "bernoulli"},
+    kernel("aten::randint", "", "randint",
+           "randint(int high, int[] size, *, ScalarType? dtype=None, Layout? layout=None, "
+           "Device? device=None, bool? pin_memory=None) -> Tensor",
+           "Random operators", "randint"),
+    kernel("aten::randint", "low", "randint_low",
+           "randint_low(int low, int high, int[] size, *, ScalarType? dtype=None, "
+           "Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+           "Random operators", "randint"),
     kernel("aten::bernoulli", "", "bernoulli_of",
            "bernoulli_of(Tensor self, Generator? generator=None) -> Tensor", "Random operators",
            "bernoulli_of"),

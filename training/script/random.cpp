@@ -123,6 +123,23 @@ Tensor bernoulli(
   next_draw(state, call, "bernoulli_");
   return P::bernoulli(x, p, state, call);
 }
+// torch.randint(low, high, size): int64 in [low, high), a whole 64-bit draw each.
+Tensor randint_low(int64_t low, int64_t high, IntArrayRef size, optional<at::ScalarType> dtype,
+                   optional<at::Layout> /*layout*/, optional<at::Device> /*device*/,
+                   optional<bool> /*pin_memory*/) {
+  TORCH_CHECK(!dtype.has_value() || *dtype == at::kLong,
+              "portable randint: a dtype other than int64 (draw int64, then convert)");
+  TORCH_CHECK(high > low, "portable randint: an empty range [", low, ", ", high, ")");
+  std::uint64_t state = 0, call = 0;
+  next_draw(state, call, "randint");
+  return P::randint(low, high, size, state, call);
+}
+Tensor randint(int64_t high, IntArrayRef size, optional<at::ScalarType> dtype,
+               optional<at::Layout> layout, optional<at::Device> device,
+               optional<bool> pin_memory) {
+  return randint_low(0, high, size, dtype, layout, device, pin_memory);
+}
+
 // torch.bernoulli(p): a draw a position, against that position's probability.
 Tensor bernoulli_of(
     const Tensor& p,
@@ -141,6 +158,8 @@ TORCH_LIBRARY_IMPL(veritrain, CompositeImplicitAutograd, m) {
   m.impl("alpha_dropout", &alpha_dropout);
   m.impl("bernoulli", &bernoulli);
   m.impl("bernoulli_of", &bernoulli_of);
+  m.impl("randint", &randint);
+  m.impl("randint_low", &randint_low);
   m.impl("rand", &rand);
   m.impl("rand_like", &rand_like);
   m.impl("uniform", &uniform);
