@@ -226,6 +226,22 @@ class Elman(nn.Module):
 
 torch.jit.script(numpy_weights(Elman())).save("%s/elman.pt" % out)
 
+# An LSTM language model (embedding, two layers with dropout between them, a head per position)
+# on the bytes of Debian's fortunes as a u16 `tokens` file: the next byte at every position.
+class LstmLm(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(256, 32)
+        self.rnn = nn.LSTM(32, 64, num_layers=2, dropout=0.2, batch_first=True)
+        self.head = nn.Linear(64, 256)
+    def forward(self, x):
+        h, _ = self.rnn(self.embed(x))
+        return self.head(h)
+
+torch.jit.script(numpy_weights(LstmLm())).save("%s/lstm_lm.pt" % out)
+text = open("/usr/share/games/fortunes/fortunes", "rb").read()[:20000]
+np.frombuffer(text, np.uint8).astype("<u2").tofile("%s/fortunes.bin" % out)
+
 # Attention written with torch.einsum, as torchvision's MaxViT writes it (spaces, five
 # subscripts), a one-operand transpose and a sum over a subscript only one operand names.
 class Einsum(nn.Module):

@@ -5,9 +5,10 @@
 // sigmoid the portable kernel's) and PReLU from torch.nn, a module of constant padding, flips,
 // rolls and shuffles, LR-ASPP segmentation, a video net, a net of decompositions, a VAE of
 // randn_like, normal_, uniform_, randint, bernoulli and binary cross-entropy, nn.RNN's tanh and
-// ReLU cells with a projected LSTM, attention in torch.einsum, and torchaudio's conformer and
-// wav2vec 2.0 (tests/cli/real_models.py), each scripted by Debian's torch with its weights set
-// from numpy (torch's own fill differs with the vector width), on sklearn's digits. `task init`
+// ReLU cells with a projected LSTM, an LSTM language model (on the bytes of Debian's fortunes),
+// attention in torch.einsum, and torchaudio's conformer and wav2vec 2.0
+// (tests/cli/real_models.py), each scripted by Debian's torch with its weights set from numpy
+// (torch's own fill differs with the vector width), on sklearn's digits. `task init`
 // picks portable for each; each trains to the same roots under every ATEN_CPU_CAPABILITY and
 // thread count this CPU can pose as, a verifier under another setting accepts it, and a step's
 // signed trace written under one setting is the replay's under another, call for call. A module
@@ -56,6 +57,12 @@ class RealModels : public ::testing::TestWithParam<const char*> {
       GTEST_SKIP() << "python3-torch, -torchvision, -torchaudio or -sklearn not installed";
   }
   static std::string in() { return "cd '" + dir_->path().string() + "' && "; }
+  // The task's dataset: the fortunes' bytes for the language model, else a safetensors file.
+  static std::string dataset_of(const std::string& model) {
+    if (model == "lstm_lm")
+      return "--dataset tokens --context 16 --token-dtype u16 --data-file fortunes.bin";
+    return "--dataset tensors --data-file " + data_of(model) + ".safetensors --eval-fraction 0.25";
+  }
   static std::string data_of(const std::string& model) {
     const bool images = model == "resnet18" || model == "mobilenet_v2" || model == "googlenet" ||
                         model == "shuffler" || model == "decomposed";
@@ -76,10 +83,8 @@ TEST_P(RealModels, TrainPortablyToTheSameRootsOnEverySettingAndVerifyOnAnother) 
   const std::string task = model + ".json";
   // task init chooses portable by itself, and says so.
   auto init = run_command(
-      in() + veritrain_binary() + " task init --model torchscript --model-file " + model +
-          ".pt --dataset tensors --data-file " + data_of(model) +
-          ".safetensors --eval-fraction 0.25 --epochs 1 --steps-per-epoch 2 "
-          "--batch-size 4" +
+      in() + veritrain_binary() + " task init --model torchscript --model-file " + model + ".pt " +
+          dataset_of(model) + " --epochs 1 --steps-per-epoch 2 --batch-size 4" +
           (model == "decomposed" || model == "vae" ? " --loss model" : "") + " --out " + task,
       dir_->path());
   ASSERT_EQ(init.exit_code, 0) << init.err;
@@ -147,6 +152,9 @@ TEST_P(RealModels, TrainPortablyToTheSameRootsOnEverySettingAndVerifyOnAnother) 
        {"normal", "uniform", "bernoulli_of", "randint", "exp", "exp_backward", "log", "sigmoid",
         "gemm"}},
       {"elman", {"rnn", "rnn_backward", "dropout", "gemm", "cross_entropy"}},
+      {"lstm_lm",
+       {"embedding", "embedding_backward", "rnn", "rnn_backward", "dropout", "gemm",
+        "cross_entropy"}},
       {"einsum", {"gemm", "softmax", "softmax_backward", "reduce", "reduce_backward"}},
       {"conformer",
        {"batch_norm_train", "conv", "conv_backward", "silu", "sigmoid", "softmax", "baddbmm",
@@ -167,8 +175,8 @@ TEST_P(RealModels, TrainPortablyToTheSameRootsOnEverySettingAndVerifyOnAnother) 
 INSTANTIATE_TEST_SUITE_P(TorchvisionAndTorchNn, RealModels,
                          ::testing::Values("resnet18", "mobilenet_v2", "googlenet", "encoder",
                                            "lstm", "selu_net", "shuffler", "lraspp", "clip_net",
-                                           "decomposed", "vae", "elman", "einsum", "conformer",
-                                           "wav2vec2"),
+                                           "decomposed", "vae", "elman", "lstm_lm", "einsum",
+                                           "conformer", "wav2vec2"),
                          testing::ValueName());
 
 // An operator without a portable kernel: task init --determinism portable refuses it by name and
