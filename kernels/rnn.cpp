@@ -45,23 +45,29 @@ std::vector<trace::Param> rnn_params(const RnnShape& s) {
   return params;
 }
 
+// The operands forward and backward both trace first: the layer's input, state and weights.
+std::vector<trace::Operand> layer_operands(const RnnShape& s, const float* x, const float* h0,
+                                           const float* c0, const float* w_ih, const float* w_hh) {
+  const std::int64_t B = s.batch, G = s.gate_rows();
+  const bool lstm = s.cell == Cell::kLstm;
+  return {trace::f32("x", x, s.steps * B * s.input), trace::f32("h0", h0, B * s.width()),
+          trace::f32_or_none("c0", lstm ? c0 : nullptr, B * s.hidden),
+          trace::f32("w_ih", w_ih, G * s.input), trace::f32("w_hh", w_hh, G * s.width())};
+}
+
 }  // namespace
 
 void rnn_forward(const RnnShape& s, const float* x, const float* h0, const float* c0,
                  const float* w_ih, const float* w_hh, const float* b_ih, const float* b_hh,
                  float* y, float* hn, float* cn, float* saved, const float* w_hr) {
   const std::int64_t H = s.hidden, W = s.width(), G = s.gate_rows(), B = s.batch;
-  const std::int64_t TB = s.steps * B, x_count = TB * s.input;
+  const std::int64_t TB = s.steps * B;
   const bool lstm = s.cell == Cell::kLstm, projected = s.proj > 0;
   // One call for the layer and direction: its products and gate steps are part of it.
   const auto params = rnn_params(s);
-  std::vector<trace::Operand> inputs = {trace::f32("x", x, x_count),
-                                        trace::f32("h0", h0, B * W),
-                                        trace::f32_or_none("c0", lstm ? c0 : nullptr, B * H),
-                                        trace::f32("w_ih", w_ih, G * s.input),
-                                        trace::f32("w_hh", w_hh, G * W),
-                                        trace::f32_or_none("b_ih", b_ih, G),
-                                        trace::f32_or_none("b_hh", b_hh, G)};
+  std::vector<trace::Operand> inputs = layer_operands(s, x, h0, c0, w_ih, w_hh);
+  inputs.push_back(trace::f32_or_none("b_ih", b_ih, G));
+  inputs.push_back(trace::f32_or_none("b_hh", b_hh, G));
   if (projected) inputs.push_back(trace::f32("w_hr", w_hr, s.proj * H));
   trace::Call traced("rnn", params, inputs);
   std::vector<float> xs(static_cast<std::size_t>(TB * G)), r(static_cast<std::size_t>(B * G));
@@ -131,16 +137,12 @@ void rnn_backward(const RnnShape& s, const float* x, const float* h0, const floa
   const std::int64_t TB = s.steps * B, x_count = TB * s.input;
   const bool lstm = s.cell == Cell::kLstm, gru = s.cell == Cell::kGru, projected = s.proj > 0;
   const auto params = rnn_params(s);
-  std::vector<trace::Operand> inputs = {trace::f32("x", x, x_count),
-                                        trace::f32("h0", h0, B * W),
-                                        trace::f32_or_none("c0", lstm ? c0 : nullptr, B * H),
-                                        trace::f32("w_ih", w_ih, G * s.input),
-                                        trace::f32("w_hh", w_hh, G * W),
-                                        trace::f32("y", y, TB * W),
-                                        trace::f32("saved", saved, s.saved_floats()),
-                                        trace::f32("dy", dy, TB * W),
-                                        trace::f32_or_none("dhn", dhn, B * W),
-                                        trace::f32_or_none("dcn", lstm ? dcn : nullptr, B * H)};
+  std::vector<trace::Operand> inputs = layer_operands(s, x, h0, c0, w_ih, w_hh);
+  for (const trace::Operand& o :
+       {trace::f32("y", y, TB * W), trace::f32("saved", saved, s.saved_floats()),
+        trace::f32("dy", dy, TB * W), trace::f32_or_none("dhn", dhn, B * W),
+        trace::f32_or_none("dcn", lstm ? dcn : nullptr, B * H)})
+    inputs.push_back(o);
   if (projected) inputs.push_back(trace::f32("w_hr", w_hr, s.proj * H));
   trace::Call traced("rnn_backward", params, inputs);
   const float* acts = saved;

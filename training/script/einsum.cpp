@@ -3,7 +3,7 @@
 // between them round nothing. Registered beside script/operators.cpp's.
 #include <torch/library.h>
 
-#include <string>
+#include <string_view>
 #include <vector>
 
 #include "training/portable/functions.h"
@@ -29,9 +29,9 @@ Tensor einsum(c10::string_view equation, at::TensorList tensors,
               at::OptionalIntArrayRef /*path: two operands have one order*/) {
   std::vector<std::vector<std::int64_t>> shapes;
   for (const Tensor& t : tensors) shapes.push_back(t.sizes().vec());
-  const auto plan = plan_einsum(std::string(equation.data(), equation.size()), shapes);
-  TORCH_CHECK(plan.ok(), "portable einsum '", std::string(equation.data(), equation.size()),
-              "': ", plan.ok() ? "" : plan.error().message);
+  const std::string_view text(equation.data(), equation.size());
+  const auto plan = plan_einsum(text, shapes);
+  TORCH_CHECK(plan.ok(), "portable einsum '", text, "': ", plan.ok() ? "" : plan.error().message);
   const Tensor a = summed(tensors[0], plan->a_sum);
   if (plan->operands == 1) return a.permute(plan->out_perm);
   const Tensor b = summed(tensors[1], plan->b_sum);

@@ -12,12 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "training/model/ops.h"
 #include "training/portable/functions.h"
 #include "training/portable/layers.h"
 #include "training/script/op_table.h"
-#include "training/script/operators.h"
-#include "training/script/rewrite.h"
 
 namespace vt::training {
 namespace {
@@ -73,13 +70,6 @@ Tensor gelu(const Tensor& x, c10::string_view approximate) {
   TORCH_CHECK(approximate == "none", "portable gelu: approximate='", std::string(approximate),
               "' (portable kernels: 'none', the erf form, and 'tanh')");
   return P::gelu(x);
-}
-
-Tensor dropout(const Tensor& x, double p, bool train) {
-  if (!train || p == 0.0) return x;
-  Ops* ops = script_ops();
-  TORCH_CHECK(ops != nullptr, "portable dropout: no training pass is running");
-  return ops->dropout(x, p, train);
 }
 
 Tensor adaptive_avg_pool(const Tensor& x, IntArrayRef size) {
@@ -434,75 +424,6 @@ Tensor bce_with_logits(const Tensor& x, const Tensor& target, const optional<Ten
   return P::bce_with_logits(x, target);
 }
 
-// --- recurrent layers ---------------------------------------------------------------------------
-
-// aten::lstm / gru / rnn_tanh / rnn_relu's flat parameters: per layer and direction w_ih, w_hh (and
-// b_ih, b_hh).
-std::vector<Tensor> stack_layers(const Tensor& input, const std::vector<Tensor>& h0s,
-                                 const std::vector<Tensor>& c0s, const std::vector<Tensor>& params,
-                                 bool has_biases, int64_t layers, double dropout_p, bool train,
-                                 bool bidirectional, bool batch_first, kernels::Cell cell,
-                                 std::vector<Tensor>& hn, std::vector<Tensor>& cn,
-                                 bool projected = false) {
-  // With an LSTM's proj_size each layer and direction has w_hr last.
-  const int64_t dirs = bidirectional ? 2 : 1, per = (has_biases ? 4 : 2) + (projected ? 1 : 0);
-  TORCH_CHECK(static_cast<int64_t>(params.size()) == layers * dirs * per,
-              "portable rnn: ", params.size(), " parameters for ", layers, " layers");
-  Tensor x = batch_first ? input.transpose(0, 1) : input;
-  for (int64_t l = 0; l < layers; ++l) {
-    std::vector<Tensor> outs;
-    for (int64_t d = 0; d < dirs; ++d) {
-      const std::size_t row = static_cast<std::size_t>(l * dirs + d);
-      const std::size_t at = row * static_cast<std::size_t>(per);
-      auto [y, h, c] =
-          P::rnn_layer(x, h0s[row], cell == kernels::Cell::kLstm ? c0s[row] : Tensor(), params[at],
-                       params[at + 1], has_biases ? params[at + 2] : Tensor(),
-                       has_biases ? params[at + 3] : Tensor(), cell, d == 1,
-                       projected ? params[at + static_cast<std::size_t>(per) - 1] : Tensor());
-      outs.push_back(y);
-      hn.push_back(h);
-      if (cell == kernels::Cell::kLstm) cn.push_back(c);
-    }
-    x = dirs == 1 ? outs[0] : at::cat(outs, 2);
-    // Between layers, not after the last: PyTorch's placement, the task's dropout stream's draw.
-    if (l + 1 < layers) x = training::dropout(x, dropout_p, train);
-  }
-  return {batch_first ? x.transpose(0, 1) : x};
-}
-
-std::tuple<Tensor, Tensor, Tensor> lstm(const Tensor& input, at::TensorList hx,
-                                        at::TensorList params, bool has_biases, int64_t layers,
-                                        double dropout_p, bool train, bool bidirectional,
-                                        bool batch_first) {
-  TORCH_CHECK(hx.size() == 2 && input.dim() == 3, "portable lstm: batched input and (h0, c0)");
-  // With proj_size each layer and direction has a fifth (or third) weight, w_hr.
-  const int64_t dirs = bidirectional ? 2 : 1;
-  const bool projected =
-      static_cast<int64_t>(params.size()) == layers * dirs * (has_biases ? 5 : 3);
-  std::vector<Tensor> hn, cn;
-  const std::vector<Tensor> h0 = hx[0].unbind(0), c0 = hx[1].unbind(0);
-  auto y = stack_layers(input, h0, c0, params.vec(), has_biases, layers, dropout_p, train,
-                        bidirectional, batch_first, kernels::Cell::kLstm, hn, cn, projected);
-  return {y[0], at::stack(hn), at::stack(cn)};
-}
-
-// aten::gru, rnn_tanh and rnn_relu: one state, h.
-template <kernels::Cell kCell>
-std::tuple<Tensor, Tensor> one_state_rnn(const Tensor& input, const Tensor& hx,
-                                         at::TensorList params, bool has_biases, int64_t layers,
-                                         double dropout_p, bool train, bool bidirectional,
-                                         bool batch_first) {
-  TORCH_CHECK(input.dim() == 3, "portable ",
-              kCell == kernels::Cell::kGru    ? "gru"
-              : kCell == kernels::Cell::kTanh ? "rnn_tanh"
-                                              : "rnn_relu",
-              ": batched input");
-  std::vector<Tensor> hn, cn;
-  auto y = stack_layers(input, hx.unbind(0), {}, params.vec(), has_biases, layers, dropout_p, train,
-                        bidirectional, batch_first, kCell, hn, cn);
-  return {y[0], at::stack(hn)};
-}
-
 }  // namespace
 
 // Every schema of the operator table (script/op_table.h), defined once.
@@ -544,7 +465,6 @@ TORCH_LIBRARY_IMPL(veritrain, CompositeImplicitAutograd, m) {
   m.impl("log", [](const Tensor& x) { return act(x, A::kLog); });
   m.impl("glu", &glu);
   m.impl("prelu", &prelu);
-  m.impl("dropout", &dropout);
   m.impl("max_pool2d", &max_pool2d);
   m.impl("max_pool2d_with_indices", &max_pool2d_with_indices);
   m.impl("avg_pool2d", &avg_pool2d);
@@ -604,10 +524,6 @@ TORCH_LIBRARY_IMPL(veritrain, CompositeImplicitAutograd, m) {
   m.impl("nll_loss", &nll_loss);
   m.impl("bce_with_logits", &bce_with_logits);
   m.impl("mse_loss", &mse_loss);
-  m.impl("lstm", &lstm);
-  m.impl("gru", &one_state_rnn<kernels::Cell::kGru>);
-  m.impl("rnn_tanh", &one_state_rnn<kernels::Cell::kTanh>);
-  m.impl("rnn_relu", &one_state_rnn<kernels::Cell::kRelu>);
 }
 
 }  // namespace vt::training

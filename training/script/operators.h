@@ -10,8 +10,6 @@ class Ops;  // training/model/ops.h
 // The arithmetic whose dropout stream a rewritten module's aten::dropout draws from, on this
 // thread, until the next call (nullptr: none; dropout in training then fails).
 void set_script_ops(Ops* ops);
-// What set_script_ops last set on this thread.
-Ops* script_ops();
 
 // set_script_ops(ops) for one forward pass, however it ends.
 struct ScriptOpsScope {

@@ -2,6 +2,8 @@
 // call of a forward pass takes the next call number of the task's dropout stream, so its draws
 // are a function of the step and its place in the pass alone. Registered beside
 // script/operators.cpp's; the arithmetic they draw from is set per thread by set_script_ops.
+#include "training/script/random.h"
+
 #include <torch/library.h>
 
 #include <cmath>
@@ -35,6 +37,7 @@ void no_generator(const optional<at::Generator>& generator, const char* op) {
               ": a generator of its own (the task's stream draws for every call)");
 }
 
+Tensor dropout(const Tensor& x, double p, bool train) { return script_dropout(x, p, train); }
 Tensor feature_dropout(const Tensor& x, double p, bool train) {
   if (!train || p == 0.0) return x;
   std::uint64_t state = 0, call = 0;
@@ -154,6 +157,7 @@ Tensor bernoulli_of(
 }  // namespace
 
 TORCH_LIBRARY_IMPL(veritrain, CompositeImplicitAutograd, m) {
+  m.impl("dropout", &dropout);
   m.impl("feature_dropout", &feature_dropout);
   m.impl("alpha_dropout", &alpha_dropout);
   m.impl("bernoulli", &bernoulli);
@@ -169,7 +173,12 @@ TORCH_LIBRARY_IMPL(veritrain, CompositeImplicitAutograd, m) {
   m.impl("rrelu", &rrelu);
 }
 
+Tensor script_dropout(const Tensor& x, double p, bool train) {
+  if (!train || p == 0.0) return x;
+  TORCH_CHECK(t_script_ops != nullptr, "portable dropout: no training pass is running");
+  return t_script_ops->dropout(x, p, train);
+}
+
 void set_script_ops(Ops* ops) { t_script_ops = ops; }
-Ops* script_ops() { return t_script_ops; }
 
 }  // namespace vt::training
